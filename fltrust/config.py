@@ -1,0 +1,650 @@
+"""Experiment configuration: nested frozen dataclasses loaded from YAML.
+
+One :class:`ExperimentConfig` describes a run completely. It is loaded with
+:func:`load_config` (a YAML file plus ``key.path=value`` overrides), validated on
+construction, and saved verbatim (``to_dict``) with every run.
+
+Rules
+-----
+- Unknown keys are errors, never ignored (the message names the key and lists the allowed ones).
+- Every choice-valued field names its allowed values when it is wrong.
+- ``None`` in a fairness/trust switch means "the mode's default" (see those modules).
+
+Example
+-------
+>>> cfg = ExperimentConfig.from_dict({"data": {"name": "synthetic_nsl_kdd"},
+...                                    "partition": {"num_clients": 4}})
+>>> cfg.partition.num_clients
+4
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import types
+import typing
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+
+class ConfigError(ValueError):
+    """A configuration value is invalid; the message names the field and the fix."""
+
+
+def _choice(section: str, name: str, value: Any, allowed: tuple[Any, ...]) -> None:
+    if value not in allowed:
+        raise ConfigError(f"{section}.{name}={value!r} is not allowed; choose one of {list(allowed)}")
+
+
+def _positive(section: str, name: str, value: Any, *, allow_zero: bool = False) -> None:
+    if value is None:
+        return
+    if (value < 0) if allow_zero else (value <= 0):
+        bound = ">= 0" if allow_zero else "> 0"
+        raise ConfigError(f"{section}.{name}={value!r} must be {bound}")
+
+
+def _fraction(section: str, name: str, value: Any, *, allow_zero: bool = False) -> None:
+    if value is None:
+        return
+    low_ok = value >= 0 if allow_zero else value > 0
+    if not (low_ok and value <= 1):
+        raise ConfigError(f"{section}.{name}={value!r} must lie in {'[0' if allow_zero else '(0'}, 1]")
+
+
+DATASETS = (
+    "cifar10",
+    "femnist",
+    "nsl_kdd",
+    "n_baiot",
+    "synthetic_cifar10",
+    "synthetic_femnist",
+    "synthetic_nsl_kdd",
+    "synthetic_n_baiot",
+)
+
+
+@dataclass(frozen=True)
+class DataConfig:
+    """Which dataset, where, and loader options.
+
+    Attributes
+    ----------
+    name : str
+        One of ``DATASETS``. ``synthetic_*`` generate stand-ins of the same shape.
+    root : str or None
+        Data root; ``None`` means ``$FLTRUST_DATA``, else ``./data``.
+    train_files, test_files : list of str or None
+        Files (relative to the dataset folder) to read; ``None`` = the loader's default.
+        NSL-KDD default: ``KDDTrain+.txt`` / ``KDDTest+.txt``; the fairness paper used the union
+        with ``KDDTrain+_20Percent.txt`` / ``KDDTest-21.txt``.
+    onehot_order : str
+        NSL-KDD categorical columns: ``"global"`` (one fixed order, the correct default) or
+        ``"per_partition"`` (the fairness authors' bug, fairness spec 6.7).
+    balance : bool
+        N-BaIoT: balance benign/attack 50/50 per client (trust experiment 5).
+    synthetic_samples : int
+        Training samples of a synthetic dataset (test gets a quarter).
+    max_train_samples, max_test_samples : int or None
+        Seeded subsample for quick runs (``None`` = all).
+    allow_synthetic_fallback : bool
+        If the real files are missing, use the synthetic stand-in (and say so) instead of failing.
+    """
+
+    name: str = "synthetic_nsl_kdd"
+    root: str | None = None
+    train_files: list[str] | None = None
+    test_files: list[str] | None = None
+    onehot_order: str = "global"
+    balance: bool = False
+    synthetic_samples: int = 2000
+    max_train_samples: int | None = None
+    max_test_samples: int | None = None
+    allow_synthetic_fallback: bool = False
+
+    def __post_init__(self) -> None:
+        _choice("data", "name", self.name, DATASETS)
+        _choice("data", "onehot_order", self.onehot_order, ("global", "per_partition"))
+        _positive("data", "synthetic_samples", self.synthetic_samples)
+        _positive("data", "max_train_samples", self.max_train_samples)
+        _positive("data", "max_test_samples", self.max_test_samples)
+
+
+@dataclass(frozen=True)
+class PartitionConfig:
+    """How samples become clients.
+
+    Attributes
+    ----------
+    num_clients : int
+        Number of clients C.
+    scheme : str
+        ``"iid"`` (shuffled equal shards), ``"dirichlet"`` (label skew, Dirichlet(alpha)),
+        ``"natural"`` (one client per writer/device; C must not exceed the natural clients).
+    alpha : float
+        Dirichlet concentration; smaller = more skew.
+    min_partition_size : int
+        Dirichlet: redraw until every client has at least this many samples.
+    self_balancing : bool
+        Dirichlet: stop giving a class to clients that already hold more than the average
+        (flwr-datasets' ``self_balancing``, used by the fairness authors).
+    val_fraction : float
+        Share of each client's data held out as its local validation set (rounded up).
+    aux_fraction : float
+        Share of the test split used as the server's auxiliary set D (seeded draw).
+    aux_max_samples : int or None
+        Cap on |D|.
+    seed : int or None
+        Partition seed; ``None`` = ``run.seed``.
+    """
+
+    num_clients: int = 10
+    scheme: str = "iid"
+    alpha: float = 0.5
+    min_partition_size: int = 10
+    self_balancing: bool = True
+    val_fraction: float = 0.1
+    aux_fraction: float = 1.0
+    aux_max_samples: int | None = None
+    seed: int | None = None
+
+    def __post_init__(self) -> None:
+        _positive("partition", "num_clients", self.num_clients)
+        _choice("partition", "scheme", self.scheme, ("iid", "dirichlet", "natural"))
+        _positive("partition", "alpha", self.alpha)
+        _positive("partition", "min_partition_size", self.min_partition_size, allow_zero=True)
+        _fraction("partition", "val_fraction", self.val_fraction, allow_zero=True)
+        if self.val_fraction >= 1:
+            raise ConfigError("partition.val_fraction must be < 1 so that clients keep training data")
+        _fraction("partition", "aux_fraction", self.aux_fraction)
+        _positive("partition", "aux_max_samples", self.aux_max_samples)
+
+
+@dataclass(frozen=True)
+class ModelConfig:
+    """Model architecture, by registry name (see :mod:`fltrust.models`)."""
+
+    name: str = "nsl_kdd_mlp"
+
+    def __post_init__(self) -> None:
+        from fltrust.models import MODELS
+
+        _choice("model", "name", self.name, tuple(sorted(MODELS)))
+
+
+STRATEGIES = ("fedavg", "qfedavg", "ditto", "fedmedian", "fedprox")
+
+
+@dataclass(frozen=True)
+class StrategyConfig:
+    """Aggregation strategy and client sampling.
+
+    Attributes
+    ----------
+    name : str
+        One of ``STRATEGIES``.
+    fraction_fit : float or None
+        Share of clients sampled per round; Flower rounds ``int(C * fraction)`` down (min 1).
+    clients_per_round : int or None
+        Fixed number per round (overrides ``fraction_fit``).
+    weighting : str
+        FedAvg/FedProx/Ditto aggregation weights: ``"samples"`` or ``"batches"`` (the fairness
+        authors returned the number of mini-batches as ``num_examples``).
+    q, qffl_learning_rate : float
+        q-FedAvg fairness exponent and step ``1/L``.
+    qfedavg_variant : str
+        ``"flower_legacy"``: one central loss L(theta_k; D) for all clients (what the fairness
+        authors ran, fairness spec 5.2); ``"qffl"``: each client's own loss of theta_k on its
+        training data (Li et al. 2020, the q-FFL paper).
+    ditto_lambda, ditto_lr, ditto_epochs : float, float, int
+        Ditto personalisation strength, personal learning rate and personal epochs.
+    ditto_anchor : str
+        Proximal anchor of the personal update: ``"local"`` (the freshly trained w_n, as the
+        fairness authors coded) or ``"global"`` (the received theta_k, as the Ditto paper).
+    proximal_mu : float
+        FedProx proximal coefficient.
+    """
+
+    name: str = "fedavg"
+    fraction_fit: float | None = 0.5
+    clients_per_round: int | None = None
+    weighting: str = "samples"
+    q: float = 0.2
+    qffl_learning_rate: float = 0.1
+    qfedavg_variant: str = "flower_legacy"
+    ditto_lambda: float = 0.8
+    ditto_lr: float = 0.01
+    ditto_epochs: int = 10
+    ditto_anchor: str = "local"
+    proximal_mu: float = 0.01
+
+    def __post_init__(self) -> None:
+        _choice("strategy", "name", self.name, STRATEGIES)
+        _fraction("strategy", "fraction_fit", self.fraction_fit)
+        _positive("strategy", "clients_per_round", self.clients_per_round)
+        if self.fraction_fit is None and self.clients_per_round is None:
+            raise ConfigError("set strategy.fraction_fit or strategy.clients_per_round")
+        _choice("strategy", "weighting", self.weighting, ("samples", "batches"))
+        _positive("strategy", "q", self.q, allow_zero=True)
+        _positive("strategy", "qffl_learning_rate", self.qffl_learning_rate)
+        _choice("strategy", "qfedavg_variant", self.qfedavg_variant, ("flower_legacy", "qffl"))
+        _positive("strategy", "ditto_lambda", self.ditto_lambda, allow_zero=True)
+        _positive("strategy", "ditto_lr", self.ditto_lr)
+        _positive("strategy", "ditto_epochs", self.ditto_epochs, allow_zero=True)
+        _choice("strategy", "ditto_anchor", self.ditto_anchor, ("local", "global"))
+        _positive("strategy", "proximal_mu", self.proximal_mu, allow_zero=True)
+
+
+@dataclass(frozen=True)
+class TrainingConfig:
+    """Rounds and local training.
+
+    Attributes
+    ----------
+    rounds : int
+        Training rounds T.
+    local_epochs : int
+        Local epochs E per round.
+    batch_size : int
+        Local mini-batch size (also used for evaluation).
+    optimizer : str
+        ``"adam"`` (new optimiser every round, as the fairness authors) or ``"sgd"``.
+    learning_rate, momentum, weight_decay : float
+        Optimiser settings.
+    grad_clip : float or None
+        Clip the gradient norm to this value (FederatedScope's ``grad_clip``).
+    loss_scaling : str
+        ``"mean"`` or ``"per_batch_sum"`` (see :mod:`fltrust.fl.evaluation`).
+    """
+
+    rounds: int = 5
+    local_epochs: int = 1
+    batch_size: int = 32
+    optimizer: str = "adam"
+    learning_rate: float = 1e-3
+    momentum: float = 0.0
+    weight_decay: float = 0.0
+    grad_clip: float | None = None
+    loss_scaling: str = "mean"
+
+    def __post_init__(self) -> None:
+        _positive("training", "rounds", self.rounds)
+        _positive("training", "local_epochs", self.local_epochs)
+        _positive("training", "batch_size", self.batch_size)
+        _choice("training", "optimizer", self.optimizer, ("adam", "sgd"))
+        _positive("training", "learning_rate", self.learning_rate)
+        _positive("training", "momentum", self.momentum, allow_zero=True)
+        _positive("training", "weight_decay", self.weight_decay, allow_zero=True)
+        _positive("training", "grad_clip", self.grad_clip)
+        _choice("training", "loss_scaling", self.loss_scaling, ("mean", "per_batch_sum"))
+
+
+@dataclass(frozen=True)
+class PrivacyConfig:
+    """Differential privacy.
+
+    Attributes
+    ----------
+    mode : str
+        ``"none"``; ``"local"`` = DP-SGD on every client with Opacus, noise calibrated so that
+        a client that trains in every round spends at most ``target_epsilon``; ``"server"`` =
+        server-side fixed clipping of client updates plus Gaussian noise on their mean.
+    target_epsilon, delta : float
+        Privacy budget.
+    max_grad_norm : float
+        Local DP: per-sample gradient clipping norm.
+    clipping_norm : float
+        Server DP: clipping norm of each client update.
+    noise_multiplier : float or None
+        Server DP: noise multiplier; ``None`` = calibrated to ``target_epsilon`` over the run.
+    """
+
+    mode: str = "none"
+    target_epsilon: float = 10.0
+    delta: float = 1e-5
+    max_grad_norm: float = 1.0
+    clipping_norm: float = 1.0
+    noise_multiplier: float | None = None
+
+    def __post_init__(self) -> None:
+        _choice("privacy", "mode", self.mode, ("none", "local", "server"))
+        _positive("privacy", "target_epsilon", self.target_epsilon)
+        _fraction("privacy", "delta", self.delta)
+        _positive("privacy", "max_grad_norm", self.max_grad_norm)
+        _positive("privacy", "clipping_norm", self.clipping_norm)
+        _positive("privacy", "noise_multiplier", self.noise_multiplier, allow_zero=True)
+
+
+@dataclass(frozen=True)
+class FairnessConfig:
+    """Federated Fairness Analytics metrics (see :mod:`fltrust.metrics.fairness`).
+
+    ``mode`` picks the defaults of every switch; a switch set to a value overrides its mode default.
+
+    Attributes
+    ----------
+    enabled : bool
+        Attach the fairness observer.
+    mode : str
+        ``"faithful"`` (what produced the paper's Table 3) or ``"corrected"``.
+    shapley : str
+        ``"exact"`` (all coalitions) or ``"monte_carlo"`` (permutation sampling).
+    shapley_permutations : int
+        Monte Carlo budget (permutations per round).
+    exact_max_players : int
+        With ``shapley="exact"``, rounds with more participants fall back to Monte Carlo.
+    sensitive_attributes : list of int or None
+        Attribute positions of the group-fairness notion (``None`` = per dataset/strategy as the
+        authors coded, fairness spec 4).
+    shapley_include_empty, coalition_weighting, nonpositive_policy, reward, group_metric
+        Individual corrections; ``None`` = the mode's default.
+    notion_weights : list of float
+        Weights of (f_j, f_g, f_r, f_o) in F_T (paper Eqs. 12-13); equal by default.
+    """
+
+    enabled: bool = False
+    mode: str = "faithful"
+    shapley: str = "exact"
+    shapley_permutations: int = 200
+    exact_max_players: int = 10
+    sensitive_attributes: list[int] | None = None
+    shapley_include_empty: bool | None = None
+    coalition_weighting: str | None = None
+    nonpositive_policy: str | None = None
+    reward: str | None = None
+    group_metric: str | None = None
+    notion_weights: list[float] = field(default_factory=lambda: [0.25, 0.25, 0.25, 0.25])
+
+    def __post_init__(self) -> None:
+        _choice("metrics.fairness", "mode", self.mode, ("faithful", "corrected"))
+        _choice("metrics.fairness", "shapley", self.shapley, ("exact", "monte_carlo"))
+        _positive("metrics.fairness", "shapley_permutations", self.shapley_permutations)
+        _positive("metrics.fairness", "exact_max_players", self.exact_max_players)
+        _choice("metrics.fairness", "coalition_weighting", self.coalition_weighting, (None, "uniform", "fedavg"))
+        _choice("metrics.fairness", "nonpositive_policy", self.nonpositive_policy, (None, "raw", "exclude"))
+        _choice("metrics.fairness", "reward", self.reward, (None, "instantaneous", "cumulative"))
+        _choice("metrics.fairness", "group_metric", self.group_metric, (None, "authors", "equalized_odds"))
+        if len(self.notion_weights) != 4 or any(w < 0 for w in self.notion_weights) or sum(self.notion_weights) <= 0:
+            raise ConfigError(
+                "metrics.fairness.notion_weights must be 4 non-negative numbers (f_j, f_g, f_r, f_o) with a positive sum"
+            )
+
+
+@dataclass(frozen=True)
+class TrustConfig:
+    """FederatedTrust FactSheet and scoring (see :mod:`fltrust.trust`).
+
+    Attributes
+    ----------
+    enabled : bool
+        Attach the FactSheet observer and score the run at the end.
+    mode : str
+        ``"prototype"`` (the authors' released code) or ``"paper"`` (normalisations that best
+        reproduce the paper's Figures 4-5).
+    metrics_file : str or None
+        A user's own pillar/notion/metric definition (YAML or JSON); ``None`` = the packaged one.
+    clever_samples : int
+        Test points for CLEVER (0 disables).
+    clever_nb_batches, clever_batch_size, clever_radius, clever_norm, clever_pool_factor
+        ART ``clever_u`` parameters (defaults as in the prototype, trust spec 3.10).
+    shap_background, shap_samples : int
+        SHAP DeepExplainer background and explained sample counts (prototype: 8 and 2).
+    client_selector : str
+        Name written to ``participants/client_selector`` (the engine samples uniformly).
+    """
+
+    enabled: bool = False
+    mode: str = "prototype"
+    metrics_file: str | None = None
+    clever_samples: int = 1
+    clever_nb_batches: int = 10
+    clever_batch_size: int = 5
+    clever_radius: float = 2.0
+    clever_norm: int = 2
+    clever_pool_factor: int = 3
+    shap_background: int = 8
+    shap_samples: int = 2
+    client_selector: str = "uniform"
+
+    def __post_init__(self) -> None:
+        _choice("metrics.trust", "mode", self.mode, ("prototype", "paper"))
+        _positive("metrics.trust", "clever_samples", self.clever_samples, allow_zero=True)
+        _positive("metrics.trust", "clever_nb_batches", self.clever_nb_batches)
+        _positive("metrics.trust", "clever_batch_size", self.clever_batch_size)
+        _positive("metrics.trust", "clever_radius", self.clever_radius)
+        _choice("metrics.trust", "clever_norm", self.clever_norm, (1, 2))
+        _positive("metrics.trust", "shap_background", self.shap_background)
+        _positive("metrics.trust", "shap_samples", self.shap_samples, allow_zero=True)
+
+
+@dataclass(frozen=True)
+class MetricsConfig:
+    """Which paper metrics observe the run."""
+
+    fairness: FairnessConfig = field(default_factory=FairnessConfig)
+    trust: TrustConfig = field(default_factory=TrustConfig)
+
+
+@dataclass(frozen=True)
+class ProjectConfig:
+    """User-supplied FactSheet fields; missing ones are reported, never invented."""
+
+    overview: str = ""
+    purpose: str = ""
+    background: str = ""
+    organisations: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    """Identity, seeds, device and output of a run.
+
+    Attributes
+    ----------
+    name : str
+        Human-readable experiment name (first part of the run id).
+    seed : int
+        Master seed (model init, sampling, splits); a repeat r uses ``seed + r``.
+    repeat : int
+        Repeat index (0-based).
+    out_dir : str
+        Folder that holds run folders.
+    device : str
+        ``"cpu"``, ``"cuda"`` or ``"auto"``.
+    progress : bool
+        Show a tqdm progress bar.
+    checkpoint : bool
+        Write a checkpoint after every round so an interrupted run resumes.
+    """
+
+    name: str = "experiment"
+    seed: int = 0
+    repeat: int = 0
+    out_dir: str = "runs"
+    device: str = "cpu"
+    progress: bool = True
+    checkpoint: bool = True
+
+    def __post_init__(self) -> None:
+        _choice("run", "device", self.device, ("cpu", "cuda", "auto"))
+        _positive("run", "repeat", self.repeat, allow_zero=True)
+        if not self.name or any(c in self.name for c in "/\\ "):
+            raise ConfigError(f"run.name={self.name!r} must be non-empty without spaces or slashes")
+
+
+@dataclass(frozen=True)
+class ExperimentConfig:
+    """A complete, validated experiment description."""
+
+    data: DataConfig = field(default_factory=DataConfig)
+    partition: PartitionConfig = field(default_factory=PartitionConfig)
+    model: ModelConfig = field(default_factory=ModelConfig)
+    strategy: StrategyConfig = field(default_factory=StrategyConfig)
+    training: TrainingConfig = field(default_factory=TrainingConfig)
+    privacy: PrivacyConfig = field(default_factory=PrivacyConfig)
+    metrics: MetricsConfig = field(default_factory=MetricsConfig)
+    project: ProjectConfig = field(default_factory=ProjectConfig)
+    run: RunConfig = field(default_factory=RunConfig)
+
+    def __post_init__(self) -> None:
+        per_round = self.clients_per_round()
+        if per_round > self.partition.num_clients:
+            raise ConfigError(
+                f"strategy.clients_per_round={per_round} exceeds partition.num_clients={self.partition.num_clients}"
+            )
+
+    # -- derived values -------------------------------------------------------------------
+    def clients_per_round(self) -> int:
+        """Clients sampled per round (Flower: ``int(C * fraction_fit)``, at least 1)."""
+        if self.strategy.clients_per_round is not None:
+            return self.strategy.clients_per_round
+        assert self.strategy.fraction_fit is not None
+        return max(1, int(self.partition.num_clients * self.strategy.fraction_fit))
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain nested dict (what is saved with every run)."""
+        return dataclasses.asdict(self)
+
+    def config_hash(self) -> str:
+        """Hash of the configuration without run identity (seed/repeat/out_dir/progress/device)."""
+        data = self.to_dict()
+        for key in ("seed", "repeat", "out_dir", "progress", "device", "checkpoint"):
+            data["run"].pop(key)
+        blob = json.dumps(data, sort_keys=True, default=str).encode()
+        return hashlib.sha256(blob).hexdigest()[:10]
+
+    def run_id(self) -> str:
+        """``<name>-<config hash>-s<seed>-r<repeat>``."""
+        return f"{self.run.name}-{self.config_hash()}-s{self.run.seed}-r{self.run.repeat}"
+
+    def effective_seed(self) -> int:
+        """Seed of this repeat."""
+        return self.run.seed + self.run.repeat
+
+    def with_overrides(self, overrides: dict[str, Any]) -> "ExperimentConfig":
+        """A new config with dotted-path overrides applied (``{"training.rounds": 3}``)."""
+        data = self.to_dict()
+        apply_overrides(data, overrides)
+        return ExperimentConfig.from_dict(data)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any] | None) -> "ExperimentConfig":
+        """Build and validate from a nested dict; unknown keys raise :class:`ConfigError`."""
+        return _build(cls, data or {}, "")
+
+    @classmethod
+    def from_yaml(cls, path: str | Path, overrides: dict[str, Any] | None = None) -> "ExperimentConfig":
+        """Load a YAML file and apply dotted-path overrides."""
+        return load_config(path, overrides)
+
+
+def _build(cls: type, data: Any, prefix: str) -> Any:
+    """Recursively build dataclass ``cls`` from ``data``, checking keys and types."""
+    where = prefix.rstrip(".") or "config"
+    if not isinstance(data, dict):
+        raise ConfigError(f"{where} must be a mapping, got {type(data).__name__}")
+    known = {f.name: f for f in fields(cls)}
+    unknown = sorted(set(data) - set(known))
+    if unknown:
+        raise ConfigError(f"unknown key(s) {[prefix + k for k in unknown]} in {where}; allowed: {sorted(known)}")
+    hints = typing.get_type_hints(cls)
+    kwargs = {}
+    for name, value in data.items():
+        hint = hints[name]
+        if dataclasses.is_dataclass(hint):
+            kwargs[name] = _build(hint, value, f"{prefix}{name}.")
+        else:
+            kwargs[name] = _coerce(value, hint, f"{prefix}{name}")
+    try:
+        return cls(**kwargs)
+    except TypeError as exc:  # pragma: no cover - defensive
+        raise ConfigError(f"{where}: {exc}") from exc
+
+
+def _coerce(value: Any, hint: Any, path: str) -> Any:
+    """Check ``value`` against a simple type hint; ints are accepted where floats are expected."""
+    origin = typing.get_origin(hint)
+    args = typing.get_args(hint)
+    if origin in (typing.Union, types.UnionType):
+        if value is None and type(None) in args:
+            return None
+        errors = []
+        for arg in args:
+            if arg is type(None):
+                continue
+            try:
+                return _coerce(value, arg, path)
+            except ConfigError as exc:
+                errors.append(str(exc))
+        raise ConfigError(errors[0] if errors else f"{path}: invalid value {value!r}")
+    if origin is list:
+        if isinstance(value, tuple):
+            value = list(value)
+        if not isinstance(value, list):
+            raise ConfigError(f"{path}={value!r} must be a list")
+        return [_coerce(v, args[0], f"{path}[{i}]") for i, v in enumerate(value)] if args else value
+    if hint is float:
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise ConfigError(f"{path}={value!r} must be a number")
+        return float(value)
+    if hint is int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise ConfigError(f"{path}={value!r} must be an integer")
+        return value
+    if hint is bool:
+        if not isinstance(value, bool):
+            raise ConfigError(f"{path}={value!r} must be true or false")
+        return value
+    if hint is str:
+        if not isinstance(value, str):
+            raise ConfigError(f"{path}={value!r} must be a string")
+        return value
+    return value
+
+
+def parse_overrides(items: list[str] | tuple[str, ...]) -> dict[str, Any]:
+    """Parse ``["training.rounds=3", "data.name=cifar10"]`` into a dict (values as YAML)."""
+    out: dict[str, Any] = {}
+    for item in items:
+        if "=" not in item:
+            raise ConfigError(f"override {item!r} must look like section.key=value")
+        key, raw = item.split("=", 1)
+        out[key.strip()] = yaml.safe_load(raw) if raw.strip() else ""
+    return out
+
+
+def apply_overrides(data: dict[str, Any], overrides: dict[str, Any]) -> None:
+    """Apply dotted-path overrides to a nested dict in place (unknown paths are caught later)."""
+    for dotted, value in overrides.items():
+        node = data
+        parts = dotted.split(".")
+        for part in parts[:-1]:
+            child = node.setdefault(part, {})
+            if not isinstance(child, dict):
+                raise ConfigError(f"override {dotted!r}: {part!r} is not a section")
+            node = child
+        node[parts[-1]] = value
+
+
+def load_config(path: str | Path, overrides: dict[str, Any] | None = None) -> ExperimentConfig:
+    """Load an :class:`ExperimentConfig` from YAML with optional dotted-path overrides."""
+    path = Path(path)
+    if not path.is_file():
+        raise ConfigError(f"config file {str(path)!r} does not exist")
+    data = yaml.safe_load(path.read_text()) or {}
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: the top level must be a mapping of sections")
+    apply_overrides(data, overrides or {})
+    return ExperimentConfig.from_dict(data)
+
+
+def save_config(cfg: ExperimentConfig, path: str | Path) -> None:
+    """Write the resolved config as YAML (atomically)."""
+    from fltrust.runs import atomic_write_text
+
+    atomic_write_text(Path(path), yaml.safe_dump(cfg.to_dict(), sort_keys=False))
