@@ -460,6 +460,9 @@ class RunConfig:
         Show a tqdm progress bar.
     checkpoint : bool
         Write a checkpoint after every round so an interrupted run resumes.
+    deviations : list of str
+        Where this configuration departs from the paper it reproduces (stored with the run and
+        printed under every table that uses it).
     """
 
     name: str = "experiment"
@@ -469,6 +472,7 @@ class RunConfig:
     device: str = "cpu"
     progress: bool = True
     checkpoint: bool = True
+    deviations: list[str] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         _choice("run", "device", self.device, ("cpu", "cuda", "auto"))
@@ -496,6 +500,13 @@ class ExperimentConfig:
         if per_round > self.partition.num_clients:
             raise ConfigError(
                 f"strategy.clients_per_round={per_round} exceeds partition.num_clients={self.partition.num_clients}"
+            )
+
+        if self.privacy.mode == "local" and self.strategy.name == "fedprox":
+            raise ConfigError("privacy.mode='local' is not supported with strategy.name='fedprox'; use fedavg or fedmedian")
+        if self.privacy.mode == "server" and self.strategy.name in ("qfedavg", "fedmedian"):
+            raise ConfigError(
+                f"privacy.mode='server' clips and averages updates (FedAvg); it cannot wrap strategy.name={self.strategy.name!r}"
             )
 
     # -- derived values -------------------------------------------------------------------

@@ -1,0 +1,4 @@
+from fltrust.cli import main
+import sys
+
+sys.exit(main())
