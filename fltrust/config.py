@@ -86,6 +86,9 @@ class DataConfig:
     onehot_order : str
         NSL-KDD categorical columns: ``"global"`` (one fixed order, the correct default) or
         ``"per_partition"`` (the fairness authors' bug, fairness spec 6.7).
+    scaling : str
+        NSL-KDD continuous columns: ``"fit_train"`` (min-max fitted on the training data, the
+        default) or ``"fixed"`` (the fairness authors' fixed maxima table, fairness spec 6.7).
     balance : bool
         N-BaIoT: balance benign/attack 50/50 per client (trust experiment 5).
     synthetic_samples : int
@@ -101,6 +104,7 @@ class DataConfig:
     train_files: list[str] | None = None
     test_files: list[str] | None = None
     onehot_order: str = "global"
+    scaling: str = "fit_train"
     balance: bool = False
     synthetic_samples: int = 2000
     max_train_samples: int | None = None
@@ -110,6 +114,7 @@ class DataConfig:
     def __post_init__(self) -> None:
         _choice("data", "name", self.name, DATASETS)
         _choice("data", "onehot_order", self.onehot_order, ("global", "per_partition"))
+        _choice("data", "scaling", self.scaling, ("fit_train", "fixed"))
         _positive("data", "synthetic_samples", self.synthetic_samples)
         _positive("data", "max_train_samples", self.max_train_samples)
         _positive("data", "max_test_samples", self.max_test_samples)
@@ -412,7 +417,7 @@ class TrustConfig:
     client_selector: str = "uniform"
 
     def __post_init__(self) -> None:
-        _choice("metrics.trust", "mode", self.mode, ("prototype", "paper"))
+        _choice("metrics.trust", "mode", self.mode, ("prototype", "paper", "fixed"))
         _positive("metrics.trust", "clever_samples", self.clever_samples, allow_zero=True)
         _positive("metrics.trust", "clever_nb_batches", self.clever_nb_batches)
         _positive("metrics.trust", "clever_batch_size", self.clever_batch_size)
@@ -460,6 +465,9 @@ class RunConfig:
         Show a tqdm progress bar.
     checkpoint : bool
         Write a checkpoint after every round so an interrupted run resumes.
+    torch_threads : int or None
+        CPU threads for torch (``None`` = torch's default). Small models on few cores run
+        fastest with 1 thread per process.
     deviations : list of str
         Where this configuration departs from the paper it reproduces (stored with the run and
         printed under every table that uses it).
@@ -472,11 +480,13 @@ class RunConfig:
     device: str = "cpu"
     progress: bool = True
     checkpoint: bool = True
+    torch_threads: int | None = None
     deviations: list[str] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         _choice("run", "device", self.device, ("cpu", "cuda", "auto"))
         _positive("run", "repeat", self.repeat, allow_zero=True)
+        _positive("run", "torch_threads", self.torch_threads)
         if not self.name or any(c in self.name for c in "/\\ "):
             raise ConfigError(f"run.name={self.name!r} must be non-empty without spaces or slashes")
 
@@ -522,10 +532,16 @@ class ExperimentConfig:
         return dataclasses.asdict(self)
 
     def config_hash(self) -> str:
-        """Hash of the configuration without run identity (seed/repeat/out_dir/progress/device)."""
-        data = self.to_dict()
-        for key in ("seed", "repeat", "out_dir", "progress", "device", "checkpoint"):
-            data["run"].pop(key)
+        """Hash of the settings that differ from the defaults, without run identity.
+
+        Only non-default values enter the hash, so adding a new option (with a default) to the
+        kit does not change the ids of existing runs. Seed, repeat, output folder, device,
+        threads, progress and checkpoint settings are excluded.
+        """
+        data = _non_default(self.to_dict(), ExperimentConfig().to_dict())
+        for key in ("seed", "repeat", "out_dir", "progress", "device", "checkpoint", "torch_threads"):
+            data.get("run", {}).pop(key, None)
+        data = {k: v for k, v in data.items() if v != {}}
         blob = json.dumps(data, sort_keys=True, default=str).encode()
         return hashlib.sha256(blob).hexdigest()[:10]
 
@@ -552,6 +568,19 @@ class ExperimentConfig:
     def from_yaml(cls, path: str | Path, overrides: dict[str, Any] | None = None) -> "ExperimentConfig":
         """Load a YAML file and apply dotted-path overrides."""
         return load_config(path, overrides)
+
+
+def _non_default(data: dict[str, Any], default: dict[str, Any]) -> dict[str, Any]:
+    """The entries of nested ``data`` that differ from ``default``."""
+    out: dict[str, Any] = {}
+    for key, value in data.items():
+        if isinstance(value, dict):
+            sub = _non_default(value, default.get(key, {}))
+            if sub:
+                out[key] = sub
+        elif default.get(key, object()) != value:
+            out[key] = value
+    return out
 
 
 def _build(cls: type, data: Any, prefix: str) -> Any:

@@ -1,0 +1,89 @@
+"""Paper metrics that observe plain per-round records (never an FL engine).
+
+Index of the public names, grouped by family. Naming: ``*_index`` / ``*_fairness`` are in
+``[0, 1]`` with higher = fairer; ``*_gap`` would be >= 0 with lower = better.
+
+- Uniformity (:mod:`fltrust.metrics.jain`): Jain's fairness index (fairness paper Eq. 2).
+- Contribution (:mod:`fltrust.metrics.shapley`): federated Shapley values, exact and Monte
+  Carlo, and the batched evaluation of a round's coalition models (paper Eqs. 3-6).
+- Fairness notions (:mod:`fltrust.metrics.fairness`): f_j, f_g, f_r, f_o and F_T of
+  Federated Fairness Analytics (paper Eqs. 7-13), their settings, the observer, and the
+  Table 3 averaging protocol.
+"""
+
+from fltrust.metrics.fairness import (
+    MODE_DEFAULTS,
+    FairnessObserver,
+    FairnessSettings,
+    GroupFairness,
+    RatioFairness,
+    RoundFairness,
+    WindowMean,
+    authors_group_fairness,
+    authors_group_values,
+    default_sensitive_attributes,
+    equalized_odds_group_fairness,
+    general_fairness,
+    group_fairness,
+    incentive_fairness,
+    individual_fairness,
+    label_group_arrays,
+    orchestrator_fairness,
+    round_fairness,
+    table3_window_mean,
+)
+from fltrust.metrics.jain import MetricInputError, jain_index
+from fltrust.metrics.shapley import (
+    FedSVResult,
+    all_coalitions,
+    average_params,
+    coalition_utilities,
+    federated_shapley,
+    monte_carlo_shapley,
+    permutation_coalitions,
+    sample_permutations,
+    shapley_values,
+)
+
+_ERRORS = ["MetricInputError"]
+
+_UNIFORMITY = ["jain_index"]
+
+_CONTRIBUTION = [
+    "FedSVResult",
+    "all_coalitions",
+    "average_params",
+    "coalition_utilities",
+    "federated_shapley",
+    "monte_carlo_shapley",
+    "permutation_coalitions",
+    "sample_permutations",
+    "shapley_values",
+]
+
+_FAIRNESS_NOTIONS = [
+    "individual_fairness",
+    "group_fairness",
+    "authors_group_fairness",
+    "authors_group_values",
+    "equalized_odds_group_fairness",
+    "label_group_arrays",
+    "incentive_fairness",
+    "orchestrator_fairness",
+    "general_fairness",
+    "round_fairness",
+    "RatioFairness",
+    "GroupFairness",
+    "RoundFairness",
+]
+
+_FAIRNESS_RUN = [
+    "FairnessSettings",
+    "MODE_DEFAULTS",
+    "default_sensitive_attributes",
+    "FairnessObserver",
+    "table3_window_mean",
+    "WindowMean",
+]
+
+__all__ = _ERRORS + _UNIFORMITY + _CONTRIBUTION + _FAIRNESS_NOTIONS + _FAIRNESS_RUN

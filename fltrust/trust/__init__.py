@@ -1,0 +1,65 @@
+"""FederatedTrust: trustworthiness scores of a federated run (Sanchez Sanchez et al., FederatedTrust).
+
+A run's FactSheet (a nested dict, trust spec 4) is scored against a tree of pillars, notions and
+metrics (paper Table 2) with the normalisations of paper Table 3 / the authors' prototype:
+
+>>> from fltrust.trust import score_factsheet
+>>> report = score_factsheet(factsheet, mode="prototype")      # doctest: +SKIP
+>>> report.trust_score, report.pillar("privacy").score           # doctest: +SKIP
+>>> print(report.format_table())                                 # doctest: +SKIP
+
+Scoring modules (cheap to import):
+
+- :mod:`fltrust.trust.normalization` -- score types (true_score, ranges, score_mapping, ...);
+- :mod:`fltrust.trust.operations` -- raw values from factsheet fields (check_properties,
+  global privacy risk, ...);
+- :mod:`fltrust.trust.scoring` -- definitions files, bug-fix switches, :func:`score_factsheet`;
+- :mod:`fltrust.trust.report` -- :class:`TrustReport`, plot and writer.
+
+The metric definitions ship as YAML in ``fltrust/trust/definitions/`` (``prototype.yaml``,
+``paper.yaml``). FactSheet population, statistics, CLEVER and SHAP live in the sibling modules
+``factsheet``, ``statistics``, ``robustness``, ``explainability`` and ``observer`` (imported on use).
+"""
+
+from fltrust.trust.normalization import NormalizationError, TrustScoreWarning
+from fltrust.trust.operations import check_properties, get_global_privacy_risk, resolve_field
+from fltrust.trust.report import (
+    MetricResult,
+    NotionResult,
+    PillarResult,
+    TrustReport,
+    plot_trust_report,
+    write_report,
+)
+from fltrust.trust.scoring import (
+    FIXES,
+    MODES,
+    Definitions,
+    DefinitionsError,
+    Fix,
+    TrustScoringError,
+    load_definitions,
+    score_factsheet,
+)
+
+__all__ = [
+    "FIXES",
+    "MODES",
+    "Definitions",
+    "DefinitionsError",
+    "Fix",
+    "MetricResult",
+    "NormalizationError",
+    "NotionResult",
+    "PillarResult",
+    "TrustReport",
+    "TrustScoreWarning",
+    "TrustScoringError",
+    "check_properties",
+    "get_global_privacy_risk",
+    "load_definitions",
+    "plot_trust_report",
+    "resolve_field",
+    "score_factsheet",
+    "write_report",
+]

@@ -1,0 +1,238 @@
+"""CIFAR-10 (Krizhevsky 2009) as float32 NCHW images in [-1, 1].
+
+Two layouts are read from ``<data root>/cifar10/``:
+
+(a) the official python batches (the torchvision layout): ``data_batch_1`` ... ``data_batch_5`` and
+    ``test_batch`` in ``cifar10/cifar-10-batches-py/`` or directly in ``cifar10/``. Each batch is a
+    pickled dict with ``b"data"`` (N, 3072) uint8 (channel-major, so a reshape gives NCHW) and
+    ``b"labels"``. Unpickling can run code: only read batches from the official archive
+    (``fltrust data fetch cifar10`` checks its SHA-256).
+(b) a generic ``.npz`` (plain arrays, no pickle): ``x_train`` uint8 (N, 32, 32, 3) NHWC,
+    ``y_train`` (N,), ``x_test``, ``y_test`` and optionally ``client_train`` / ``client_test``
+    (source-client ids, which become natural clients). The shared ``cifar10_subset.npz`` is one
+    (26,666 real images of a federated PFLlib partition; NOT the official train/test split, see its
+    PROVENANCE.md).
+
+The official batches win when both are present. ``train_files`` may pick the npz
+(``["name.npz"]``) or name the batch files to read (with ``test_files``, default ``test_batch``).
+
+Pixels are scaled as torchvision's ``ToTensor`` + ``Normalize(0.5, 0.5)`` did for the fairness
+authors (fairness spec 6.5): :math:`x' = (x/255 - 0.5)/0.5 \\in [-1, 1]` (the paper says [0, 1]).
+"""
+
+from __future__ import annotations
+
+import pickle
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from fltrust.data.base import ArraySplit, DatasetBundle, DatasetError
+from fltrust.data.cache import DatasetNotFoundError, cached_arrays, file_record, require_files
+
+CLASS_NAMES = ["airplane", "automobile", "bird", "cat", "deer", "dog", "frog", "horse", "ship", "truck"]
+INPUT_SHAPE = (3, 32, 32)
+BATCHES_DIR = "cifar-10-batches-py"
+TRAIN_BATCHES = tuple(f"data_batch_{i}" for i in range(1, 6))
+TEST_BATCHES = ("test_batch",)
+NPZ_REQUIRED = ("x_train", "y_train", "x_test", "y_test")
+
+
+def normalise(images: np.ndarray) -> np.ndarray:
+    """uint8 pixels -> float32 in [-1, 1]: ``(x / 255 - 0.5) / 0.5`` (ToTensor + Normalize(0.5, 0.5))."""
+    return (images.astype(np.float32, order="C") / np.float32(255.0) - np.float32(0.5)) / np.float32(0.5)
+
+
+# -- layout (a): python batches ----------------------------------------------------------------
+
+def _batch_folder(folder: Path) -> Path | None:
+    """The folder that holds the official batches, if any."""
+    for candidate in (folder / BATCHES_DIR, folder):
+        if all((candidate / name).is_file() for name in TRAIN_BATCHES + TEST_BATCHES):
+            return candidate
+    return None
+
+
+def _parse_batches(paths: list[Path]) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+    """Concatenate python batches into ``x`` uint8 (N, 3, 32, 32) and ``y`` int64."""
+    images, labels = [], []
+    for path in paths:
+        try:
+            with open(path, "rb") as handle:
+                batch = pickle.load(handle, encoding="bytes")
+        except (OSError, pickle.UnpicklingError, EOFError, ValueError) as exc:
+            raise DatasetError(f"{path.name}: not a CIFAR-10 python batch ({exc})") from exc
+        if not isinstance(batch, dict) or b"data" not in batch or b"labels" not in batch:
+            raise DatasetError(f"{path.name}: expected a pickled dict with keys b'data' and b'labels'")
+        data = np.asarray(batch[b"data"])
+        if data.dtype != np.uint8 or data.ndim != 2 or data.shape[1] != 3072:
+            raise DatasetError(f"{path.name}: b'data' must be uint8 (N, 3072), got {data.dtype} {data.shape}")
+        label = np.asarray(batch[b"labels"], dtype=np.int64)
+        if label.shape != (len(data),):
+            raise DatasetError(f"{path.name}: {len(label)} labels for {len(data)} images")
+        images.append(data.reshape(-1, *INPUT_SHAPE))
+        labels.append(label)
+    return {"x": np.concatenate(images), "y": np.concatenate(labels)}, {}
+
+
+def _check_labels(y: np.ndarray, where: str) -> None:
+    if len(y) and (y.min() < 0 or y.max() >= len(CLASS_NAMES)):
+        raise DatasetError(f"{where}: labels must lie in 0..9, found {int(y.min())}..{int(y.max())}")
+
+
+def _load_batches(batch_dir: Path, folder: Path, train_files: list[str], test_files: list[str]) -> DatasetBundle:
+    train_paths = require_files(batch_dir, train_files, "CIFAR-10 python batches")
+    test_paths = require_files(batch_dir, test_files, "CIFAR-10 python batches")
+    splits = {}
+    for split, paths in (("train", train_paths), ("test", test_paths)):
+        arrays, _ = cached_arrays("cifar10_batches", paths, lambda paths=paths: _parse_batches(paths), disk=False)
+        _check_labels(arrays["y"], f"{batch_dir.name} {split} batches")
+        splits[split] = ArraySplit(x=normalise(arrays["x"]), y=arrays["y"].copy())
+    return DatasetBundle(
+        name="cifar10",
+        train=splits["train"],
+        test=splits["test"],
+        num_classes=10,
+        input_shape=INPUT_SHAPE,
+        class_names=list(CLASS_NAMES),
+        source={
+            "loader": "cifar10",
+            "layout": "python_batches",
+            "folder": str(folder),
+            "files": [file_record(p, folder) for p in train_paths + test_paths],
+        },
+    )
+
+
+# -- layout (b): npz ---------------------------------------------------------------------------
+
+def _parse_npz(path: Path) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+    """Read and check a CIFAR npz; images stay uint8 NHWC."""
+    try:
+        with np.load(path, allow_pickle=False) as data:
+            arrays = {name: data[name] for name in data.files}
+    except (OSError, ValueError) as exc:
+        raise DatasetError(f"{path.name}: not a readable npz without pickles ({exc})") from exc
+    for name in NPZ_REQUIRED:
+        if name not in arrays:
+            raise DatasetError(
+                f"{path.name}: missing array {name!r}; "
+                f"expected {list(NPZ_REQUIRED)} (+ optional client_train/client_test)"
+            )
+    for split in ("train", "test"):
+        x, y = arrays[f"x_{split}"], arrays[f"y_{split}"]
+        if x.dtype != np.uint8 or x.ndim != 4 or x.shape[1:] != (32, 32, 3):
+            raise DatasetError(
+                f"{path.name}: x_{split} must be uint8 (N, 32, 32, 3) NHWC, got {x.dtype} {x.shape}"
+            )
+        if y.ndim != 1 or len(y) != len(x) or y.dtype.kind not in "iu":
+            raise DatasetError(
+                f"{path.name}: y_{split} must be integer (N,) with N = {len(x)}, got {y.dtype} {y.shape}"
+            )
+        _check_labels(y, f"{path.name} y_{split}")
+        client = arrays.get(f"client_{split}")
+        if client is not None and (client.shape != y.shape or client.dtype.kind not in "iu"):
+            raise DatasetError(
+                f"{path.name}: client_{split} must be integer (N,) like y_{split}, got {client.dtype} {client.shape}"
+            )
+    if ("client_train" in arrays) != ("client_test" in arrays):
+        raise DatasetError(f"{path.name}: give both client_train and client_test or neither")
+    return {k: v for k, v in arrays.items() if k in NPZ_REQUIRED + ("client_train", "client_test")}, {}
+
+
+def _load_npz(path: Path, folder: Path) -> DatasetBundle:
+    arrays, _ = cached_arrays("cifar10_npz", [path], lambda: _parse_npz(path), disk=False)
+    groups: dict[str, np.ndarray | None] = {"train": None, "test": None}
+    group_names = None
+    if "client_train" in arrays:
+        ids = np.union1d(arrays["client_train"], arrays["client_test"])
+        groups = {s: np.searchsorted(ids, arrays[f"client_{s}"]).astype(np.int64) for s in ("train", "test")}
+        group_names = [f"client_{int(i)}" for i in ids]
+    splits = {
+        s: ArraySplit(
+            x=normalise(arrays[f"x_{s}"].transpose(0, 3, 1, 2)),
+            y=arrays[f"y_{s}"].astype(np.int64),
+            groups=groups[s],
+        )
+        for s in ("train", "test")
+    }
+    return DatasetBundle(
+        name="cifar10",
+        train=splits["train"],
+        test=splits["test"],
+        num_classes=10,
+        input_shape=INPUT_SHAPE,
+        group_names=group_names,
+        class_names=list(CLASS_NAMES),
+        source={"loader": "cifar10", "layout": "npz", "folder": str(folder), "files": [file_record(path, folder)]},
+    )
+
+
+# -- entry point -------------------------------------------------------------------------------
+
+def find_cifar10(folder: Path) -> tuple[str, Path]:
+    """Which layout ``folder`` holds: ``("python_batches", batch folder)`` or ``("npz", file)``.
+
+    Raises
+    ------
+    DatasetNotFoundError
+        If neither the six official batches nor exactly one ``.npz`` is present.
+    """
+    batch_dir = _batch_folder(folder)
+    if batch_dir is not None:
+        return "python_batches", batch_dir
+    npz = sorted(folder.glob("*.npz")) if folder.is_dir() else []
+    if len(npz) == 1:
+        return "npz", npz[0]
+    if len(npz) > 1:
+        raise DatasetError(
+            f"{folder}: several .npz files {[p.name for p in npz]}; pick one with data.train_files=['<name>.npz']"
+        )
+    raise DatasetNotFoundError(
+        f"CIFAR-10 not found in {folder}: expected the official python batches "
+        f"({', '.join(TRAIN_BATCHES + TEST_BATCHES)}) in {folder / BATCHES_DIR} or {folder}, "
+        f"or one .npz with arrays {list(NPZ_REQUIRED)}; run `fltrust data fetch cifar10`"
+    )
+
+
+def load_cifar10(
+    folder: str | Path,
+    *,
+    train_files: list[str] | None = None,
+    test_files: list[str] | None = None,
+) -> DatasetBundle:
+    """Load CIFAR-10 from the official python batches or a CIFAR npz (module docstring).
+
+    Parameters
+    ----------
+    folder : str or Path
+        The ``cifar10`` folder.
+    train_files : list of str, optional
+        ``["<name>.npz"]`` picks an npz in ``folder``; otherwise python batch names, read from
+        ``folder/cifar-10-batches-py`` if that exists, else ``folder``.
+    test_files : list of str, optional
+        Python batch names of the test split (default ``["test_batch"]``); not used with an npz.
+
+    Returns
+    -------
+    DatasetBundle
+        x float32 (N, 3, 32, 32) in [-1, 1]; with an npz that has client ids, ``groups`` and
+        ``group_names`` (``client_<id>``) give the natural clients.
+    """
+    folder = Path(folder)
+    if train_files:
+        if all(name.endswith(".npz") for name in train_files):
+            if len(train_files) != 1 or test_files:
+                raise DatasetError(
+                    "cifar10: with an npz give exactly one data.train_files entry and no data.test_files"
+                )
+            return _load_npz(require_files(folder, train_files, "CIFAR-10 npz")[0], folder)
+        batch_dir = folder / BATCHES_DIR if (folder / BATCHES_DIR).is_dir() else folder
+        return _load_batches(batch_dir, folder, list(train_files), list(test_files or TEST_BATCHES))
+    if test_files:
+        raise DatasetError("cifar10: data.test_files needs data.train_files (python batch names)")
+    layout, where = find_cifar10(folder)
+    if layout == "python_batches":
+        return _load_batches(where, folder, list(TRAIN_BATCHES), list(TEST_BATCHES))
+    return _load_npz(where, folder)

@@ -1,0 +1,194 @@
+"""``fltrust data fetch NAME``: get a real dataset's files from its official public source.
+
+=============  ==========================================================================
+dataset        how
+=============  ==========================================================================
+``cifar10``    download the official python tarball from the University of Toronto,
+               check its SHA-256 and size, extract ``cifar-10-batches-py/``
+``n_baiot``    download the UCI archive (dataset 442; no published checksum, so the SHA-256
+               is only reported), unzip it, extract the per-device ``.rar`` attack archives
+               with ``unrar``, ``7z`` or ``bsdtar`` when one is installed
+``nsl_kdd``    manual: the UNB site sits behind a form
+``femnist``    manual: LEAF builds it in several steps
+=============  ==========================================================================
+
+When the files are already in place, known checksums are verified and the folder is returned.
+When offline, or for a manual dataset, :class:`~fltrust.data.base.DatasetError` says exactly which
+files to place in which folder. Downloads use :mod:`urllib` with a short socket timeout and go to
+a ``.part`` file that is renamed only when complete.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import tarfile
+import urllib.error
+import urllib.request
+import zipfile
+from pathlib import Path
+
+from fltrust.data import cifar10, femnist, n_baiot, nsl_kdd
+from fltrust.data.base import DatasetError
+from fltrust.data.cache import DatasetNotFoundError, file_sha256
+from fltrust.data.registry import DatasetSpec, data_root, spec_of
+
+TIMEOUT_S = 30.0
+"""Socket timeout of a download (seconds without data before giving up)."""
+
+
+def _download(url: str, dest: Path, timeout: float) -> None:
+    """Stream ``url`` into ``dest`` (via ``dest.part``; raises URLError/OSError when offline)."""
+    part = dest.with_name(dest.name + ".part")
+    request = urllib.request.Request(url, headers={"User-Agent": "fltrust-data-fetch"})
+    with urllib.request.urlopen(request, timeout=timeout) as response, open(part, "wb") as handle:
+        shutil.copyfileobj(response, handle, length=1 << 20)
+    os.replace(part, dest)
+
+
+def _present(name: str, folder: Path) -> bool:
+    """True when the loader would find the dataset's files in ``folder``."""
+    try:
+        if name == "cifar10":
+            cifar10.find_cifar10(folder)
+        elif name == "femnist":
+            femnist.shard_files(folder, "train")
+            femnist.shard_files(folder, "test")
+        elif name == "nsl_kdd":
+            return all((folder / f).is_file() for f in nsl_kdd.DEFAULT_TRAIN_FILES + nsl_kdd.DEFAULT_TEST_FILES)
+        elif name == "n_baiot":
+            n_baiot.find_files(folder)
+    except DatasetNotFoundError:
+        return False
+    return True
+
+
+def verify_known_checksums(spec: DatasetSpec, folder: Path) -> None:
+    """Raise :class:`DatasetError` if a file with a known SHA-256 has a different one."""
+    for relative, expected in spec.expected_sha256().items():
+        path = folder / relative
+        if path.is_file() and file_sha256(path) != expected:
+            raise DatasetError(
+                f"{path}: sha256 {file_sha256(path)} differs from the known {expected}; "
+                f"the file is corrupt or not the official one; replace it: {spec.instructions.format(folder=folder)}"
+            )
+
+
+def fetch_dataset(name: str, root: str | os.PathLike[str] | None = None, *, timeout: float = TIMEOUT_S) -> Path:
+    """Make a real dataset available under the data root and return its folder.
+
+    Parameters
+    ----------
+    name : str
+        ``cifar10``, ``femnist``, ``nsl_kdd`` or ``n_baiot``.
+    root : str or Path, optional
+        Data root (default :func:`fltrust.data.registry.data_root`).
+    timeout : float
+        Socket timeout of the download in seconds.
+
+    Raises
+    ------
+    DatasetError
+        Manual dataset not in place, download failed (offline), checksum mismatch, or the
+        downloaded files are not in the expected layout. The message names the files and folder.
+    """
+    if name.startswith("synthetic_"):
+        raise DatasetError(f"{name} is generated on the fly; there is nothing to fetch")
+    spec = spec_of(name)
+    folder = data_root(root) / spec.folder
+    where = spec.instructions.format(folder=folder)
+    if _present(name, folder):
+        verify_known_checksums(spec, folder)
+        return folder
+    if spec.fetch == "manual" or spec.url is None:
+        raise DatasetError(f"{name} cannot be downloaded automatically; {where}")
+    folder.mkdir(parents=True, exist_ok=True)
+    archive = folder / (spec.archive or Path(spec.url).name)
+    if not archive.is_file():
+        try:
+            _download(spec.url, archive, timeout)
+        except (urllib.error.URLError, TimeoutError, OSError) as exc:
+            reason = getattr(exc, "reason", exc)
+            raise DatasetError(
+                f"could not download {name} from {spec.url} ({reason}); offline? Instead {where}"
+            ) from exc
+    _check_archive(spec, archive, where)
+    _extract(name, archive, folder, where)
+    if not _present(name, folder):
+        raise DatasetError(
+            f"{archive.name} was extracted into {folder} but the expected files are not there; {where}"
+        )
+    verify_known_checksums(spec, folder)
+    return folder
+
+
+def _check_archive(spec: DatasetSpec, archive: Path, where: str) -> None:
+    size = archive.stat().st_size
+    if spec.archive_bytes is not None and size != spec.archive_bytes:
+        archive.unlink()
+        raise DatasetError(
+            f"{archive.name}: {size} bytes, expected {spec.archive_bytes} (incomplete download?); retry, or {where}"
+        )
+    if spec.archive_sha256 is not None:
+        digest = file_sha256(archive)
+        if digest != spec.archive_sha256:
+            archive.unlink()
+            raise DatasetError(
+                f"{archive.name}: sha256 {digest} differs from the published {spec.archive_sha256}; retry, or {where}"
+            )
+
+
+def _extract(name: str, archive: Path, folder: Path, where: str) -> None:
+    try:
+        if archive.name.endswith((".tar.gz", ".tgz")):
+            with tarfile.open(archive, "r:gz") as tar:
+                tar.extractall(folder, filter="data")
+        elif archive.suffix == ".zip":
+            with zipfile.ZipFile(archive) as zipped:
+                zipped.extractall(folder)
+    except (tarfile.TarError, zipfile.BadZipFile, OSError) as exc:
+        raise DatasetError(f"{archive.name}: cannot extract ({exc}); {where}") from exc
+    if name == "n_baiot":
+        _lift_device_folders(folder)
+        _extract_rars(folder, where)
+
+
+def _lift_device_folders(folder: Path) -> None:
+    """Move device folders that an archive nested one level deeper up into ``folder``."""
+    if any((folder / d).is_dir() for d in n_baiot.DEVICES):
+        return
+    for parent in (p for p in folder.iterdir() if p.is_dir()):
+        for device in n_baiot.DEVICES:
+            if (parent / device).is_dir():
+                shutil.move(str(parent / device), str(folder / device))
+
+
+def _extract_rars(folder: Path, where: str) -> None:
+    """Extract ``<device>/<family>_attacks.rar`` into ``<device>/<family>_attacks/`` with a system tool."""
+    pending = [
+        rar
+        for device in n_baiot.DEVICES
+        for rar in sorted((folder / device).glob("*_attacks.rar"))
+        if not any((folder / device / rar.stem).glob("*.csv"))
+    ]
+    if not pending:
+        return
+    tools = {
+        "unrar": lambda rar, out: ["unrar", "x", "-o+", str(rar), str(out) + os.sep],
+        "7z": lambda rar, out: ["7z", "x", "-y", f"-o{out}", str(rar)],
+        "bsdtar": lambda rar, out: ["bsdtar", "-xf", str(rar), "-C", str(out)],
+    }
+    tool = next((t for t in tools if shutil.which(t)), None)
+    if tool is None:
+        raise DatasetError(
+            f"N-BaIoT attack traffic is in RAR archives and no unrar/7z/bsdtar is installed; extract "
+            f"{[str(p.relative_to(folder)) for p in pending]} each into the folder of the same name "
+            f"(for example {pending[0].parent.name}/{pending[0].stem}/); {where}"
+        )
+    for rar in pending:
+        out = rar.with_suffix("")
+        out.mkdir(exist_ok=True)
+        result = subprocess.run(tools[tool](rar, out), capture_output=True, text=True)
+        if result.returncode != 0:
+            raise DatasetError(f"{tool} could not extract {rar}: {result.stderr.strip()[:500]}; {where}")

@@ -1,0 +1,375 @@
+"""Dataset registry: where each dataset lives, how to load it, and how to get its files.
+
+:data:`SPECS` describes the four real datasets (folder under the data root, synthetic stand-in,
+download source or manual instructions, known checksums); :func:`load_dataset` turns a
+:class:`~fltrust.config.DataConfig` into a :class:`~fltrust.data.base.DatasetBundle`;
+:func:`dataset_info` reports what is on disk (``fltrust data info``).
+
+Data root
+---------
+:func:`data_root`: an explicit ``root``, else ``$FLTRUST_DATA``, else ``./data``. Below it:
+``cifar10/``, ``femnist/``, ``nsl_kdd/``, ``n_baiot/``.
+
+Options of ``DataConfig`` and where they act
+--------------------------------------------
+- ``train_files``/``test_files``: NSL-KDD, FEMNIST, CIFAR-10 (not N-BaIoT).
+- ``onehot_order``: NSL-KDD only; recorded in ``source`` and applied per partition by the caller
+  with :func:`fltrust.data.nsl_kdd.per_partition_column_order`.
+- ``scaling``: NSL-KDD only, ``"fit_train"`` or the authors' ``"fixed"`` table (synthetic NSL-KDD is
+  generated in [0, 1] and only records it).
+- ``balance``: N-BaIoT only.
+- ``synthetic_samples``: synthetic training size; the test split gets a quarter.
+- ``max_train_samples``/``max_test_samples``: seeded uniform subsample without replacement, original
+  order kept, applied after loading and scaling.
+- ``allow_synthetic_fallback``: missing real files give a :class:`SyntheticFallbackWarning` and the
+  synthetic stand-in, with ``source["fallback_reason"]``; corrupt files still raise.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import warnings
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from fltrust.config import DataConfig
+from fltrust.data import cifar10, femnist, n_baiot, nsl_kdd
+from fltrust.data.base import ArraySplit, DatasetBundle, DatasetError
+from fltrust.data.cache import DatasetNotFoundError, file_sha256
+from fltrust.data.synthetic import GENERATORS
+
+DATA_ENV = "FLTRUST_DATA"
+"""Environment variable naming the data root."""
+
+
+class SyntheticFallbackWarning(UserWarning):
+    """Real dataset files were missing and the synthetic stand-in is used instead."""
+
+
+@dataclass(frozen=True)
+class DatasetSpec:
+    """Facts about one real dataset.
+
+    Attributes
+    ----------
+    name, title : str
+        Registry name and human name.
+    folder : str
+        Folder under the data root.
+    synthetic : str
+        Name of the synthetic stand-in.
+    fetch : str
+        ``"download"`` (an official public URL) or ``"manual"``.
+    url, archive : str or None
+        Download URL and the archive file name it is saved as (inside the dataset folder).
+    archive_sha256 : str or None
+        Expected SHA-256 of the archive (``None``: not published; the download is then unverified).
+    archive_bytes : int or None
+        Expected archive size.
+    instructions : str
+        Where to get the files and where to put them ({folder} is replaced by the real folder).
+    known_sha256 : dict of str to str
+        SHA-256 of known-good files other than the archive, by path relative to the folder.
+    """
+
+    name: str
+    title: str
+    folder: str
+    synthetic: str
+    fetch: str
+    instructions: str
+    url: str | None = None
+    archive: str | None = None
+    archive_sha256: str | None = None
+    archive_bytes: int | None = None
+    known_sha256: dict[str, str] = field(default_factory=dict)
+
+    def expected_sha256(self) -> dict[str, str]:
+        """Every known SHA-256 by relative path: ``known_sha256`` plus the archive's."""
+        archive = {self.archive: self.archive_sha256} if self.archive and self.archive_sha256 else {}
+        return {**self.known_sha256, **archive}
+
+
+SPECS: dict[str, DatasetSpec] = {
+    "cifar10": DatasetSpec(
+        name="cifar10",
+        title="CIFAR-10 (Krizhevsky 2009)",
+        folder="cifar10",
+        synthetic="synthetic_cifar10",
+        fetch="download",
+        url="https://www.cs.toronto.edu/~kriz/cifar-10-python.tar.gz",
+        archive="cifar-10-python.tar.gz",
+        # The SHA-256 that Keras' cifar10.load_data checks; md5 c58f30108f718f92721af3b95e74349a
+        # (torchvision) belongs to the same 170,498,071-byte file.
+        archive_sha256="6d958be074577803d12ecdefd02955f39262c83c16fe9348329d7fe0b5c001ce",
+        archive_bytes=170_498_071,
+        instructions=(
+            "download https://www.cs.toronto.edu/~kriz/cifar-10-python.tar.gz and extract it so that "
+            "{folder}/cifar-10-batches-py/ holds data_batch_1 ... data_batch_5 and test_batch; "
+            "or place one .npz with arrays x_train (uint8 N,32,32,3), y_train, x_test, y_test "
+            "(optional client_train, client_test) in {folder}/"
+        ),
+        known_sha256={
+            # The project's shared 26,666-image subset (datasets/cifar10/PROVENANCE.md).
+            "cifar10_subset.npz": "07d4bcbc21085ab7b22368283d79ddcbc0a7b89536d4e8a0e4575628c492eb39",
+        },
+    ),
+    "femnist": DatasetSpec(
+        name="femnist",
+        title="FEMNIST (LEAF, Caldas et al. 2018)",
+        folder="femnist",
+        synthetic="synthetic_femnist",
+        fetch="manual",
+        instructions=(
+            "FEMNIST is built with LEAF in several steps (it downloads NIST Special Database 19): "
+            "git clone https://github.com/TalwalkarLab/leaf && cd leaf/data/femnist && "
+            "./preprocess.sh -s niid --sf 0.05 -k 0 -t sample --tf 0.9 ; then copy "
+            "leaf/data/femnist/data/train/*.json to {folder}/train/ and "
+            "leaf/data/femnist/data/test/*.json to {folder}/test/"
+        ),
+    ),
+    "nsl_kdd": DatasetSpec(
+        name="nsl_kdd",
+        title="NSL-KDD (Tavallaee et al. 2009)",
+        folder="nsl_kdd",
+        synthetic="synthetic_nsl_kdd",
+        fetch="manual",
+        instructions=(
+            "download NSL-KDD from https://www.unb.ca/cic/datasets/nsl.html (the site asks for a form) "
+            "and place KDDTrain+.txt and KDDTest+.txt (optionally KDDTrain+_20Percent.txt and "
+            "KDDTest-21.txt) in {folder}/"
+        ),
+        known_sha256={
+            "KDDTrain+.txt": "1b86d2f957b33082081bba410fe129b475efebcc13c9014c3f447c8271aadf95",
+            "KDDTest+.txt": "fa46b0935342616aa83b7c2578db355b6a7aaabbc492248172c7a1e8b7ab8f84",
+            "KDDTrain+_20Percent.txt": "7ea86479faab5ca2190b7f18b4982fb058ce5bf2b46e0e1017d0d9ef90f9c16e",
+            "KDDTest-21.txt": "746993ac9e25868827cacf09eab450050a2a1056e1ce48a1ad39f5dc801d531d",
+        },
+    ),
+    "n_baiot": DatasetSpec(
+        name="n_baiot",
+        title="N-BaIoT (Meidan et al. 2018)",
+        folder="n_baiot",
+        synthetic="synthetic_n_baiot",
+        fetch="download",
+        url="https://archive.ics.uci.edu/static/public/442/detection+of+iot+botnet+attacks+n+baiot.zip",
+        archive="detection+of+iot+botnet+attacks+n+baiot.zip",
+        instructions=(
+            "download https://archive.ics.uci.edu/static/public/442/detection+of+iot+botnet+attacks+n+baiot.zip "
+            "(UCI dataset 442), unzip it into {folder}/ so that each device folder "
+            "(Danmini_Doorbell, Ecobee_Thermostat, ...) holds benign_traffic.csv, and extract each "
+            "gafgyt_attacks.rar / mirai_attacks.rar into <device>/gafgyt_attacks/ and <device>/mirai_attacks/ "
+            "(for example with unrar or 7z)"
+        ),
+    ),
+}
+"""The real datasets by name."""
+
+
+def data_root(root: str | os.PathLike[str] | None = None) -> Path:
+    """The data root: ``root`` if given, else ``$FLTRUST_DATA``, else ``./data``."""
+    if root is not None:
+        return Path(root).expanduser()
+    env = os.environ.get(DATA_ENV)
+    return Path(env).expanduser() if env else Path("data")
+
+
+def dataset_folder(name: str, root: str | os.PathLike[str] | None = None) -> Path:
+    """``<data root>/<folder>`` of a real dataset."""
+    return data_root(root) / spec_of(name).folder
+
+
+def spec_of(name: str) -> DatasetSpec:
+    """The :class:`DatasetSpec` of a real dataset (a clear error for other names)."""
+    if name not in SPECS:
+        raise DatasetError(f"unknown real dataset {name!r}; choose one of {sorted(SPECS)}")
+    return SPECS[name]
+
+
+# -- loading -----------------------------------------------------------------------------------
+
+def _check_options(cfg: DataConfig) -> None:
+    base = cfg.name.removeprefix("synthetic_")
+    if cfg.onehot_order != "global" and base != "nsl_kdd":
+        raise DatasetError(
+            f"data.onehot_order={cfg.onehot_order!r} only applies to NSL-KDD; use 'global' for {cfg.name}"
+        )
+    if cfg.scaling != "fit_train" and base != "nsl_kdd":
+        raise DatasetError(f"data.scaling={cfg.scaling!r} only applies to NSL-KDD; use 'fit_train' for {cfg.name}")
+    if cfg.balance and base != "n_baiot":
+        raise DatasetError(f"data.balance=true only applies to N-BaIoT; set it to false for {cfg.name}")
+    if cfg.name == "n_baiot" and (cfg.train_files or cfg.test_files):
+        raise DatasetError(
+            "data.train_files/test_files are not used by n_baiot (it reads every device's CSVs); remove them"
+        )
+
+
+def _load_real(cfg: DataConfig, folder: Path, seed: int) -> DatasetBundle:
+    if cfg.name == "cifar10":
+        return cifar10.load_cifar10(folder, train_files=cfg.train_files, test_files=cfg.test_files)
+    if cfg.name == "femnist":
+        return femnist.load_femnist(folder, train_files=cfg.train_files, test_files=cfg.test_files)
+    if cfg.name == "nsl_kdd":
+        return nsl_kdd.load_nsl_kdd(
+            folder, cfg.train_files, cfg.test_files, onehot_order=cfg.onehot_order, scaling=cfg.scaling
+        )
+    if cfg.name == "n_baiot":
+        return n_baiot.load_n_baiot(folder, seed=seed, balance=cfg.balance)
+    raise DatasetError(f"data.name={cfg.name!r} has no loader")  # pragma: no cover - DATASETS and SPECS agree
+
+
+def _synthetic(name: str, cfg: DataConfig, seed: int) -> DatasetBundle:
+    kwargs: dict[str, Any] = {"seed": seed}
+    if name == "synthetic_n_baiot":
+        kwargs["balance"] = cfg.balance
+    bundle = GENERATORS[name](cfg.synthetic_samples, **kwargs)
+    if name == "synthetic_nsl_kdd":
+        options = {"onehot_order": cfg.onehot_order, "scaling": cfg.scaling}
+        bundle = dataclasses.replace(bundle, source={**bundle.source, **options})
+    return bundle
+
+
+def _subsample(split: ArraySplit, limit: int | None, rng: np.random.Generator) -> ArraySplit:
+    if limit is None or len(split) <= limit:
+        return split
+    return split.subset(np.sort(rng.choice(len(split), size=limit, replace=False)))
+
+
+def load_dataset(cfg: DataConfig, *, seed: int = 0) -> DatasetBundle:
+    """Load the dataset a :class:`~fltrust.config.DataConfig` describes.
+
+    Parameters
+    ----------
+    cfg : DataConfig
+        Dataset name, root and options (see the module docstring).
+    seed : int
+        Seed of every random step here: synthetic generation, the N-BaIoT split and balancing, and
+        the ``max_*_samples`` subsample.
+
+    Returns
+    -------
+    DatasetBundle
+        Deterministic given ``cfg``, ``seed`` and the files.
+
+    Raises
+    ------
+    DatasetError
+        Missing files (unless ``cfg.allow_synthetic_fallback``), corrupt files, options that do not
+        apply to the dataset.
+    """
+    _check_options(cfg)
+    if cfg.name in GENERATORS:
+        bundle = _synthetic(cfg.name, cfg, seed)
+    else:
+        folder = dataset_folder(cfg.name, cfg.root)
+        try:
+            bundle = _load_real(cfg, folder, seed)
+        except DatasetNotFoundError as exc:
+            if not cfg.allow_synthetic_fallback:
+                raise
+            stand_in = SPECS[cfg.name].synthetic
+            warnings.warn(
+                f"{cfg.name}: real files not found ({exc}). Using the SYNTHETIC stand-in {stand_in} "
+                f"because data.allow_synthetic_fallback=true; results are not about the real data.",
+                SyntheticFallbackWarning,
+                stacklevel=2,
+            )
+            bundle = _synthetic(stand_in, cfg, seed)
+            bundle = dataclasses.replace(
+                bundle, source={**bundle.source, "requested": cfg.name, "fallback_reason": str(exc)}
+            )
+    if cfg.max_train_samples is not None or cfg.max_test_samples is not None:
+        rng = np.random.default_rng(seed)
+        bundle = dataclasses.replace(
+            bundle,
+            train=_subsample(bundle.train, cfg.max_train_samples, rng),
+            test=_subsample(bundle.test, cfg.max_test_samples, rng),
+            source={
+                **bundle.source,
+                "subsample": {
+                    "max_train_samples": cfg.max_train_samples,
+                    "max_test_samples": cfg.max_test_samples,
+                    "seed": seed,
+                },
+            },
+        )
+    return bundle
+
+
+# -- what is on disk ---------------------------------------------------------------------------
+
+def file_listing(name: str, folder: Path) -> list[dict[str, Any]]:
+    """Every file under a dataset folder: path, bytes, sha256 and whether it matches a known sum.
+
+    ``known`` is True/False when the registry knows the file's SHA-256 and None otherwise.
+    """
+    spec = spec_of(name)
+    rows = []
+    if folder.is_dir():
+        for path in sorted(p for p in folder.rglob("*") if p.is_file() and not p.name.startswith(".")):
+            relative = str(path.relative_to(folder))
+            digest = file_sha256(path)
+            expected = spec.expected_sha256().get(relative)
+            rows.append(
+                {
+                    "path": relative,
+                    "bytes": int(path.stat().st_size),
+                    "sha256": digest,
+                    "known": None if expected is None else digest == expected,
+                }
+            )
+    return rows
+
+
+def dataset_info(root: str | os.PathLike[str] | None = None, *, count: bool = True) -> list[dict[str, Any]]:
+    """What each real dataset folder holds (``fltrust data info``).
+
+    Parameters
+    ----------
+    root : str or Path, optional
+        Data root (default :func:`data_root`).
+    count : bool
+        Also load each dataset with default options to count samples (parsed results are cached,
+        so only the first call is slow).
+
+    Returns
+    -------
+    list of dict
+        One entry per dataset: ``name``, ``title``, ``folder``, ``found`` (loadable), ``fetch``,
+        ``files`` (see :func:`file_listing`), and with ``count`` the ``layout``,
+        ``train_samples``, ``test_samples``, ``natural_clients``; ``problem`` holds the loader's
+        message when the dataset is missing or unreadable.
+    """
+    entries = []
+    for name, spec in SPECS.items():
+        folder = data_root(root) / spec.folder
+        entry: dict[str, Any] = {
+            "name": name,
+            "title": spec.title,
+            "folder": str(folder),
+            "found": False,
+            "fetch": spec.fetch,
+            "files": file_listing(name, folder),
+            "problem": None,
+        }
+        if count:
+            try:
+                bundle = _load_real(DataConfig(name=name, root=str(data_root(root))), folder, seed=0)
+            except DatasetError as exc:
+                entry["problem"] = str(exc)
+            else:
+                entry.update(
+                    found=True,
+                    layout=bundle.source.get("layout", "default"),
+                    train_samples=len(bundle.train),
+                    test_samples=len(bundle.test),
+                    natural_clients=None if bundle.group_names is None else len(bundle.group_names),
+                )
+        else:
+            entry["found"] = bool(entry["files"])
+        entries.append(entry)
+    return entries

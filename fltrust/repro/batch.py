@@ -1,0 +1,238 @@
+"""Batch reproduction: execute a parameterised notebook per condition with papermill.
+
+Behaviour shared by ``fltrust repro fairness`` and ``fltrust repro trust``:
+
+- a job whose result file exists and says ``"complete": true`` (with the same ``quick`` flag) is
+  skipped, so an interrupted batch resumes where it stopped;
+- a failing job is reported and the batch goes on; failures are listed at the end (and the
+  command exits non-zero);
+- progress is shown with tqdm; every executed notebook is kept next to the results;
+- finally the summary notebook turns all available results into tables and figures.
+
+Output folders (``out_dir``):
+
+- full runs default to the paper folder (``papers_repro/<paper>/``): ``results/*.json`` (small,
+  committed), ``runs/`` (raw run records, not committed), ``notebooks/`` (executed copies), and the
+  summary writes ``RESULTS.md`` there and figures to ``figures/<paper>/``;
+- quick runs default to ``runs/repro/<paper>-quick/`` so they never overwrite committed results.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import json
+import time
+import traceback
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[2]
+NOTEBOOKS = REPO / "notebooks"
+
+
+@dataclass
+class NotebookJob:
+    """One notebook execution."""
+
+    name: str
+    notebook: Path
+    output_notebook: Path
+    parameters: dict[str, Any] = field(default_factory=dict)
+    result_path: Path | None = None
+    quick: bool = False
+
+    def is_complete(self) -> bool:
+        """True when the result file exists, is complete and has the same quick flag."""
+        if self.result_path is None or not self.result_path.is_file():
+            return False
+        try:
+            data = json.loads(self.result_path.read_text())
+        except json.JSONDecodeError:
+            return False
+        return bool(data.get("complete")) and bool(data.get("quick")) == self.quick
+
+
+def execute_notebook(notebook: Path, output: Path, parameters: dict[str, Any]) -> None:
+    """Execute ``notebook`` with papermill into ``output`` (working directory = the repo)."""
+    import papermill
+
+    output.parent.mkdir(parents=True, exist_ok=True)
+    papermill.execute_notebook(
+        str(notebook),
+        str(output),
+        parameters=parameters,
+        kernel_name="python3",
+        cwd=str(REPO),
+        progress_bar=False,
+        log_output=False,
+    )
+
+
+def run_jobs(jobs: list[NotebookJob], *, title: str) -> list[str]:
+    """Run jobs in order, skipping complete ones and surviving failures; returns failed names."""
+    from tqdm.auto import tqdm
+
+    failures: list[str] = []
+    skipped = 0
+    bar = tqdm(jobs, desc=title, unit="job")
+    for job in bar:
+        bar.set_postfix_str(job.name)
+        if job.is_complete():
+            skipped += 1
+            continue
+        start = time.perf_counter()
+        try:
+            execute_notebook(job.notebook, job.output_notebook, job.parameters)
+        except Exception as exc:  # keep going; report at the end
+            failures.append(job.name)
+            message = str(exc).strip().splitlines()
+            tqdm.write(f"FAILED {job.name}: {type(exc).__name__}: {message[-1] if message else ''}")
+            tqdm.write(f"  executed notebook kept at {job.output_notebook}")
+            (job.output_notebook.with_suffix(".error.txt")).write_text(traceback.format_exc())
+            continue
+        tqdm.write(f"done {job.name} in {time.perf_counter() - start:.1f} s")
+    bar.close()
+    print(f"{title}: {len(jobs) - skipped - len(failures)} run, {skipped} already complete, {len(failures)} failed")
+    if failures:
+        print(f"{title}: failed jobs: {failures}")
+    return failures
+
+
+def _select(names: list[str], pattern: str | None) -> list[str]:
+    patterns = [p.strip() for p in (pattern or "*").split(",") if p.strip()]
+    selected = [n for n in names if any(fnmatch.fnmatch(n, p) for p in patterns)]
+    if not selected:
+        raise ValueError(f"--conditions {pattern!r} matches nothing; available: {names}")
+    return selected
+
+
+def _folders(paper: str, quick: bool, out_dir: str | Path | None) -> dict[str, Path]:
+    paper_dir = REPO / "papers_repro" / paper
+    if out_dir is None:
+        base = REPO / "runs" / "repro" / f"{paper}-quick" if quick else paper_dir
+    else:
+        base = Path(out_dir).resolve()
+    figures = base / "figures" if (quick or out_dir is not None) else REPO / "figures" / _figure_folder(paper)
+    return {
+        "base": base,
+        "results": base / "results",
+        "runs": base / "runs",
+        "notebooks": base / "notebooks",
+        "figures": figures,
+        "results_md": base / "RESULTS.md",
+    }
+
+
+def _figure_folder(paper: str) -> str:
+    return {"fairness_analytics": "fairness", "federatedtrust": "trust"}[paper]
+
+
+def run_fairness_batch(
+    *,
+    conditions: str | None = "*",
+    repeats: int | None = None,
+    mode: str | None = None,
+    quick: bool = False,
+    device: str = "cpu",
+    out_dir: str | Path | None = None,
+    data_dir: str | None = None,
+) -> list[str]:
+    """Execute ``notebooks/fairness/condition.ipynb`` per selected condition, then the summary."""
+    from fltrust.repro.fairness_conditions import all_conditions, condition_name
+
+    names = _select([condition_name(*c) for c in all_conditions()], conditions)
+    folders = _folders("fairness_analytics", quick, out_dir)
+    repeats = repeats if repeats is not None else (1 if quick else 3)
+    mode = mode or "faithful"
+    if mode not in ("faithful", "corrected"):
+        raise ValueError(f"--mode {mode!r} is not a fairness mode; choose faithful or corrected")
+    suffix = "" if mode == "faithful" else f"-{mode}"
+    jobs = [
+        NotebookJob(
+            name=name,
+            notebook=NOTEBOOKS / "fairness" / "condition.ipynb",
+            output_notebook=folders["notebooks"] / f"{name}{suffix}.ipynb",
+            parameters={
+                "condition": name,
+                "repeats": repeats,
+                "mode": mode,
+                "device": device,
+                "quick": quick,
+                "runs_dir": str(folders["runs"]),
+                "result_path": str(folders["results"] / f"{name}{suffix}.json"),
+                "figures_dir": str(folders["figures"]),
+                "data_dir": data_dir,
+            },
+            result_path=folders["results"] / f"{name}{suffix}.json",
+            quick=quick,
+        )
+        for name in names
+    ]
+    failures = run_jobs(jobs, title="fairness conditions")
+    summary = NotebookJob(
+        name="summary",
+        notebook=NOTEBOOKS / "fairness" / "summary.ipynb",
+        output_notebook=folders["notebooks"] / f"summary{suffix}.ipynb",
+        parameters={
+            "results_dir": str(folders["results"]),
+            "figures_dir": str(folders["figures"]),
+            "results_md": str(folders["results_md"]),
+            "quick": quick,
+        },
+    )
+    failures += run_jobs([summary], title="fairness summary")
+    print(f"fairness tables: {folders['results_md']}\nfairness figures: {folders['figures']}")
+    return failures
+
+
+def run_trust_batch(
+    *,
+    experiments: str | None = "*",
+    mode: str | None = None,
+    quick: bool = False,
+    device: str = "cpu",
+    out_dir: str | Path | None = None,
+    data_dir: str | None = None,
+) -> list[str]:
+    """Execute ``notebooks/federatedtrust/experiment.ipynb`` per experiment, then the summary."""
+    from fltrust.repro.trust_experiments import EXPERIMENTS
+
+    names = _select(list(EXPERIMENTS), experiments)
+    folders = _folders("federatedtrust", quick, out_dir)
+    modes = [mode] if mode else ["prototype", "paper"]
+    jobs = [
+        NotebookJob(
+            name=name,
+            notebook=NOTEBOOKS / "federatedtrust" / "experiment.ipynb",
+            output_notebook=folders["notebooks"] / f"{name}.ipynb",
+            parameters={
+                "experiment": name,
+                "modes": modes,
+                "device": device,
+                "quick": quick,
+                "runs_dir": str(folders["runs"]),
+                "result_path": str(folders["results"] / f"{name}.json"),
+                "figures_dir": str(folders["figures"]),
+                "data_dir": data_dir,
+            },
+            result_path=folders["results"] / f"{name}.json",
+            quick=quick,
+        )
+        for name in names
+    ]
+    failures = run_jobs(jobs, title="trust experiments")
+    summary = NotebookJob(
+        name="summary",
+        notebook=NOTEBOOKS / "federatedtrust" / "summary.ipynb",
+        output_notebook=folders["notebooks"] / "summary.ipynb",
+        parameters={
+            "results_dir": str(folders["results"]),
+            "figures_dir": str(folders["figures"]),
+            "results_md": str(folders["results_md"]),
+            "quick": quick,
+        },
+    )
+    failures += run_jobs([summary], title="trust summary")
+    print(f"trust tables: {folders['results_md']}\ntrust figures: {folders['figures']}")
+    return failures

@@ -1,0 +1,525 @@
+"""The FederatedTrust report: scores of every pillar, notion and metric, and how they were made.
+
+:func:`fltrust.trust.scoring.score_factsheet` returns a :class:`TrustReport`. It keeps, per
+metric, the factsheet inputs it read, the raw value, the normalised score and the score used in
+the aggregation (rounded to 2 decimals under prototype rounding), plus the weights, the mode,
+the definitions and the bug fixes that were applied, so that every number can be traced.
+
+Outputs (fix B13: one file per run, overwritten, ``null`` instead of NaN):
+
+- :meth:`TrustReport.to_json` / :meth:`TrustReport.from_json`: the full report;
+- :meth:`TrustReport.to_prototype_dict`: the prototype's ``federatedtrust_results.json`` layout;
+- :meth:`TrustReport.to_frame`: one row per metric (pandas);
+- :meth:`TrustReport.format_table`: a printable table;
+- :func:`plot_trust_report`: pillar bars and metric bars (paper Figs. 4-5);
+- :func:`write_report`: ``trust_report.json`` and ``trust_report.png`` in a run folder.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import tempfile
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+REPORT_JSON = "trust_report.json"
+REPORT_PNG = "trust_report.png"
+
+
+def _jsonable(value: Any) -> Any:
+    """Plain-JSON version of a value: NaN/inf -> None, numpy -> Python, tuples -> lists."""
+    if isinstance(value, Mapping):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, np.ndarray):
+        return _jsonable(value.tolist())
+    if isinstance(value, (bool, np.bool_)):
+        return bool(value)
+    if isinstance(value, (int, np.integer)):
+        return int(value)
+    if isinstance(value, (float, np.floating)):
+        return None if not math.isfinite(float(value)) else float(value)
+    if value is None or isinstance(value, str):
+        return value
+    return str(value)
+
+
+def _score(value: Any) -> float:
+    """A score read back from JSON: ``null`` means NaN."""
+    return math.nan if value is None else float(value)
+
+
+@dataclass
+class MetricResult:
+    """One scored metric.
+
+    Attributes
+    ----------
+    name, label : str
+        Metric key and display name (paper name).
+    path : str
+        ``pillar/notion/metric``.
+    operation, type, direction : str
+        How the raw value was computed and normalised.
+    weight : float or None
+        Metric weight within its notion (used only with ``use_weights``).
+    inputs : dict
+        Factsheet field path -> value read.
+    raw_value : object
+        Output of the operation (``None`` when missing).
+    normalized : float
+        Score type output before any rounding.
+    score : float
+        Score used in the aggregation (``normalized`` rounded to 2 decimals under prototype
+        rounding).
+    warnings : list of str
+        Why a score is 0 or NaN (missing, NaN or unknown values).
+    """
+
+    name: str
+    label: str
+    path: str
+    operation: str
+    type: str
+    direction: str
+    weight: float | None
+    inputs: dict[str, Any]
+    raw_value: Any
+    normalized: float
+    score: float
+    warnings: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain JSON-ready dict."""
+        return _jsonable(
+            {
+                "name": self.name,
+                "label": self.label,
+                "path": self.path,
+                "operation": self.operation,
+                "type": self.type,
+                "direction": self.direction,
+                "weight": self.weight,
+                "inputs": self.inputs,
+                "raw_value": self.raw_value,
+                "normalized": self.normalized,
+                "score": self.score,
+                "warnings": list(self.warnings),
+            }
+        )
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> "MetricResult":
+        """Inverse of :meth:`to_dict` (NaN values come back as ``None`` inputs / NaN scores)."""
+        return cls(
+            name=data["name"],
+            label=data["label"],
+            path=data["path"],
+            operation=data["operation"],
+            type=data["type"],
+            direction=data["direction"],
+            weight=data["weight"],
+            inputs=dict(data["inputs"]),
+            raw_value=data["raw_value"],
+            normalized=_score(data["normalized"]),
+            score=_score(data["score"]),
+            warnings=list(data["warnings"]),
+        )
+
+
+@dataclass
+class NotionResult:
+    """One notion: its metrics and its score (weight = notion weight within its pillar)."""
+
+    name: str
+    label: str
+    weight: float | None
+    score: float
+    metrics: list[MetricResult]
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain JSON-ready dict."""
+        return {
+            "name": self.name,
+            "label": self.label,
+            "weight": _jsonable(self.weight),
+            "score": _jsonable(self.score),
+            "metrics": [m.to_dict() for m in self.metrics],
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> "NotionResult":
+        """Inverse of :meth:`to_dict`."""
+        return cls(
+            name=data["name"],
+            label=data["label"],
+            weight=data["weight"],
+            score=_score(data["score"]),
+            metrics=[MetricResult.from_dict(m) for m in data["metrics"]],
+        )
+
+
+@dataclass
+class PillarResult:
+    """One pillar: its notions and its score (weight = pillar weight in the trust score)."""
+
+    name: str
+    label: str
+    weight: float | None
+    score: float
+    notions: list[NotionResult]
+
+    def metrics(self) -> Iterator[MetricResult]:
+        """All metrics of the pillar, in definition order."""
+        for notion in self.notions:
+            yield from notion.metrics
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain JSON-ready dict."""
+        return {
+            "name": self.name,
+            "label": self.label,
+            "weight": _jsonable(self.weight),
+            "score": _jsonable(self.score),
+            "notions": [n.to_dict() for n in self.notions],
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> "PillarResult":
+        """Inverse of :meth:`to_dict`."""
+        return cls(
+            name=data["name"],
+            label=data["label"],
+            weight=data["weight"],
+            score=_score(data["score"]),
+            notions=[NotionResult.from_dict(n) for n in data["notions"]],
+        )
+
+
+@dataclass
+class TrustReport:
+    """Result of :func:`fltrust.trust.scoring.score_factsheet`.
+
+    Attributes
+    ----------
+    trust_score : float
+        Mean (or weighted sum) of the pillar scores; NaN if a metric was NaN (prototype B7).
+    pillars : list of PillarResult
+        In definition order.
+    mode : str
+        ``"prototype"``, ``"paper"`` or ``"fixed"``.
+    definitions : str
+        Name of the metric definitions used (``"prototype"``, ``"paper"``, or a user file's).
+    definitions_source : str
+        Where they were read from.
+    pillar_aggregation : str
+        ``"notion_mean"`` or ``"flattened"``.
+    use_weights : bool
+    rounding : str
+        ``"prototype"`` (metric and pillar scores rounded to 2 decimals before aggregation,
+        trust rounded) or ``"final"`` (no rounding; round for display only; fix B12).
+    fixes : list of str
+        Names of the bug fixes applied (see ``fltrust.trust.scoring.FIXES``).
+    warnings : list of str
+        Every metric warning, prefixed with the metric path, plus notes about fixes.
+    """
+
+    trust_score: float
+    pillars: list[PillarResult]
+    mode: str
+    definitions: str
+    definitions_source: str
+    pillar_aggregation: str
+    use_weights: bool
+    rounding: str
+    fixes: list[str]
+    warnings: list[str] = field(default_factory=list)
+
+    # -- lookup ---------------------------------------------------------------------------------
+    def pillar(self, name: str) -> PillarResult:
+        """The pillar called ``name``."""
+        for pillar in self.pillars:
+            if pillar.name == name:
+                return pillar
+        raise KeyError(f"no pillar {name!r}; pillars are {[p.name for p in self.pillars]}")
+
+    def notion(self, name: str) -> NotionResult:
+        """The notion called ``name`` (``"pillar/notion"`` if the name is not unique)."""
+        matches = [
+            n for p in self.pillars for n in p.notions if name in (n.name, f"{p.name}/{n.name}")
+        ]
+        if len(matches) != 1:
+            raise KeyError(f"{len(matches)} notions match {name!r}; use 'pillar/notion'")
+        return matches[0]
+
+    def metric(self, name: str) -> MetricResult:
+        """The metric called ``name``, or at ``pillar/notion/metric``, or ``pillar/metric``.
+
+        Metric names repeat across pillars (``performance`` is a robustness metric and an
+        accountability metric), so a plain name must be unique or it raises ``KeyError``.
+        """
+        matches = []
+        for pillar in self.pillars:
+            for notion in pillar.notions:
+                for metric in notion.metrics:
+                    if name in (metric.name, metric.path, f"{pillar.name}/{metric.name}"):
+                        matches.append(metric)
+        if len(matches) != 1:
+            raise KeyError(f"{len(matches)} metrics match {name!r}; use 'pillar/metric' or the full path")
+        return matches[0]
+
+    def metrics(self) -> Iterator[MetricResult]:
+        """All metrics in definition order."""
+        for pillar in self.pillars:
+            yield from pillar.metrics()
+
+    # -- serialisation --------------------------------------------------------------------------
+    def to_dict(self) -> dict[str, Any]:
+        """Plain JSON-ready dict (NaN -> ``None``)."""
+        return {
+            "trust_score": _jsonable(self.trust_score),
+            "mode": self.mode,
+            "definitions": self.definitions,
+            "definitions_source": self.definitions_source,
+            "pillar_aggregation": self.pillar_aggregation,
+            "use_weights": self.use_weights,
+            "rounding": self.rounding,
+            "fixes": list(self.fixes),
+            "warnings": list(self.warnings),
+            "pillars": [p.to_dict() for p in self.pillars],
+        }
+
+    def to_json(self, indent: int | None = 2) -> str:
+        """Standard JSON text (never the ``NaN`` token; missing values are ``null``)."""
+        return json.dumps(self.to_dict(), indent=indent, allow_nan=False)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> "TrustReport":
+        """Inverse of :meth:`to_dict`."""
+        return cls(
+            trust_score=_score(data["trust_score"]),
+            pillars=[PillarResult.from_dict(p) for p in data["pillars"]],
+            mode=data["mode"],
+            definitions=data["definitions"],
+            definitions_source=data["definitions_source"],
+            pillar_aggregation=data["pillar_aggregation"],
+            use_weights=data["use_weights"],
+            rounding=data["rounding"],
+            fixes=list(data["fixes"]),
+            warnings=list(data["warnings"]),
+        )
+
+    @classmethod
+    def from_json(cls, text: str) -> "TrustReport":
+        """Read a report written by :meth:`to_json`."""
+        return cls.from_dict(json.loads(text))
+
+    def to_prototype_dict(self) -> dict[str, Any]:
+        """The prototype's output layout (trust spec 2.6), for comparison with its result files."""
+        return _jsonable(
+            {
+                "trust_score": self.trust_score,
+                "pillars": [
+                    {
+                        p.name: {
+                            "score": p.score,
+                            "notions": [
+                                {n.name: {"score": n.score, "metrics": [{m.name: {"score": m.score}} for m in n.metrics]}}
+                                for n in p.notions
+                            ],
+                        }
+                    }
+                    for p in self.pillars
+                ],
+            }
+        )
+
+    def to_frame(self) -> "Any":
+        """One row per metric (pandas ``DataFrame``); ``df.attrs`` holds the trust score and mode.
+
+        Columns: pillar, notion, metric, label, raw_value, normalized, score, metric_weight,
+        notion_score, notion_weight, pillar_score, pillar_weight, type, operation, direction.
+        """
+        import pandas as pd
+
+        rows = []
+        for pillar in self.pillars:
+            for notion in pillar.notions:
+                for metric in notion.metrics:
+                    rows.append(
+                        {
+                            "pillar": pillar.name,
+                            "notion": notion.name,
+                            "metric": metric.name,
+                            "label": metric.label,
+                            "raw_value": metric.raw_value,
+                            "normalized": metric.normalized,
+                            "score": metric.score,
+                            "metric_weight": metric.weight,
+                            "notion_score": notion.score,
+                            "notion_weight": notion.weight,
+                            "pillar_score": pillar.score,
+                            "pillar_weight": pillar.weight,
+                            "type": metric.type,
+                            "operation": metric.operation,
+                            "direction": metric.direction,
+                        }
+                    )
+        frame = pd.DataFrame(rows)
+        frame.attrs.update({"trust_score": self.trust_score, "mode": self.mode, "fixes": list(self.fixes)})
+        return frame
+
+    def format_table(self, decimals: int = 2) -> str:
+        """Printable table: trust score, then each pillar, notion and metric with its score.
+
+        Metric lines also show the raw value. Scores are rounded for display only.
+        """
+
+        def fmt(value: float) -> str:
+            return "nan" if value is None or (isinstance(value, float) and math.isnan(value)) else f"{value:.{decimals}f}"
+
+        def raw(value: Any) -> str:
+            if isinstance(value, float):
+                return "nan" if math.isnan(value) else f"{value:.4g}"
+            text = repr(value)
+            return text if len(text) <= 24 else text[:21] + "..."
+
+        width = 46
+        lines = [
+            f"{'trust_score':<{width}}{fmt(self.trust_score):>8}",
+            f"mode={self.mode} definitions={self.definitions} aggregation={self.pillar_aggregation} "
+            f"use_weights={self.use_weights} rounding={self.rounding}",
+            f"fixes: {', '.join(self.fixes) if self.fixes else 'none'}",
+            "-" * (width + 8 + 26),
+        ]
+        for pillar in self.pillars:
+            lines.append(f"{pillar.name:<{width}}{fmt(pillar.score):>8}")
+            for notion in pillar.notions:
+                lines.append(f"  {notion.name:<{width - 2}}{fmt(notion.score):>8}")
+                for metric in notion.metrics:
+                    lines.append(f"    {metric.name:<{width - 4}}{fmt(metric.score):>8}   raw {raw(metric.raw_value)}")
+        return "\n".join(lines)
+
+    def __str__(self) -> str:
+        return self.format_table()
+
+
+def plot_trust_report(report: TrustReport, ax: Sequence[Any] | None = None) -> tuple[Any, Any]:
+    """Plot the pillar scores and the metric scores of a report (like paper Figs. 4-5).
+
+    Left: one bar per pillar (paper names) with the trust score as a dashed line. Right: one
+    horizontal bar per metric, grouped and coloured by pillar. NaN scores are drawn as empty
+    bars labelled "nan".
+
+    Parameters
+    ----------
+    report : TrustReport
+    ax : pair of matplotlib Axes, optional
+        Where to draw (pillars, metrics); a new figure is made when ``None``.
+
+    Returns
+    -------
+    fig : matplotlib.figure.Figure
+    axes : tuple of Axes
+        ``(pillar_ax, metric_ax)``.
+    """
+    import matplotlib.pyplot as plt
+
+    if ax is None:
+        fig, axes = plt.subplots(1, 2, figsize=(13, 6.5), gridspec_kw={"width_ratios": [1, 1.6]})
+    else:
+        if len(ax) != 2:
+            raise ValueError("ax must be a pair of Axes (pillars, metrics)")
+        axes = tuple(ax)
+        fig = axes[0].figure
+    pillar_ax, metric_ax = axes
+    colors = plt.get_cmap("tab10").colors
+
+    names = [p.label or p.name for p in report.pillars]
+    scores = [0.0 if math.isnan(p.score) else p.score for p in report.pillars]
+    bars = pillar_ax.bar(names, scores, color=[colors[i % 10] for i in range(len(names))])
+    for bar, pillar in zip(bars, report.pillars):
+        text = "nan" if math.isnan(pillar.score) else f"{pillar.score:.2f}"
+        pillar_ax.annotate(text, (bar.get_x() + bar.get_width() / 2, bar.get_height()), ha="center", va="bottom")
+    if not math.isnan(report.trust_score):
+        pillar_ax.axhline(report.trust_score, color="black", linestyle="--", linewidth=1)
+    title = "nan" if math.isnan(report.trust_score) else f"{report.trust_score:.2f}"
+    pillar_ax.set_title(f"Trust score {title} ({report.mode} mode)")
+    pillar_ax.set_ylim(0, 1.1)
+    pillar_ax.set_ylabel("score")
+    pillar_ax.tick_params(axis="x", labelrotation=30)
+
+    labels, values, bar_colors = [], [], []
+    for index, pillar in enumerate(report.pillars):
+        for metric in pillar.metrics():
+            labels.append(f"{pillar.label or pillar.name}: {metric.label or metric.name}")
+            values.append(metric.score)
+            bar_colors.append(colors[index % 10])
+    positions = np.arange(len(labels))[::-1]
+    heights = [0.0 if math.isnan(v) else v for v in values]
+    metric_ax.barh(positions, heights, color=bar_colors)
+    for position, value in zip(positions, values):
+        metric_ax.annotate("nan" if math.isnan(value) else f"{value:.2f}", (0.0 if math.isnan(value) else value, position),
+                           xytext=(3, 0), textcoords="offset points", va="center", fontsize=7)
+    metric_ax.set_yticks(positions, labels, fontsize=7)
+    metric_ax.set_xlim(min(0.0, *[h for h in heights]) if heights else 0.0, 1.1)
+    metric_ax.set_xlabel("metric score")
+    metric_ax.set_title("Metric scores by pillar")
+    fig.tight_layout()
+    return fig, axes
+
+
+def _atomic_write(path: Path, write: Any, binary: bool) -> None:
+    """Write through a temporary file in the same folder, then ``os.replace`` it into place."""
+    handle, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(handle, "wb" if binary else "w", **({} if binary else {"encoding": "utf-8"})) as stream:
+            write(stream)
+        os.replace(temp, path)
+    except BaseException:
+        if os.path.exists(temp):
+            os.unlink(temp)
+        raise
+
+
+def write_report(report: TrustReport, folder: str | Path, *, plot: bool = True) -> dict[str, Path]:
+    """Write ``trust_report.json`` (and ``trust_report.png``) into ``folder``, replacing old ones.
+
+    Both files are written atomically (temporary file + ``os.replace``), so an interrupted run
+    never leaves half a report; a second call overwrites instead of appending (fix B13).
+
+    Parameters
+    ----------
+    report : TrustReport
+    folder : str or Path
+        Created if needed.
+    plot : bool
+        Also write the figure of :func:`plot_trust_report`.
+
+    Returns
+    -------
+    dict
+        ``{"json": path, "png": path}`` (``"png"`` only when plotted).
+    """
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    paths = {"json": folder / REPORT_JSON}
+    text = report.to_json()
+    _atomic_write(paths["json"], lambda stream: stream.write(text + "\n"), binary=False)
+    if plot:
+        import matplotlib.pyplot as plt
+
+        fig, _ = plot_trust_report(report)
+        paths["png"] = folder / REPORT_PNG
+        try:
+            _atomic_write(paths["png"], lambda stream: fig.savefig(stream, format="png", dpi=120), binary=True)
+        finally:
+            plt.close(fig)
+    return paths

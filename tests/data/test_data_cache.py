@@ -1,0 +1,132 @@
+"""Parsed-data cache: parse once, key on file identity, atomic writes, memory cache, sha256 memo."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+
+import numpy as np
+import pytest
+
+from fltrust.data import cache, femnist, load_femnist, load_nsl_kdd, nsl_kdd
+
+
+@pytest.fixture
+def kdd_folder(tmp_path, mk):
+    folder = tmp_path / "nsl_kdd"
+    train = [mk.kdd_line(src_bytes=5), mk.kdd_line("udp", "IRC", "S0", "neptune")]
+    mk.write_lines(folder / "KDDTrain+.txt", train)
+    mk.write_lines(folder / "KDDTest+.txt", [mk.kdd_line("icmp", "ecr_i", "REJ", "smurf", src_bytes=3)])
+    return folder
+
+
+def forbid(monkeypatch, module, name):
+    def fail(*args, **kwargs):
+        raise AssertionError(f"{name} was called: the cache did not serve the parse")
+
+    monkeypatch.setattr(module, name, fail)
+
+
+def test_cache_dir_follows_the_environment(tmp_path, monkeypatch):
+    monkeypatch.setenv(cache.CACHE_ENV, str(tmp_path / "c"))
+    assert cache.cache_dir() == tmp_path / "c"
+
+    monkeypatch.delenv(cache.CACHE_ENV)
+    assert cache.cache_dir() == cache.Path.home() / ".cache" / "fltrust" / "datasets"
+
+
+def test_second_load_is_served_from_disk_without_parsing(fresh_cache, kdd_folder, monkeypatch):
+    first = load_nsl_kdd(kdd_folder)
+    cache.clear_memory_cache()  # a new process would start here
+    forbid(monkeypatch, nsl_kdd, "_parse_kdd_file")
+
+    second = load_nsl_kdd(kdd_folder)
+
+    np.testing.assert_array_equal(first.train.x, second.train.x)
+    np.testing.assert_array_equal(first.test.extras["attack"], second.test.extras["attack"])
+    assert sorted(p.suffix for p in fresh_cache.glob("nsl_kdd_file-*")) == [".json", ".json", ".npz", ".npz"]
+    assert not [p for p in fresh_cache.rglob("*") if p.name.endswith(".tmp")]  # atomic writes leave no temp files
+
+
+def test_second_load_in_process_needs_neither_parser_nor_disk(fresh_cache, kdd_folder, monkeypatch):
+    load_nsl_kdd(kdd_folder)
+    for path in fresh_cache.glob("nsl_kdd_file-*"):
+        path.unlink()
+    forbid(monkeypatch, nsl_kdd, "_parse_kdd_file")
+
+    bundle = load_nsl_kdd(kdd_folder)
+
+    assert len(bundle.train) == 2
+
+
+def test_editing_a_source_file_invalidates_its_entry(fresh_cache, kdd_folder, mk):
+    load_nsl_kdd(kdd_folder)
+    path = kdd_folder / "KDDTrain+.txt"
+    mk.write_lines(path, path.read_text().splitlines() + [mk.kdd_line("tcp", "smtp", "SF", "normal")])
+
+    bundle = load_nsl_kdd(kdd_folder)
+
+    assert len(bundle.train) == 3
+
+
+def test_a_corrupt_entry_is_ignored_and_rebuilt(fresh_cache, kdd_folder):
+    load_nsl_kdd(kdd_folder)
+    cache.clear_memory_cache()
+    for path in fresh_cache.glob("nsl_kdd_file-*.npz"):
+        path.write_bytes(b"garbage")
+
+    with pytest.warns(RuntimeWarning, match="unreadable dataset cache entry"):
+        bundle = load_nsl_kdd(kdd_folder)
+
+    assert len(bundle.train) == 2
+
+
+def test_femnist_json_is_parsed_once(fresh_cache, tmp_path, mk, monkeypatch):
+    folder = tmp_path / "femnist"
+    mk.write_json(folder / "train" / "a.json", mk.leaf_shard({"w": (np.full((2, 784), 0.5), [1, 2])}))
+    mk.write_json(folder / "test" / "a.json", mk.leaf_shard({"w": (np.full((1, 784), 0.5), [3])}))
+    load_femnist(folder)
+    cache.clear_memory_cache()
+    forbid(monkeypatch, femnist, "_parse_shards")
+
+    bundle = load_femnist(folder)
+
+    assert bundle.group_names == ["w"] and len(bundle.train) == 2
+
+
+def test_cached_arrays_are_read_only_but_bundles_are_not(fresh_cache, kdd_folder):
+    arrays, _ = cache.cached_arrays("nsl_kdd_file", [kdd_folder / "KDDTrain+.txt"],
+                                    lambda: nsl_kdd._parse_kdd_file(kdd_folder / "KDDTrain+.txt"))
+    assert not arrays["continuous"].flags.writeable
+
+    bundle = load_nsl_kdd(kdd_folder)
+
+    assert bundle.train.x.flags.writeable and bundle.train.extras["service"].flags.writeable
+
+
+def test_file_sha256_is_memoised_per_file_state(fresh_cache, tmp_path):
+    path = tmp_path / "f.bin"
+    path.write_bytes(b"abc")
+    assert cache.file_sha256(path) == hashlib.sha256(b"abc").hexdigest()
+
+    path.write_bytes(b"abcd")
+    os.utime(path, ns=(1, 1))  # new size and mtime -> new entry
+
+    assert cache.file_sha256(path) == hashlib.sha256(b"abcd").hexdigest()
+    expected = {"path": "f.bin", "bytes": 4, "sha256": hashlib.sha256(b"abcd").hexdigest()}
+    assert cache.file_record(path, tmp_path) == expected
+
+
+def test_cache_key_changes_with_options_and_files(tmp_path):
+    a, b = tmp_path / "a", tmp_path / "b"
+    a.write_text("1")
+    b.write_text("22")
+
+    keys = {
+        cache.cache_key("k", [a]),
+        cache.cache_key("k", [a], {"opt": 1}),
+        cache.cache_key("k", [b]),
+        cache.cache_key("other", [a]),
+    }
+
+    assert len(keys) == 4 and cache.cache_key("k", [a]) == cache.cache_key("k", [a])

@@ -1,0 +1,143 @@
+"""CIFAR-10 loader: npz and python-batch layouts, pixel scaling, natural clients, errors."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from fltrust.data import DatasetError, DatasetNotFoundError, load_cifar10
+from fltrust.data import cifar10
+
+
+def write_npz(path, *, clients=True, drop=None, seed=0):
+    rng = np.random.default_rng(seed)
+    arrays = {
+        "x_train": rng.integers(0, 256, size=(6, 32, 32, 3), dtype=np.uint8),
+        "y_train": np.array([0, 1, 2, 3, 4, 9]),
+        "x_test": rng.integers(0, 256, size=(3, 32, 32, 3), dtype=np.uint8),
+        "y_test": np.array([5, 6, 7]),
+    }
+    if clients:
+        arrays["client_train"] = np.array([7, 3, 7, 3, 12, 7])
+        arrays["client_test"] = np.array([12, 3, 40])
+    arrays.pop(drop, None)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    np.savez(path, **arrays)
+    return arrays
+
+
+def test_normalise_is_totensor_then_normalize_half():
+    pixels = np.array([0, 51, 255], dtype=np.uint8)
+
+    out = cifar10.normalise(pixels)
+
+    np.testing.assert_allclose(out, [-1.0, 51 / 255 / 0.5 - 1.0, 1.0], rtol=0, atol=1e-7)
+    assert out.dtype == np.float32
+
+
+def test_npz_layout_nhwc_to_nchw_with_natural_clients(tmp_path):
+    arrays = write_npz(tmp_path / "cifar10" / "tiny.npz")
+    arrays["x_train"][0, 1, 2, 0] = 255  # image 0, row 1, column 2: red 255, blue 0
+    arrays["x_train"][0, 1, 2, 2] = 0
+    np.savez(tmp_path / "cifar10" / "tiny.npz", **arrays)
+
+    bundle = load_cifar10(tmp_path / "cifar10")
+
+    x = bundle.train.x
+    assert x.shape == (6, 3, 32, 32) and x.dtype == np.float32 and x.flags.c_contiguous
+    assert x[0, 0, 1, 2] == 1.0 and x[0, 2, 1, 2] == -1.0
+    np.testing.assert_allclose(x, cifar10.normalise(arrays["x_train"].transpose(0, 3, 1, 2)))
+    np.testing.assert_array_equal(bundle.train.y, arrays["y_train"])
+    # client ids 3, 7, 12, 40 -> groups 0..3 shared by train and test
+    assert bundle.group_names == ["client_3", "client_7", "client_12", "client_40"]
+    np.testing.assert_array_equal(bundle.train.groups, [1, 0, 1, 0, 2, 1])
+    np.testing.assert_array_equal(bundle.test.groups, [2, 0, 3])
+    assert (bundle.num_classes, bundle.input_shape) == (10, (3, 32, 32))
+    assert bundle.class_names[0] == "airplane" and bundle.class_names[9] == "truck"
+    assert bundle.source["layout"] == "npz" and bundle.source["files"][0]["path"] == "tiny.npz"
+
+
+def test_npz_without_client_ids_has_no_groups(tmp_path):
+    write_npz(tmp_path / "cifar10" / "plain.npz", clients=False)
+
+    bundle = load_cifar10(tmp_path / "cifar10")
+
+    assert bundle.train.groups is None and bundle.group_names is None
+
+
+def test_npz_missing_array_is_named(tmp_path):
+    write_npz(tmp_path / "cifar10" / "cifar10_subset.npz", drop="y_train")
+
+    with pytest.raises(DatasetError, match=r"cifar10_subset\.npz: missing array 'y_train'"):
+        load_cifar10(tmp_path / "cifar10")
+
+
+def test_npz_wrong_pixel_layout_is_explained(tmp_path):
+    arrays = write_npz(tmp_path / "cifar10" / "bad.npz", clients=False)
+    arrays["x_train"] = arrays["x_train"].transpose(0, 3, 1, 2).copy()  # NCHW instead of NHWC
+    np.savez(tmp_path / "cifar10" / "bad.npz", **arrays)
+
+    with pytest.raises(DatasetError, match=r"x_train must be uint8 \(N, 32, 32, 3\) NHWC"):
+        load_cifar10(tmp_path / "cifar10")
+
+
+def test_python_batches_layout(tmp_path, mk):
+    raw = mk.write_cifar_batches(tmp_path / "cifar10" / "cifar-10-batches-py")
+
+    bundle = load_cifar10(tmp_path / "cifar10")
+
+    assert (len(bundle.train), len(bundle.test)) == (10, 3)
+    # b'data' rows are channel-major: 1024 red, 1024 green, 1024 blue values
+    assert bundle.train.x[0, 1, 0, 0] == pytest.approx(raw["x_train"][0, 1024] / 255 / 0.5 - 1, abs=1e-6)
+    assert bundle.train.x[3, 2, 31, 31] == pytest.approx(raw["x_train"][3, 3071] / 255 / 0.5 - 1, abs=1e-6)
+    np.testing.assert_array_equal(bundle.train.y, raw["y_train"])
+    np.testing.assert_array_equal(bundle.test.y, raw["y_test"])
+    assert bundle.source["layout"] == "python_batches" and len(bundle.source["files"]) == 6
+    assert bundle.train.groups is None
+
+
+def test_batches_directly_in_the_folder_and_preferred_over_npz(tmp_path, mk):
+    mk.write_cifar_batches(tmp_path / "cifar10")
+    write_npz(tmp_path / "cifar10" / "other.npz")
+
+    bundle = load_cifar10(tmp_path / "cifar10")
+
+    assert bundle.source["layout"] == "python_batches"
+    assert load_cifar10(tmp_path / "cifar10", train_files=["other.npz"]).source["layout"] == "npz"
+
+
+def test_chosen_batches_and_a_corrupt_batch(tmp_path, mk):
+    mk.write_cifar_batches(tmp_path / "cifar10" / "cifar-10-batches-py", per_batch=2)
+
+    bundle = load_cifar10(tmp_path / "cifar10", train_files=["data_batch_1", "data_batch_2"])
+    assert len(bundle.train) == 4
+
+    (tmp_path / "cifar10" / "cifar-10-batches-py" / "data_batch_2").write_bytes(b"not a pickle")
+    with pytest.raises(DatasetError, match="data_batch_2: not a CIFAR-10 python batch"):
+        load_cifar10(tmp_path / "cifar10")
+
+
+def test_nothing_there_says_what_is_expected(tmp_path):
+    with pytest.raises(DatasetNotFoundError, match=r"data_batch_1.*test_batch.*\.npz"):
+        load_cifar10(tmp_path / "cifar10")
+
+
+def test_two_npz_files_need_a_choice(tmp_path):
+    write_npz(tmp_path / "cifar10" / "a.npz")
+    write_npz(tmp_path / "cifar10" / "b.npz")
+
+    with pytest.raises(DatasetError, match=r"several \.npz files"):
+        load_cifar10(tmp_path / "cifar10")
+
+
+@pytest.mark.realdata
+def test_real_cifar10_subset(mk):
+    folder = mk.real_folder("cifar10", "cifar10_subset.npz")
+
+    bundle = load_cifar10(folder)
+
+    assert (len(bundle.train), len(bundle.test)) == (19_981, 6_685)
+    assert bundle.train.x.min() == -1.0 and bundle.train.x.max() == 1.0
+    assert len(bundle.group_names) == 50
+    counts = np.bincount(bundle.train.y, minlength=10).tolist()
+    assert counts == [1201, 1982, 2081, 2484, 1589, 2367, 2734, 2168, 1968, 1407]  # PROVENANCE.md

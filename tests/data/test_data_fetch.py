@@ -1,0 +1,123 @@
+"""fetch_dataset: manual instructions, offline messages, verified download and extraction.
+
+The network is never used: conftest replaces ``fetch._download`` with a function that raises
+``URLError``; tests that need a "download" install a fake that writes a local archive.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import io
+import tarfile
+import zipfile
+
+import pytest
+
+from fltrust.data import SPECS, DatasetError, fetch, fetch_dataset, load_cifar10, load_n_baiot
+
+
+def test_manual_nsl_kdd_names_files_and_folder(tmp_path):
+    with pytest.raises(DatasetError) as info:
+        fetch_dataset("nsl_kdd", tmp_path)
+
+    message = str(info.value)
+    assert "KDDTrain+.txt" in message and "KDDTest+.txt" in message
+    assert str(tmp_path / "nsl_kdd") in message and "unb.ca" in message
+
+
+def test_manual_femnist_explains_leaf(tmp_path):
+    with pytest.raises(DatasetError, match=r"preprocess\.sh.*femnist/train/.*femnist/test/"):
+        fetch_dataset("femnist", tmp_path)
+
+
+@pytest.mark.parametrize("name, expected", [("cifar10", "cifar-10-batches-py"), ("n_baiot", "benign_traffic.csv")])
+def test_offline_download_says_where_to_put_the_files(tmp_path, name, expected):
+    with pytest.raises(DatasetError) as info:
+        fetch_dataset(name, tmp_path)
+
+    message = str(info.value)
+    assert "could not download" in message and "network access is disabled" in message
+    assert expected in message and str(tmp_path / name) in message
+
+
+def test_unknown_and_synthetic_names(tmp_path):
+    with pytest.raises(DatasetError, match="unknown real dataset"):
+        fetch_dataset("mnist", tmp_path)
+    with pytest.raises(DatasetError, match="nothing to fetch"):
+        fetch_dataset("synthetic_cifar10", tmp_path)
+
+
+def test_present_files_with_a_wrong_known_checksum_are_rejected(tmp_path, mk):
+    mk.write_lines(tmp_path / "nsl_kdd" / "KDDTrain+.txt", [mk.kdd_line()])
+    mk.write_lines(tmp_path / "nsl_kdd" / "KDDTest+.txt", [mk.kdd_line()])
+
+    with pytest.raises(DatasetError, match=r"KDDTrain\+\.txt: sha256 .* differs from the known"):
+        fetch_dataset("nsl_kdd", tmp_path)
+
+
+def _cifar_tarball(tmp_path, mk) -> bytes:
+    mk.write_cifar_batches(tmp_path / "src" / "cifar-10-batches-py", per_batch=1, test=2)
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w:gz") as tar:
+        tar.add(tmp_path / "src" / "cifar-10-batches-py", arcname="cifar-10-batches-py")
+    return buffer.getvalue()
+
+
+def _serve(monkeypatch, payload: bytes) -> list[str]:
+    calls: list[str] = []
+
+    def fake_download(url, dest, timeout):
+        calls.append(url)
+        dest.write_bytes(payload)
+
+    monkeypatch.setattr(fetch, "_download", fake_download)
+    return calls
+
+
+def test_cifar10_download_is_verified_and_extracted(tmp_path, mk, monkeypatch):
+    payload = _cifar_tarball(tmp_path, mk)
+    digest = hashlib.sha256(payload).hexdigest()
+    spec = dataclasses.replace(SPECS["cifar10"], archive_sha256=digest, archive_bytes=len(payload))
+    monkeypatch.setitem(SPECS, "cifar10", spec)
+    calls = _serve(monkeypatch, payload)
+
+    folder = fetch_dataset("cifar10", tmp_path / "root")
+
+    assert calls == [spec.url] and folder == tmp_path / "root" / "cifar10"
+    assert (folder / "cifar-10-batches-py" / "test_batch").is_file()
+    assert len(load_cifar10(folder).train) == 5
+    assert fetch_dataset("cifar10", tmp_path / "root") == folder and len(calls) == 1  # already there
+
+
+def test_cifar10_checksum_mismatch_removes_the_archive(tmp_path, mk, monkeypatch):
+    _serve(monkeypatch, _cifar_tarball(tmp_path, mk))
+    spec = dataclasses.replace(SPECS["cifar10"], archive_bytes=None)  # the real published sha256
+    monkeypatch.setitem(SPECS, "cifar10", spec)
+
+    with pytest.raises(DatasetError, match="differs from the published 6d958be0"):
+        fetch_dataset("cifar10", tmp_path / "root")
+
+    assert not (tmp_path / "root" / "cifar10" / "cifar-10-python.tar.gz").exists()
+
+
+def test_n_baiot_zip_is_unpacked_and_missing_unrar_is_explained(tmp_path, mk, monkeypatch, n_baiot_rows):
+    src = mk.write_n_baiot_uci(tmp_path / "src", {"Danmini_Doorbell": n_baiot_rows["Danmini_Doorbell"]})
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as zipped:
+        for path in src.rglob("*.csv"):
+            zipped.write(path, f"nbaiot/{path.relative_to(src)}")  # nested one level, as some archives are
+        benign = (src / "Danmini_Doorbell" / "benign_traffic.csv").read_text()
+        zipped.writestr("nbaiot/Ecobee_Thermostat/benign_traffic.csv", benign)
+        zipped.writestr("nbaiot/Ecobee_Thermostat/mirai_attacks.rar", b"Rar!")
+    _serve(monkeypatch, buffer.getvalue())
+    monkeypatch.setattr(fetch.shutil, "which", lambda tool: None)
+
+    expected = r"no unrar/7z/bsdtar is installed.*Ecobee_Thermostat/mirai_attacks\.rar"
+    with pytest.raises(DatasetError, match=expected):
+        fetch_dataset("n_baiot", tmp_path / "root")
+
+    folder = tmp_path / "root" / "n_baiot"
+    (folder / "Ecobee_Thermostat" / "mirai_attacks.rar").unlink()  # as if the user extracted it elsewhere
+    assert fetch_dataset("n_baiot", tmp_path / "root") == folder
+    assert load_n_baiot(folder).group_names == ["Danmini_Doorbell", "Ecobee_Thermostat"]

@@ -1,0 +1,167 @@
+"""load_dataset dispatch and options, synthetic fallback, data root, dataset_info."""
+
+from __future__ import annotations
+
+import hashlib
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from fltrust.config import DATASETS, DataConfig
+from fltrust.data import (
+    GENERATORS,
+    SPECS,
+    DatasetError,
+    DatasetNotFoundError,
+    SyntheticFallbackWarning,
+    data_root,
+    dataset_info,
+    load_dataset,
+    nsl_kdd,
+)
+
+
+@pytest.fixture
+def kdd_root(tmp_path, mk):
+    folder = tmp_path / "root" / "nsl_kdd"
+    train = [mk.kdd_line(src_bytes=i, label="normal" if i % 2 else "smurf") for i in range(10)]
+    mk.write_lines(folder / "KDDTrain+.txt", train)
+    mk.write_lines(folder / "KDDTest+.txt", [mk.kdd_line(src_bytes=i) for i in range(4)])
+    mk.write_lines(folder / "KDDTest-21.txt", [mk.kdd_line(src_bytes=99)])
+    return tmp_path / "root"
+
+
+def test_registry_covers_every_configured_dataset():
+    assert set(SPECS) | set(GENERATORS) == set(DATASETS)
+    assert {spec.synthetic for spec in SPECS.values()} == set(GENERATORS)
+
+
+def test_data_root_precedence(tmp_path, monkeypatch):
+    monkeypatch.setenv("FLTRUST_DATA", str(tmp_path / "env"))
+    assert data_root(tmp_path / "explicit") == tmp_path / "explicit"
+    assert data_root() == tmp_path / "env"
+
+    monkeypatch.delenv("FLTRUST_DATA")
+    assert data_root() == Path("data")
+
+
+def test_real_dataset_through_the_config(kdd_root):
+    cfg = DataConfig(name="nsl_kdd", root=str(kdd_root), test_files=["KDDTest+.txt", "KDDTest-21.txt"])
+
+    bundle = load_dataset(cfg)
+
+    assert (len(bundle.train), len(bundle.test)) == (10, 5)
+    assert bundle.source["onehot_order"] == "global" and not bundle.synthetic
+
+
+def test_onehot_order_and_scaling_reach_the_nsl_kdd_loader(kdd_root):
+    cfg = DataConfig(name="nsl_kdd", root=str(kdd_root), onehot_order="per_partition", scaling="fixed")
+
+    bundle = load_dataset(cfg)
+
+    assert bundle.source["onehot_order"] == "per_partition" and bundle.source["scaling"] == "fixed"
+    src_bytes = nsl_kdd.FEATURE_NAMES.index("src_bytes")
+    assert bundle.train.x[9, src_bytes] == pytest.approx(9 / 1379963888.0)  # the fixed maximum
+
+
+def test_synthetic_dataset_uses_synthetic_samples_and_seed():
+    cfg = DataConfig(name="synthetic_femnist", synthetic_samples=80)
+
+    a, b = load_dataset(cfg, seed=4), load_dataset(cfg, seed=4)
+
+    assert (len(a.train), len(a.test)) == (80, 20) and a.source["seed"] == 4
+    np.testing.assert_array_equal(a.train.x, b.train.x)
+
+
+def test_max_samples_is_a_seeded_ordered_subsample(kdd_root):
+    cfg = DataConfig(name="nsl_kdd", root=str(kdd_root), max_train_samples=4, max_test_samples=100)
+    full = load_dataset(DataConfig(name="nsl_kdd", root=str(kdd_root)))
+
+    a, b, c = load_dataset(cfg, seed=1), load_dataset(cfg, seed=1), load_dataset(cfg, seed=2)
+
+    assert len(a.train) == 4 and len(a.test) == 4  # test has only 4 rows: unchanged
+    np.testing.assert_array_equal(a.train.x, b.train.x)
+    rows = [int(np.flatnonzero((full.train.x == r).all(axis=1))[0]) for r in a.train.x]
+    assert rows == sorted(rows)  # original order kept
+    assert not np.array_equal(a.train.x, c.train.x)
+    assert a.source["subsample"] == {"max_train_samples": 4, "max_test_samples": 100, "seed": 1}
+
+
+def test_missing_files_raise_unless_fallback_is_allowed(tmp_path):
+    cfg = DataConfig(name="nsl_kdd", root=str(tmp_path), synthetic_samples=40)
+    with pytest.raises(DatasetNotFoundError, match=r"KDDTrain\+\.txt"):
+        load_dataset(cfg)
+
+    fallback = DataConfig(name="nsl_kdd", root=str(tmp_path), synthetic_samples=40, allow_synthetic_fallback=True)
+    with pytest.warns(SyntheticFallbackWarning, match="SYNTHETIC stand-in synthetic_nsl_kdd"):
+        bundle = load_dataset(fallback, seed=3)
+
+    assert bundle.synthetic and bundle.name == "synthetic_nsl_kdd" and len(bundle.train) == 40
+    assert bundle.source["requested"] == "nsl_kdd" and "KDDTrain+.txt" in bundle.source["fallback_reason"]
+    assert bundle.source["seed"] == 3
+
+
+def test_corrupt_files_never_fall_back(kdd_root, mk):
+    mk.write_lines(kdd_root / "nsl_kdd" / "KDDTest+.txt", ["1,2,3"])
+    cfg = DataConfig(name="nsl_kdd", root=str(kdd_root), allow_synthetic_fallback=True)
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", SyntheticFallbackWarning)
+        with pytest.raises(DatasetError, match="got 3"):
+            load_dataset(cfg)
+
+
+def test_options_that_do_not_apply_are_errors(tmp_path):
+    with pytest.raises(DatasetError, match="onehot_order"):
+        load_dataset(DataConfig(name="synthetic_cifar10", onehot_order="per_partition"))
+    with pytest.raises(DatasetError, match="scaling"):
+        load_dataset(DataConfig(name="synthetic_femnist", scaling="fixed"))
+    with pytest.raises(DatasetError, match="balance"):
+        load_dataset(DataConfig(name="nsl_kdd", root=str(tmp_path), balance=True))
+    with pytest.raises(DatasetError, match="train_files"):
+        load_dataset(DataConfig(name="n_baiot", root=str(tmp_path), train_files=["x.csv"]))
+
+
+def test_n_baiot_config_options_reach_the_loader(tmp_path, mk, n_baiot_rows):
+    mk.write_n_baiot_uci(tmp_path / "n_baiot", n_baiot_rows)
+
+    bundle = load_dataset(DataConfig(name="n_baiot", root=str(tmp_path), balance=True), seed=7)
+
+    assert bundle.source["balance"] is True and bundle.source["seed"] == 7
+    assert len(bundle.group_names) == 3
+
+
+def test_dataset_info_reports_files_checksums_and_counts(kdd_root):
+    (kdd_root / "nsl_kdd" / "KDDTest-21.txt").unlink()
+
+    info = {entry["name"]: entry for entry in dataset_info(kdd_root)}
+
+    assert list(info) == ["cifar10", "femnist", "nsl_kdd", "n_baiot"]
+    kdd = info["nsl_kdd"]
+    assert kdd["found"] and (kdd["train_samples"], kdd["test_samples"]) == (10, 4)
+    assert kdd["folder"] == str(kdd_root / "nsl_kdd") and kdd["fetch"] == "manual"
+    files = {f["path"]: f for f in kdd["files"]}
+    content = (kdd_root / "nsl_kdd" / "KDDTrain+.txt").read_bytes()
+    assert files["KDDTrain+.txt"] == {
+        "path": "KDDTrain+.txt",
+        "bytes": len(content),
+        "sha256": hashlib.sha256(content).hexdigest(),
+        "known": False,  # not the official file
+    }
+    assert not info["cifar10"]["found"] and "CIFAR-10 not found" in info["cifar10"]["problem"]
+    assert info["femnist"]["files"] == []
+
+
+@pytest.mark.realdata
+def test_dataset_info_on_the_real_root(mk):
+    root = mk.real_folder("nsl_kdd", "KDDTrain+.txt").parent
+
+    info = {entry["name"]: entry for entry in dataset_info(root)}
+
+    kdd = info["nsl_kdd"]
+    assert kdd["found"] and (kdd["train_samples"], kdd["test_samples"]) == (125_973, 22_544)
+    assert all(f["known"] for f in kdd["files"] if f["path"].endswith(".txt"))
+    if info["femnist"]["found"]:
+        assert info["femnist"]["natural_clients"] == 110
