@@ -58,28 +58,33 @@ DATASETS: dict[str, DatasetSetup] = {
         DatasetSetup(
             "cifar10_100c", "CIFAR-10 cross-device (100C)", "cifar10", "cifar_cnn", 100, 0.05, 10,
             "dirichlet", 0.5, 0.1, 0.1, 1.0, q=0.2, ditto_lambda=0.8, ditto_lr=0.01,
+            local_aux_max_samples=2000,
             local_notes=(
                 "CIFAR-10 subset (19,981 train images) instead of 50,000: ~200 images per client instead of 500",
-                "server aux set = the subset's 6,685 held-out images instead of the official 10,000-image test batch",
+                "server aux set = 2,000 of the subset's 6,685 held-out images (CPU budget for the 31 coalition "
+                "evaluations per round) instead of the official 10,000-image test batch",
             ),
         ),
         DatasetSetup(
             "cifar10_10c", "CIFAR-10 cross-silo (10C)", "cifar10", "cifar_cnn", 10, 0.5, 10,
             "dirichlet", 0.5, 0.1, 0.1, 1.0, q=0.2, ditto_lambda=0.8, ditto_lr=0.01,
+            local_aux_max_samples=2000,
             local_notes=(
                 "CIFAR-10 subset (19,981 train images) instead of 50,000: ~2,000 images per client instead of 5,000",
-                "server aux set = the subset's 6,685 held-out images instead of the official 10,000-image test batch",
+                "server aux set = 2,000 of the subset's 6,685 held-out images (CPU budget for the 31 coalition "
+                "evaluations per round) instead of the official 10,000-image test batch",
             ),
         ),
         DatasetSetup(
             "femnist_205c", "FEMNIST (205C)", "femnist", "femnist_cnn", 205, 0.025, 5,
             "natural", 0.0, 25 / 221, 0.1, 1.0, q=0.0005, ditto_lambda=0.836, ditto_lr=0.02,
             local_num_clients=110,
+            local_aux_max_samples=500,
             local_notes=(
                 "FEMNIST subset has 110 writers, so 110 clients (5 per round) instead of 205",
                 "iid: the 110 writers' 14,697 training samples pooled and split iid (~134 per client, paper 221)",
-                "server aux set = the writers' LEAF test split (1,695 samples), disjoint from client data; "
-                "the authors drew it from the client pool itself (fairness spec 6.6)",
+                "server aux set = 500 samples of the writers' LEAF test split (CPU budget), disjoint from client "
+                "data; the authors drew 46,873 samples from the client pool itself (fairness spec 6.6)",
             ),
         ),
         DatasetSetup(
