@@ -90,12 +90,14 @@ def _cmd_repro(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="fltrust", description=__doc__.split("\n")[0])
-    parser.add_argument("--data-dir", help="data root (default: $FLTRUST_DATA, else ./data)")
-    parser.add_argument("-v", "--verbose", action="store_true", help="log progress details")
+    # --data-dir and -v are accepted before or after the sub-command
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--data-dir", default=argparse.SUPPRESS, help="data root (default: $FLTRUST_DATA, else ./data)")
+    common.add_argument("-v", "--verbose", action="store_true", default=argparse.SUPPRESS, help="log progress details")
+    parser = argparse.ArgumentParser(prog="fltrust", description=__doc__.split("\n")[0], parents=[common])
     sub = parser.add_subparsers(dest="command", required=True)
 
-    run = sub.add_parser("run", help="run one configured FL experiment")
+    run = sub.add_parser("run", parents=[common], help="run one configured FL experiment")
     run.add_argument("config", help="experiment YAML")
     run.add_argument("--set", action="append", metavar="KEY=VALUE", help="override, e.g. training.rounds=3")
     run.add_argument("--out", default=None, help="folder for run folders (default: run.out_dir)")
@@ -103,21 +105,21 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--force", action="store_true", help="rerun even if a complete record exists")
     run.set_defaults(func=_cmd_run)
 
-    demo = sub.add_parser("demo", help="quick run of every dataset family (synthetic stand-ins when data is missing)")
+    demo = sub.add_parser("demo", parents=[common], help="quick run of every dataset family (synthetic stand-ins when data is missing)")
     demo.add_argument("--out", default="runs/demo")
     demo.add_argument("--device", choices=["cpu", "cuda", "auto"], default="cpu")
     demo.set_defaults(func=_cmd_demo)
 
-    data = sub.add_parser("data", help="dataset information and download")
+    data = sub.add_parser("data", parents=[common], help="dataset information and download")
     data_sub = data.add_subparsers(dest="data_command", required=True)
-    info = data_sub.add_parser("info", help="where each dataset was found, files, sizes, checksums, samples")
+    info = data_sub.add_parser("info", parents=[common], help="where each dataset was found, files, sizes, checksums, samples")
     info.add_argument("--json", action="store_true")
     info.set_defaults(func=_cmd_data_info)
-    fetch = data_sub.add_parser("fetch", help="download a dataset from its public source")
+    fetch = data_sub.add_parser("fetch", parents=[common], help="download a dataset from its public source")
     fetch.add_argument("name", choices=["cifar10", "femnist", "nsl_kdd", "n_baiot"])
     fetch.set_defaults(func=_cmd_data_fetch)
 
-    repro = sub.add_parser("repro", help="reproduce a paper (batch of papermill notebooks)")
+    repro = sub.add_parser("repro", parents=[common], help="reproduce a paper (batch of papermill notebooks)")
     repro.add_argument("paper", choices=["fairness", "trust"])
     repro.add_argument("--quick", action="store_true", help="small CPU-sized version")
     repro.add_argument("--conditions", default="*", help="glob over condition/experiment names")
@@ -132,6 +134,8 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    args.data_dir = getattr(args, "data_dir", None)
+    args.verbose = getattr(args, "verbose", False)
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format="%(levelname)s %(message)s")
     if args.data_dir:
         os.environ["FLTRUST_DATA"] = str(Path(args.data_dir).resolve())
