@@ -128,6 +128,53 @@ def _figure_folder(paper: str) -> str:
     return {"fairness_analytics": "fairness", "federatedtrust": "trust"}[paper]
 
 
+def _paper_batch(
+    *,
+    paper: str,
+    notebook_folder: str,
+    item_notebook: str,
+    item_key: str,
+    names: list[str],
+    item_parameters: dict[str, Any],
+    quick: bool,
+    out_dir: str | Path | None,
+    data_dir: str | None,
+    suffix: str = "",
+) -> list[str]:
+    """One notebook job per name (``{item_key: name, **item_parameters}``), then the summary notebook."""
+    folders = _folders(paper, quick, out_dir)
+    jobs = []
+    for name in names:
+        result = folders["results"] / f"{name}{suffix}.json"
+        parameters = {
+            item_key: name,
+            **item_parameters,
+            "quick": quick,
+            "runs_dir": str(folders["runs"]),
+            "result_path": str(result),
+            "figures_dir": str(folders["figures"]),
+            "data_dir": data_dir,
+        }
+        jobs.append(NotebookJob(name, NOTEBOOKS / notebook_folder / item_notebook,
+                                folders["notebooks"] / f"{name}{suffix}.ipynb", parameters, result, quick))
+    title = _figure_folder(paper)
+    failures = run_jobs(jobs, title=f"{title} {item_key}s")
+    summary = NotebookJob(
+        name="summary",
+        notebook=NOTEBOOKS / notebook_folder / "summary.ipynb",
+        output_notebook=folders["notebooks"] / f"summary{suffix}.ipynb",
+        parameters={
+            "results_dir": str(folders["results"]),
+            "figures_dir": str(folders["figures"]),
+            "results_md": str(folders["results_md"]),
+            "quick": quick,
+        },
+    )
+    failures += run_jobs([summary], title=f"{title} summary")
+    print(f"{title} tables: {folders['results_md']}\n{title} figures: {folders['figures']}")
+    return failures
+
+
 def run_fairness_batch(
     *,
     conditions: str | None = "*",
@@ -141,49 +188,25 @@ def run_fairness_batch(
     """Execute ``notebooks/fairness/condition.ipynb`` per selected condition, then the summary."""
     from fltrust.repro.fairness_conditions import all_conditions, condition_name
 
-    names = _select([condition_name(*c) for c in all_conditions()], conditions)
-    folders = _folders("fairness_analytics", quick, out_dir)
-    repeats = repeats if repeats is not None else (1 if quick else 3)
     mode = mode or "faithful"
     if mode not in ("faithful", "corrected"):
         raise ValueError(f"--mode {mode!r} is not a fairness mode; choose faithful or corrected")
-    suffix = "" if mode == "faithful" else f"-{mode}"
-    jobs = [
-        NotebookJob(
-            name=name,
-            notebook=NOTEBOOKS / "fairness" / "condition.ipynb",
-            output_notebook=folders["notebooks"] / f"{name}{suffix}.ipynb",
-            parameters={
-                "condition": name,
-                "repeats": repeats,
-                "mode": mode,
-                "device": device,
-                "quick": quick,
-                "runs_dir": str(folders["runs"]),
-                "result_path": str(folders["results"] / f"{name}{suffix}.json"),
-                "figures_dir": str(folders["figures"]),
-                "data_dir": data_dir,
-            },
-            result_path=folders["results"] / f"{name}{suffix}.json",
-            quick=quick,
-        )
-        for name in names
-    ]
-    failures = run_jobs(jobs, title="fairness conditions")
-    summary = NotebookJob(
-        name="summary",
-        notebook=NOTEBOOKS / "fairness" / "summary.ipynb",
-        output_notebook=folders["notebooks"] / f"summary{suffix}.ipynb",
-        parameters={
-            "results_dir": str(folders["results"]),
-            "figures_dir": str(folders["figures"]),
-            "results_md": str(folders["results_md"]),
-            "quick": quick,
+    return _paper_batch(
+        paper="fairness_analytics",
+        notebook_folder="fairness",
+        item_notebook="condition.ipynb",
+        item_key="condition",
+        names=_select([condition_name(*c) for c in all_conditions()], conditions),
+        item_parameters={
+            "repeats": repeats if repeats is not None else (1 if quick else 3),
+            "mode": mode,
+            "device": device,
         },
+        quick=quick,
+        out_dir=out_dir,
+        data_dir=data_dir,
+        suffix="" if mode == "faithful" else f"-{mode}",
     )
-    failures += run_jobs([summary], title="fairness summary")
-    print(f"fairness tables: {folders['results_md']}\nfairness figures: {folders['figures']}")
-    return failures
 
 
 def run_trust_batch(
@@ -198,41 +221,16 @@ def run_trust_batch(
     """Execute ``notebooks/federatedtrust/experiment.ipynb`` per experiment, then the summary."""
     from fltrust.repro.trust_experiments import EXPERIMENTS
 
-    names = _select(list(EXPERIMENTS), experiments)
-    folders = _folders("federatedtrust", quick, out_dir)
-    modes = [mode] if mode else ["prototype", "paper"]
-    jobs = [
-        NotebookJob(
-            name=name,
-            notebook=NOTEBOOKS / "federatedtrust" / "experiment.ipynb",
-            output_notebook=folders["notebooks"] / f"{name}.ipynb",
-            parameters={
-                "experiment": name,
-                "modes": modes,
-                "device": device,
-                "quick": quick,
-                "runs_dir": str(folders["runs"]),
-                "result_path": str(folders["results"] / f"{name}.json"),
-                "figures_dir": str(folders["figures"]),
-                "data_dir": data_dir,
-            },
-            result_path=folders["results"] / f"{name}.json",
-            quick=quick,
-        )
-        for name in names
-    ]
-    failures = run_jobs(jobs, title="trust experiments")
-    summary = NotebookJob(
-        name="summary",
-        notebook=NOTEBOOKS / "federatedtrust" / "summary.ipynb",
-        output_notebook=folders["notebooks"] / "summary.ipynb",
-        parameters={
-            "results_dir": str(folders["results"]),
-            "figures_dir": str(folders["figures"]),
-            "results_md": str(folders["results_md"]),
-            "quick": quick,
-        },
+    if mode is not None and mode not in ("prototype", "paper", "fixed"):
+        raise ValueError(f"--mode {mode!r} is not a trust mode; choose prototype, paper or fixed")
+    return _paper_batch(
+        paper="federatedtrust",
+        notebook_folder="federatedtrust",
+        item_notebook="experiment.ipynb",
+        item_key="experiment",
+        names=_select(list(EXPERIMENTS), experiments),
+        item_parameters={"modes": [mode] if mode else ["prototype", "paper", "fixed"], "device": device},
+        quick=quick,
+        out_dir=out_dir,
+        data_dir=data_dir,
     )
-    failures += run_jobs([summary], title="trust summary")
-    print(f"trust tables: {folders['results_md']}\ntrust figures: {folders['figures']}")
-    return failures

@@ -140,9 +140,9 @@ def table3(results: Sequence[dict[str, Any]], reported: dict[str, Any] | None = 
         name = res["condition"]
         strategy, *dataset, setting = name.split("_")
         dataset_key = "_".join(dataset)
-        ours = res["table3"]["F_T"]
+        ours = _num(res["table3"]["F_T"])  # None (every round NaN) -> NaN
         paper = reported["values"].get(name)
-        delta = None if paper is None else ours - paper
+        delta = None if paper is None or not np.isfinite(ours) else ours - paper
         rows.append({
             "condition": name,
             "dataset": DATASETS[dataset_key].paper_label if dataset_key in DATASETS else dataset_key,
@@ -164,6 +164,53 @@ def table3(results: Sequence[dict[str, Any]], reported: dict[str, Any] | None = 
     return pd.DataFrame(rows)
 
 
+def figure4_frame(
+    results: Sequence[dict[str, Any]], first_round: int = 21, last_round: int = 30
+) -> pd.DataFrame:
+    """Paper Figure 4 points: per condition F_T against performance (mean local accuracy).
+
+    The authors' plotter uses list positions 20..29 (server rounds 21-30) for Figure 4 (fairness
+    spec 8), not Table 3's 15-30. A result with at least ``last_round`` rounds is re-averaged
+    over that window from its ``per_round`` data (:func:`window_means`); a shorter (quick) run
+    falls back to its own Table 3 window. The ``window`` column says which was used.
+
+    Parameters
+    ----------
+    results : sequence of dict
+        Condition results (:func:`condition_result`).
+    first_round, last_round : int
+        Server rounds of the Figure 4 window (inclusive).
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per result: ``condition``, ``dataset`` (Table 3 label), ``strategy``, ``setting``,
+        ``mode``, ``F_T``, ``mean_local_accuracy``, ``window``, ``quick``, ``synthetic``.
+    """
+    rows = []
+    for res in results:
+        strategy, *dataset, setting = res["condition"].split("_")
+        dataset_key = "_".join(dataset)
+        if res["rounds"] >= last_round:
+            frame = pd.DataFrame(res["per_round"]).apply(pd.to_numeric)
+            means, window = window_means(frame, first_round, last_round), (first_round, last_round)
+        else:
+            means, window = res["table3"], tuple(res["window"])
+        rows.append({
+            "condition": res["condition"],
+            "dataset": DATASETS[dataset_key].paper_label if dataset_key in DATASETS else dataset_key,
+            "strategy": strategy,
+            "setting": setting,
+            "mode": res["mode"],
+            "F_T": _num(means["F_T"]),
+            "mean_local_accuracy": _num(means["mean_local_accuracy"]),
+            "window": window,
+            "quick": res["quick"],
+            "synthetic": res["synthetic"],
+        })
+    return pd.DataFrame(rows)
+
+
 __all__ = [
     "NOTIONS",
     "QUICK_OVERRIDES",
@@ -174,4 +221,5 @@ __all__ = [
     "condition_result",
     "load_reported",
     "table3",
+    "figure4_frame",
 ]

@@ -1,0 +1,161 @@
+"""Smoke and value tests of the fairness figures (fltrust.viz.fairness)."""
+
+from __future__ import annotations
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+import pytest  # noqa: E402
+
+from fltrust.repro.fairness import NOTIONS  # noqa: E402
+from fltrust.viz.fairness import (  # noqa: E402
+    NOTION_LABELS,
+    PlotInputError,
+    figure_title,
+    pareto_front,
+    plot_figure4,
+    plot_notion_bars,
+    plot_notion_timeseries,
+    plot_table3_comparison,
+)
+
+REPORTED = {
+    "tolerance": {"absolute": 0.10, "reason": "test"},
+    "values": {"fedavg_nslkdd_100c_iid": 0.50, "ditto_nslkdd_100c_iid": 0.48},
+}
+
+
+@pytest.fixture(autouse=True)
+def _close_figures():
+    yield
+    plt.close("all")
+
+
+@pytest.fixture
+def frame() -> pd.DataFrame:
+    """Two repeats x 6 rounds; F_T of repeat r in round k = 0.4 + 0.1 r + 0.01 k."""
+    rows = []
+    for repeat in range(2):
+        for k in range(1, 7):
+            rows.append({"repeat": repeat, "round": k, "f_j": 0.2, "f_g": 0.6, "f_r": 0.3 + 0.02 * k,
+                         "f_o": 0.9, "F_T": 0.4 + 0.1 * repeat + 0.01 * k,
+                         "mean_local_accuracy": 0.9, "aux_accuracy": 0.85})
+    return pd.DataFrame(rows)
+
+
+def _line(ax, label):
+    return next(line for line in ax.get_lines() if line.get_label() == label)
+
+
+def test_figure_title_marks_quick_and_synthetic():
+    # Prepare / Execute
+    plain = figure_title("T")
+    marked = figure_title("T", quick=True, synthetic=True)
+
+    # Assert
+    assert plain == "T"
+    assert "QUICK" in marked and "SYNTHETIC" in marked and marked.endswith("T")
+
+
+def test_timeseries_plots_repeat_mean_with_band(frame, tmp_path):
+    # Execute
+    fig, ax = plot_notion_timeseries(frame, window=(3, 6), quick=True)
+
+    # Assert: one line per notion, the F_T line is the per-round mean over repeats (0.45 + 0.01 k)
+    labels = [line.get_label() for line in ax.get_lines()]
+    assert [NOTION_LABELS[k] for k in NOTIONS] == labels
+    np.testing.assert_allclose(_line(ax, NOTION_LABELS["F_T"]).get_ydata(), 0.45 + 0.01 * np.arange(1, 7))
+    assert len(ax.collections) >= 1  # std band of the varying notions (two repeats)
+    assert "QUICK" in ax.get_title() and "SYNTHETIC" not in ax.get_title()
+    fig.savefig(tmp_path / "ts.png")
+    assert (tmp_path / "ts.png").stat().st_size > 0
+
+
+def test_timeseries_single_repeat_has_no_band(frame):
+    # Execute
+    fig, ax = plot_notion_timeseries(frame[frame["repeat"] == 0], synthetic=True)
+
+    # Assert
+    assert len(ax.collections) == 0
+    assert "SYNTHETIC" in ax.get_title()
+
+
+def test_timeseries_rejects_a_frame_without_notions():
+    with pytest.raises(PlotInputError, match="F_T"):
+        plot_notion_timeseries(pd.DataFrame({"repeat": [0], "round": [1], "f_j": [0.1]}))
+
+
+def test_bars_are_table3_window_means(frame):
+    # Execute
+    fig, ax = plot_notion_bars(frame, (3, 6))
+
+    # Assert: F_T window mean = 0.45 + 0.01 * mean(3..6) = 0.495; f_r = 0.3 + 0.02 * 4.5 = 0.39
+    heights = {NOTION_LABELS[k]: bar.get_height() for k, bar in zip(NOTIONS, ax.patches)}
+    assert len(ax.patches) == 5
+    assert heights[NOTION_LABELS["F_T"]] == pytest.approx(0.495)
+    assert heights[NOTION_LABELS["f_r"]] == pytest.approx(0.39)
+    assert heights[NOTION_LABELS["f_g"]] == pytest.approx(0.6)
+
+
+def test_bars_reject_an_empty_window(frame):
+    with pytest.raises(PlotInputError, match="window 20-30"):
+        plot_notion_bars(frame, (20, 30))
+
+
+def test_pareto_front_by_hand():
+    # Prepare: (0.7, 0.55) is dominated by (0.8, 0.6); (0.85, 0.45) by (0.9, 0.5)
+    points = pd.DataFrame({"mean_local_accuracy": [0.9, 0.8, 0.7, 0.85], "F_T": [0.5, 0.6, 0.55, 0.45]})
+
+    # Execute
+    front = pareto_front(points)
+
+    # Assert
+    assert front["mean_local_accuracy"].tolist() == [0.8, 0.9]
+    assert front["F_T"].tolist() == [0.6, 0.5]
+
+
+def _points() -> pd.DataFrame:
+    return pd.DataFrame([
+        {"condition": "fedavg_nslkdd_100c_iid", "dataset": "NSL-KDD (100C)", "strategy": "fedavg", "setting": "iid",
+         "mode": "faithful", "F_T": 0.5, "mean_local_accuracy": 0.95, "quick": False, "synthetic": False},
+        {"condition": "ditto_nslkdd_100c_niid", "dataset": "NSL-KDD (100C)", "strategy": "ditto", "setting": "niid",
+         "mode": "faithful", "F_T": 0.55, "mean_local_accuracy": 0.9, "quick": False, "synthetic": True},
+    ])
+
+
+def test_figure4_one_panel_per_dataset():
+    # Execute
+    fig, axes = plot_figure4(_points())
+
+    # Assert: NSL-KDD panel (last) has both markers; the other three say "not run"
+    assert axes.shape == (2, 2)
+    assert len(axes[1, 1].collections) == 2
+    for ax in axes.ravel()[:3]:
+        assert [t.get_text() for t in ax.texts] == ["not run"]
+    assert "SYNTHETIC" in fig._suptitle.get_text()  # one synthetic point marks the figure
+    assert "QUICK" not in fig._suptitle.get_text()
+
+
+def test_table3_comparison_hatches_outside_tolerance():
+    # Prepare: fedavg within tolerance, ditto outside
+    table = pd.DataFrame([
+        {"condition": "fedavg_nslkdd_100c_iid", "ours_F_T": 0.55, "ours_std": 0.02, "within_tolerance": True,
+         "mode": "faithful", "quick": True, "synthetic": False},
+        {"condition": "ditto_nslkdd_100c_iid", "ours_F_T": 0.70, "ours_std": None, "within_tolerance": False,
+         "mode": "faithful", "quick": True, "synthetic": False},
+    ])
+
+    # Execute
+    fig, axes = plot_table3_comparison(table, reported=REPORTED)
+
+    # Assert: NSL-KDD panel: 6 paper bars + 6 ours bars, ours fedavg iid (group 0) and ditto iid (group 4)
+    ax = axes[1, 1]
+    ours = ax.patches[6:]
+    assert ours[0].get_height() == pytest.approx(0.55) and ours[0].get_hatch() is None
+    assert ours[4].get_height() == pytest.approx(0.70) and ours[4].get_hatch() == "//"
+    assert sum(t.get_text() == "not run" for t in ax.texts) == 4
+    assert "QUICK" in fig._suptitle.get_text()
