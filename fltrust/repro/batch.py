@@ -66,6 +66,8 @@ def execute_notebook(notebook: Path, output: Path, parameters: dict[str, Any]) -
         cwd=str(REPO),
         progress_bar=False,
         log_output=False,
+        # keep the kernel's own start-up warnings (e.g. about its local TCP transport) out of the batch log
+        extra_arguments=["--IPKernelApp.log_level=ERROR"],
     )
 
 
