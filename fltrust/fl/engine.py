@@ -308,11 +308,14 @@ class Engine:
         folder.path.mkdir(parents=True, exist_ok=True)
         handler = logging.FileHandler(folder.log)
         handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(message)s"))
+        previous_level = log.level
+        log.setLevel(logging.INFO)  # the run's log file gets every round; the console keeps its level
         log.addHandler(handler)
         try:
             return self._run(folder, run_id, resume and not force)
         finally:
             log.removeHandler(handler)
+            log.setLevel(previous_level)
             handler.close()
 
     def _run(self, folder: RunFolder, run_id: str, resume: bool) -> RunRecord:
