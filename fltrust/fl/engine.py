@@ -29,7 +29,7 @@ import torch
 from fltrust.config import ExperimentConfig, save_config
 from fltrust.data import load_dataset
 from fltrust.data.base import DatasetBundle
-from fltrust.fl.evaluation import evaluate, get_params, set_params
+from fltrust.fl.evaluation import get_params, set_params
 from fltrust.fl.observers import ObserverSet, RoundObserver
 from fltrust.fl.privacy import calibrate_noise, epsilon_from_history, merge_history, server_dp_aggregate
 from fltrust.fl.records import Params, RoundRecord, RunInfo, RunSummary

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 from torch import nn
-from torch.func import functional_call, stack_module_state
+from torch.func import functional_call
 
 LOSS_SCALINGS = ("mean", "per_batch_sum")
 

@@ -17,7 +17,6 @@ mode, window and timing) and hands both to :func:`write_results_md`. The file ha
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Sequence
 from pathlib import Path
@@ -25,6 +24,7 @@ from typing import Any
 
 import pandas as pd
 
+from fltrust.repro.batch import ResultsError, load_result_files
 from fltrust.repro.fairness import load_reported, table3
 from fltrust.repro.fairness_conditions import DATASETS, SETTINGS, STRATEGIES, all_conditions, condition_name
 from fltrust.runs import atomic_write_text
@@ -60,8 +60,6 @@ STRATEGY_LABELS = {"fedavg": "FedAvg", "qfedavg": "q-FedAvg", "ditto": "Ditto"}
 REGENERATE = "fltrust repro fairness"
 
 
-class ResultsError(ValueError):
-    """A condition result file is unreadable or incomplete; the message names the file."""
 
 
 def load_results(results_dir: str | Path) -> list[dict[str, Any]]:
@@ -83,21 +81,7 @@ def load_results(results_dir: str | Path) -> list[dict[str, Any]]:
     ResultsError
         If a file is not valid JSON or lacks one of :data:`RESULT_KEYS` (rerun its condition).
     """
-    folder = Path(results_dir)
-    if not folder.is_dir():
-        return []
-    results = []
-    for path in sorted(folder.glob("*.json")):
-        try:
-            data = json.loads(path.read_text())
-        except json.JSONDecodeError as exc:
-            raise ResultsError(f"{path} is not valid JSON ({exc}); delete it and rerun its condition") from exc
-        missing = [k for k in RESULT_KEYS if not isinstance(data, dict) or k not in data]
-        if missing:
-            raise ResultsError(
-                f"{path} lacks {missing}; it was not written by condition_result -- delete it and rerun its condition"
-            )
-        results.append(data)
+    results = load_result_files(results_dir, "*.json", RESULT_KEYS, "condition_result")
     return results
 
 

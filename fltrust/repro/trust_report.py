@@ -22,7 +22,6 @@ from the paper's setting; the experiments not run.
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Sequence
 from pathlib import Path
@@ -31,6 +30,7 @@ from typing import Any
 import pandas as pd
 import yaml
 
+from fltrust.repro.batch import ResultsError, load_result_files
 from fltrust.repro.trust_experiments import EXPERIMENTS, PAPER_DIR, SCORING_MODES
 from fltrust.runs import atomic_write_text
 
@@ -61,8 +61,6 @@ RESULT_KEYS = (
 MODE_LABELS = {"prototype": "prototype", "paper": "paper mode", "fixed": "fixed"}
 
 
-class ResultsError(ValueError):
-    """A result file or ``reported.yaml`` is unreadable or incomplete; the message names the file."""
 
 
 def load_reported(path: str | Path = REPORTED_FILE) -> dict[str, Any]:
@@ -101,19 +99,7 @@ def load_results(results_dir: str | Path) -> list[dict[str, Any]]:
     ResultsError
         If a file is not valid JSON or lacks one of :data:`RESULT_KEYS` (rerun its experiment).
     """
-    folder = Path(results_dir)
-    if not folder.is_dir():
-        return []
-    results = []
-    for path in sorted(folder.glob("exp*.json")):
-        try:
-            data = json.loads(path.read_text())
-        except json.JSONDecodeError as exc:
-            raise ResultsError(f"{path} is not valid JSON ({exc}); delete it and rerun its experiment") from exc
-        missing = [k for k in RESULT_KEYS if not isinstance(data, dict) or k not in data]
-        if missing:
-            raise ResultsError(f"{path} lacks {missing}; it was not written by experiment_result -- rerun its experiment")
-        results.append(data)
+    results = load_result_files(results_dir, "exp*.json", RESULT_KEYS, "experiment_result")
     order = list(EXPERIMENTS)
     return sorted(results, key=lambda r: order.index(r["experiment"]) if r["experiment"] in order else len(order))
 

@@ -2,6 +2,9 @@
 
 - Fairness reproduction (:mod:`fltrust.viz.fairness`): notion time series and window bars
   (paper Figures 3, 5-8), fairness vs performance (Figure 4), Table 3 paper vs ours.
+- FederatedTrust reproduction (:mod:`fltrust.viz.trust`): one experiment's pillar and metric
+  scores (paper Figures 4-5) and pillar scores paper vs ours across experiments; a single report is
+  drawn by :func:`fltrust.trust.report.plot_trust_report`.
 - Partitions: :func:`fltrust.partition.plots.plot_class_distribution`.
 
 Titles carry ``QUICK`` / ``SYNTHETIC`` markers so that a smoke-test figure is never mistaken for
@@ -17,6 +20,7 @@ from fltrust.viz.fairness import (
     plot_notion_timeseries,
     plot_table3_comparison,
 )
+from fltrust.viz.trust import plot_experiment_report, plot_pillar_comparison
 
 __all__ = [
     "NOTION_LABELS",
@@ -26,4 +30,6 @@ __all__ = [
     "plot_notion_bars",
     "plot_notion_timeseries",
     "plot_table3_comparison",
+    "plot_experiment_report",
+    "plot_pillar_comparison",
 ]

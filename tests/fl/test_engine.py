@@ -111,6 +111,8 @@ def test_run_folder_contents(tmp_path):
     cfg = tiny()
     record = run_experiment(cfg, out_dir=tmp_path)
     folder = tmp_path / cfg.run_id()
+    assert record.path == folder
+    assert "round 3" in (folder / "log.txt").read_text()
     for name in ("config.yaml", "dataset.json", "rounds.jsonl", "final_model.pt", "summary.json", "log.txt"):
         assert (folder / name).is_file(), name
     reloaded = load_run(folder)
