@@ -17,7 +17,10 @@ export FLWR_DISABLE_RUNTIME_DEPENDENCY_INSTALLATION := 1
 
 .PHONY: venv demo test test-fast repro-fairness repro-trust clean-venv
 
-$(STAMP): requirements.txt constraints.txt
+# No file prerequisites on purpose: the folder name already carries the hash of the pinned
+# requirements, and a fresh clone's newer file times must not trigger a rebuild of a shared venv.
+# Only an unfinished environment (no stamp) is removed and rebuilt.
+$(STAMP):
 	@echo "==> creating $(VENV) (pinned stack; reused across clones)"
 	rm -rf $(VENV)
 	$(PYTHON) -m venv $(VENV)
