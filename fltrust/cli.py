@@ -136,7 +136,10 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     args.data_dir = getattr(args, "data_dir", None)
     args.verbose = getattr(args, "verbose", False)
-    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format="%(levelname)s %(message)s")
+    level = logging.INFO if args.verbose else logging.WARNING
+    logging.basicConfig(level=level, format="%(levelname)s %(message)s")
+    for handler in logging.getLogger().handlers:
+        handler.setLevel(level)  # a run raises the fltrust logger to INFO for its log file only
     if args.data_dir:
         os.environ["FLTRUST_DATA"] = str(Path(args.data_dir).resolve())
     try:
