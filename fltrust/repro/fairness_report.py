@@ -17,7 +17,6 @@ mode, window and timing) and hands both to :func:`write_results_md`. The file ha
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -25,6 +24,7 @@ from typing import Any
 import pandas as pd
 
 from fltrust.repro.batch import ResultsError, load_result_files
+from fltrust.repro.markdown import format_number, is_missing, markdown_table
 from fltrust.repro.fairness import load_reported, table3
 from fltrust.repro.fairness_conditions import DATASETS, SETTINGS, STRATEGIES, all_conditions, condition_name
 from fltrust.runs import atomic_write_text
@@ -91,14 +91,10 @@ def missing_conditions(results: Sequence[dict[str, Any]], mode: str = "faithful"
     return [condition_name(*c) for c in all_conditions() if condition_name(*c) not in done]
 
 
-def _missing(value: Any) -> bool:
-    return value is None or (isinstance(value, float) and math.isnan(value))
 
 
 def _fmt(value: Any, digits: int = 3, *, signed: bool = False) -> str:
-    if _missing(value):
-        return "–"
-    return f"{float(value):+.{digits}f}" if signed else f"{float(value):.{digits}f}"
+    return format_number(value, digits, signed=signed)
 
 
 def _cell(row: pd.Series | None, paper: float | None) -> str:
@@ -107,19 +103,15 @@ def _cell(row: pd.Series | None, paper: float | None) -> str:
     if row is None:
         return f"{paper_text} / not run"
     ours = _fmt(row["ours_F_T"])
-    if not _missing(row["ours_std"]):
+    if not is_missing(row["ours_std"]):
         ours += f" ± {_fmt(row['ours_std'])}"
     ours += f" (n={int(row['repeats'])})"
-    if _missing(row["within_tolerance"]) or _missing(row["delta"]):
+    if is_missing(row["within_tolerance"]) or is_missing(row["delta"]):
         return f"{paper_text} / {ours}"
     mark = "✓" if bool(row["within_tolerance"]) else "✗"
     return f"{paper_text} / {ours} / Δ {_fmt(row['delta'], signed=True)} / {mark}"
 
 
-def _markdown_table(header: list[str], rows: list[list[str]]) -> list[str]:
-    lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
-    lines += ["| " + " | ".join(r) + " |" for r in rows]
-    return lines
 
 
 def _add_result_columns(table: pd.DataFrame, results: Sequence[dict[str, Any]]) -> pd.DataFrame:
@@ -232,7 +224,7 @@ def results_markdown(
                 match = sub[sub["condition"] == name]
                 cells.append(_cell(None if match.empty else match.iloc[0], reported["values"].get(name)))
             rows.append(cells)
-        out += _markdown_table(["Dataset"] + [f"{STRATEGY_LABELS[s]} {t}" for s, t in columns], rows)
+        out += markdown_table(["Dataset"] + [f"{STRATEGY_LABELS[s]} {t}" for s, t in columns], rows)
         checked = sub[sub["within_tolerance"].notna()] if not sub.empty else sub
         within = int(checked["within_tolerance"].astype(bool).sum()) if not checked.empty else 0
         out += ["", f"{within} of {len(checked)} run condition(s) within tolerance; "
@@ -257,7 +249,7 @@ def results_markdown(
             " ".join(flag for flag in ("quick", "synthetic") if row[flag]),
         ])
     if long_rows:
-        out += _markdown_table(
+        out += markdown_table(
             ["condition", "mode", "f_j", "f_g", "f_r", "f_o", "F_T", "accuracy", "rounds", "window",
              "clients", "repeats", "s / run", "flags"],
             long_rows,

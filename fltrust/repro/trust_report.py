@@ -31,6 +31,7 @@ import pandas as pd
 import yaml
 
 from fltrust.repro.batch import ResultsError, load_result_files
+from fltrust.repro.markdown import format_number, is_missing, markdown_table
 from fltrust.repro.trust_experiments import EXPERIMENTS, PAPER_DIR, SCORING_MODES
 from fltrust.runs import atomic_write_text
 
@@ -221,18 +222,14 @@ def timing_frame(results: Sequence[dict[str, Any]]) -> pd.DataFrame:
 # ---------------------------------------------------------------------------------------------
 
 
-def _missing(value: Any) -> bool:
-    return value is None or (isinstance(value, float) and math.isnan(value))
 
 
 def _fmt(value: Any, digits: int = 2, *, signed: bool = False) -> str:
-    if _missing(value):
-        return "–"
-    return f"{float(value):+.{digits}f}" if signed else f"{float(value):.{digits}f}"
+    return format_number(value, digits, signed=signed)
 
 
 def _raw(value: Any) -> str:
-    if _missing(value):
+    if is_missing(value):
         return "–"
     if isinstance(value, bool):
         return str(value).lower()
@@ -241,9 +238,6 @@ def _raw(value: Any) -> str:
     return str(value)
 
 
-def _markdown_table(header: list[str], rows: list[list[str]]) -> list[str]:
-    lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
-    return lines + ["| " + " | ".join(r) + " |" for r in rows]
 
 
 def _mark(match: Any) -> str:
@@ -337,7 +331,7 @@ def results_markdown(
                     row = row.iloc[0]
                     cells += [_fmt(row["ours"], 3), _fmt(row["delta"], 3, signed=True) + _mark(row["match"])]
                 rows.append(cells)
-            out += _markdown_table(header, rows) + [""]
+            out += markdown_table(header, rows) + [""]
             note = reported["experiments"].get(res["experiment"], {}).get("implied") or {}
             if note:
                 out += ["Not stated in the text but implied by it (trust spec 7.3; not compared): "
@@ -363,7 +357,7 @@ def results_markdown(
                     cells += [f"{_fmt(row['score'])} ({_raw(row['raw'])})",
                               _fmt(row["delta"], signed=True) + _mark(row["match"])]
                 rows.append(cells)
-            out += _markdown_table(header, rows) + [""]
+            out += markdown_table(header, rows) + [""]
 
         out += ["## Matches per mode", "",
                 "Stated paper values (trust, pillars and metrics) within the tolerance, per scoring mode.", ""]
@@ -372,21 +366,21 @@ def results_markdown(
             checked = pd.concat([comparison[comparison["mode"] == mode], metrics[metrics["mode"] == mode]])
             checked = checked[checked["match"].notna()]
             rows.append([MODE_LABELS[mode], f"{int(checked['match'].astype(bool).sum())} of {len(checked)}"])
-        out += _markdown_table(["mode", "matched"], rows) + [""]
+        out += markdown_table(["mode", "matched"], rows) + [""]
 
         out += ["## Time per experiment", ""]
         rows = []
         for _, row in timing_frame(results).iterrows():
             flags = " ".join(f for f in ("synthetic", "quick") if row[f])
-            rounds = str(int(row["rounds"])) + ("" if _missing(row["paper_rounds"]) or row["paper_rounds"] == row["rounds"]
+            rounds = str(int(row["rounds"])) + ("" if is_missing(row["paper_rounds"]) or row["paper_rounds"] == row["rounds"]
                                                 else f" (paper {int(row['paper_rounds'])})")
             dp = "none" if row["privacy"] == "none" else f"{row['privacy']} ε={row['epsilon']:g}"
-            if not _missing(row["epsilon_spent"]):
+            if not is_missing(row["epsilon_spent"]):
                 dp += f" (spent {row['epsilon_spent']:.2f})"
             rows.append([row["experiment"], str(int(row["clients"])), str(int(row["per_round"])), rounds, dp,
                          _fmt(row["final_aux_accuracy"], 3), _fmt(row["run_wall_time_s"], 0), _fmt(row["elapsed_s"], 0),
                          flags])
-        out += _markdown_table(
+        out += markdown_table(
             ["experiment", "clients", "per round", "rounds", "DP", "server accuracy", "training s",
              "total s", "flags"], rows)
         out += ["", "training s = the run's wall time (all rounds); total s = the experiment notebook's library call "
