@@ -23,7 +23,7 @@ import time
 import numpy as np
 
 from fltrust.config import ExperimentConfig
-from fltrust.fl.engine import Engine
+from fltrust.experiment import prepare_experiment, run_experiment
 
 SETTINGS = {
     "nsl_kdd 100C/5PC/5E": {
@@ -50,10 +50,10 @@ def measure(name: str, spec: dict, rounds: int, device: str, threads: int, fairn
     data["metrics"] = {"fairness": {"enabled": fairness}}
     cfg = ExperimentConfig.from_dict(data)
     start = time.perf_counter()
-    engine = Engine(cfg)
+    prepare_experiment(cfg)  # data loading and partitioning, measured on its own
     prepare = time.perf_counter() - start
     with tempfile.TemporaryDirectory() as tmp:
-        record = engine.run(tmp)
+        record = run_experiment(cfg, out_dir=tmp)
     train = [float(np.sum(r.client_metrics["train_time_s"])) for r in record.rounds[1:]]
     per_round = record.summary["wall_time_s"] / rounds
     return {

@@ -9,6 +9,13 @@ Rules
 - Unknown keys are errors, never ignored (the message names the key and lists the allowed ones).
 - Every choice-valued field names its allowed values when it is wrong.
 - ``None`` in a fairness/trust switch means "the mode's default" (see those modules).
+- Every float must be finite (NaN and infinities are rejected for every float field, in one place:
+  the coercion layer). Strings such as ``"1e-3"`` are accepted for float fields because PyYAML
+  (YAML 1.1) reads ``1e-3`` -- an exponent without a decimal point -- as a string.
+- YAML syntax errors name ``file:line:column``; a ``--set`` value that is not valid YAML names the
+  override.
+- The model must accept the dataset's input (checked before any run folder exists): the message
+  names the model/dataset pair and the models that fit the dataset.
 
 Example
 -------
@@ -21,8 +28,10 @@ Example
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import json
+import math
 import types
 import typing
 from dataclasses import dataclass, field, fields
@@ -264,7 +273,7 @@ class TrainingConfig:
     grad_clip : float or None
         Clip the gradient norm to this value (FederatedScope's ``grad_clip``).
     loss_scaling : str
-        ``"mean"`` or ``"per_batch_sum"`` (see :mod:`fltrust.fl.evaluation`).
+        ``"mean"`` or ``"per_batch_sum"`` (see :mod:`fltrust.core.evaluation`).
     """
 
     rounds: int = 5
@@ -446,6 +455,33 @@ class ProjectConfig:
 
 
 @dataclass(frozen=True)
+class FlowerConfig:
+    """Settings of the Flower engine (``run.engine: flower``); names follow Flower's.
+
+    Attributes
+    ----------
+    num_cpus, num_gpus : float
+        Resources of one ClientApp (Flower's ``client_resources``); a fractional ``num_gpus``
+        (e.g. 0.25) lets several clients share one GPU.
+    num_supernodes : int or None
+        Virtual SuperNodes of the simulation (``None`` = ``partition.num_clients``).
+    ray_address : str or None
+        Address of an existing Ray cluster (``"auto"`` or ``"ray://host:10001"``); ``None``
+        starts a local Ray instance for the run.
+    """
+
+    num_cpus: float = 1.0
+    num_gpus: float = 0.0
+    num_supernodes: int | None = None
+    ray_address: str | None = None
+
+    def __post_init__(self) -> None:
+        _positive("flower", "num_cpus", self.num_cpus)
+        _positive("flower", "num_gpus", self.num_gpus, allow_zero=True)
+        _positive("flower", "num_supernodes", self.num_supernodes)
+
+
+@dataclass(frozen=True)
 class RunConfig:
     """Identity, seeds, device and output of a run.
 
@@ -460,7 +496,11 @@ class RunConfig:
     out_dir : str
         Folder that holds run folders.
     device : str
-        ``"cpu"``, ``"cuda"`` or ``"auto"``.
+        ``"auto"`` (CUDA when available, else CPU), ``"cpu"`` or ``"cuda"``.
+    engine : str
+        ``"inprocess"`` (fltrust's own round loop, the fast single-device path) or ``"flower"``
+        (Flower's simulation runtime with the Ray backend; settings in the ``flower`` section).
+        Both give the same run folder and metrics.
     progress : bool
         Show a tqdm progress bar.
     checkpoint : bool
@@ -477,7 +517,8 @@ class RunConfig:
     seed: int = 0
     repeat: int = 0
     out_dir: str = "runs"
-    device: str = "cpu"
+    device: str = "auto"
+    engine: str = "inprocess"
     progress: bool = True
     checkpoint: bool = True
     torch_threads: int | None = None
@@ -485,6 +526,7 @@ class RunConfig:
 
     def __post_init__(self) -> None:
         _choice("run", "device", self.device, ("cpu", "cuda", "auto"))
+        _choice("run", "engine", self.engine, ("inprocess", "flower"))
         _positive("run", "repeat", self.repeat, allow_zero=True)
         _positive("run", "torch_threads", self.torch_threads)
         if not self.name or any(c in self.name for c in "/\\ "):
@@ -504,8 +546,11 @@ class ExperimentConfig:
     metrics: MetricsConfig = field(default_factory=MetricsConfig)
     project: ProjectConfig = field(default_factory=ProjectConfig)
     run: RunConfig = field(default_factory=RunConfig)
+    flower: FlowerConfig = field(default_factory=FlowerConfig)
 
     def __post_init__(self) -> None:
+        _check_finite(self, "")
+        _check_model_fits_dataset(self.model.name, self.data.name)
         per_round = self.clients_per_round()
         if per_round > self.partition.num_clients:
             raise ConfigError(
@@ -541,6 +586,7 @@ class ExperimentConfig:
         data = _non_default(self.to_dict(), ExperimentConfig().to_dict())
         for key in ("seed", "repeat", "out_dir", "progress", "device", "checkpoint", "torch_threads"):
             data.get("run", {}).pop(key, None)
+        data.pop("flower", None)  # where clients run changes nothing in the results
         data = {k: v for k, v in data.items() if v != {}}
         blob = json.dumps(data, sort_keys=True, default=str).encode()
         return hashlib.sha256(blob).hexdigest()[:10]
@@ -629,8 +675,15 @@ def _coerce(value: Any, hint: Any, path: str) -> Any:
             raise ConfigError(f"{path}={value!r} must be a list")
         return [_coerce(v, args[0], f"{path}[{i}]") for i, v in enumerate(value)] if args else value
     if hint is float:
+        if isinstance(value, str):  # YAML 1.1 reads 1e-3 (no decimal point) as a string
+            try:
+                value = float(value.strip())
+            except ValueError:
+                raise ConfigError(f"{path}={value!r} must be a number") from None
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             raise ConfigError(f"{path}={value!r} must be a number")
+        if not math.isfinite(value):
+            raise ConfigError(f"{path}={value!r} must be a finite number (NaN and infinity are not allowed)")
         return float(value)
     if hint is int:
         if isinstance(value, bool) or not isinstance(value, int):
@@ -647,6 +700,56 @@ def _coerce(value: Any, hint: Any, path: str) -> Any:
     return value
 
 
+def _check_finite(obj: Any, prefix: str) -> None:
+    """Reject NaN/infinity anywhere in a config built without :func:`_coerce` (direct construction)."""
+    for f in fields(obj):
+        value = getattr(obj, f.name)
+        path = f"{prefix}{f.name}"
+        if dataclasses.is_dataclass(value):
+            _check_finite(value, path + ".")
+            continue
+        items = value if isinstance(value, list) else [value]
+        for item in items:
+            if isinstance(item, float) and not math.isfinite(item):
+                raise ConfigError(f"{path}={value!r} must be a finite number (NaN and infinity are not allowed)")
+
+
+@functools.lru_cache(maxsize=None)
+def model_fits(model: str, input_shape: tuple[int, ...], num_classes: int) -> bool:
+    """Whether registered ``model`` runs on inputs of ``input_shape`` (one forward pass of zeros).
+
+    The probe builds the model on the CPU inside ``torch.random.fork_rng`` so that the global
+    random state (and hence every seeded run) is unchanged; results are cached per process.
+    """
+    import torch
+
+    from fltrust.models import MODELS
+
+    try:
+        with torch.random.fork_rng(devices=[]), torch.no_grad():
+            net = MODELS[model](tuple(input_shape), num_classes).eval()
+            out = net(torch.zeros((1, *input_shape)))
+    except Exception:  # noqa: BLE001 - any failure means "does not fit"
+        return False
+    return out.ndim == 2 and out.shape[0] == 1
+
+
+def _check_model_fits_dataset(model: str, dataset: str) -> None:
+    """ConfigError naming the pair and the models that fit, when ``model`` cannot take ``dataset``."""
+    from fltrust.data.registry import input_spec
+    from fltrust.models import MODELS
+
+    shape, num_classes = input_spec(dataset)
+    if model not in MODELS or model_fits(model, shape, num_classes):
+        return
+    fitting = [name for name in sorted(MODELS) if model_fits(name, shape, num_classes)]
+    kind = "images " + "x".join(map(str, shape)) if len(shape) > 1 else f"{shape[0]} tabular features"
+    raise ConfigError(
+        f"model.name={model!r} does not fit data.name={dataset!r} (inputs are {kind}); "
+        f"choose one of {fitting}"
+    )
+
+
 def parse_overrides(items: list[str] | tuple[str, ...]) -> dict[str, Any]:
     """Parse ``["training.rounds=3", "data.name=cifar10"]`` into a dict (values as YAML)."""
     out: dict[str, Any] = {}
@@ -654,8 +757,20 @@ def parse_overrides(items: list[str] | tuple[str, ...]) -> dict[str, Any]:
         if "=" not in item:
             raise ConfigError(f"override {item!r} must look like section.key=value")
         key, raw = item.split("=", 1)
-        out[key.strip()] = yaml.safe_load(raw) if raw.strip() else ""
+        try:
+            out[key.strip()] = yaml.safe_load(raw) if raw.strip() else ""
+        except yaml.YAMLError as exc:
+            raise ConfigError(
+                f"--set {item!r}: the value {raw!r} is not valid YAML ({_yaml_problem(exc)}); "
+                f"close brackets and quotes, or quote a plain string"
+            ) from None
     return out
+
+
+def _yaml_problem(exc: yaml.YAMLError) -> str:
+    """The short reason of a YAML error, without PyYAML's multi-line context."""
+    problem = getattr(exc, "problem", None) or getattr(exc, "context", None)
+    return str(problem or exc).strip().splitlines()[0]
 
 
 def apply_overrides(data: dict[str, Any], overrides: dict[str, Any]) -> None:
@@ -676,15 +791,27 @@ def load_config(path: str | Path, overrides: dict[str, Any] | None = None) -> Ex
     path = Path(path)
     if not path.is_file():
         raise ConfigError(f"config file {str(path)!r} does not exist")
-    data = yaml.safe_load(path.read_text()) or {}
+    try:
+        data = yaml.safe_load(path.read_text()) or {}
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
+        where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark is not None else str(path)
+        raise ConfigError(f"{where}: invalid YAML: {_yaml_problem(exc)}; fix the syntax at that line") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"config file {str(path)!r} cannot be read ({exc})") from None
     if not isinstance(data, dict):
         raise ConfigError(f"{path}: the top level must be a mapping of sections")
     apply_overrides(data, overrides or {})
     return ExperimentConfig.from_dict(data)
 
 
+def config_yaml(cfg: ExperimentConfig) -> str:
+    """The resolved config as YAML text (what every run folder's ``config.yaml`` holds)."""
+    return yaml.safe_dump(cfg.to_dict(), sort_keys=False)
+
+
 def save_config(cfg: ExperimentConfig, path: str | Path) -> None:
     """Write the resolved config as YAML (atomically)."""
-    from fltrust.runs import atomic_write_text
+    from fltrust.core.io import atomic_write_text
 
-    atomic_write_text(Path(path), yaml.safe_dump(cfg.to_dict(), sort_keys=False))
+    atomic_write_text(Path(path), config_yaml(cfg))

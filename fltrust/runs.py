@@ -10,65 +10,55 @@ dataset.json      dataset summary, partition summary (class counts per client), 
 rounds.jsonl      one :meth:`RoundRecord.to_json` per line, round 0 first
 checkpoint.pt     state after the last finished round (removed when the run completes)
 final_model.pt    ``state_dict`` of the final global model
-summary.json      ``status`` ("complete"), wall time, system figures, observers' run-end output
+summary.json      ``status`` ("complete" or "diverged"), wall time, system figures, observers'
+                  run-end output
 log.txt           the run's log
+.lock             held (``filelock``) by the one process running this folder; ``.holder.json``
+                  names that process
 ================  ==================================================================
 
 Every file is written through a temporary file and ``os.replace``, so a crash never leaves a
-half-written file. A run whose ``summary.json`` says ``complete`` is skipped when started again;
-a run with a ``checkpoint.pt`` resumes after its last finished round.
+half-written file. A run is *complete* when ``summary.json`` says so **and** ``rounds.jsonl``
+holds every round its config asks for; a complete run is skipped when started again, a run with
+a ``checkpoint.pt`` resumes after its last finished round. :class:`RunRecorder` is the one writer
+of a run folder, used by every engine, so the in-process and the Flower engine produce the same
+files.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
+import logging
 import os
-import tempfile
+import socket
+import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import yaml
 
-from fltrust.fl.records import RoundRecord, _plain
+from fltrust.core.io import atomic_torch_save, atomic_write_json, atomic_write_text, remove_stale_temporaries, to_plain
+from fltrust.core.observers import ObserverSet
+from fltrust.core.records import Params, RoundRecord, RunInfo, RunSummary
+
+log = logging.getLogger("fltrust")
 
 
-def atomic_write_bytes(path: Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` via a temporary file in the same folder and ``os.replace``."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+class RunFolderError(RuntimeError):
+    """A run folder cannot be used (locked by another process, or a file in it is corrupt)."""
 
 
-def atomic_write_text(path: Path, text: str) -> None:
-    """Atomic text write (UTF-8)."""
-    atomic_write_bytes(path, text.encode("utf-8"))
+class RunDiverged(RuntimeError):
+    """Training produced a non-finite loss or parameter; ``round`` is where it was detected."""
 
-
-def atomic_write_json(path: Path, data: Any) -> None:
-    """Atomic JSON write; numpy values become plain types and NaN becomes ``null``."""
-    atomic_write_text(path, json.dumps(_plain(data), indent=2, allow_nan=False) + "\n")
-
-
-def atomic_torch_save(path: Path, obj: Any) -> None:
-    """Atomic ``torch.save``."""
-    import io
-
-    import torch
-
-    buffer = io.BytesIO()
-    torch.save(obj, buffer)
-    atomic_write_bytes(path, buffer.getvalue())
+    def __init__(self, round_: int, what: str) -> None:
+        super().__init__(f"training diverged at round {round_}: {what}")
+        self.round = round_
+        self.what = what
 
 
 @dataclass
@@ -105,18 +95,41 @@ class RunFolder:
     def log(self) -> Path:
         return self.path / "log.txt"
 
-    def is_complete(self) -> bool:
-        """True when ``summary.json`` exists and says ``complete``."""
+    @property
+    def lock(self) -> Path:
+        return self.path / ".lock"
+
+    @property
+    def holder(self) -> Path:
+        return self.path / ".holder.json"
+
+    def status(self) -> str | None:
+        """``summary.json``'s status (``complete``, ``diverged``), or None when there is none."""
         if not self.summary.is_file():
-            return False
+            return None
         try:
-            return json.loads(self.summary.read_text()).get("status") == "complete"
-        except json.JSONDecodeError:
+            return json.loads(self.summary.read_text()).get("status")
+        except (json.JSONDecodeError, OSError):
+            return None
+
+    def count_rounds(self) -> int:
+        """Training rounds stored in ``rounds.jsonl`` (round 0 not counted); -1 when unreadable."""
+        try:
+            lines = [line for line in self.rounds.read_text().splitlines() if line.strip()]
+            return max(int(json.loads(line)["round"]) for line in lines) if lines else -1
+        except (OSError, ValueError, KeyError, json.JSONDecodeError):
+            return -1
+
+    def is_complete(self, expected_rounds: int | None = None) -> bool:
+        """True when ``summary.json`` says ``complete`` and, if ``expected_rounds`` is given,
+        ``rounds.jsonl`` holds exactly that many training rounds."""
+        if self.status() != "complete":
             return False
+        return expected_rounds is None or self.count_rounds() == expected_rounds
 
     def write_rounds(self, records: list[RoundRecord]) -> None:
         """Rewrite ``rounds.jsonl`` atomically with all records so far."""
-        lines = [json.dumps(_plain(r.to_json()), allow_nan=False) for r in records]
+        lines = [json.dumps(to_plain(r.to_json()), allow_nan=False) for r in records]
         atomic_write_text(self.rounds, "\n".join(lines) + "\n")
 
 
@@ -139,6 +152,126 @@ class RunRecord:
         return [r.observations.get(observer, {}).get(key) for r in self.rounds if r.round >= 1]
 
 
+@contextlib.contextmanager
+def locked(folder: RunFolder, *, wait_s: float = 0.0) -> Iterator[None]:
+    """Hold ``folder``'s lock while the block runs: one process per run folder.
+
+    A second process waits up to ``wait_s`` seconds, then raises :class:`RunFolderError` naming
+    the holder (pid, host, start time). The lock is an OS file lock, so it is released even when
+    the holder is killed.
+    """
+    from filelock import FileLock, Timeout
+
+    folder.path.mkdir(parents=True, exist_ok=True)
+    lock = FileLock(str(folder.lock))
+    try:
+        lock.acquire(timeout=wait_s)
+    except Timeout:
+        holder = "another process"
+        with contextlib.suppress(OSError, ValueError, json.JSONDecodeError):
+            h = json.loads(folder.holder.read_text())
+            holder = f"pid {h['pid']} on {h['host']} (since {h['since']})"
+        raise RunFolderError(f"run folder {folder.path} is in use by {holder}; wait for it to finish "
+                             "or stop it, then rerun") from None
+    try:
+        atomic_write_json(folder.holder, {"pid": os.getpid(), "host": socket.gethostname(),
+                                          "since": time.strftime("%Y-%m-%d %H:%M:%S")})
+        removed = remove_stale_temporaries(folder.path)
+        if removed:
+            log.info("removed %d temporary file(s) an interrupted write left in %s", removed, folder.path)
+        yield
+    finally:
+        folder.holder.unlink(missing_ok=True)
+        lock.release()
+
+
+def _finite(params: Params | None) -> bool:
+    return params is None or all(np.all(np.isfinite(p)) for p in params if np.issubdtype(p.dtype, np.floating))
+
+
+def check_finite(record: RoundRecord) -> None:
+    """Raise :class:`RunDiverged` when a round's models or losses are not finite."""
+    if not _finite(record.global_params_after):
+        raise RunDiverged(record.round, "the aggregated model has NaN/inf parameters")
+    for key in ("aux_loss",):
+        value = record.server_metrics.get(key)
+        if value is not None and not np.isfinite(value):
+            raise RunDiverged(record.round, f"the aggregated model's {key} is {value}")
+    losses = record.client_metrics.get("train_loss")
+    if losses is not None and not np.all(np.isfinite(losses)):
+        bad = [int(c) for c, v in zip(record.client_ids, losses) if not np.isfinite(v)]
+        raise RunDiverged(record.round, f"client(s) {bad} reached a non-finite training loss")
+
+
+def strip(record: RoundRecord) -> RoundRecord:
+    """Copy of a record without model parameters (what is kept in memory and on disk)."""
+    return RoundRecord(record.round, record.client_ids, record.client_metrics, record.client_confusion,
+                       record.server_metrics, observations=record.observations)
+
+
+class RunRecorder:
+    """The one writer of a run folder; every engine hands it its rounds.
+
+    ``start`` writes the config and dataset description, ``record_round`` checks the round is
+    finite, lets the observers compute their metrics, and rewrites ``rounds.jsonl``;
+    ``finish`` writes the final model and ``summary.json``; ``diverged`` closes a run whose
+    training blew up (its metrics are not computed from a NaN model).
+    """
+
+    def __init__(self, folder: RunFolder, observers: ObserverSet) -> None:
+        self.folder = folder
+        self.observers = observers
+        self.records: list[RoundRecord] = []
+
+    def start(self, info: RunInfo, config_text: str, dataset: dict[str, Any],
+              resumed: list[RoundRecord] | None = None, observer_state: dict | None = None) -> None:
+        self.info = info
+        self.observers.run_start(info)
+        if resumed:
+            self.records = list(resumed)
+            if observer_state:
+                self.observers.load_state_dict(observer_state)
+            return
+        self.folder.summary.unlink(missing_ok=True)  # a rerun (force, changed data) starts clean
+        atomic_write_text(self.folder.config, config_text)
+        atomic_write_json(self.folder.dataset, dataset)
+
+    def record_round(self, record: RoundRecord) -> RoundRecord:
+        """Check, observe and persist one round; returns the stored (parameter-free) record."""
+        if record.round > 0:
+            check_finite(record)
+        self.observers.round_end(record)
+        stored = strip(record)
+        self.records.append(stored)
+        self.folder.write_rounds(self.records)
+        return stored
+
+    def state_dict(self) -> dict[str, Any]:
+        """What a checkpoint needs to resume the recorder."""
+        return {"records": [r.to_json() for r in self.records], "observers": self.observers.state_dict()}
+
+    def finish(self, final_params: Params, final_state: dict, wall_time_s: float,
+               system: dict[str, Any], fields: dict[str, Any]) -> None:
+        summary = RunSummary(info=self.info, rounds=self.records, final_params=final_params,
+                             wall_time_s=wall_time_s, system=system)
+        atomic_torch_save(self.folder.final_model, final_state)
+        observed = self.observers.run_end(summary)
+        atomic_write_json(self.folder.summary, {"status": "complete", "run_id": self.info.run_id,
+                                                "wall_time_s": wall_time_s, **fields, "system": system,
+                                                "observers": observed})
+        self.folder.checkpoint.unlink(missing_ok=True)
+
+    def diverged(self, error: RunDiverged, wall_time_s: float, fields: dict[str, Any]) -> None:
+        """Close a diverged run: keep the finite rounds, write ``status: diverged``."""
+        bad = RoundRecord(round=error.round, client_ids=np.zeros(0, dtype=np.int64),
+                          observations={"diverged": {"reason": error.what}})
+        self.folder.write_rounds(self.records + [bad])
+        atomic_write_json(self.folder.summary, {"status": "diverged", "run_id": self.info.run_id,
+                                                "diverged_round": error.round, "reason": error.what,
+                                                "wall_time_s": wall_time_s, **fields})
+        self.folder.checkpoint.unlink(missing_ok=True)
+
+
 def load_run(path: str | Path) -> RunRecord:
     """Reload a run folder written by the engine.
 
@@ -151,7 +284,25 @@ def load_run(path: str | Path) -> RunRecord:
     for needed in (folder.config, folder.rounds):
         if not needed.is_file():
             raise FileNotFoundError(f"{needed} is missing: {folder.path} is not a (finished) fltrust run folder")
-    rounds = [RoundRecord.from_json(json.loads(line)) for line in folder.rounds.read_text().splitlines() if line]
-    summary = json.loads(folder.summary.read_text()) if folder.summary.is_file() else {}
-    dataset = json.loads(folder.dataset.read_text()) if folder.dataset.is_file() else {}
-    return RunRecord(folder.path, yaml.safe_load(folder.config.read_text()), rounds, summary, dataset)
+    rounds = []
+    for number, line in enumerate(folder.rounds.read_text().splitlines(), start=1):
+        if line.strip():
+            try:
+                rounds.append(RoundRecord.from_json(json.loads(line)))
+            except (json.JSONDecodeError, KeyError, TypeError, ValueError) as exc:
+                raise RunFolderError(f"{folder.rounds}:{number} is corrupt ({type(exc).__name__}); delete "
+                                     f"{folder.path} and rerun the same command") from exc
+    summary = _read_json(folder.summary) if folder.summary.is_file() else {}
+    dataset = _read_json(folder.dataset) if folder.dataset.is_file() else {}
+    try:
+        config = yaml.safe_load(folder.config.read_text())
+    except yaml.YAMLError as exc:
+        raise RunFolderError(f"{folder.config} is corrupt; delete {folder.path} and rerun") from exc
+    return RunRecord(folder.path, config, rounds, summary, dataset)
+
+
+def _read_json(path: Path) -> dict[str, Any]:
+    try:
+        return json.loads(path.read_text())
+    except json.JSONDecodeError as exc:
+        raise RunFolderError(f"{path} is corrupt ({exc.msg}); delete {path.parent} and rerun") from exc

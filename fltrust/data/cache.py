@@ -8,11 +8,22 @@ each loader parses a source once and keeps the parsed arrays in two places:
   :func:`cache_dir` (``$FLTRUST_CACHE``, else ``~/.cache/fltrust/datasets``);
 - in memory, in a small least-recently-used table, so a second load in the same process is instant.
 
-The cache key is the parser name, a parser version, the parser options, and the identity
-``(resolved path, size in bytes, mtime_ns)`` of every source file. Editing or replacing a source
-file therefore invalidates its entry; deleting the cache directory is always safe.
-Writes are atomic (a temporary file in the same directory, then :func:`os.replace`), so an
-interrupted run never leaves a half-written entry behind.
+The cache key is the parser name, a parser version, the parser options, and the SHA-256 of the
+CONTENT of every source file -- never file times alone. A file edited in place and given back its old
+modification time (``cp -p``, ``rsync -t``, ``os.utime``) therefore gets a new entry, and the
+provenance (``file_record``, written to a run's ``dataset.json``) is the hash of what was parsed.
+Deleting the cache directory is always safe. Writes are atomic (a temporary file in the same
+directory, then :func:`os.replace`), so an interrupted run never leaves a half-written entry behind.
+
+Hashing cost and the SHA-256 memo
+---------------------------------
+Hashing runs at about 1.5 GB/s here (75 MB CIFAR npz: 0.05 s; the 83 MB of FEMNIST shards: 0.06 s),
+negligible next to a parse, but the full N-BaIoT CSVs are several GB, so a digest is memoised in
+memory and on disk under the file's :func:`fingerprint` ``(path, size, mtime_ns, ctime_ns, inode,
+device)``. The inode change time ``ctime`` is set by the kernel on every write and every
+``utime`` call and cannot be set back by users, so restoring the modification time does not
+revive a stale digest. (On Windows ``st_ctime`` is the creation time; there, delete the cache
+after editing data files in place.)
 
 Arrays handed out by :func:`cached_arrays` are shared with the memory cache and are marked
 read-only; loaders must build new arrays from them (they always do: scaling, one-hot encoding and
@@ -27,7 +38,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import tempfile
 import warnings
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Sequence
@@ -36,12 +46,13 @@ from typing import Any
 
 import numpy as np
 
+from fltrust.core.io import atomic_savez, atomic_write_bytes
 from fltrust.data.base import DatasetError
 
 CACHE_ENV = "FLTRUST_CACHE"
 """Environment variable that overrides the cache directory."""
 
-CACHE_VERSION = 1
+CACHE_VERSION = 2
 """Bumped when the layout of cached entries changes (old entries are then simply ignored)."""
 
 MEMORY_CACHE_BYTES = 2 * 1024**3
@@ -82,17 +93,30 @@ def require_files(folder: Path, names: Iterable[str], what: str) -> list[Path]:
     return paths
 
 
-def fingerprint(path: Path) -> tuple[str, int, int]:
-    """Identity of a file for cache keys: ``(resolved path, size in bytes, mtime_ns)``."""
+Fingerprint = tuple[str, int, int, int, int, int]
+
+
+def fingerprint(path: Path) -> Fingerprint:
+    """State of a file for the SHA-256 memo: ``(resolved path, size, mtime_ns, ctime_ns, inode, device)``.
+
+    Any write or ``utime`` call changes ``ctime_ns``, which users cannot restore (module docstring).
+    """
     stat = path.stat()
-    return str(path.resolve()), int(stat.st_size), int(stat.st_mtime_ns)
+    return (
+        str(path.resolve()),
+        int(stat.st_size),
+        int(stat.st_mtime_ns),
+        int(stat.st_ctime_ns),
+        int(stat.st_ino),
+        int(stat.st_dev),
+    )
 
 
-_SHA256_MEMO: dict[tuple[str, int, int], str] = {}
+_SHA256_MEMO: dict[Fingerprint, str] = {}
 
 
 def file_sha256(path: Path) -> str:
-    """SHA-256 hex digest of a file, memoised in memory and on disk by :func:`fingerprint`."""
+    """SHA-256 hex digest of a file's content, memoised in memory and on disk by :func:`fingerprint`."""
     key = fingerprint(path)
     if key in _SHA256_MEMO:
         return _SHA256_MEMO[key]
@@ -126,19 +150,6 @@ def cache_dir() -> Path:
     return Path(env).expanduser() if env else Path.home() / ".cache" / "fltrust" / "datasets"
 
 
-def atomic_write_bytes(path: Path, payload: bytes) -> None:
-    """Write ``payload`` to ``path`` atomically (temporary file in the same folder + os.replace)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(payload)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
 def _try_atomic_write(path: Path, payload: bytes) -> None:
     """Best-effort cache write: a read-only or full disk only costs speed, never correctness."""
     try:
@@ -146,17 +157,6 @@ def _try_atomic_write(path: Path, payload: bytes) -> None:
     except OSError as exc:
         warnings.warn(f"could not write dataset cache file {path}: {exc}", RuntimeWarning, stacklevel=3)
 
-
-def _save_npz_atomic(path: Path, arrays: Arrays) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            np.savez(handle, **arrays)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def _digest(obj: Any) -> str:
@@ -176,9 +176,9 @@ def clear_memory_cache() -> None:
 
 
 def cache_key(kind: str, sources: Sequence[Path], options: dict[str, Any] | None = None) -> str:
-    """Cache key of a parse: parser name + version + options + fingerprint of every source file."""
+    """Cache key of a parse: parser name + version + options + content SHA-256 of every source file."""
     identity = {"kind": kind, "version": CACHE_VERSION, "options": options or {}}
-    return f"{kind}-" + _digest({**identity, "sources": [fingerprint(p) for p in sources]})
+    return f"{kind}-" + _digest({**identity, "sources": [file_sha256(p) for p in sources]})
 
 
 def cached_arrays(
@@ -196,7 +196,7 @@ def cached_arrays(
     kind : str
         Parser name (part of the key and of the cache file name).
     sources : sequence of Path
-        Every file the parse reads; their fingerprints are part of the key.
+        Every file the parse reads; their content hashes are part of the key.
     build : callable
         Parses the sources; returns ``(arrays, meta)`` where ``arrays`` maps names to numpy arrays
         (numeric or unicode, never object) and ``meta`` is JSON-serialisable.
@@ -216,7 +216,11 @@ def cached_arrays(
         return _MEMORY[key]
     entry = _read_disk(key) if disk else None
     if entry is None:
+        before = [fingerprint(p) for p in sources]
         arrays, meta = build()
+        changed = [str(p) for p, state in zip(sources, before) if fingerprint(p) != state]
+        if changed:  # the parse may mix old and new content; never cache or report it
+            raise DatasetError(f"{changed[0]} changed while it was being read; rerun once the file is complete")
         arrays = {name: _plain_array(name, value) for name, value in arrays.items()}
         if disk:
             _write_disk(key, arrays, meta)
@@ -262,7 +266,7 @@ def _read_disk(key: str) -> tuple[Arrays, dict[str, Any]] | None:
 def _write_disk(key: str, arrays: Arrays, meta: dict[str, Any]) -> None:
     npz_path = cache_dir() / f"{key}.npz"
     try:
-        _save_npz_atomic(npz_path, arrays)
+        atomic_savez(npz_path, arrays)
     except OSError as exc:
         warnings.warn(f"could not write dataset cache file {npz_path}: {exc}", RuntimeWarning, stacklevel=3)
         return

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
-Params = list[np.ndarray]
+from fltrust.core.records import Params
+
 
 
 def _check(param_sets: list[Params]) -> None:

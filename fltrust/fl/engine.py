@@ -8,117 +8,38 @@ Round k (1..T), as the fairness authors' Flower runs executed it (fairness spec 
    (strategy), performance = accuracy of the resulting model (Ditto: personal) on the validation set;
 4. aggregate (strategy; server-side DP noise if configured) -> theta_{k+1};
 5. evaluate theta_{k+1} on D (``aux_loss`` / ``aux_accuracy``);
-6. build a :class:`~fltrust.fl.records.RoundRecord`, hand it to the observers, persist it, checkpoint.
+6. build a :class:`~fltrust.core.records.RoundRecord` and hand it to the run's
+   :class:`~fltrust.runs.RunRecorder` (observers, persistence), then checkpoint.
 
 Round 0 records the initial model's evaluation on D. All randomness derives from the run seed,
 the round and the client id, so a run is deterministic on CPU and resumes exactly.
+
+The engine knows nothing about metrics: :mod:`fltrust.experiment` builds the federation, the
+model and the observers and hands them to an engine (this one, or :mod:`fltrust.flower`).
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Sequence
-from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch
+from torch import nn
 
-from fltrust.config import ExperimentConfig, save_config
-from fltrust.data import load_dataset
-from fltrust.data.base import DatasetBundle
-from fltrust.fl.evaluation import get_params, set_params
-from fltrust.fl.observers import ObserverSet, RoundObserver
+from fltrust.config import ExperimentConfig, config_yaml
+from fltrust.core.evaluation import get_params, set_params
+from fltrust.core.io import atomic_torch_save
+from fltrust.core.records import Params, RoundRecord, RunInfo
+from fltrust.federation import Federation
 from fltrust.fl.privacy import calibrate_noise, epsilon_from_history, merge_history, server_dp_aggregate
-from fltrust.fl.records import Params, RoundRecord, RunInfo, RunSummary
 from fltrust.fl.strategies import ClientResult, build_strategy
 from fltrust.fl.training import LocalDP, LocalTrainer, num_batches
-from fltrust.models import build_model, count_parameters
-from fltrust.partition import build_client_splits
-from fltrust.runs import RunFolder, RunRecord, atomic_torch_save, atomic_write_json, load_run
+from fltrust.models import count_parameters
+from fltrust.runs import RunRecorder
 
 log = logging.getLogger("fltrust")
-
-
-def resolve_device(name: str) -> torch.device:
-    """``cpu``, ``cuda`` or ``auto`` (cuda when available); a clear error if cuda is missing."""
-    if name == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    if name == "cuda" and not torch.cuda.is_available():
-        raise RuntimeError("run.device='cuda' but no CUDA device is visible; use --device cpu")
-    return torch.device(name)
-
-
-@dataclass
-class Federation:
-    """Data of a prepared experiment, already on the run's device."""
-
-    bundle: DatasetBundle
-    x_train: torch.Tensor
-    y_train: torch.Tensor
-    train_index: list[torch.Tensor]
-    val_index: list[torch.Tensor]
-    x_aux: torch.Tensor
-    y_aux: torch.Tensor
-    x_test: torch.Tensor
-    y_test: torch.Tensor
-    class_counts: np.ndarray
-    column_order: list[np.ndarray] | None = None  # NSL-KDD per-partition one-hot order (faithful bug)
-    partition: dict[str, Any] = field(default_factory=dict)
-
-    @property
-    def num_clients(self) -> int:
-        return len(self.train_index)
-
-    def client_tensors(self, cid: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
-        """(x_train, y_train, x_val, y_val) of one client."""
-        tr, va = self.train_index[cid], self.val_index[cid]
-        x_tr, x_va = self.x_train[tr], self.x_train[va]
-        if self.column_order is not None:
-            order = torch.as_tensor(self.column_order[cid], device=x_tr.device)
-            x_tr, x_va = x_tr[:, order], x_va[:, order]
-        return x_tr, self.y_train[tr], x_va, self.y_train[va]
-
-
-def prepare_federation(cfg: ExperimentConfig, device: torch.device) -> Federation:
-    """Load the dataset, partition it, select the auxiliary set and move everything to ``device``."""
-    seed = cfg.effective_seed()
-    bundle = load_dataset(cfg.data, seed=seed)
-    splits = build_client_splits(bundle.train.y, bundle.train.groups, cfg.partition, seed,
-                                 num_classes=bundle.num_classes, n_test=len(bundle.test))
-    aux = splits.aux
-    column_order = None
-    x_aux_np = bundle.test.x[aux]
-    if cfg.data.onehot_order == "per_partition":
-        if cfg.data.name != "nsl_kdd":
-            raise ValueError("data.onehot_order='per_partition' only applies to data.name='nsl_kdd'")
-        from fltrust.data.nsl_kdd import per_partition_column_order
-
-        column_order = [
-            per_partition_column_order(bundle.train, np.concatenate([tr, va]))
-            for tr, va in zip(splits.train, splits.val)
-        ]
-        x_aux_np = x_aux_np[:, per_partition_column_order(bundle.test, aux)]
-
-    def to(a: np.ndarray) -> torch.Tensor:
-        return torch.as_tensor(a, device=device)
-
-    return Federation(
-        bundle=bundle,
-        x_train=to(bundle.train.x),
-        y_train=to(bundle.train.y),
-        train_index=[to(np.asarray(i, dtype=np.int64)) for i in splits.train],
-        val_index=[to(np.asarray(i, dtype=np.int64)) for i in splits.val],
-        x_aux=to(x_aux_np),
-        y_aux=to(bundle.test.y[aux]),
-        x_test=to(bundle.test.x),
-        y_test=to(bundle.test.y),
-        class_counts=splits.class_counts,
-        column_order=column_order,
-        partition=splits.summary(),
-    )
 
 
 class _Client:
@@ -149,56 +70,34 @@ class _Client:
 
 
 class Engine:
-    """Runs one configured experiment in this process."""
+    """Runs one prepared experiment in this process.
 
-    def __init__(
-        self,
-        cfg: ExperimentConfig,
-        *,
-        observers: Sequence[RoundObserver] = (),
-        device: torch.device | None = None,
-        federation: Federation | None = None,
-    ) -> None:
+    Parameters
+    ----------
+    cfg : ExperimentConfig
+    federation : Federation
+        Client data, auxiliary and test sets, on ``device``.
+    model : nn.Module
+        The architecture (initial parameters = round 0's global model), on ``device``.
+    device : torch.device
+    """
+
+    name = "inprocess"
+
+    def __init__(self, cfg: ExperimentConfig, federation: Federation, model: nn.Module, device: torch.device) -> None:
         self.cfg = cfg
         self.seed = cfg.effective_seed()
-        if cfg.run.torch_threads is not None:
-            torch.set_num_threads(cfg.run.torch_threads)
-        # Tiny feature values (NSL-KDD's fixed min-max table) drive Adam's moments into float
-        # denormals, which are ~10x slower on CPUs; flushing them to zero changes nothing visible.
-        torch.set_flush_denormal(True)
-        self.device = device or resolve_device(cfg.run.device)
-        self.fed = federation or prepare_federation(cfg, self.device)
-        torch.manual_seed(self.seed)
-        self.model = build_model(cfg.model.name, self.fed.bundle.input_shape, self.fed.bundle.num_classes)
-        if cfg.privacy.mode == "local":
-            from opacus.validators import ModuleValidator
-
-            self.model = ModuleValidator.fix(self.model)  # BatchNorm -> GroupNorm for DP-SGD
-        self.model = self.model.to(self.device)
+        self.device = device
+        self.fed = federation
+        self.model = model
         self.trainer = LocalTrainer(self.model, cfg.training, self.fed.bundle.num_classes, self.device)
         self.strategy = build_strategy(cfg)
-        self.observers = ObserverSet(list(self._paper_observers()) + list(observers))
         self.per_round = cfg.clients_per_round()
         self.local_dp = self._local_dp()
         self.server_noise = self._server_noise()
         self.dp_history: dict[str, list[list[float]]] = {}
 
     # -- set-up ---------------------------------------------------------------------------
-    def _paper_observers(self) -> list[RoundObserver]:
-        """Observers the config switches on (fairness analytics, FederatedTrust)."""
-        out: list[RoundObserver] = []
-        metrics = self.cfg.metrics
-        if metrics.fairness.enabled:
-            from fltrust.metrics.fairness import FairnessObserver
-
-            out.append(FairnessObserver.from_config(self.cfg, self.model, self.fed.x_aux, self.fed.y_aux,
-                                                    num_clients=self.fed.num_clients))
-        if metrics.trust.enabled:
-            from fltrust.trust.observer import TrustObserver
-
-            out.append(TrustObserver(self.cfg, self.model, self.fed.x_test, self.fed.y_test, run_folder=None))
-        return out
-
     def _local_dp(self) -> LocalDP | None:
         p = self.cfg.privacy
         if p.mode != "local":
@@ -219,19 +118,6 @@ class Engine:
         rate = self.per_round / self.fed.num_clients
         return calibrate_noise(p.target_epsilon, p.delta, rate, self.cfg.training.rounds)
 
-    def run_info(self, run_id: str) -> RunInfo:
-        counts = self.fed.class_counts
-        return RunInfo(
-            run_id=run_id,
-            num_clients=self.fed.num_clients,
-            num_rounds=self.cfg.training.rounds,
-            num_classes=self.fed.bundle.num_classes,
-            client_num_samples=np.array([len(i) for i in self.fed.train_index]),
-            client_class_counts=counts,
-            config=self.cfg.to_dict(),
-            dataset=self.fed.bundle.summary(),
-        )
-
     # -- privacy --------------------------------------------------------------------------
     def epsilon_spent(self, rounds_done: int) -> float | None:
         p = self.cfg.privacy
@@ -245,38 +131,39 @@ class Engine:
 
     # -- one round ------------------------------------------------------------------------
     def sample_clients(self, round_: int) -> np.ndarray:
-        rng = np.random.default_rng([self.seed, round_, 11])
-        return np.sort(rng.choice(self.fed.num_clients, size=self.per_round, replace=False)).astype(np.int64)
+        """The round's participants: ``m`` of ``C`` without replacement, seeded by (seed, round)."""
+        return sample_clients(self.seed, round_, self.fed.num_clients, self.per_round)
 
     def evaluate_aux(self, params: Params) -> tuple[float, float]:
         result = self.trainer.evaluate(params, self.fed.x_aux, self.fed.y_aux)
         return result.loss, result.accuracy
 
-    def run_round(self, round_: int, global_params: Params, aux_before: tuple[float, float]) -> tuple[RoundRecord, Params]:
+    def run_round(self, round_: int, global_params: Params, aux_before: tuple[float, float]) -> RoundRecord:
         """Execute training round ``round_`` >= 1 from ``global_params``."""
         ids = self.sample_clients(round_)
         model_bytes = int(sum(p.nbytes for p in global_params))
-        rows: dict[str, list[float]] = {k: [] for k in (
-            "num_samples", "num_batches", "val_samples", "reward_accuracy", "reward_loss", "accuracy",
-            "loss", "train_loss", "train_time_s", "bytes_received", "bytes_sent")}
-        confusion, results = [], []
-        for cid in ids:
-            start = time.perf_counter()
-            client = _Client(self, int(cid), round_)
-            reward = self.trainer.evaluate(global_params, client.x_val, client.y_val)
-            local = self.strategy.local_update(client, global_params)
-            performance = self.trainer.evaluate(local.eval_params or local.params, client.x_val, client.y_val)
-            elapsed = time.perf_counter() - start
-            results.append(ClientResult(int(cid), local.params, client.num_samples, client.num_batches, local.extra))
-            for key, value in (
-                ("num_samples", client.num_samples), ("num_batches", client.num_batches),
-                ("val_samples", len(client.y_val)), ("reward_accuracy", reward.accuracy),
-                ("reward_loss", reward.loss), ("accuracy", performance.accuracy), ("loss", performance.loss),
-                ("train_loss", local.train_loss), ("train_time_s", elapsed), ("bytes_received", model_bytes),
-                ("bytes_sent", int(sum(p.nbytes for p in local.params))),
-            ):
-                rows[key].append(value)
-            confusion.append(performance.confusion)
+        start = time.perf_counter()
+        clients = [_Client(self, int(cid), round_) for cid in ids]
+        rewards = [self.trainer.evaluate(global_params, c.x_val, c.y_val) for c in clients]
+        updates = self.strategy.local_updates(clients, global_params)
+        performances = [self.trainer.evaluate(u.eval_params or u.params, c.x_val, c.y_val)
+                        for c, u in zip(clients, updates)]
+        per_client_time = (time.perf_counter() - start) / len(clients)
+        results = [ClientResult(c.client_id, u.params, c.num_samples, c.num_batches, u.extra)
+                   for c, u in zip(clients, updates)]
+        rows = {
+            "num_samples": [c.num_samples for c in clients],
+            "num_batches": [c.num_batches for c in clients],
+            "val_samples": [len(c.y_val) for c in clients],
+            "reward_accuracy": [r.accuracy for r in rewards],
+            "reward_loss": [r.loss for r in rewards],
+            "accuracy": [p.accuracy for p in performances],
+            "loss": [p.loss for p in performances],
+            "train_loss": [u.train_loss for u in updates],
+            "train_time_s": [per_client_time] * len(clients),
+            "bytes_received": [model_bytes] * len(clients),
+            "bytes_sent": [int(sum(p.nbytes for p in u.params)) for u in updates],
+        }
         if self.server_noise is not None:
             new_params, _ = server_dp_aggregate(
                 global_params, [r.params for r in results], clipping_norm=self.cfg.privacy.clipping_norm,
@@ -289,117 +176,112 @@ class Engine:
         eps = self.epsilon_spent(round_)
         if eps is not None:
             server["epsilon"] = eps
-        record = RoundRecord(
+        return RoundRecord(
             round=round_, client_ids=ids, client_metrics={k: np.asarray(v, dtype=float) for k, v in rows.items()},
-            client_confusion=np.stack(confusion), server_metrics=server, client_params=[r.params for r in results],
-            global_params_before=global_params, global_params_after=new_params,
+            client_confusion=np.stack([p.confusion for p in performances]), server_metrics=server,
+            client_params=[r.params for r in results], global_params_before=global_params,
+            global_params_after=new_params,
         )
-        return record, new_params
 
     # -- the whole run --------------------------------------------------------------------
-    def run(self, out_dir: str | Path | None = None, *, resume: bool = True, force: bool = False) -> RunRecord:
-        """Run all rounds, writing the run folder; returns the reloaded :class:`RunRecord`."""
-        cfg = self.cfg
-        run_id = cfg.run_id()
-        folder = RunFolder(Path(out_dir or cfg.run.out_dir) / run_id)
-        if folder.is_complete() and not force:
-            log.info("run %s is complete; skipping (force=True reruns it)", run_id)
-            return load_run(folder.path)
-        folder.path.mkdir(parents=True, exist_ok=True)
-        handler = logging.FileHandler(folder.log)
-        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(message)s"))
-        previous_level = log.level
-        log.setLevel(logging.INFO)  # the run's log file gets every round; the console keeps its level
-        log.addHandler(handler)
-        try:
-            return self._run(folder, run_id, resume and not force)
-        finally:
-            log.removeHandler(handler)
-            log.setLevel(previous_level)
-            handler.close()
+    def run(self, recorder: RunRecorder, info: RunInfo, *, resume: bool = True,
+            extra_summary: dict[str, Any] | None = None, dataset_extra: dict[str, Any] | None = None) -> dict[str, Any]:
+        """Run every round through ``recorder``; returns the summary fields of the finished run.
 
-    def _run(self, folder: RunFolder, run_id: str, resume: bool) -> RunRecord:
+        Raises :class:`~fltrust.runs.RunDiverged` (from the recorder) when training blows up, and
+        lets ``KeyboardInterrupt`` through after the last finished round was checkpointed.
+        """
         cfg = self.cfg
-        for obs in self.observers.observers:
-            if hasattr(obs, "run_folder"):
-                obs.run_folder = folder.path
+        folder = recorder.folder
         start_time = time.perf_counter()
-        info = self.run_info(run_id)
-        self.observers.run_start(info)
-        records: list[RoundRecord] = []
-        state = torch.load(folder.checkpoint, weights_only=False) if resume and folder.checkpoint.is_file() else None
-        if state is not None and state.get("config_hash") != cfg.config_hash():
-            log.warning("checkpoint of %s belongs to another config; restarting", run_id)
-            state = None
+        state = None
+        if resume and folder.checkpoint.is_file():
+            state = _load_checkpoint(folder.checkpoint)
+            if state is not None and state.get("config_hash") != cfg.config_hash():
+                log.warning("checkpoint of %s belongs to another config; restarting", info.run_id)
+                state = None
         if state is not None:
             global_params = state["global_params"]
-            records = [RoundRecord.from_json(r) for r in state["records"]]
             self.strategy.load_state_dict(state["strategy"])
-            self.observers.load_state_dict(state["observers"])
             self.dp_history = state["dp_history"]
             elapsed_before = state["wall_time_s"]
-            log.info("resuming %s after round %d", run_id, records[-1].round)
+            recorder.start(info, "", {}, resumed=[RoundRecord.from_json(r) for r in state["records"]],
+                           observer_state=state["observers"])
+            log.info("resuming %s after round %d", info.run_id, recorder.records[-1].round)
         else:
-            save_config(cfg, folder.config)
-            atomic_write_json(folder.dataset, {"dataset": self.fed.bundle.summary(), "partition": self.fed.partition})
+            recorder.start(info, config_yaml(cfg), {"dataset": self.fed.bundle.summary(),
+                                                    "partition": self.fed.partition, **(dataset_extra or {})})
             global_params = get_params(self.model)
             loss0, acc0 = self.evaluate_aux(global_params)
-            record0 = RoundRecord(round=0, client_ids=np.zeros(0, dtype=np.int64),
-                                  server_metrics={"aux_loss": loss0, "aux_accuracy": acc0},
-                                  global_params_after=global_params)
-            self.observers.round_end(record0)
-            records.append(_strip(record0))
+            recorder.record_round(RoundRecord(round=0, client_ids=np.zeros(0, dtype=np.int64),
+                                              server_metrics={"aux_loss": loss0, "aux_accuracy": acc0},
+                                              global_params_after=global_params))
             elapsed_before = 0.0
-        aux_before = (records[-1].server_metrics["aux_loss"], records[-1].server_metrics["aux_accuracy"])
-        first = records[-1].round + 1
+        last = recorder.records[-1]
+        aux_before = (last.server_metrics["aux_loss"], last.server_metrics["aux_accuracy"])
+        first = last.round + 1
         progress = _progress(cfg, first)
-        for round_ in range(first, cfg.training.rounds + 1):
-            record, global_params = self.run_round(round_, global_params, aux_before)
-            self.observers.round_end(record)
-            records.append(_strip(record))
-            aux_before = (record.server_metrics["aux_loss"], record.server_metrics["aux_accuracy"])
-            folder.write_rounds(records)
-            if cfg.run.checkpoint:
-                atomic_torch_save(folder.checkpoint, {
-                    "config_hash": cfg.config_hash(), "global_params": global_params,
-                    "records": [r.to_json() for r in records], "strategy": self.strategy.state_dict(),
-                    "observers": self.observers.state_dict(), "dp_history": self.dp_history,
-                    "wall_time_s": elapsed_before + time.perf_counter() - start_time,
-                })
-            progress.update(1)
-            progress.set_postfix(aux_acc=f"{aux_before[1]:.3f}")
-            log.info("round %d: aux loss %.4f acc %.4f", round_, *aux_before)
-        progress.close()
-        folder.write_rounds(records)
+        try:
+            for round_ in range(first, cfg.training.rounds + 1):
+                record = self.run_round(round_, global_params, aux_before)
+                recorder.record_round(record)
+                global_params = record.global_params_after
+                aux_before = (record.server_metrics["aux_loss"], record.server_metrics["aux_accuracy"])
+                if cfg.run.checkpoint:
+                    atomic_torch_save(folder.checkpoint, {
+                        "config_hash": cfg.config_hash(), "global_params": global_params,
+                        "strategy": self.strategy.state_dict(), "dp_history": self.dp_history,
+                        "wall_time_s": elapsed_before + time.perf_counter() - start_time,
+                        **recorder.state_dict(),
+                    })
+                progress.update(1)
+                progress.set_postfix(aux_acc=f"{aux_before[1]:.3f}")
+                log.info("round %d: aux loss %.4f acc %.4f", round_, *aux_before)
+        finally:
+            progress.close()
         wall = elapsed_before + time.perf_counter() - start_time
-        summary = RunSummary(info=info, rounds=records, final_params=global_params, wall_time_s=wall,
-                             system=self._system(records, global_params))
         set_params(self.model, global_params)
-        atomic_torch_save(folder.final_model, self.model.state_dict())
-        observed = self.observers.run_end(summary)
-        atomic_write_json(folder.summary, {
-            "status": "complete", "run_id": run_id, "wall_time_s": wall,
-            "seconds_per_round": wall / max(1, cfg.training.rounds), "device": str(self.device),
-            "synthetic": self.fed.bundle.synthetic, "final_aux_loss": aux_before[0],
-            "final_aux_accuracy": aux_before[1], "epsilon": self.epsilon_spent(cfg.training.rounds),
-            "system": summary.system, "observers": observed, "deviations": cfg.run.deviations,
-        })
-        folder.checkpoint.unlink(missing_ok=True)
-        return load_run(folder.path)
+        fields = {"seconds_per_round": wall / max(1, cfg.training.rounds), "device": str(self.device),
+                  "final_aux_loss": aux_before[0], "final_aux_accuracy": aux_before[1],
+                  "epsilon": self.epsilon_spent(cfg.training.rounds), **(extra_summary or {})}
+        recorder.finish(global_params, self.model.state_dict(), wall, self.system(recorder.records, global_params),
+                        fields)
+        return fields
 
-    def _system(self, records: list[RoundRecord], params: Params) -> dict[str, Any]:
-        n_params, n_tensors = count_parameters(self.model)
-        def total(key: str) -> float:
-            return float(sum(r.client_metrics[key].sum() for r in records if key in r.client_metrics))
-        return {"model_num_params": n_params, "model_num_tensors": n_tensors,
-                "model_bytes": int(sum(p.nbytes for p in params)), "bytes_up_total": total("bytes_sent"),
-                "bytes_down_total": total("bytes_received"), "train_time_s_total": total("train_time_s")}
+    def system(self, records: list[RoundRecord], params: Params) -> dict[str, Any]:
+        """System figures of the run (model size, traffic, training time)."""
+        return system_figures(self.model, records, params)
 
 
-def _strip(record: RoundRecord) -> RoundRecord:
-    """Copy of a record without model parameters (what is kept in memory and on disk)."""
-    return RoundRecord(record.round, record.client_ids, record.client_metrics, record.client_confusion,
-                       record.server_metrics, observations=record.observations)
+def sample_clients(seed: int, round_: int, num_clients: int, per_round: int) -> np.ndarray:
+    """Participants of a round: ``per_round`` of ``num_clients`` without replacement, sorted.
+
+    Seeded by (run seed, round), so every engine samples the same clients.
+    """
+    rng = np.random.default_rng([seed, round_, 11])
+    return np.sort(rng.choice(num_clients, size=per_round, replace=False)).astype(np.int64)
+
+
+def system_figures(model: nn.Module, records: list[RoundRecord], params: Params) -> dict[str, Any]:
+    """``model_num_params``, ``model_num_tensors``, ``model_bytes`` and traffic/time totals."""
+    n_params, n_tensors = count_parameters(model)
+
+    def total(key: str) -> float:
+        return float(sum(r.client_metrics[key].sum() for r in records if key in r.client_metrics))
+
+    return {"model_num_params": n_params, "model_num_tensors": n_tensors,
+            "model_bytes": int(sum(p.nbytes for p in params)), "bytes_up_total": total("bytes_sent"),
+            "bytes_down_total": total("bytes_received"), "train_time_s_total": total("train_time_s")}
+
+
+def _load_checkpoint(path) -> dict | None:
+    """A checkpoint, or None (with a warning naming the file) when it cannot be read."""
+    try:
+        return torch.load(path, weights_only=False)
+    except Exception as exc:  # noqa: BLE001 - any unreadable checkpoint: start over, say so
+        log.warning("checkpoint %s is unreadable (%s: %s); starting the run from round 0",
+                    path, type(exc).__name__, exc)
+        return None
 
 
 def _progress(cfg: ExperimentConfig, first: int):
@@ -407,26 +289,3 @@ def _progress(cfg: ExperimentConfig, first: int):
 
     return tqdm(total=cfg.training.rounds, initial=first - 1, desc=cfg.run.name, unit="round",
                 disable=not cfg.run.progress, leave=False)
-
-
-def run_experiment(
-    cfg: ExperimentConfig,
-    *,
-    observers: Sequence[RoundObserver] = (),
-    out_dir: str | Path | None = None,
-    device: str | None = None,
-    resume: bool = True,
-    force: bool = False,
-) -> RunRecord:
-    """Run (or resume, or skip if complete) one experiment and return its reloaded record.
-
-    Examples
-    --------
-    >>> from fltrust.config import ExperimentConfig
-    >>> cfg = ExperimentConfig.from_dict({"data": {"name": "synthetic_nsl_kdd", "synthetic_samples": 400},
-    ...     "partition": {"num_clients": 4}, "training": {"rounds": 2}, "run": {"progress": False}})
-    >>> record = run_experiment(cfg, out_dir=getfixture("tmp_path"))  # doctest: +SKIP
-    """
-    if device is not None:
-        cfg = cfg.with_overrides({"run.device": device})
-    return Engine(cfg, observers=observers).run(out_dir, resume=resume, force=force)

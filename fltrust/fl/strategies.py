@@ -25,12 +25,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-import numpy as np
 
 from fltrust.config import ExperimentConfig
+from fltrust.core.records import Params
 from fltrust.fl.aggregation import coordinate_median, qffl_aggregate, weighted_average
 
-Params = list[np.ndarray]
 
 
 class ClientHandle(Protocol):
@@ -84,6 +83,10 @@ class Strategy:
     def local_update(self, client: ClientHandle, global_params: Params) -> LocalResult:
         params, loss = client.train(global_params, epochs=self.cfg.training.local_epochs)
         return LocalResult(params, loss)
+
+    def local_updates(self, clients: list[ClientHandle], global_params: Params) -> list[LocalResult]:
+        """Local updates of all of a round's clients (one after another by default)."""
+        return [self.local_update(client, global_params) for client in clients]
 
     def aggregation_weights(self, results: list[ClientResult]) -> list[float]:
         key = "num_batches" if self.cfg.strategy.weighting == "batches" else "num_samples"

@@ -19,9 +19,9 @@ import torch
 from torch import nn
 
 from fltrust.config import TrainingConfig
-from fltrust.fl.evaluation import EvalResult, evaluate, get_params, loss_per_sample, set_params
+from fltrust.core.evaluation import EvalResult, evaluate, get_params, loss_per_sample, set_params
+from fltrust.core.records import Params
 
-Params = list[np.ndarray]
 
 
 @dataclass

@@ -25,7 +25,7 @@ correction is also a named switch, so it can be studied alone.
 The pure functions (:func:`individual_fairness`, :func:`group_fairness`,
 :func:`incentive_fairness`, :func:`orchestrator_fairness`, :func:`general_fairness`,
 :func:`round_fairness`) work on per-round arrays. :class:`FairnessObserver` computes them
-from :class:`fltrust.fl.records.RoundRecord` objects of any FL engine.
+from :class:`fltrust.core.records.RoundRecord` objects of any FL engine.
 """
 
 from __future__ import annotations
@@ -40,8 +40,8 @@ import torch
 from torch import nn
 
 from fltrust.config import ConfigError, ExperimentConfig, FairnessConfig
-from fltrust.fl.observers import BaseObserver
-from fltrust.fl.records import RoundRecord, RunInfo, RunSummary
+from fltrust.core.observers import BaseObserver
+from fltrust.core.records import RoundRecord, RunInfo, RunSummary
 from fltrust.metrics.jain import MetricInputError, jain_index
 from fltrust.metrics.shapley import SHAPLEY_METHODS, federated_shapley
 
@@ -852,12 +852,12 @@ class FairnessObserver(BaseObserver):
     """Computes the Federated Fairness Analytics notions after every round of any FL engine.
 
     Per round k >= 1 it evaluates the round's coalition models on the auxiliary set (one
-    :func:`fltrust.fl.evaluation.evaluate_many` call), updates the cumulative FedSV ``s``
+    :func:`fltrust.core.evaluation.evaluate_many` call), updates the cumulative FedSV ``s``
     (length C, never reset; non-participants keep their value), and returns f_j, f_g, f_r,
     f_o, F_T with every per-client piece and the full vector ``s``, so that figures can be
     redrawn without rerunning. Round 0 (initial model, no clients) returns ``None``.
 
-    Reads from each :class:`~fltrust.fl.records.RoundRecord`: ``client_ids``,
+    Reads from each :class:`~fltrust.core.records.RoundRecord`: ``client_ids``,
     ``client_params``, ``client_metrics["accuracy"]`` (x), ``["reward_accuracy"]`` (r),
     the coalition weight key (``fedavg`` weighting), ``client_confusion`` and
     ``server_metrics["aux_loss_before"]`` = l(theta_k; D), the reference loss at callback time

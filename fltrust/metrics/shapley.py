@@ -8,7 +8,7 @@ Two layers, kept apart so that the game theory can be tested without models:
    (permutation sampling with a budget and a seed).
 2. **Model evaluation** for one federated round: :func:`average_params` builds a coalition
    model, :func:`coalition_utilities` evaluates all needed coalition models with *one* call of
-   :func:`fltrust.fl.evaluation.evaluate_many`, and :func:`federated_shapley` ties both together.
+   :func:`fltrust.core.evaluation.evaluate_many`, and :func:`federated_shapley` ties both together.
 
 The FedSV of round k (paper Eqs. 3-5, fairness spec 3), for a participant n of S_k,
 m = |S_k|:
@@ -49,8 +49,8 @@ import numpy as np
 import torch
 from torch import nn
 
-from fltrust.fl.evaluation import evaluate_many
-from fltrust.fl.records import Params
+from fltrust.core.evaluation import evaluate_many
+from fltrust.core.records import Params
 from fltrust.metrics.jain import MetricInputError
 
 __all__ = [
@@ -345,7 +345,7 @@ def coalition_utilities(
     r"""Utilities :math:`U(T) = \ell_{ref} - \ell(\bar\theta_T; D)` of non-empty coalitions.
 
     Paper Eq. 5. All coalition models are built first and evaluated with a single call of
-    :func:`fltrust.fl.evaluation.evaluate_many`; nothing is evaluated twice.
+    :func:`fltrust.core.evaluation.evaluate_many`; nothing is evaluated twice.
 
     Parameters
     ----------
@@ -362,7 +362,7 @@ def coalition_utilities(
     weights : mapping of player to float, optional
         FedAvg weights of the coalition mean; ``None`` = unweighted (the authors' choice).
     batch_size, loss_scaling
-        Evaluation settings, as in :func:`fltrust.fl.evaluation.evaluate_many`.
+        Evaluation settings, as in :func:`fltrust.core.evaluation.evaluate_many`.
 
     Returns
     -------

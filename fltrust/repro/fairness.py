@@ -59,7 +59,7 @@ def condition_configs(
 
 def run_condition(name: str, *, out_dir: str | Path, **kwargs: Any) -> list[RunRecord]:
     """Run (or reload, when complete) every repeat of a condition; see :func:`condition_configs`."""
-    from fltrust.fl.engine import run_experiment
+    from fltrust.experiment import run_experiment
 
     return [run_experiment(cfg, out_dir=out_dir) for cfg in condition_configs(name, **kwargs)]
 

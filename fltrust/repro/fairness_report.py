@@ -27,7 +27,7 @@ from fltrust.repro.batch import ResultsError, load_result_files
 from fltrust.repro.markdown import format_number, is_missing, markdown_table
 from fltrust.repro.fairness import load_reported, table3
 from fltrust.repro.fairness_conditions import DATASETS, SETTINGS, STRATEGIES, all_conditions, condition_name
-from fltrust.runs import atomic_write_text
+from fltrust.core.io import atomic_write_text
 
 __all__ = [
     "RESULT_KEYS",

@@ -54,6 +54,7 @@ from typing import Any
 import yaml
 
 from fltrust.config import ExperimentConfig
+from fltrust.core.io import to_plain
 from fltrust.runs import RunRecord
 from fltrust.trust.report import TrustReport
 
@@ -440,8 +441,8 @@ def mode_factsheet(record: RunRecord, mode: str, *, device: str = "cpu") -> dict
     """
     import torch
 
-    from fltrust.fl.engine import Engine
-    from fltrust.fl.records import RunSummary
+    from fltrust.core.records import RunSummary
+    from fltrust.experiment import prepare_experiment
     from fltrust.trust.factsheet import get_field, load_factsheet, save_factsheet, set_field
     from fltrust.trust.observer import FACTSHEET_FILE, MODE_DEFAULTS, TrustObserver
 
@@ -471,9 +472,11 @@ def mode_factsheet(record: RunRecord, mode: str, *, device: str = "cpu") -> dict
         if reuse_fi:
             overrides["metrics.trust.shap_samples"] = 0
         replay_cfg = cfg.with_overrides(overrides)
-        engine = Engine(replay_cfg)
-        info = engine.run_info(record.run_id)
-        observer = TrustObserver(replay_cfg, engine.model, engine.fed.x_test, engine.fed.y_test, run_folder=None,
+        replay = prepare_experiment(replay_cfg.with_overrides({"metrics.trust.enabled": False,
+                                                                "metrics.fairness.enabled": False}))
+        info = replay.run_info(record.run_id)
+        observer = TrustObserver(replay_cfg, replay.model, replay.federation.x_test, replay.federation.y_test,
+                                 run_folder=None,
                                  mode=mode)
         observer.on_run_start(info)
         for round_record in record.rounds:
@@ -572,7 +575,7 @@ def run_trust_experiment(
         The record, the FactSheet and the :class:`~fltrust.trust.report.TrustReport` per mode
         (each report is also written to ``<run>/trust_modes/<mode>/trust_report.json``).
     """
-    from fltrust.fl.engine import run_experiment
+    from fltrust.experiment import run_experiment
     from fltrust.trust.report import write_report
     from fltrust.trust.scoring import score_factsheet
 
@@ -591,13 +594,6 @@ def run_trust_experiment(
     return run
 
 
-def _plain(value: Any) -> Any:
-    """JSON-safe scalar (NaN -> None, numpy -> Python; other objects as text)."""
-    from fltrust.trust.report import _jsonable
-
-    return _jsonable(value)
-
-
 def report_summary(report: TrustReport) -> dict[str, Any]:
     """Trust score, pillar scores and every metric's raw value and score of one report (JSON-ready)."""
     metrics = {}
@@ -605,13 +601,13 @@ def report_summary(report: TrustReport) -> dict[str, Any]:
         for metric in pillar.metrics():
             metrics[f"{pillar.name}/{metric.name}"] = {
                 "label": metric.label,
-                "raw": _plain(metric.raw_value),
-                "normalized": _plain(metric.normalized),
-                "score": _plain(metric.score),
+                "raw": to_plain(metric.raw_value),
+                "normalized": to_plain(metric.normalized),
+                "score": to_plain(metric.score),
             }
     return {
-        "trust_score": _plain(report.trust_score),
-        "pillars": {p.name: _plain(p.score) for p in report.pillars},
+        "trust_score": to_plain(report.trust_score),
+        "pillars": {p.name: to_plain(p.score) for p in report.pillars},
         "pillar_labels": {p.name: p.label for p in report.pillars},
         "metrics": metrics,
         "fixes": list(report.fixes),
@@ -641,7 +637,7 @@ def experiment_result(run: TrustRun) -> dict[str, Any]:
     cfg = run.record.config
     summary = run.record.summary
     trust_out = (summary.get("observers") or {}).get("trust", {})
-    return _plain({
+    return to_plain({
         "experiment": run.name,
         "title": e.title,
         "figure": e.figure,

@@ -33,7 +33,7 @@ import yaml
 from fltrust.repro.batch import ResultsError, load_result_files
 from fltrust.repro.markdown import format_number, is_missing, markdown_table
 from fltrust.repro.trust_experiments import EXPERIMENTS, PAPER_DIR, SCORING_MODES
-from fltrust.runs import atomic_write_text
+from fltrust.core.io import atomic_write_text
 
 __all__ = [
     "REGENERATE",

@@ -699,7 +699,7 @@ def save_factsheet(fs: dict[str, Any], path: str | Path, *, nan_as_null: bool = 
     Path
         The written file.
     """
-    from fltrust.runs import atomic_write_text
+    from fltrust.core.io import atomic_write_text
 
     path = Path(path)
     text = json.dumps(_json_ready(fs, nan_as_null=nan_as_null), indent=2, allow_nan=not nan_as_null)

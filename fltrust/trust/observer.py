@@ -1,7 +1,7 @@
 """The FederatedTrust observer: fills the FactSheet during a run and scores it at the end.
 
 :class:`TrustObserver` is the paper's Algorithm 1 on the engine-neutral observer protocol
-(:mod:`fltrust.fl.observers`); it never imports an FL engine.
+(:mod:`fltrust.core.observers`); it never imports an FL engine.
 
 ==========================  ==============================================================
 Alg. 1 step                 observer hook
@@ -71,9 +71,9 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import torch
 
-from fltrust.fl.evaluation import evaluate, set_params
-from fltrust.fl.observers import BaseObserver
-from fltrust.fl.records import RoundRecord, RunInfo, RunSummary
+from fltrust.core.evaluation import evaluate, set_params
+from fltrust.core.observers import BaseObserver
+from fltrust.core.records import RoundRecord, RunInfo, RunSummary
 from fltrust.trust.explainability import FEATURE_IMPORTANCE_METHODS, feature_importance_cv
 from fltrust.trust.factsheet import (
     get_field,

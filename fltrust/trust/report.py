@@ -20,7 +20,6 @@ from __future__ import annotations
 import json
 import math
 import os
-import tempfile
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,27 +27,10 @@ from typing import Any
 
 import numpy as np
 
+from fltrust.core.io import atomic_write, atomic_write_text, to_plain
+
 REPORT_JSON = "trust_report.json"
 REPORT_PNG = "trust_report.png"
-
-
-def _jsonable(value: Any) -> Any:
-    """Plain-JSON version of a value: NaN/inf -> None, numpy -> Python, tuples -> lists."""
-    if isinstance(value, Mapping):
-        return {str(k): _jsonable(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_jsonable(v) for v in value]
-    if isinstance(value, np.ndarray):
-        return _jsonable(value.tolist())
-    if isinstance(value, (bool, np.bool_)):
-        return bool(value)
-    if isinstance(value, (int, np.integer)):
-        return int(value)
-    if isinstance(value, (float, np.floating)):
-        return None if not math.isfinite(float(value)) else float(value)
-    if value is None or isinstance(value, str):
-        return value
-    return str(value)
 
 
 def _score(value: Any) -> float:
@@ -98,7 +80,7 @@ class MetricResult:
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON-ready dict."""
-        return _jsonable(
+        return to_plain(
             {
                 "name": self.name,
                 "label": self.label,
@@ -149,8 +131,8 @@ class NotionResult:
         return {
             "name": self.name,
             "label": self.label,
-            "weight": _jsonable(self.weight),
-            "score": _jsonable(self.score),
+            "weight": to_plain(self.weight),
+            "score": to_plain(self.score),
             "metrics": [m.to_dict() for m in self.metrics],
         }
 
@@ -186,8 +168,8 @@ class PillarResult:
         return {
             "name": self.name,
             "label": self.label,
-            "weight": _jsonable(self.weight),
-            "score": _jsonable(self.score),
+            "weight": to_plain(self.weight),
+            "score": to_plain(self.score),
             "notions": [n.to_dict() for n in self.notions],
         }
 
@@ -284,7 +266,7 @@ class TrustReport:
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON-ready dict (NaN -> ``None``)."""
         return {
-            "trust_score": _jsonable(self.trust_score),
+            "trust_score": to_plain(self.trust_score),
             "mode": self.mode,
             "definitions": self.definitions,
             "definitions_source": self.definitions_source,
@@ -323,7 +305,7 @@ class TrustReport:
 
     def to_prototype_dict(self) -> dict[str, Any]:
         """The prototype's output layout (trust spec 2.6), for comparison with its result files."""
-        return _jsonable(
+        return to_plain(
             {
                 "trust_score": self.trust_score,
                 "pillars": [
@@ -476,19 +458,6 @@ def plot_trust_report(report: TrustReport, ax: Sequence[Any] | None = None) -> t
     return fig, axes
 
 
-def _atomic_write(path: Path, write: Any, binary: bool) -> None:
-    """Write through a temporary file in the same folder, then ``os.replace`` it into place."""
-    handle, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(handle, "wb" if binary else "w", **({} if binary else {"encoding": "utf-8"})) as stream:
-            write(stream)
-        os.replace(temp, path)
-    except BaseException:
-        if os.path.exists(temp):
-            os.unlink(temp)
-        raise
-
-
 def write_report(report: TrustReport, folder: str | Path, *, plot: bool = True) -> dict[str, Path]:
     """Write ``trust_report.json`` (and ``trust_report.png``) into ``folder``, replacing old ones.
 
@@ -512,14 +481,14 @@ def write_report(report: TrustReport, folder: str | Path, *, plot: bool = True) 
     folder.mkdir(parents=True, exist_ok=True)
     paths = {"json": folder / REPORT_JSON}
     text = report.to_json()
-    _atomic_write(paths["json"], lambda stream: stream.write(text + "\n"), binary=False)
+    atomic_write_text(paths["json"], text + "\n")
     if plot:
         import matplotlib.pyplot as plt
 
         fig, _ = plot_trust_report(report)
         paths["png"] = folder / REPORT_PNG
         try:
-            _atomic_write(paths["png"], lambda stream: fig.savefig(stream, format="png", dpi=120), binary=True)
+            atomic_write(paths["png"], lambda stream: fig.savefig(stream, format="png", dpi=120))
         finally:
             plt.close(fig)
     return paths

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from fltrust.config import ExperimentConfig
-from fltrust.fl.engine import Engine, run_experiment
-from fltrust.fl.observers import BaseObserver
+from fltrust.experiment import run_experiment
+from fltrust.core.observers import BaseObserver
 from fltrust.runs import load_run
 
 
@@ -94,7 +94,7 @@ def test_complete_run_is_skipped_and_interrupted_run_resumes(tmp_path):
                 raise KeyboardInterrupt
 
     with pytest.raises(KeyboardInterrupt):
-        Engine(cfg, observers=[Crash()]).run(tmp_path / "resumed")
+        run_experiment(cfg, observers=[Crash()], out_dir=tmp_path / "resumed")
     folder = tmp_path / "resumed" / cfg.run_id()
     assert (folder / "checkpoint.pt").exists() and not (folder / "summary.json").exists()
     resumed = run_experiment(cfg, out_dir=tmp_path / "resumed")

@@ -7,7 +7,7 @@ import pytest
 
 from fltrust.config import ExperimentConfig
 from fltrust.data import data_root
-from fltrust.fl.engine import run_experiment
+from fltrust.experiment import run_experiment
 
 FAMILIES = [
     # dataset folder, config sections
@@ -25,7 +25,7 @@ FAMILIES = [
 @pytest.mark.parametrize("folder, sections", FAMILIES, ids=[f[0] for f in FAMILIES])
 def test_three_rounds_on_real_data_with_fairness(tmp_path, folder, sections):
     if not (data_root() / folder).is_dir():
-        pytest.skip(f"{folder} not under the data root")
+        pytest.skip(f"{data_root() / folder} not found (real {folder} data)")
     base = {
         "partition": {"num_clients": 6},
         "strategy": {"name": "fedavg", "clients_per_round": 3},

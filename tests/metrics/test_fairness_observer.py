@@ -10,9 +10,9 @@ from torch import nn
 
 import fltrust.metrics.shapley as shapley_module
 from fltrust.config import ExperimentConfig
-from fltrust.fl.evaluation import evaluate, get_params, set_params
-from fltrust.fl.observers import ObserverSet
-from fltrust.fl.records import RoundRecord, RunInfo, RunSummary
+from fltrust.core.evaluation import evaluate, get_params, set_params
+from fltrust.core.observers import ObserverSet
+from fltrust.core.records import RoundRecord, RunInfo, RunSummary
 from fltrust.metrics import FairnessObserver, FairnessSettings, MetricInputError, jain_index
 
 NUM_CLIENTS = 7

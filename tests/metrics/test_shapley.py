@@ -8,7 +8,7 @@ import torch
 from torch import nn
 
 import fltrust.metrics.shapley as shapley_module
-from fltrust.fl.evaluation import get_params
+from fltrust.core.evaluation import get_params
 from fltrust.metrics import (
     MetricInputError,
     all_coalitions,

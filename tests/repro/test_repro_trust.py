@@ -13,7 +13,7 @@ import pytest
 import yaml
 
 from fltrust.config import ExperimentConfig
-from fltrust.fl.engine import run_experiment
+from fltrust.experiment import run_experiment
 from fltrust.repro import trust_experiments as te
 from fltrust.repro import trust_report as tr
 from fltrust.trust.factsheet import load_factsheet

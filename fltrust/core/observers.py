@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any, Protocol, runtime_checkable
 
-from fltrust.fl.records import RoundRecord, RunInfo, RunSummary
+from fltrust.core.records import RoundRecord, RunInfo, RunSummary
 
 
 @runtime_checkable

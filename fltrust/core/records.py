@@ -2,7 +2,7 @@
 
 Any engine (the in-process loop in :mod:`fltrust.fl.engine`, a Flower simulation, a user's own
 loop) builds one :class:`RoundRecord` per round and hands it to the observers
-(:class:`fltrust.fl.observers.RoundObserver`). Metrics never import an engine.
+(:class:`fltrust.core.observers.RoundObserver`). Metrics never import an engine.
 
 Round numbering follows Flower: round 0 is the initial model (no clients), rounds 1..T train.
 
@@ -42,6 +42,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+
+from fltrust.core.io import to_plain
 
 Params = list[np.ndarray]
 """A model's parameters (and buffers) as a list of numpy arrays in ``state_dict`` order."""
@@ -101,8 +103,8 @@ class RoundRecord:
             "client_confusion": None
             if self.client_confusion is None
             else np.asarray(self.client_confusion).astype(int).tolist(),
-            "server_metrics": {k: _plain(v) for k, v in self.server_metrics.items()},
-            "observations": _plain(self.observations),
+            "server_metrics": {k: to_plain(v) for k, v in self.server_metrics.items()},
+            "observations": to_plain(self.observations),
         }
 
     @classmethod
@@ -177,21 +179,3 @@ class RunSummary:
     final_params: Params
     wall_time_s: float
     system: dict[str, Any] = field(default_factory=dict)
-
-
-def _plain(value: Any) -> Any:
-    """Convert numpy containers and scalars to plain JSON types; NaN/inf become None."""
-    if isinstance(value, dict):
-        return {str(k): _plain(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_plain(v) for v in value]
-    if isinstance(value, np.ndarray):
-        return _plain(value.tolist())
-    if isinstance(value, (np.bool_, bool)):
-        return bool(value)
-    if isinstance(value, (np.integer,)):
-        return int(value)
-    if isinstance(value, (float, np.floating)):
-        f = float(value)
-        return f if np.isfinite(f) else None
-    return value

@@ -1,0 +1,256 @@
+"""One place that assembles an experiment and hands it to an engine.
+
+:func:`run_experiment` is what the CLI, the demo, the notebooks and the batch runners call:
+
+1. resolve the device, load and partition the data (:func:`fltrust.federation.prepare_federation`);
+2. build the model and the observers the config switches on (fairness analytics, FederatedTrust)
+   plus any the caller passes;
+3. pick the run folder (the run id names the config, seed, repeat and -- for synthetic stand-ins --
+   the data source), skip it when a complete record of the *same data* is there, else lock it;
+4. hand everything to the engine named by ``run.engine`` (``inprocess``: :mod:`fltrust.fl.engine`;
+   ``flower``: :mod:`fltrust.flower.engine`), which feeds its rounds to a
+   :class:`~fltrust.runs.RunRecorder`.
+
+Engines never import metrics and metrics never import engines; this module is the only one that
+knows both.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from torch import nn
+
+from fltrust.config import ExperimentConfig
+from fltrust.core.observers import ObserverSet, RoundObserver
+from fltrust.core.records import RunInfo
+from fltrust.data.base import DatasetBundle
+from fltrust.federation import Federation, prepare_federation, resolve_device
+from fltrust.models import build_model
+from fltrust.runs import RunDiverged, RunFolder, RunRecord, RunRecorder, load_run, locked
+
+log = logging.getLogger("fltrust")
+
+ENGINES = ("inprocess", "flower")
+
+
+@dataclass
+class Experiment:
+    """A prepared experiment: everything an engine needs."""
+
+    cfg: ExperimentConfig
+    device: torch.device
+    federation: Federation
+    model: nn.Module
+    observers: ObserverSet
+
+    def run_info(self, run_id: str) -> RunInfo:
+        fed = self.federation
+        return RunInfo(
+            run_id=run_id,
+            num_clients=fed.num_clients,
+            num_rounds=self.cfg.training.rounds,
+            num_classes=fed.bundle.num_classes,
+            client_num_samples=np.array([len(i) for i in fed.train_index]),
+            client_class_counts=fed.class_counts,
+            config=self.cfg.to_dict(),
+            dataset=fed.bundle.summary(),
+        )
+
+
+def build_experiment_model(cfg: ExperimentConfig, federation: Federation, device: torch.device) -> nn.Module:
+    """The configured architecture, initialised from the run seed (DP-compatible for local DP)."""
+    torch.manual_seed(cfg.effective_seed())
+    model = build_model(cfg.model.name, federation.bundle.input_shape, federation.bundle.num_classes)
+    if cfg.privacy.mode == "local":
+        from opacus.validators import ModuleValidator
+
+        model = ModuleValidator.fix(model)  # BatchNorm -> GroupNorm for DP-SGD
+    return model.to(device)
+
+
+def paper_observers(cfg: ExperimentConfig, model: nn.Module, federation: Federation) -> list[RoundObserver]:
+    """The observers the config switches on: fairness analytics and FederatedTrust."""
+    out: list[RoundObserver] = []
+    if cfg.metrics.fairness.enabled:
+        from fltrust.metrics.fairness import FairnessObserver
+
+        out.append(FairnessObserver.from_config(cfg, model, federation.x_aux, federation.y_aux,
+                                                num_clients=federation.num_clients))
+    if cfg.metrics.trust.enabled:
+        from fltrust.trust.observer import TrustObserver
+
+        out.append(TrustObserver(cfg, model, federation.x_test, federation.y_test, run_folder=None))
+    return out
+
+
+def prepare_experiment(
+    cfg: ExperimentConfig,
+    *,
+    observers: Sequence[RoundObserver] = (),
+    device: torch.device | None = None,
+    federation: Federation | None = None,
+) -> Experiment:
+    """Load data, build the model and the observers (nothing is run or written)."""
+    if cfg.run.torch_threads is not None:
+        torch.set_num_threads(cfg.run.torch_threads)
+    # Tiny feature values (NSL-KDD's fixed min-max table) drive Adam's moments into float
+    # denormals, which are ~10x slower on CPUs; flushing them to zero changes nothing visible.
+    torch.set_flush_denormal(True)
+    device = device or resolve_device(cfg.run.device)
+    federation = federation or prepare_federation(cfg, device)
+    model = build_experiment_model(cfg, federation, device)
+    # the observers get their own copy of the architecture, so engines may reuse ``model`` freely
+    import copy
+
+    template = copy.deepcopy(model)
+    observer_set = ObserverSet(list(paper_observers(cfg, template, federation)) + list(observers))
+    return Experiment(cfg, device, federation, model, observer_set)
+
+
+def data_fingerprint(bundle: DatasetBundle) -> str:
+    """Short hash of where the data came from: file checksums, or the synthetic generator's settings.
+
+    Absolute folders are left out, so the same files give the same fingerprint on every machine.
+    """
+    def clean(value: Any) -> Any:
+        if isinstance(value, dict):
+            return {k: clean(v) for k, v in sorted(value.items()) if k not in ("folder", "root", "fallback_reason")}
+        if isinstance(value, list):
+            return [clean(v) for v in value]
+        return value
+
+    blob = json.dumps({"synthetic": bool(bundle.synthetic), "source": clean(bundle.source)},
+                      sort_keys=True, default=str).encode()
+    return hashlib.sha256(blob).hexdigest()[:12]
+
+
+def run_id_for(cfg: ExperimentConfig, bundle: DatasetBundle) -> str:
+    """``cfg.run_id()``, with ``-synthetic`` before the seed when a synthetic stand-in replaced
+    the real data the config asks for (``data.allow_synthetic_fallback``).
+
+    Real and synthetic results therefore live in different folders and can never be swapped.
+    """
+    base = cfg.run_id()
+    if not bundle.synthetic or cfg.data.name.startswith("synthetic"):
+        return base
+    stem, seed, repeat = base.rsplit("-", 2)
+    return f"{stem}-synthetic-{seed}-{repeat}"
+
+
+def _stored_fingerprint(folder: RunFolder) -> str | None:
+    try:
+        return json.loads(folder.dataset.read_text()).get("fingerprint")
+    except (OSError, json.JSONDecodeError):
+        return None
+
+
+def run_experiment(
+    cfg: ExperimentConfig,
+    *,
+    observers: Sequence[RoundObserver] = (),
+    out_dir: str | Path | None = None,
+    device: str | None = None,
+    resume: bool = True,
+    force: bool = False,
+    wait_s: float = 0.0,
+) -> RunRecord:
+    """Run (or resume, or skip if complete) one experiment and return its reloaded record.
+
+    Parameters
+    ----------
+    cfg : ExperimentConfig
+    observers : sequence of RoundObserver
+        Extra observers besides the ones the config switches on.
+    out_dir : str or Path, optional
+        Folder of run folders (default ``run.out_dir``).
+    device : str, optional
+        Overrides ``run.device`` (``cpu``, ``cuda``, ``auto``).
+    resume, force : bool
+        Resume from a checkpoint; rerun even when a complete record exists.
+    wait_s : float
+        How long to wait for another process that holds the run folder (then a one-line error).
+
+    Returns
+    -------
+    RunRecord
+        ``record.summary["status"]`` is ``complete``, or ``diverged`` when training produced a
+        non-finite loss or model (then ``diverged_round`` says where, and no metric was computed
+        from the broken model).
+    """
+    if device is not None:
+        cfg = cfg.with_overrides({"run.device": device})
+    experiment = prepare_experiment(cfg, observers=observers)
+    fed = experiment.federation
+    run_id = run_id_for(cfg, fed.bundle)
+    folder = RunFolder(Path(out_dir or cfg.run.out_dir) / run_id)
+    fingerprint = data_fingerprint(fed.bundle)
+    with locked(folder, wait_s=wait_s):
+        if not force and folder.is_complete(cfg.training.rounds):
+            stored = _stored_fingerprint(folder)
+            if stored in (None, fingerprint):
+                print(f"skipped {run_id}: already complete in {folder.path} (--force reruns it)")
+                return load_run(folder.path)
+            print(f"rerunning {run_id}: its record in {folder.path} was made from other data "
+                  f"(fingerprint {stored}, now {fingerprint})")
+            force = True
+        elif not force and folder.status() == "complete":
+            print(f"rerunning {run_id}: {folder.rounds} does not hold the {cfg.training.rounds} rounds "
+                  "its config asks for")
+            force = True
+        return _run_locked(experiment, folder, run_id, fingerprint, resume=resume and not force)
+
+
+def _run_locked(experiment: Experiment, folder: RunFolder, run_id: str, fingerprint: str, *,
+                resume: bool) -> RunRecord:
+    cfg = experiment.cfg
+    for observer in experiment.observers.observers:
+        if hasattr(observer, "run_folder"):
+            observer.run_folder = folder.path
+    handler = logging.FileHandler(folder.log)
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(message)s"))
+    previous_level = log.level
+    log.setLevel(logging.INFO)  # the run's log file gets every round; the console keeps its level
+    log.addHandler(handler)
+    recorder = RunRecorder(folder, experiment.observers)
+    info = experiment.run_info(run_id)
+    start = time.perf_counter()
+    common = {"synthetic": experiment.federation.bundle.synthetic, "engine": cfg.run.engine,
+              "data_fingerprint": fingerprint, "deviations": cfg.run.deviations}
+    try:
+        engine = build_engine(experiment)
+        try:
+            engine.run(recorder, info, resume=resume, extra_summary=common, dataset_extra={"fingerprint": fingerprint})
+        except RunDiverged as exc:
+            log.error("%s: %s", run_id, exc)
+            recorder.diverged(exc, time.perf_counter() - start, common)
+            print(f"run {run_id} DIVERGED at round {exc.round}: {exc.what}; metrics were not computed "
+                  f"from the broken model (record: {folder.path})")
+    finally:
+        log.removeHandler(handler)
+        log.setLevel(previous_level)
+        handler.close()
+    return load_run(folder.path)
+
+
+def build_engine(experiment: Experiment):
+    """The engine named by ``run.engine``, bound to a prepared experiment."""
+    name = experiment.cfg.run.engine
+    if name == "inprocess":
+        from fltrust.fl.engine import Engine
+
+        return Engine(experiment.cfg, experiment.federation, experiment.model, experiment.device)
+    if name == "flower":
+        from fltrust.flower.engine import FlowerEngine
+
+        return FlowerEngine(experiment.cfg, experiment.federation, experiment.model, experiment.device)
+    raise ValueError(f"run.engine={name!r}; choose one of {list(ENGINES)}")

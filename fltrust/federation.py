@@ -1,0 +1,97 @@
+"""A prepared federation: the dataset, its client partition and the server's auxiliary set.
+
+Every engine (in-process, Flower) and every observer builder starts from the same
+:class:`Federation`, so both engines train on identical client data.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import torch
+
+from fltrust.config import ExperimentConfig
+from fltrust.data import load_dataset
+from fltrust.data.base import DatasetBundle
+from fltrust.partition import build_client_splits
+
+
+def resolve_device(name: str) -> torch.device:
+    """``cpu``, ``cuda`` or ``auto`` (cuda when available); a clear error if cuda is missing."""
+    if name == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if name == "cuda" and not torch.cuda.is_available():
+        raise RuntimeError("run.device='cuda' but no CUDA device is visible; use --device cpu")
+    return torch.device(name)
+
+
+@dataclass
+class Federation:
+    """Data of a prepared experiment, already on the run's device."""
+
+    bundle: DatasetBundle
+    x_train: torch.Tensor
+    y_train: torch.Tensor
+    train_index: list[torch.Tensor]
+    val_index: list[torch.Tensor]
+    x_aux: torch.Tensor
+    y_aux: torch.Tensor
+    x_test: torch.Tensor
+    y_test: torch.Tensor
+    class_counts: np.ndarray
+    column_order: list[np.ndarray] | None = None  # NSL-KDD per-partition one-hot order (faithful bug)
+    partition: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def num_clients(self) -> int:
+        return len(self.train_index)
+
+    def client_tensors(self, cid: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+        """(x_train, y_train, x_val, y_val) of one client."""
+        tr, va = self.train_index[cid], self.val_index[cid]
+        x_tr, x_va = self.x_train[tr], self.x_train[va]
+        if self.column_order is not None:
+            order = torch.as_tensor(self.column_order[cid], device=x_tr.device)
+            x_tr, x_va = x_tr[:, order], x_va[:, order]
+        return x_tr, self.y_train[tr], x_va, self.y_train[va]
+
+
+def prepare_federation(cfg: ExperimentConfig, device: torch.device) -> Federation:
+    """Load the dataset, partition it, select the auxiliary set and move everything to ``device``."""
+    seed = cfg.effective_seed()
+    bundle = load_dataset(cfg.data, seed=seed)
+    splits = build_client_splits(bundle.train.y, bundle.train.groups, cfg.partition, seed,
+                                 num_classes=bundle.num_classes, n_test=len(bundle.test))
+    aux = splits.aux
+    column_order = None
+    x_aux_np = bundle.test.x[aux]
+    if cfg.data.onehot_order == "per_partition":
+        if cfg.data.name != "nsl_kdd":
+            raise ValueError("data.onehot_order='per_partition' only applies to data.name='nsl_kdd'")
+        from fltrust.data.nsl_kdd import per_partition_column_order
+
+        column_order = [
+            per_partition_column_order(bundle.train, np.concatenate([tr, va]))
+            for tr, va in zip(splits.train, splits.val)
+        ]
+        x_aux_np = x_aux_np[:, per_partition_column_order(bundle.test, aux)]
+
+    def to(a: np.ndarray) -> torch.Tensor:
+        return torch.as_tensor(a, device=device)
+
+    return Federation(
+        bundle=bundle,
+        x_train=to(bundle.train.x),
+        y_train=to(bundle.train.y),
+        train_index=[to(np.asarray(i, dtype=np.int64)) for i in splits.train],
+        val_index=[to(np.asarray(i, dtype=np.int64)) for i in splits.val],
+        x_aux=to(x_aux_np),
+        y_aux=to(bundle.test.y[aux]),
+        x_test=to(bundle.test.x),
+        y_test=to(bundle.test.y),
+        class_counts=splits.class_counts,
+        column_order=column_order,
+        partition=splits.summary(),
+    )
