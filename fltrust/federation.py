@@ -95,3 +95,12 @@ def prepare_federation(cfg: ExperimentConfig, device: torch.device) -> Federatio
         column_order=column_order,
         partition=splits.summary(),
     )
+
+
+def sample_clients(seed: int, round_: int, num_clients: int, per_round: int) -> np.ndarray:
+    """Participants of a round: ``per_round`` of ``num_clients`` without replacement, sorted.
+
+    Seeded by (run seed, round), so every engine samples the same clients.
+    """
+    rng = np.random.default_rng([seed, round_, 11])
+    return np.sort(rng.choice(num_clients, size=per_round, replace=False)).astype(np.int64)

@@ -32,7 +32,7 @@ from fltrust.config import ExperimentConfig, config_yaml
 from fltrust.core.evaluation import get_params, set_params
 from fltrust.core.io import atomic_torch_save
 from fltrust.core.records import Params, RoundRecord, RunInfo
-from fltrust.federation import Federation
+from fltrust.federation import Federation, sample_clients
 from fltrust.fl.privacy import calibrate_noise, epsilon_from_history, merge_history, server_dp_aggregate
 from fltrust.fl.strategies import ClientResult, build_strategy
 from fltrust.fl.training import LocalDP, LocalTrainer, num_batches
@@ -251,15 +251,6 @@ class Engine:
     def system(self, records: list[RoundRecord], params: Params) -> dict[str, Any]:
         """System figures of the run (model size, traffic, training time)."""
         return system_figures(self.model, records, params)
-
-
-def sample_clients(seed: int, round_: int, num_clients: int, per_round: int) -> np.ndarray:
-    """Participants of a round: ``per_round`` of ``num_clients`` without replacement, sorted.
-
-    Seeded by (run seed, round), so every engine samples the same clients.
-    """
-    rng = np.random.default_rng([seed, round_, 11])
-    return np.sort(rng.choice(num_clients, size=per_round, replace=False)).astype(np.int64)
 
 
 def system_figures(model: nn.Module, records: list[RoundRecord], params: Params) -> dict[str, Any]:
