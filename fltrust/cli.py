@@ -7,47 +7,61 @@ Examples
     fltrust run papers_repro/fairness_analytics/configs/fedavg_nslkdd_iid.yaml --set training.rounds=3
     fltrust data info
     fltrust demo
+
+Errors and exit codes
+---------------------
+Every user-facing failure is one line on stderr (``fltrust: error: ...``) naming the file or field
+and the fix; ``-v`` adds the traceback. The mapping lives in one place, :func:`describe_error`.
+
+====  =====================================================================================
+code  meaning
+====  =====================================================================================
+0     success
+1     a run diverged (non-finite loss or model; the record says where), or a batch (``repro``,
+      ``demo``) finished but some conditions failed (listed above it)
+2     usage, configuration or data error: fix the command, the YAML/--set value or the data
+      file named in the message (argparse's own usage errors also exit 2)
+3     filesystem error: permission denied, read-only or full disk, ``--out`` under a regular file
+4     run-folder error: the run folder is in use by another process, or a file in it is corrupt
+70    internal error (a bug): ``internal error: <type>: <message>``; rerun with ``-v``
+130   interrupted (Ctrl-C); rerunning the same command resumes after the last finished round
+====  =====================================================================================
+
+An exception with an integer attribute ``exit_code`` is reported with its message and that code.
+``--strict`` (run, demo, repro, data info) sets ``FLTRUST_STRICT=1``: a data file whose SHA-256
+differs from the known one is then an error instead of a warning (:mod:`fltrust.data.registry`).
 """
 
 from __future__ import annotations
 
 import argparse
+import errno
 import json
 import logging
 import os
 import sys
+import traceback
+import warnings
 from pathlib import Path
 
 from fltrust.config import ConfigError, load_config, parse_overrides
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
-    from fltrust.fl.engine import run_experiment
+    from fltrust.experiment import run_experiment
 
     overrides = parse_overrides(args.set or [])
     if args.data_dir:
         overrides["data.root"] = args.data_dir
-    cfg = load_config(args.config, overrides)
+    try:
+        cfg = load_config(args.config, overrides)
+    except ConfigError as exc:
+        if str(exc).startswith(str(args.config)) or "does not exist" in str(exc) or "cannot be read" in str(exc):
+            raise
+        raise ConfigError(f"{args.config}: {exc}") from exc
     record = run_experiment(cfg, out_dir=args.out, device=args.device, force=args.force)
-    _print_run(record)
-    return 0
-
-
-def _print_run(record) -> None:
-    s = record.summary
-    synthetic = " [SYNTHETIC DATA]" if s.get("synthetic") else ""
-    print(f"run {record.run_id}{synthetic}")
-    print(f"  rounds: {len(record.rounds) - 1}   wall time: {s.get('wall_time_s', float('nan')):.1f} s "
-          f"({s.get('seconds_per_round', float('nan')):.2f} s/round on {s.get('device')})")
-    print(f"  final aux accuracy: {s.get('final_aux_accuracy', float('nan')):.4f}   "
-          f"aux loss: {s.get('final_aux_loss', float('nan')):.4f}")
-    if s.get("epsilon") is not None:
-        print(f"  epsilon spent: {s['epsilon']:.3f}")
-    for name, values in (s.get("observers") or {}).items():
-        short = {k: v for k, v in values.items() if isinstance(v, (int, float))}
-        if short:
-            print(f"  {name}: " + ", ".join(f"{k}={v:.4f}" for k, v in short.items()))
-    print(f"  record: {record.path}")
+    print(record.describe())
+    return 1 if record.status == "diverged" else 0
 
 
 def _cmd_demo(args: argparse.Namespace) -> int:
@@ -59,15 +73,21 @@ def _cmd_demo(args: argparse.Namespace) -> int:
 def _cmd_data_info(args: argparse.Namespace) -> int:
     from fltrust.data import data_root, dataset_info
 
+    from fltrust.data.registry import describe_mismatches
+
     root = data_root(args.data_dir)
     rows = dataset_info(root)
     if args.json:
         print(json.dumps(rows, indent=2, default=str))
-        return 0
-    print(f"data root: {root}")
-    for row in rows:
-        print(json.dumps(row, indent=2, default=str))
-    return 0
+    else:
+        print(f"data root: {root}")
+        for row in rows:
+            print(json.dumps(row, indent=2, default=str))
+    bad = [describe_mismatches(r["name"], Path(r["folder"]), r["checksum_mismatch"])
+           for r in rows if r.get("checksum_mismatch")]
+    for line in bad:
+        print(f"fltrust: {'error' if args.strict else 'warning'}: {line}", file=sys.stderr)
+    return EXIT_USAGE if bad and args.strict else 0
 
 
 def _cmd_data_fetch(args: argparse.Namespace) -> int:
@@ -94,7 +114,8 @@ def build_parser() -> argparse.ArgumentParser:
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--data-dir", default=argparse.SUPPRESS, help="data root (default: $FLTRUST_DATA, else ./data)")
     common.add_argument("-v", "--verbose", action="store_true", default=argparse.SUPPRESS, help="log progress details")
-    parser = argparse.ArgumentParser(prog="fltrust", description=__doc__.split("\n")[0], parents=[common])
+    parser = argparse.ArgumentParser(prog="fltrust", description=__doc__.split("\n")[0], parents=[common],
+                                     epilog=EXIT_CODES_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True)
 
     run = sub.add_parser("run", parents=[common], help="run one configured FL experiment")
@@ -103,17 +124,20 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--out", default=None, help="folder for run folders (default: run.out_dir)")
     run.add_argument("--device", choices=["cpu", "cuda", "auto"], default=None)
     run.add_argument("--force", action="store_true", help="rerun even if a complete record exists")
+    run.add_argument("--strict", action="store_true", help=STRICT_HELP)
     run.set_defaults(func=_cmd_run)
 
     demo = sub.add_parser("demo", parents=[common], help="quick run of every dataset family (synthetic stand-ins when data is missing)")
     demo.add_argument("--out", default="runs/demo")
     demo.add_argument("--device", choices=["cpu", "cuda", "auto"], default="cpu")
+    demo.add_argument("--strict", action="store_true", help=STRICT_HELP)
     demo.set_defaults(func=_cmd_demo)
 
     data = sub.add_parser("data", parents=[common], help="dataset information and download")
     data_sub = data.add_subparsers(dest="data_command", required=True)
     info = data_sub.add_parser("info", parents=[common], help="where each dataset was found, files, sizes, checksums, samples")
     info.add_argument("--json", action="store_true")
+    info.add_argument("--strict", action="store_true", help="exit 2 when a file's SHA-256 differs from the known one")
     info.set_defaults(func=_cmd_data_info)
     fetch = data_sub.add_parser("fetch", parents=[common], help="download a dataset from its public source")
     fetch.add_argument("name", choices=["cifar10", "femnist", "nsl_kdd", "n_baiot"])
@@ -127,8 +151,84 @@ def build_parser() -> argparse.ArgumentParser:
     repro.add_argument("--mode", default=None, help="fairness: faithful|corrected; trust: prototype|paper")
     repro.add_argument("--device", choices=["cpu", "cuda", "auto"], default="cpu")
     repro.add_argument("--out", default=None, help="folder for run folders and executed notebooks")
+    repro.add_argument("--strict", action="store_true", help=STRICT_HELP)
     repro.set_defaults(func=_cmd_repro)
     return parser
+
+
+EXIT_OK, EXIT_FAILURES, EXIT_USAGE, EXIT_FILESYSTEM, EXIT_RUN_FOLDER, EXIT_INTERNAL, EXIT_INTERRUPTED = 0, 1, 2, 3, 4, 70, 130
+EXIT_CODES_HELP = (
+    "exit codes: 0 success, 1 some batch conditions failed, 2 usage/config/data error, "
+    "3 filesystem error (permission, full disk, --out under a file), 4 run folder in use or corrupt, "
+    "70 internal error, 130 interrupted (rerun the same command to resume); -v shows tracebacks"
+)
+STRICT_HELP = "a data file whose SHA-256 differs from the known one is an error, not a warning (sets FLTRUST_STRICT=1)"
+
+
+def _from_fltrust(exc: BaseException) -> bool:
+    """True when ``exc``'s class is defined in fltrust or fltrust code raised it (a deliberate message)."""
+    if type(exc).__module__.split(".")[0] == "fltrust":
+        return True
+    tb = exc.__traceback__
+    while tb is not None and tb.tb_next is not None:
+        tb = tb.tb_next
+    return tb is not None and tb.tb_frame.f_code.co_filename.startswith(str(Path(__file__).resolve().parent) + os.sep)
+
+
+def _non_directory_parent(path: str | None) -> str | None:
+    """The first existing ancestor (or the path itself) of ``path`` that is not a directory."""
+    if not path:
+        return None
+    for candidate in [Path(path), *Path(path).parents]:
+        if candidate.exists() or candidate.is_symlink():
+            return None if candidate.is_dir() else str(candidate)
+    return None
+
+
+def describe_error(exc: BaseException, args: argparse.Namespace | None = None) -> tuple[int, str]:
+    """Exit code and the one-line message of a failure: THE place that maps errors to messages."""
+    from fltrust.config import ConfigError
+    from fltrust.data.base import DatasetError
+
+    out = getattr(args, "out", None)
+    if isinstance(exc, KeyboardInterrupt) or type(exc).__name__ == "RunInterrupted":
+        round_ = getattr(exc, "round", None)
+        after = f" after round {round_}" if isinstance(round_, int) else ""
+        return EXIT_INTERRUPTED, f"interrupted{after}; rerun the same command to resume"
+    code = getattr(exc, "exit_code", None)
+    if isinstance(code, int) and not isinstance(code, bool) and not isinstance(exc, SystemExit):
+        return code, f"error: {exc}"
+    if isinstance(exc, ConfigError):
+        return EXIT_USAGE, f"config error: {exc}"
+    if isinstance(exc, DatasetError):
+        return EXIT_USAGE, f"data error: {exc}"
+    if type(exc).__name__ == "RunFolderError":
+        return EXIT_RUN_FOLDER, f"error: {exc}"
+    if isinstance(exc, OSError):
+        name = exc.filename or out
+        where = f" {name}" if name else ""
+        if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+            return EXIT_FILESYSTEM, (f"error: no space left on device while writing{where}; "
+                                     "free some space or pass --out a folder on another disk")
+        if isinstance(exc, PermissionError) or exc.errno == errno.EROFS:
+            why = "read-only file system" if exc.errno == errno.EROFS else "permission denied"
+            return EXIT_FILESYSTEM, (f"error: cannot write{where}: {why}; pass --out a writable folder "
+                                     "or fix the folder's permissions")
+        if isinstance(exc, (NotADirectoryError, FileExistsError)) or exc.errno in (errno.ENOTDIR, errno.EEXIST):
+            blocker = _non_directory_parent(exc.filename) or _non_directory_parent(out) or name
+            return EXIT_FILESYSTEM, (f"error: cannot create the folder{where}: {blocker} is a regular file, "
+                                     "not a folder; pass --out a folder path")
+        if isinstance(exc, FileNotFoundError):
+            return EXIT_USAGE, f"error:{where}: no such file or folder" + (f" ({exc})" if _from_fltrust(exc) else "")
+        return EXIT_FILESYSTEM, f"error:{where}: {exc.strerror or exc}"
+    if isinstance(exc, (ValueError, RuntimeError, KeyError, LookupError)) and _from_fltrust(exc):
+        return EXIT_USAGE, f"error: {exc.args[0] if isinstance(exc, KeyError) and exc.args else exc}"
+    return EXIT_INTERNAL, f"internal error: {type(exc).__name__}: {exc} (run with -v for the traceback)"
+
+
+def _one_line_warnings(message, category, filename, lineno, file=None, line=None) -> None:
+    """``warnings.showwarning`` for the CLI: ``fltrust: warning: <message>`` on one line."""
+    print(f"fltrust: warning: {message}", file=sys.stderr if file is None else file)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -136,17 +236,34 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     args.data_dir = getattr(args, "data_dir", None)
     args.verbose = getattr(args, "verbose", False)
+    args.strict = getattr(args, "strict", False)
     level = logging.INFO if args.verbose else logging.WARNING
     logging.basicConfig(level=level, format="%(levelname)s %(message)s")
     for handler in logging.getLogger().handlers:
         handler.setLevel(level)  # a run raises the fltrust logger to INFO for its log file only
     if args.data_dir:
         os.environ["FLTRUST_DATA"] = str(Path(args.data_dir).resolve())
+    previous_strict = os.environ.get("FLTRUST_STRICT")
+    if args.strict:
+        os.environ["FLTRUST_STRICT"] = "1"  # read by fltrust.data.registry, inherited by notebook kernels
+    previous_showwarning = warnings.showwarning
+    if not args.verbose:
+        warnings.showwarning = _one_line_warnings
     try:
         return int(args.func(args) or 0)
-    except (ConfigError, FileNotFoundError, ValueError, RuntimeError) as exc:
-        print(f"fltrust: error: {exc}", file=sys.stderr)
-        return 2
+    except (Exception, KeyboardInterrupt) as exc:  # noqa: BLE001 - every failure becomes one line
+        code, message = describe_error(exc, args)
+        if args.verbose:
+            traceback.print_exc()
+        print(f"fltrust: {message}", file=sys.stderr)
+        return code
+    finally:
+        warnings.showwarning = previous_showwarning
+        if args.strict:
+            if previous_strict is None:
+                os.environ.pop("FLTRUST_STRICT", None)
+            else:
+                os.environ["FLTRUST_STRICT"] = previous_strict
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -24,10 +24,9 @@ def demo_config_path(family: str) -> Path:
 
 def run_demo(out_dir: Path, data_dir: str | None = None, device: str = "cpu", papers: bool = True) -> int:
     """Run the demo; returns a process exit code (non-zero if any part failed)."""
-    from fltrust.cli import _print_run
-    from fltrust.fl.engine import run_experiment
+    from fltrust.experiment import run_experiment
 
-    failures = []
+    failures, synthetic = [], []
     for family in FAMILIES:
         overrides = {"data.root": data_dir} if data_dir else {}
         cfg = load_config(demo_config_path(family), overrides)
@@ -40,16 +39,24 @@ def run_demo(out_dir: Path, data_dir: str | None = None, device: str = "cpu", pa
             failures.append(family)
             continue
         if record.summary.get("synthetic"):
-            reason = record.dataset.get("dataset", {}).get("source", {}).get("fallback_reason", "")
-            print(f"  NOTE: real {family} files not found under the data root; used the synthetic stand-in. {reason}")
-        _print_run(record)
+            synthetic.append(family)
+            print(f"  NOTE: real {family} files not found under the data root; used the SYNTHETIC stand-in")
+        print(record.describe())
         print(f"  took {time.perf_counter() - start:.1f} s")
     if papers:
         failures += _run_paper_quick(out_dir, device, data_dir)
+    print()
+    if synthetic:
+        print("SYNTHETIC stand-ins were used for: " + ", ".join(synthetic) + ". Their numbers say nothing about "
+              "the papers. To use the real data:")
+        for family in synthetic:
+            print(f"  python -m fltrust data fetch {family}")
+    else:
+        print("every dataset family ran on its real data")
     if failures:
-        print(f"\nfailed: {failures}")
+        print(f"failed: {failures}")
         return 1
-    print("\ndemo complete")
+    print("demo complete")
     return 0
 
 

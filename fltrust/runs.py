@@ -147,6 +147,38 @@ class RunRecord:
     def run_id(self) -> str:
         return self.path.name
 
+    @property
+    def status(self) -> str | None:
+        """``complete``, ``diverged``, or None for an unfinished run."""
+        return self.summary.get("status")
+
+    def describe(self) -> str:
+        """A few human-readable lines about the run; missing values print as ``n/a``."""
+        s = self.summary
+
+        def num(key: str, fmt: str) -> str:
+            value = s.get(key)
+            return format(value, fmt) if isinstance(value, (int, float)) else "n/a"
+
+        tag = " [SYNTHETIC DATA]" if s.get("synthetic") else ""
+        lines = [f"run {self.run_id}{tag}"]
+        if self.status == "diverged":
+            lines.append(f"  DIVERGED at round {s.get('diverged_round')}: {s.get('reason')}; no metrics were "
+                         "computed from the broken model")
+        lines.append(f"  rounds: {max(0, len(self.rounds) - 1)}   wall time: {num('wall_time_s', '.1f')} s "
+                     f"({num('seconds_per_round', '.2f')} s/round on {s.get('device', 'n/a')}, "
+                     f"engine {s.get('engine', 'inprocess')})")
+        lines.append(f"  final aux accuracy: {num('final_aux_accuracy', '.4f')}   aux loss: {num('final_aux_loss', '.4f')}")
+        if s.get("epsilon") is not None:
+            lines.append(f"  epsilon spent: {num('epsilon', '.3f')}")
+        for name, values in (s.get("observers") or {}).items():
+            short = {k: v for k, v in (values or {}).items() if isinstance(v, (int, float)) or v is None}
+            if short:
+                lines.append(f"  {name}: " + ", ".join(
+                    f"{k}={v:.4f}" if isinstance(v, (int, float)) else f"{k}=n/a" for k, v in short.items()))
+        lines.append(f"  record: {self.path}")
+        return "\n".join(lines)
+
     def observation_series(self, observer: str, key: str) -> list[Any]:
         """``[round_record.observations[observer][key] for rounds ≥ 1]`` (None where absent)."""
         return [r.observations.get(observer, {}).get(key) for r in self.rounds if r.round >= 1]

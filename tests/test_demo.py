@@ -28,5 +28,10 @@ def test_demo_without_data_uses_synthetic_stand_ins(tmp_path, capsys, monkeypatc
     assert code == 0
     for family in FAMILIES:
         assert f"== {family} ==" in out
-    assert out.count("used the synthetic stand-in") == len(FAMILIES)
+    assert out.count("used the SYNTHETIC stand-in") == len(FAMILIES)
     assert out.count("[SYNTHETIC DATA]") == len(FAMILIES)
+    # the closing summary names the command that fetches each missing dataset
+    for family in FAMILIES:
+        assert f"python -m fltrust data fetch {family}" in out
+    # real and synthetic results can never share a folder: the stand-in is in the run id
+    assert all("-synthetic-" in p.name for p in tmp_path.iterdir() if p.is_dir() and p.name.startswith("demo-"))

@@ -25,6 +25,7 @@ import time
 import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
 REPO = Path(__file__).resolve().parents[2]
@@ -72,34 +73,63 @@ class NotebookJob:
     parameters: dict[str, Any] = field(default_factory=dict)
     result_path: Path | None = None
     quick: bool = False
+    expected_run_ids: list[str] | None = None
 
     def is_complete(self) -> bool:
-        """True when the result file exists, is complete and has the same quick flag."""
+        """True when the result file exists, is complete, has the same quick flag, was made from
+        exactly the runs this job asks for (repeats and resolved configs, via their run ids), and
+        is not a synthetic stand-in (those are redone cheaply, so real data is used once present)."""
+        return self.stale_reason() is None
+
+    def stale_reason(self) -> str | None:
+        """Why the result file cannot be reused (None when it can)."""
         if self.result_path is None or not self.result_path.is_file():
-            return False
+            return "no result yet"
         try:
             data = json.loads(self.result_path.read_text())
         except json.JSONDecodeError:
-            return False
-        return bool(data.get("complete")) and bool(data.get("quick")) == self.quick
+            return f"{self.result_path} is not valid JSON"
+        if not data.get("complete"):
+            return "the result is incomplete"
+        if bool(data.get("quick")) != self.quick:
+            return "the result was made in the other (quick/full) mode"
+        if data.get("synthetic"):
+            return "the result was made on a synthetic stand-in"
+        if self.expected_run_ids is not None:
+            stored = data.get("run_ids") or ([data["run_id"]] if data.get("run_id") else [])
+            if sorted(stored) != sorted(self.expected_run_ids):
+                return (f"the result holds runs {sorted(stored)}, the job asks for {sorted(self.expected_run_ids)} "
+                        "(other repeats or config)")
+        return None
 
 
 def execute_notebook(notebook: Path, output: Path, parameters: dict[str, Any]) -> None:
-    """Execute ``notebook`` with papermill into ``output`` (working directory = the repo)."""
+    """Execute ``notebook`` with papermill into ``output`` (working directory = the repo).
+
+    The kernel does not inherit ``MPLBACKEND`` (e.g. ``Agg`` set for a test process): ipykernel then
+    selects the inline backend, so the executed notebook stores its figures as image/png outputs.
+    """
+    import os
+
     import papermill
 
     output.parent.mkdir(parents=True, exist_ok=True)
-    papermill.execute_notebook(
-        str(notebook),
-        str(output),
-        parameters=parameters,
-        kernel_name="python3",
-        cwd=str(REPO),
-        progress_bar=False,
-        log_output=False,
-        # keep the kernel's own start-up warnings (e.g. about its local TCP transport) out of the batch log
-        extra_arguments=["--IPKernelApp.log_level=ERROR"],
-    )
+    backend = os.environ.pop("MPLBACKEND", None)  # the kernel process copies os.environ at launch
+    try:
+        papermill.execute_notebook(
+            str(notebook),
+            str(output),
+            parameters=parameters,
+            kernel_name="python3",
+            cwd=str(REPO),
+            progress_bar=False,
+            log_output=False,
+            # keep the kernel's own start-up warnings (e.g. about its local TCP transport) out of the batch log
+            extra_arguments=["--IPKernelApp.log_level=ERROR"],
+        )
+    finally:
+        if backend is not None:
+            os.environ["MPLBACKEND"] = backend
 
 
 def run_jobs(jobs: list[NotebookJob], *, title: str) -> list[str]:
@@ -113,6 +143,7 @@ def run_jobs(jobs: list[NotebookJob], *, title: str) -> list[str]:
         bar.set_postfix_str(job.name)
         if job.is_complete():
             skipped += 1
+            tqdm.write(f"skipped {job.name}: complete in {job.result_path}")
             continue
         start = time.perf_counter()
         try:
@@ -173,8 +204,13 @@ def _paper_batch(
     out_dir: str | Path | None,
     data_dir: str | None,
     suffix: str = "",
+    expected_run_ids: Callable[[str], list[str]] | None = None,
 ) -> list[str]:
-    """One notebook job per name (``{item_key: name, **item_parameters}``), then the summary notebook."""
+    """One notebook job per name (``{item_key: name, **item_parameters}``), then the summary notebook.
+
+    ``expected_run_ids(name)`` lists the run ids a complete result of ``name`` must hold; a result
+    made from other repeats or another resolved config is redone.
+    """
     folders = _folders(paper, quick, out_dir)
     jobs = []
     for name in names:
@@ -189,7 +225,8 @@ def _paper_batch(
             "data_dir": data_dir,
         }
         jobs.append(NotebookJob(name, NOTEBOOKS / notebook_folder / item_notebook,
-                                folders["notebooks"] / f"{name}{suffix}.ipynb", parameters, result, quick))
+                                folders["notebooks"] / f"{name}{suffix}.ipynb", parameters, result, quick,
+                                expected_run_ids(name) if expected_run_ids else None))
     title = _figure_folder(paper)
     failures = run_jobs(jobs, title=f"{title} {item_key}s")
     summary = NotebookJob(
@@ -219,26 +256,30 @@ def run_fairness_batch(
     data_dir: str | None = None,
 ) -> list[str]:
     """Execute ``notebooks/fairness/condition.ipynb`` per selected condition, then the summary."""
+    from fltrust.repro.fairness import condition_configs
     from fltrust.repro.fairness_conditions import all_conditions, condition_name
 
     mode = mode or "faithful"
     if mode not in ("faithful", "corrected"):
         raise ValueError(f"--mode {mode!r} is not a fairness mode; choose faithful or corrected")
+    repeats = repeats if repeats is not None else (1 if quick else 3)
+
+    def run_ids(name: str) -> list[str]:
+        configs = condition_configs(name, repeats=repeats, mode=mode, quick=quick, device=device, data_dir=data_dir)
+        return [cfg.run_id() for cfg in configs]
+
     return _paper_batch(
         paper="fairness_analytics",
         notebook_folder="fairness",
         item_notebook="condition.ipynb",
         item_key="condition",
         names=_select([condition_name(*c) for c in all_conditions()], conditions),
-        item_parameters={
-            "repeats": repeats if repeats is not None else (1 if quick else 3),
-            "mode": mode,
-            "device": device,
-        },
+        item_parameters={"repeats": repeats, "mode": mode, "device": device},
         quick=quick,
         out_dir=out_dir,
         data_dir=data_dir,
         suffix="" if mode == "faithful" else f"-{mode}",
+        expected_run_ids=run_ids,
     )
 
 
@@ -252,7 +293,7 @@ def run_trust_batch(
     data_dir: str | None = None,
 ) -> list[str]:
     """Execute ``notebooks/federatedtrust/experiment.ipynb`` per experiment, then the summary."""
-    from fltrust.repro.trust_experiments import EXPERIMENTS
+    from fltrust.repro.trust_experiments import EXPERIMENTS, experiment_config
 
     if mode is not None and mode not in ("prototype", "paper", "fixed"):
         raise ValueError(f"--mode {mode!r} is not a trust mode; choose prototype, paper or fixed")
@@ -266,4 +307,5 @@ def run_trust_batch(
         quick=quick,
         out_dir=out_dir,
         data_dir=data_dir,
+        expected_run_ids=lambda name: [experiment_config(name, quick=quick, device=device, data_dir=data_dir).run_id()],
     )

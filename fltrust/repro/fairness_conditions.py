@@ -176,8 +176,10 @@ QUICK_OVERRIDES: dict[str, Any] = {
     "strategy.ditto_epochs": 1,
     "data.max_train_samples": 3000,
     "data.max_test_samples": 600,
+    "data.allow_synthetic_fallback": True,
 }
-"""Applied by ``--quick``: a CPU-minute smoke version of a condition (not comparable with the paper)."""
+"""Applied by ``--quick``: a CPU-minute smoke version of a condition (not comparable with the paper).
+Where the real data is missing, the quick version runs on the labelled synthetic stand-in."""
 
 
 def quick_overrides(dataset_key: str) -> dict[str, Any]:

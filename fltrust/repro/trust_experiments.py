@@ -263,9 +263,11 @@ QUICK_OVERRIDES: dict[str, Any] = {
     "metrics.trust.clever_batch_size": 2,
     "metrics.trust.shap_background": 4,
     "metrics.trust.shap_samples": 1,
+    "data.allow_synthetic_fallback": True,
 }
 """Applied by ``quick=True`` on top of the full-scale config: a CPU-minute smoke run (2 rounds,
-smaller CLEVER and SHAP samples). Not comparable with the paper."""
+smaller CLEVER and SHAP samples; the labelled synthetic stand-in where the real data is missing).
+Not comparable with the paper."""
 
 
 def _experiment(name: str) -> TrustExperiment:
