@@ -1,4 +1,4 @@
-"""Command line: ``fltrust run | demo | data info | data fetch | repro fairness | repro trust``.
+"""Command line: ``fltrust run | demo | data info | data fetch | repro fairness | repro trust | report``.
 
 Examples
 --------
@@ -106,7 +106,29 @@ def _cmd_repro(args: argparse.Namespace) -> int:
         failures = run_fairness_batch(conditions=args.conditions, repeats=args.repeats, mode=args.mode, **common)
     else:
         failures = run_trust_batch(experiments=args.conditions, mode=args.mode, **common)
+    from fltrust.repro.html_report import write_report
+
+    print(f"report: {write_report(args.paper, quick=args.quick, batch_dir=args.out)}")
     return 1 if failures else 0
+
+
+def _cmd_report(args: argparse.Namespace) -> int:
+    from fltrust.repro.html_report import write_reports
+
+    for path in write_reports(args.paper, args.out, quick=args.quick, batch_dir=args.batch_dir,
+                              compact_figures=not args.original_figures):
+        print(f"wrote {path}")
+    return 0
+
+
+def _cmd_audit(args: argparse.Namespace) -> int:
+    from fltrust.runs import audit_run
+
+    result = audit_run(args.run)
+    for line in result.lines:
+        print(f"{args.run}: {line}")
+    print(f"{args.run}: {'OK' if result.ok else 'FAILED'}")
+    return 0 if result.ok else 1
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -122,14 +144,16 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("config", help="experiment YAML")
     run.add_argument("--set", action="append", metavar="KEY=VALUE", help="override, e.g. training.rounds=3")
     run.add_argument("--out", default=None, help="folder for run folders (default: run.out_dir)")
-    run.add_argument("--device", choices=["cpu", "cuda", "auto"], default=None)
+    run.add_argument("--device", choices=["cpu", "cuda", "auto"], default=None,
+                     help="overrides run.device (default auto: CUDA when available, else CPU)")
     run.add_argument("--force", action="store_true", help="rerun even if a complete record exists")
     run.add_argument("--strict", action="store_true", help=STRICT_HELP)
     run.set_defaults(func=_cmd_run)
 
     demo = sub.add_parser("demo", parents=[common], help="quick run of every dataset family (synthetic stand-ins when data is missing)")
     demo.add_argument("--out", default="runs/demo")
-    demo.add_argument("--device", choices=["cpu", "cuda", "auto"], default="cpu")
+    demo.add_argument("--device", choices=["cpu", "cuda", "auto"], default="auto",
+                      help="auto (default): CUDA when available, else CPU")
     demo.add_argument("--strict", action="store_true", help=STRICT_HELP)
     demo.set_defaults(func=_cmd_demo)
 
@@ -149,10 +173,28 @@ def build_parser() -> argparse.ArgumentParser:
     repro.add_argument("--conditions", default="*", help="glob over condition/experiment names")
     repro.add_argument("--repeats", type=int, default=None, help="repeats per condition (fairness)")
     repro.add_argument("--mode", default=None, help="fairness: faithful|corrected; trust: prototype|paper")
-    repro.add_argument("--device", choices=["cpu", "cuda", "auto"], default="cpu")
+    repro.add_argument("--device", choices=["cpu", "cuda", "auto"], default="auto",
+                       help="auto (default): CUDA when available, else CPU")
     repro.add_argument("--out", default=None, help="folder for run folders and executed notebooks")
     repro.add_argument("--strict", action="store_true", help=STRICT_HELP)
     repro.set_defaults(func=_cmd_repro)
+
+    report = sub.add_parser("report", parents=[common],
+                            help="one self-contained HTML page per paper (tables, figures, deviations; works offline)")
+    report.add_argument("paper", nargs="?", choices=["fairness", "trust", "all"], default="all")
+    report.add_argument("--quick", action="store_true", help="report on the quick batch (runs/repro/<paper>-quick/)")
+    report.add_argument("--from", dest="batch_dir", default=None, metavar="DIR",
+                        help="report on a batch folder (the --out of `fltrust repro`)")
+    report.add_argument("--out", default=None,
+                        help="HTML file (default: papers_repro/<paper>/report.html); with 'all', a folder")
+    report.add_argument("--original-figures", action="store_true",
+                        help="embed the PNG files as they are (default: 256-colour re-encoding when smaller)")
+    report.set_defaults(func=_cmd_report)
+
+    audit = sub.add_parser("audit", parents=[common],
+                           help="verify a run folder's per-round model hash chain and its final model")
+    audit.add_argument("run", help="a run folder (<out>/<run id>)")
+    audit.set_defaults(func=_cmd_audit)
     return parser
 
 

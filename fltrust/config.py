@@ -93,8 +93,11 @@ class DataConfig:
         NSL-KDD default: ``KDDTrain+.txt`` / ``KDDTest+.txt``; the fairness paper used the union
         with ``KDDTrain+_20Percent.txt`` / ``KDDTest-21.txt``.
     onehot_order : str
-        NSL-KDD categorical columns: ``"global"`` (one fixed order, the correct default) or
-        ``"per_partition"`` (the fairness authors' bug, fairness spec 6.7).
+        NSL-KDD categorical columns: ``"global"`` (one fixed order, the correct default),
+        ``"per_split"`` (what the fairness authors ran: each client's train split, each client's
+        validation split and the auxiliary set one-hot encoded on its own, fairness spec 6.7) or
+        ``"per_partition"`` (a client's train and validation rows encoded together; an earlier
+        reading of the authors' code, kept for comparison).
     scaling : str
         NSL-KDD continuous columns: ``"fit_train"`` (min-max fitted on the training data, the
         default) or ``"fixed"`` (the fairness authors' fixed maxima table, fairness spec 6.7).
@@ -122,7 +125,7 @@ class DataConfig:
 
     def __post_init__(self) -> None:
         _choice("data", "name", self.name, DATASETS)
-        _choice("data", "onehot_order", self.onehot_order, ("global", "per_partition"))
+        _choice("data", "onehot_order", self.onehot_order, ("global", "per_split", "per_partition"))
         _choice("data", "scaling", self.scaling, ("fit_train", "fixed"))
         _positive("data", "synthetic_samples", self.synthetic_samples)
         _positive("data", "max_train_samples", self.max_train_samples)

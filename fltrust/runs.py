@@ -28,6 +28,7 @@ files.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import logging
 import os
@@ -235,6 +236,21 @@ def check_finite(record: RoundRecord) -> None:
         raise RunDiverged(record.round, f"client(s) {bad} reached a non-finite training loss")
 
 
+def params_hash(params: Params) -> str:
+    """SHA-256 of a model's parameters (dtype, shape and bytes of every array, in order)."""
+    digest = hashlib.sha256()
+    for array in params:
+        array = np.ascontiguousarray(array)
+        digest.update(f"{array.dtype.str}{array.shape}".encode())
+        digest.update(array.tobytes())
+    return digest.hexdigest()
+
+
+def chain_hash(previous: str, model_hash: str) -> str:
+    """One link of the run's hash chain: ``sha256(previous chain hash + model hash)``."""
+    return hashlib.sha256((previous + model_hash).encode()).hexdigest()
+
+
 def strip(record: RoundRecord) -> RoundRecord:
     """Copy of a record without model parameters (what is kept in memory and on disk)."""
     return RoundRecord(record.round, record.client_ids, record.client_metrics, record.client_confusion,
@@ -269,9 +285,19 @@ class RunRecorder:
         atomic_write_json(self.folder.dataset, dataset)
 
     def record_round(self, record: RoundRecord) -> RoundRecord:
-        """Check, observe and persist one round; returns the stored (parameter-free) record."""
+        """Check, observe and persist one round; returns the stored (parameter-free) record.
+
+        Every round's global model is hashed into a chain (``server_metrics["model_hash"]`` and
+        ``["chain_hash"]``): :func:`audit_run` later checks that the chain is unbroken and that
+        ``final_model.pt`` is the model of the last round.
+        """
         if record.round > 0:
             check_finite(record)
+        if record.global_params_after is not None:
+            previous = self.records[-1].server_metrics.get("chain_hash", "") if self.records else ""
+            model_hash = params_hash(record.global_params_after)
+            record.server_metrics["model_hash"] = model_hash
+            record.server_metrics["chain_hash"] = chain_hash(previous, model_hash)
         self.observers.round_end(record)
         stored = strip(record)
         self.records.append(stored)
@@ -290,6 +316,7 @@ class RunRecorder:
         observed = self.observers.run_end(summary)
         atomic_write_json(self.folder.summary, {"status": "complete", "run_id": self.info.run_id,
                                                 "wall_time_s": wall_time_s, **fields, "system": system,
+                                                "model_hash_chain": self.records[-1].server_metrics.get("chain_hash"),
                                                 "observers": observed})
         self.folder.checkpoint.unlink(missing_ok=True)
 
@@ -331,6 +358,62 @@ def load_run(path: str | Path) -> RunRecord:
     except yaml.YAMLError as exc:
         raise RunFolderError(f"{folder.config} is corrupt; delete {folder.path} and rerun") from exc
     return RunRecord(folder.path, config, rounds, summary, dataset)
+
+
+@dataclass
+class AuditResult:
+    """Outcome of :func:`audit_run`: ``ok`` and one line per check."""
+
+    ok: bool
+    lines: list[str]
+
+
+def audit_run(path: str | Path) -> AuditResult:
+    """Recompute a run's model hash chain and check it against the record and the final model.
+
+    Checks: every round carries ``model_hash`` and ``chain_hash``; each ``chain_hash`` equals
+    ``sha256(previous chain_hash + model_hash)`` (round 0 starts from the empty string); the
+    summary's ``model_hash_chain`` is the last link; and the SHA-256 of ``final_model.pt``'s
+    parameters equals the last round's ``model_hash``. A record edited after the run (a round
+    removed, reordered or altered, another final model) fails.
+    """
+    record = load_run(path)
+    lines, ok = [], True
+    previous = ""
+    for r in record.rounds:
+        model_hash, chained = r.server_metrics.get("model_hash"), r.server_metrics.get("chain_hash")
+        if model_hash is None or chained is None:
+            lines.append(f"round {r.round}: no model hash recorded (run made before hash chains, or diverged)")
+            ok = False
+            break
+        expected = chain_hash(previous, model_hash)
+        if expected != chained:
+            lines.append(f"round {r.round}: chain broken (recorded {chained[:12]}, recomputed {expected[:12]})")
+            ok = False
+            break
+        previous = chained
+    else:
+        lines.append(f"chain of {len(record.rounds)} rounds verified, head {previous[:16]}")
+    head = record.summary.get("model_hash_chain")
+    if ok and head != previous:
+        lines.append(f"summary.json model_hash_chain {str(head)[:16]} does not match the chain head")
+        ok = False
+    final = RunFolder(record.path).final_model
+    if ok:
+        if not final.is_file():
+            lines.append(f"{final} is missing")
+            ok = False
+        else:
+            import torch
+
+            state = torch.load(final, map_location="cpu", weights_only=True)
+            final_hash = params_hash([v.numpy() for v in state.values()])
+            if final_hash != record.rounds[-1].server_metrics["model_hash"]:
+                lines.append(f"{final.name} (sha256 {final_hash[:16]}) is not the last round's model")
+                ok = False
+            else:
+                lines.append(f"{final.name} is the last round's model (sha256 {final_hash[:16]})")
+    return AuditResult(ok, lines)
 
 
 def _read_json(path: Path) -> dict[str, Any]:

@@ -47,3 +47,30 @@ def test_incomplete_summary_is_not_complete(tmp_path):
     assert not folder.is_complete()
     atomic_write_json(folder.summary, {"status": "complete"})
     assert folder.is_complete()
+
+
+def test_audit_verifies_the_hash_chain_and_detects_tampering(tmp_path):
+    from fltrust.cli import main
+    from fltrust.config import ExperimentConfig
+    from fltrust.experiment import run_experiment
+    from fltrust.runs import audit_run, chain_hash, params_hash
+
+    cfg = ExperimentConfig.from_dict({
+        "data": {"name": "synthetic_nsl_kdd", "synthetic_samples": 300},
+        "partition": {"num_clients": 4, "aux_max_samples": 60}, "strategy": {"clients_per_round": 2},
+        "training": {"rounds": 3}, "run": {"name": "audit", "progress": False, "device": "cpu"}})
+    record = run_experiment(cfg, out_dir=tmp_path)
+    links = [r.server_metrics["chain_hash"] for r in record.rounds]
+    assert len(set(links)) == 4 and record.summary["model_hash_chain"] == links[-1]
+    # the chain by hand: round k links the previous head with the model's hash
+    assert links[1] == chain_hash(links[0], record.rounds[1].server_metrics["model_hash"])
+    assert params_hash([np.zeros(2, np.float32)]) != params_hash([np.zeros(2, np.float64)])
+    assert audit_run(record.path).ok
+    assert main(["audit", str(record.path)]) == 0
+
+    # drop round 2 from the record: the chain no longer links
+    lines = (record.path / "rounds.jsonl").read_text().splitlines()
+    (record.path / "rounds.jsonl").write_text("\n".join(lines[:2] + lines[3:]) + "\n")
+    result = audit_run(record.path)
+    assert not result.ok and "chain broken" in result.lines[0]
+    assert main(["audit", str(record.path)]) == 1

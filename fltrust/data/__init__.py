@@ -27,6 +27,7 @@ from fltrust.data.n_baiot import load_n_baiot
 from fltrust.data.nsl_kdd import load_nsl_kdd, per_partition_column_order
 from fltrust.data.registry import (
     SPECS,
+    DataIntegrityWarning,
     SyntheticFallbackWarning,
     data_root,
     dataset_info,
@@ -36,6 +37,7 @@ from fltrust.data.synthetic import GENERATORS
 
 __all__ = [
     "ArraySplit",
+    "DataIntegrityWarning",
     "DatasetBundle",
     "DatasetError",
     "DatasetNotFoundError",

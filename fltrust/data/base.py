@@ -30,6 +30,14 @@ class DatasetError(ValueError):
     """
 
 
+def unreadable(path: Any, reason: str, dataset: str) -> DatasetError:
+    """The error for a file that is empty, truncated or corrupt: names it, the reason and the fix."""
+    return DatasetError(
+        f"{path}: {reason}; the file is empty, truncated or corrupt: re-fetch it "
+        f"(`fltrust data fetch {dataset}` says from where)"
+    )
+
+
 @dataclass(frozen=True)
 class ArraySplit:
     """One split (train or test) of a dataset as plain numpy arrays."""

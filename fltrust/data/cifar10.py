@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from fltrust.data.base import ArraySplit, DatasetBundle, DatasetError
+from fltrust.data.base import ArraySplit, DatasetBundle, DatasetError, unreadable
 from fltrust.data.cache import DatasetNotFoundError, cached_arrays, file_record, require_files
 
 CLASS_NAMES = ["airplane", "automobile", "bird", "cat", "deer", "dog", "frog", "horse", "ship", "truck"]
@@ -61,8 +61,8 @@ def _parse_batches(paths: list[Path]) -> tuple[dict[str, np.ndarray], dict[str, 
         try:
             with open(path, "rb") as handle:
                 batch = pickle.load(handle, encoding="bytes")
-        except (OSError, pickle.UnpicklingError, EOFError, ValueError) as exc:
-            raise DatasetError(f"{path.name}: not a CIFAR-10 python batch ({exc})") from exc
+        except Exception as exc:  # noqa: BLE001 - EOFError, UnpicklingError, ... : any failure is a bad file
+            raise unreadable(path, f"not a CIFAR-10 python batch ({type(exc).__name__}: {exc})", "cifar10") from exc
         if not isinstance(batch, dict) or b"data" not in batch or b"labels" not in batch:
             raise DatasetError(f"{path.name}: expected a pickled dict with keys b'data' and b'labels'")
         data = np.asarray(batch[b"data"])
@@ -112,8 +112,9 @@ def _parse_npz(path: Path) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
     try:
         with np.load(path, allow_pickle=False) as data:
             arrays = {name: data[name] for name in data.files}
-    except (OSError, ValueError) as exc:
-        raise DatasetError(f"{path.name}: not a readable npz without pickles ({exc})") from exc
+    except Exception as exc:  # noqa: BLE001 - EOFError (empty), BadZipFile (truncated), zlib.error, ...
+        reason = f"not a readable npz without pickles ({type(exc).__name__}: {exc or 'no data'})"
+        raise unreadable(path, reason, "cifar10") from exc
     for name in NPZ_REQUIRED:
         if name not in arrays:
             raise DatasetError(

@@ -30,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from fltrust.data.base import ArraySplit, DatasetBundle, DatasetError
+from fltrust.data.base import ArraySplit, DatasetBundle, DatasetError, unreadable
 from fltrust.data.cache import DatasetNotFoundError, cached_arrays, file_record, require_files
 
 CLASS_NAMES = list(string.digits + string.ascii_uppercase + string.ascii_lowercase)
@@ -70,7 +70,7 @@ def _parse_shards(paths: list[Path]) -> tuple[dict[str, np.ndarray], dict[str, A
             with open(path, encoding="utf-8") as handle:
                 shard = json.load(handle)
         except (OSError, ValueError) as exc:
-            raise DatasetError(f"{path.name}: not readable LEAF JSON ({exc})") from exc
+            raise unreadable(path, f"not readable LEAF JSON ({exc})", "femnist") from exc
         if not isinstance(shard, dict) or not {"users", "user_data"} <= set(shard):
             raise DatasetError(
                 f"{path.name}: expected a LEAF object with keys 'users', 'num_samples', 'user_data'"

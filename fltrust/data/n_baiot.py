@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from fltrust.data.base import ArraySplit, DatasetBundle, DatasetError
+from fltrust.data.base import ArraySplit, DatasetBundle, DatasetError, unreadable
 from fltrust.data.cache import DatasetNotFoundError, cached_arrays, file_record
 
 DEVICES = (
@@ -129,7 +129,7 @@ def _parse_csv(path: Path) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
     try:
         header = tuple(str(c).strip() for c in pd.read_csv(path, nrows=0).columns)
     except (OSError, ValueError) as exc:
-        raise DatasetError(f"{path.name}: cannot read as CSV ({exc})") from exc
+        raise unreadable(path, f"cannot read as CSV ({exc})", "n_baiot") from exc
     if header != FEATURE_NAMES:
         raise DatasetError(
             f"{path.name}: expected the {NUM_FEATURES}-column N-BaIoT header "

@@ -41,10 +41,14 @@ The authors' column-order bug
 The fairness authors one-hot encoded every partition separately with ``pandas.get_dummies``, so
 the dummy columns of a partition are the categories present in it, sorted, followed by the absent
 ones appended as all-zero columns; feature positions therefore differ between clients and the
-server's auxiliary set (fairness spec 6.7 and 9, item 7). :func:`per_partition_column_order`
-reproduces that layout for one partition. It is a faithful-only option
-(``data.onehot_order="per_partition"``); the loader itself always returns the global order, and the
-step that forms partitions applies the permutation to each client's rows and to the auxiliary set.
+server's auxiliary set (fairness spec 6.7 and 9, item 7). Their ``apply_transforms`` ran separately
+on the auxiliary set, on each client's train split and on each client's validation split, so a
+client's validation rows are laid out differently even from its own training rows.
+:func:`per_partition_column_order` reproduces that layout for one set of rows. It is a
+faithful-only option (``data.onehot_order="per_split"``, what produced the published numbers;
+``"per_partition"`` encodes a client's train and validation rows together); the loader itself
+always returns the global order, and :func:`fltrust.federation.prepare_federation` applies the
+permutation to each encoded set.
 """
 
 from __future__ import annotations
@@ -55,7 +59,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from fltrust.data.base import ArraySplit, DatasetBundle, DatasetError
+from fltrust.data.base import ArraySplit, DatasetBundle, DatasetError, unreadable
 from fltrust.data.cache import cached_arrays, file_record, require_files
 
 KDD_COLUMNS = (
@@ -109,7 +113,7 @@ FIXED_MAXIMA = {
 column not listed has maximum 1 (``num_outbound_cmds``, always 0, was forced to [0, 1])."""
 
 SCALINGS = ("fit_train", "fixed")
-ONEHOT_ORDERS = ("global", "per_partition")
+ONEHOT_ORDERS = ("global", "per_split", "per_partition")
 
 ATTACK_CATEGORIES = {
     "normal": "normal",
@@ -149,11 +153,11 @@ def _parse_kdd_file(path: Path) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
     try:
         frame = pd.read_csv(path, header=None, names=list(FILE_COLUMNS), dtype=dtypes, skipinitialspace=True)
     except (ValueError, pd.errors.ParserError) as exc:
-        raise _first_bad_line(path) or DatasetError(f"{path.name}: cannot parse as NSL-KDD text ({exc})") from exc
+        raise _first_bad_line(path) or unreadable(path, f"cannot parse as NSL-KDD text ({exc})", "nsl_kdd") from exc
     if frame.isna().to_numpy().any():  # short rows are padded with NaN by pandas
         raise _first_bad_line(path) or DatasetError(f"{path.name}: empty fields; expected 43 per line")
     if len(frame) == 0:
-        raise DatasetError(f"{path.name}: no rows; expected 43 comma-separated fields per line")
+        raise unreadable(path, "no rows; expected 43 comma-separated fields per line", "nsl_kdd")
     for column in CATEGORICAL_COLUMNS:
         values = frame[column].to_numpy(dtype=str)
         unknown = ~np.isin(values, CATEGORIES[column])
@@ -280,10 +284,10 @@ def load_nsl_kdd(
         The ``nsl_kdd`` folder holding the text files.
     train_files, test_files : list of str, optional
         Files concatenated (in order) into each split; default ``KDDTrain+.txt`` / ``KDDTest+.txt``.
-    onehot_order : {"global", "per_partition"}
-        Recorded in ``source``. The returned features are always in the global order; with
-        ``"per_partition"`` the partitioning step applies :func:`per_partition_column_order` to every
-        partition (the fairness authors' bug, faithful mode only).
+    onehot_order : {"global", "per_split", "per_partition"}
+        Recorded in ``source``. The returned features are always in the global order; otherwise
+        the partitioning step applies :func:`per_partition_column_order` to every encoded set
+        (the fairness authors' bug, faithful mode only).
     scaling : {"fit_train", "fixed"}
         Continuous-column scaling (module docstring); ``"fixed"`` is the authors' table.
 

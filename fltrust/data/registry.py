@@ -23,6 +23,17 @@ Options of ``DataConfig`` and where they act
   order kept, applied after loading and scaling.
 - ``allow_synthetic_fallback``: missing real files give a :class:`SyntheticFallbackWarning` and the
   synthetic stand-in, with ``source["fallback_reason"]``; corrupt files still raise.
+
+Known checksums (data integrity)
+--------------------------------
+Every file a real dataset is loaded from whose SHA-256 is known (:attr:`DatasetSpec.known_sha256`:
+the four NSL-KDD text files, the shared CIFAR-10 subset npz) is compared with it after loading; the
+hash compared is the one of the content that was parsed (the parse cache is keyed on it). A mismatch
+(a truncated download, a file edited in place, another release) is a :class:`DataIntegrityWarning`
+naming the file and both hashes, and is recorded in ``source["checksum_mismatch"]`` (so in the run's
+``dataset.json``). In strict mode -- environment variable ``FLTRUST_STRICT=1``, set by the CLI's
+``--strict`` option and inherited by papermill kernels -- it is a :class:`DatasetError` instead.
+When a loader rejects a corrupt file, the message also names any known file whose hash differs.
 """
 
 from __future__ import annotations
@@ -45,9 +56,21 @@ from fltrust.data.synthetic import GENERATORS
 DATA_ENV = "FLTRUST_DATA"
 """Environment variable naming the data root."""
 
+STRICT_ENV = "FLTRUST_STRICT"
+"""Environment variable: ``1`` makes a known-checksum mismatch an error (CLI ``--strict``)."""
+
 
 class SyntheticFallbackWarning(UserWarning):
     """Real dataset files were missing and the synthetic stand-in is used instead."""
+
+
+class DataIntegrityWarning(UserWarning):
+    """A data file's SHA-256 differs from the known one (an error in strict mode)."""
+
+
+def strict_mode() -> bool:
+    """True when ``$FLTRUST_STRICT`` is set to 1/true/yes (known-checksum mismatches are errors)."""
+    return os.environ.get(STRICT_ENV, "").strip().lower() in {"1", "true", "yes", "on"}
 
 
 @dataclass(frozen=True)
@@ -170,6 +193,24 @@ SPECS: dict[str, DatasetSpec] = {
 """The real datasets by name."""
 
 
+INPUT_SPECS: dict[str, tuple[tuple[int, ...], int]] = {
+    "cifar10": (cifar10.INPUT_SHAPE, len(cifar10.CLASS_NAMES)),
+    "femnist": (femnist.INPUT_SHAPE, len(femnist.CLASS_NAMES)),
+    "nsl_kdd": ((nsl_kdd.NUM_FEATURES,), len(nsl_kdd.CLASS_NAMES)),
+    "n_baiot": ((n_baiot.NUM_FEATURES,), len(n_baiot.CLASS_NAMES)),
+}
+"""Model input shape of one sample and number of classes of each dataset (synthetic stand-ins:
+the same as their real dataset)."""
+
+
+def input_spec(name: str) -> tuple[tuple[int, ...], int]:
+    """``(input_shape, num_classes)`` of a dataset or its synthetic stand-in (config validation)."""
+    base = name.removeprefix("synthetic_")
+    if base not in INPUT_SPECS:
+        raise DatasetError(f"unknown dataset {name!r}; choose one of {sorted(INPUT_SPECS)}")
+    return INPUT_SPECS[base]
+
+
 def data_root(root: str | os.PathLike[str] | None = None) -> Path:
     """The data root: ``root`` if given, else ``$FLTRUST_DATA``, else ``./data``."""
     if root is not None:
@@ -222,6 +263,80 @@ def _load_real(cfg: DataConfig, folder: Path, seed: int) -> DatasetBundle:
     raise DatasetError(f"data.name={cfg.name!r} has no loader")  # pragma: no cover - DATASETS and SPECS agree
 
 
+def _source_records(source: dict[str, Any]) -> list[dict[str, Any]]:
+    """The file provenance records (``path`` relative to the folder, ``sha256``) of a bundle source."""
+    out = []
+    for key in ("files", "train_files", "test_files"):
+        out += [r for r in source.get(key) or [] if isinstance(r, dict) and "sha256" in r]
+    return out
+
+
+def checksum_mismatches(name: str, folder: Path, records: list[dict[str, Any]] | None = None) -> list[dict[str, str]]:
+    """Files whose SHA-256 differs from the registry's known one.
+
+    Parameters
+    ----------
+    name : str
+        Real dataset name.
+    folder : Path
+        The dataset folder.
+    records : list of dict, optional
+        Provenance records of what was parsed (``path`` relative to ``folder``, ``sha256``); default:
+        every file with a known checksum that exists in ``folder`` (hashed now).
+
+    Returns
+    -------
+    list of dict
+        ``{"path", "sha256", "expected"}`` per mismatching file (``path`` relative to ``folder``).
+    """
+    known = spec_of(name).expected_sha256()
+    if records is None:
+        records = [
+            {"path": rel, "sha256": file_sha256(folder / rel)} for rel in known if (folder / rel).is_file()
+        ]
+    return [
+        {"path": r["path"], "sha256": r["sha256"], "expected": known[r["path"]]}
+        for r in records
+        if r["path"] in known and r["sha256"] != known[r["path"]]
+    ]
+
+
+def describe_mismatches(name: str, folder: Path, mismatches: list[dict[str, str]]) -> str:
+    """One sentence naming each mismatching file, both hashes, and the fix."""
+    files = "; ".join(f"{folder / m['path']}: sha256 {m['sha256']} differs from the known {m['expected']}"
+                      for m in mismatches)
+    return (f"{files} (the file is truncated, edited or not the official release; "
+            f"re-fetch it, see `fltrust data fetch {name}`)")
+
+
+def _verify_checksums(name: str, folder: Path, bundle: DatasetBundle) -> DatasetBundle:
+    """Warn (strict: raise) when a parsed file's hash differs from the known one; record it in ``source``."""
+    mismatches = checksum_mismatches(name, folder, _source_records(bundle.source))
+    if not mismatches:
+        return bundle
+    message = describe_mismatches(name, folder, mismatches)
+    if strict_mode():
+        raise DatasetError(f"{message} [strict mode: {STRICT_ENV}=1 / --strict]")
+    warnings.warn(f"{message}; --strict (or {STRICT_ENV}=1) makes this an error", DataIntegrityWarning, stacklevel=3)
+    return dataclasses.replace(bundle, source={**bundle.source, "checksum_mismatch": mismatches})
+
+
+def _load_verified(cfg: DataConfig, folder: Path, seed: int) -> DatasetBundle:
+    """:func:`_load_real` plus the known-checksum check (module docstring)."""
+    try:
+        bundle = _load_real(cfg, folder, seed)
+    except DatasetNotFoundError:
+        raise
+    except DatasetError as exc:
+        mismatches = checksum_mismatches(cfg.name, folder)
+        if mismatches:
+            hashes = "; ".join(f"{m['path']} has sha256 {m['sha256'][:12]}..., the known file {m['expected'][:12]}..."
+                               for m in mismatches)
+            raise DatasetError(f"{exc} ({hashes})") from exc
+        raise
+    return _verify_checksums(cfg.name, folder, bundle)
+
+
 def _synthetic(name: str, cfg: DataConfig, seed: int) -> DatasetBundle:
     kwargs: dict[str, Any] = {"seed": seed}
     if name == "synthetic_n_baiot":
@@ -259,7 +374,12 @@ def load_dataset(cfg: DataConfig, *, seed: int = 0) -> DatasetBundle:
     ------
     DatasetError
         Missing files (unless ``cfg.allow_synthetic_fallback``), corrupt files, options that do not
-        apply to the dataset.
+        apply to the dataset, and in strict mode a file whose SHA-256 differs from the known one.
+
+    Warns
+    -----
+    DataIntegrityWarning
+        A file's SHA-256 differs from the known one (not strict mode).
     """
     _check_options(cfg)
     if cfg.name in GENERATORS:
@@ -267,7 +387,7 @@ def load_dataset(cfg: DataConfig, *, seed: int = 0) -> DatasetBundle:
     else:
         folder = dataset_folder(cfg.name, cfg.root)
         try:
-            bundle = _load_real(cfg, folder, seed)
+            bundle = _load_verified(cfg, folder, seed)
         except DatasetNotFoundError as exc:
             if not cfg.allow_synthetic_fallback:
                 raise
@@ -340,9 +460,11 @@ def dataset_info(root: str | os.PathLike[str] | None = None, *, count: bool = Tr
     -------
     list of dict
         One entry per dataset: ``name``, ``title``, ``folder``, ``found`` (loadable), ``fetch``,
-        ``files`` (see :func:`file_listing`), and with ``count`` the ``layout``,
+        ``files`` (see :func:`file_listing`), ``checksum_mismatch`` (files whose SHA-256 differs
+        from the known one, see :func:`checksum_mismatches`), and with ``count`` the ``layout``,
         ``train_samples``, ``test_samples``, ``natural_clients``; ``problem`` holds the loader's
-        message when the dataset is missing or unreadable.
+        message when the dataset is missing or unreadable. Mismatches are reported here, never
+        warned about or raised (the caller decides: ``fltrust data info --strict`` fails).
     """
     entries = []
     for name, spec in SPECS.items():
@@ -356,11 +478,19 @@ def dataset_info(root: str | os.PathLike[str] | None = None, *, count: bool = Tr
             "files": file_listing(name, folder),
             "problem": None,
         }
+        expected = spec.expected_sha256()
+        entry["checksum_mismatch"] = [
+            {"path": f["path"], "sha256": f["sha256"], "expected": expected[f["path"]]}
+            for f in entry["files"]
+            if f["known"] is False
+        ]
         if count:
             try:
                 bundle = _load_real(DataConfig(name=name, root=str(data_root(root))), folder, seed=0)
             except DatasetError as exc:
                 entry["problem"] = str(exc)
+                if entry["checksum_mismatch"]:
+                    entry["problem"] += "; also " + describe_mismatches(name, folder, entry["checksum_mismatch"])
             else:
                 entry.update(
                     found=True,

@@ -130,3 +130,48 @@ def test_cache_key_changes_with_options_and_files(tmp_path):
     }
 
     assert len(keys) == 4 and cache.cache_key("k", [a]) == cache.cache_key("k", [a])
+
+
+def test_in_place_edit_with_restored_mtime_is_reparsed(fresh_cache, kdd_folder):
+    """``cp -p`` / ``rsync -t`` restore the old file time: the content hash still sees the edit."""
+    path = kdd_folder / "KDDTrain+.txt"
+    first = load_nsl_kdd(kdd_folder)
+    old = path.stat()
+    edited = path.read_text().replace(",neptune,", ",ipsweep,")  # same size, new content
+    assert len(edited) == old.st_size and edited != path.read_text()
+    path.write_text(edited)
+    os.utime(path, ns=(old.st_atime_ns, old.st_mtime_ns))
+    assert (path.stat().st_size, path.stat().st_mtime_ns) == (old.st_size, old.st_mtime_ns)
+
+    second = load_nsl_kdd(kdd_folder)
+
+    assert list(first.train.extras["attack"]) == ["normal", "neptune"]
+    assert list(second.train.extras["attack"]) == ["normal", "ipsweep"]  # reparsed, not the stale entry
+    digest = hashlib.sha256(path.read_bytes()).hexdigest()
+    assert second.source["train_files"][0]["sha256"] == digest != first.source["train_files"][0]["sha256"]
+    cache.clear_memory_cache()  # a new process: the on-disk sha256 memo must not revive the old digest
+    assert load_nsl_kdd(kdd_folder).source["train_files"][0]["sha256"] == digest
+
+
+def test_cache_key_is_the_content_not_the_file_time(tmp_path):
+    a = tmp_path / "a"
+    a.write_text("1")
+    key = cache.cache_key("k", [a])
+    os.utime(a, ns=(5, 5))
+    assert cache.cache_key("k", [a]) == key  # touching without editing keeps the entry
+    a.write_text("2")
+    os.utime(a, ns=(5, 5))
+    assert cache.cache_key("k", [a]) != key
+
+
+def test_a_file_that_changes_during_the_parse_is_not_cached(fresh_cache, tmp_path):
+    path = tmp_path / "f.txt"
+    path.write_text("a")
+
+    def build():
+        path.write_text("bb")
+        return {"x": np.zeros(1)}, {}
+
+    with pytest.raises(cache.DatasetError, match="changed while it was being read"):
+        cache.cached_arrays("k", [path], build)
+    assert not list(fresh_cache.glob("k-*"))

@@ -22,6 +22,10 @@ from fltrust.data import (
     nsl_kdd,
 )
 
+# The hand-written NSL-KDD files below are not the official ones; their checksum warning is expected
+# (tests/data/test_data_integrity.py tests it).
+pytestmark = pytest.mark.filterwarnings("ignore::fltrust.data.registry.DataIntegrityWarning")
+
 
 @pytest.fixture
 def kdd_root(tmp_path, mk):

@@ -1,0 +1,282 @@
+"""The CLI's fault table: every user-facing failure is one or two stderr lines and a documented code.
+
+Each test is one probe a newcomer hit (issue 7, parts 8-9). The exit codes are those of
+``fltrust.cli`` (2 usage/config/data, 3 filesystem, 4 run folder, 70 internal, 130 interrupted).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import errno
+import glob
+import hashlib
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+from fltrust import cli
+from fltrust.cli import main
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(autouse=True)
+def _own_cache(tmp_path, monkeypatch):
+    """A private parsed-data cache, and no strict mode leaking in from the caller's environment."""
+    monkeypatch.setenv("FLTRUST_CACHE", str(tmp_path / "cache"))
+    monkeypatch.delenv("FLTRUST_STRICT", raising=False)
+
+
+def write_config(tmp_path: Path, **sections) -> Path:
+    cfg = {
+        "data": {"name": "synthetic_nsl_kdd", "synthetic_samples": 120},
+        "partition": {"num_clients": 3},
+        "strategy": {"clients_per_round": 2},
+        "training": {"rounds": 1},
+        "run": {"name": "faults", "progress": False},
+    }
+    for key, value in sections.items():
+        cfg[key] = {**cfg.get(key, {}), **value}
+    path = tmp_path / "cfg.yaml"
+    path.write_text(yaml.safe_dump(cfg))
+    return path
+
+
+def one_line_error(capsys) -> str:
+    """stderr of the last call: at most two lines, no traceback; returns it."""
+    err = capsys.readouterr().err
+    lines = [line for line in err.strip().splitlines() if not line.startswith("fltrust: warning:")]
+    assert 1 <= len(lines) <= 2, err
+    assert "Traceback" not in err, err
+    return err
+
+
+def fail_run_with(monkeypatch, exc: BaseException) -> None:
+    """Make the run command raise ``exc`` (after config validation) without training anything."""
+    import fltrust.experiment
+
+    def boom(*args, **kwargs):
+        raise exc
+
+    monkeypatch.setattr(fltrust.experiment, "run_experiment", boom)
+
+
+# -- configuration ----------------------------------------------------------------------------
+
+def test_malformed_yaml_file_names_file_line_and_column(tmp_path, capsys):
+    path = tmp_path / "bad.yaml"
+    path.write_text("training:\n  rounds: [1\nrun: {}\n")
+
+    code = main(["run", str(path)])
+
+    assert code == 2
+    err = one_line_error(capsys)
+    assert f"{path}:3:4: invalid YAML" in err
+
+
+def test_malformed_set_value_names_the_override(tmp_path, capsys):
+    code = main(["run", str(write_config(tmp_path)), "--set", "training.rounds=[1"])
+
+    assert code == 2
+    assert "--set 'training.rounds=[1'" in one_line_error(capsys)
+
+
+@pytest.mark.parametrize("override, field", [
+    ("privacy.target_epsilon=.nan", "privacy.target_epsilon=nan"),
+    ("partition.alpha=.inf", "partition.alpha=inf"),
+    ("training.learning_rate=-.inf", "training.learning_rate=-inf"),
+    ("training.learning_rate=nan", "training.learning_rate=nan"),  # the string 'nan' parses as a float
+])
+def test_nan_and_inf_are_rejected(tmp_path, capsys, override, field):
+    code = main(["run", str(write_config(tmp_path)), "--set", override, "--out", str(tmp_path / "runs")])
+
+    assert code == 2
+    err = one_line_error(capsys)
+    assert field in err and "finite" in err
+    assert not (tmp_path / "runs").exists()
+
+
+def test_model_that_does_not_fit_the_dataset_fails_before_any_folder(tmp_path, capsys):
+    code = main(["run", str(write_config(tmp_path)), "--set", "model.name=cifar_cnn", "--out", str(tmp_path / "runs")])
+
+    assert code == 2
+    err = one_line_error(capsys)
+    assert "model.name='cifar_cnn' does not fit data.name='synthetic_nsl_kdd'" in err and "nsl_kdd_mlp" in err
+    assert not (tmp_path / "runs").exists()
+
+
+# -- filesystem -------------------------------------------------------------------------------
+
+def test_out_under_a_regular_file(tmp_path, capsys):
+    blocker = tmp_path / "afile"
+    blocker.write_text("")
+
+    code = main(["run", str(write_config(tmp_path)), "--out", str(blocker / "runs")])
+
+    assert code == 3
+    err = one_line_error(capsys)
+    assert f"{blocker} is a regular file, not a folder" in err and "--out" in err
+
+
+@pytest.mark.parametrize("exc, words", [
+    (PermissionError(errno.EACCES, "Permission denied", "/ro/runs/x/config.yaml"), "permission denied"),
+    (OSError(errno.EROFS, "Read-only file system", "/ro/runs/x/config.yaml"), "read-only file system"),
+])
+def test_unwritable_out(tmp_path, capsys, monkeypatch, exc, words):
+    fail_run_with(monkeypatch, exc)
+
+    code = main(["run", str(write_config(tmp_path)), "--out", "/ro/runs"])
+
+    assert code == 3
+    err = one_line_error(capsys)
+    assert "/ro/runs/x/config.yaml" in err and words in err and "--out" in err
+
+
+def test_full_disk_names_the_out_folder(tmp_path, capsys, monkeypatch):
+    fail_run_with(monkeypatch, OSError(errno.ENOSPC, "No space left on device"))  # write() has no filename
+
+    code = main(["run", str(write_config(tmp_path)), "--out", str(tmp_path / "runs")])
+
+    assert code == 3
+    err = one_line_error(capsys)
+    assert "no space left on device" in err and str(tmp_path / "runs") in err
+
+
+# -- data -------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("content", [b"", b"PK\x03\x04 truncated"], ids=["empty", "truncated"])
+def test_unreadable_cifar_npz_names_the_file_and_says_refetch(tmp_path, capsys, content):
+    npz = tmp_path / "data" / "cifar10" / "subset.npz"
+    npz.parent.mkdir(parents=True)
+    npz.write_bytes(content)
+    config = write_config(tmp_path, data={"name": "cifar10"}, model={"name": "cifar_cnn"})
+
+    code = main(["run", str(config), "--data-dir", str(tmp_path / "data"), "--out", str(tmp_path / "runs")])
+
+    assert code == 2
+    err = one_line_error(capsys)
+    assert str(npz) in err and "re-fetch" in err
+
+
+@pytest.fixture
+def official_kdd(tmp_path, monkeypatch):
+    """A tiny NSL-KDD folder whose KDDTrain+.txt the registry 'knows' (its sha256 is registered)."""
+    from fltrust.data import SPECS
+
+    line = ",".join(["0", "tcp", "http", "SF"] + ["0"] * 37 + ["normal", "20"])
+    attack = ",".join(["0", "udp", "private", "S0"] + ["1"] * 37 + ["neptune", "15"])
+    folder = tmp_path / "data" / "nsl_kdd"
+    folder.mkdir(parents=True)
+    train = folder / "KDDTrain+.txt"
+    train.write_text("\n".join([line, attack] * 20) + "\n")
+    (folder / "KDDTest+.txt").write_text("\n".join([line, attack] * 5) + "\n")
+    known = hashlib.sha256(train.read_bytes()).hexdigest()
+    monkeypatch.setitem(SPECS, "nsl_kdd", dataclasses.replace(SPECS["nsl_kdd"], known_sha256={"KDDTrain+.txt": known}))
+    return folder, known
+
+
+def test_truncated_known_file_warns_and_strict_fails(tmp_path, capsys, official_kdd):
+    folder, known = official_kdd
+    train = folder / "KDDTrain+.txt"
+    train.write_text("\n".join(train.read_text().splitlines()[:30]) + "\n")  # cut at a line boundary
+    config = write_config(tmp_path, data={"name": "nsl_kdd"})
+    args = ["run", str(config), "--data-dir", str(tmp_path / "data"), "--out", str(tmp_path / "runs")]
+
+    assert main(args + ["--strict"]) == 2
+    err = one_line_error(capsys)
+    assert str(train) in err and known in err and hashlib.sha256(train.read_bytes()).hexdigest() in err
+    assert "FLTRUST_STRICT" not in os.environ  # --strict does not leak out of main
+
+    assert main(args) == 0
+    warning = capsys.readouterr().err
+    assert f"fltrust: warning: {train}: sha256" in warning and known in warning
+
+
+def test_data_info_strict_fails_on_a_checksum_mismatch(tmp_path, capsys, official_kdd):
+    folder, known = official_kdd
+    assert main(["data", "info", "--json", "--strict", "--data-dir", str(tmp_path / "data")]) == 0
+    capsys.readouterr()
+
+    (folder / "KDDTrain+.txt").write_text("0,tcp\n")
+    code = main(["data", "info", "--json", "--strict", "--data-dir", str(tmp_path / "data")])
+
+    captured = capsys.readouterr()
+    assert code == 2
+    assert "fltrust: error:" in captured.err and "KDDTrain+.txt: sha256" in captured.err and known in captured.err
+
+
+# -- run folder -------------------------------------------------------------------------------
+
+def test_run_folder_errors_exit_4(tmp_path, capsys, monkeypatch):
+    from fltrust.runs import RunFolderError
+
+    message = f"{tmp_path}/runs/x/rounds.jsonl:3 is corrupt (JSONDecodeError); delete {tmp_path}/runs/x and rerun"
+    fail_run_with(monkeypatch, RunFolderError(message))
+
+    assert main(["run", str(write_config(tmp_path))]) == 4
+    assert one_line_error(capsys).strip() == f"fltrust: error: {message}"
+
+
+# -- interrupt and internal errors ------------------------------------------------------------
+
+def test_keyboard_interrupt_is_one_line_with_exit_130(tmp_path, capsys, monkeypatch):
+    fail_run_with(monkeypatch, KeyboardInterrupt())
+
+    assert main(["run", str(write_config(tmp_path))]) == 130
+    assert one_line_error(capsys).strip() == "fltrust: interrupted; rerun the same command to resume"
+
+
+def test_interrupt_with_a_round_says_which(tmp_path, capsys, monkeypatch):
+    class RunInterrupted(KeyboardInterrupt):
+        round = 3
+
+    fail_run_with(monkeypatch, RunInterrupted())
+
+    assert main(["run", str(write_config(tmp_path))]) == 130
+    assert "interrupted after round 3; rerun the same command to resume" in one_line_error(capsys)
+
+
+def test_internal_error_is_one_line_and_verbose_shows_the_traceback(tmp_path, capsys, monkeypatch):
+    fail_run_with(monkeypatch, ZeroDivisionError("division by zero"))
+
+    assert main(["run", str(write_config(tmp_path))]) == 70
+    assert "internal error: ZeroDivisionError: division by zero (run with -v for the traceback)" in one_line_error(capsys)
+
+    assert main(["run", str(write_config(tmp_path)), "-v"]) == 70
+    err = capsys.readouterr().err
+    assert "Traceback" in err and err.strip().splitlines()[-1].startswith("fltrust: internal error")
+
+
+def test_every_mapping_lives_in_describe_error():
+    code, message = cli.describe_error(type("Locked", (Exception,), {"exit_code": 5})("busy"))
+    assert (code, message) == (5, "error: busy")
+
+
+@pytest.mark.slow
+def test_sigint_during_a_run_exits_130_with_one_line(tmp_path):
+    config = write_config(tmp_path, training={"rounds": 400})
+    out = tmp_path / "runs"
+    env = {**os.environ, "PYTHONPATH": str(REPO), "FLTRUST_CACHE": str(tmp_path / "cache")}
+    proc = subprocess.Popen([sys.executable, "-m", "fltrust", "run", str(config), "--out", str(out)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=REPO)
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and proc.poll() is None:
+            rounds = glob.glob(str(out / "*" / "rounds.jsonl"))
+            if rounds and len(Path(rounds[0]).read_text().splitlines()) >= 2:  # round 0 and round 1
+                break
+            time.sleep(0.05)
+        assert proc.poll() is None, proc.communicate()
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130, err
+    assert err.strip().splitlines() == ["fltrust: interrupted; rerun the same command to resume"], err
