@@ -14,7 +14,7 @@ import torch
 
 from fltrust.config import ExperimentConfig
 from fltrust.data import load_dataset
-from fltrust.data.base import DatasetBundle
+from fltrust.data.base import ArraySplit, DatasetBundle
 from fltrust.partition import build_client_splits
 
 
@@ -41,7 +41,8 @@ class Federation:
     x_test: torch.Tensor
     y_test: torch.Tensor
     class_counts: np.ndarray
-    column_order: list[np.ndarray] | None = None  # NSL-KDD per-partition one-hot order (faithful bug)
+    train_columns: list[np.ndarray] | None = None  # NSL-KDD one-hot layout of each client's train rows
+    val_columns: list[np.ndarray] | None = None  # ... and of its validation rows (faithful bug)
     partition: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -52,9 +53,10 @@ class Federation:
         """(x_train, y_train, x_val, y_val) of one client."""
         tr, va = self.train_index[cid], self.val_index[cid]
         x_tr, x_va = self.x_train[tr], self.x_train[va]
-        if self.column_order is not None:
-            order = torch.as_tensor(self.column_order[cid], device=x_tr.device)
-            x_tr, x_va = x_tr[:, order], x_va[:, order]
+        if self.train_columns is not None:
+            x_tr = x_tr[:, torch.as_tensor(self.train_columns[cid], device=x_tr.device)]
+        if self.val_columns is not None:
+            x_va = x_va[:, torch.as_tensor(self.val_columns[cid], device=x_va.device)]
         return x_tr, self.y_train[tr], x_va, self.y_train[va]
 
 
@@ -65,18 +67,14 @@ def prepare_federation(cfg: ExperimentConfig, device: torch.device) -> Federatio
     splits = build_client_splits(bundle.train.y, bundle.train.groups, cfg.partition, seed,
                                  num_classes=bundle.num_classes, n_test=len(bundle.test))
     aux = splits.aux
-    column_order = None
+    train_columns = val_columns = None
     x_aux_np = bundle.test.x[aux]
-    if cfg.data.onehot_order == "per_partition":
+    if cfg.data.onehot_order != "global":
         if cfg.data.name != "nsl_kdd":
-            raise ValueError("data.onehot_order='per_partition' only applies to data.name='nsl_kdd'")
-        from fltrust.data.nsl_kdd import per_partition_column_order
-
-        column_order = [
-            per_partition_column_order(bundle.train, np.concatenate([tr, va]))
-            for tr, va in zip(splits.train, splits.val)
-        ]
-        x_aux_np = x_aux_np[:, per_partition_column_order(bundle.test, aux)]
+            raise ValueError(f"data.onehot_order={cfg.data.onehot_order!r} only applies to data.name='nsl_kdd'")
+        train_columns, val_columns, aux_columns = onehot_layouts(
+            cfg.data.onehot_order, bundle.train, bundle.test, splits.train, splits.val, aux)
+        x_aux_np = x_aux_np[:, aux_columns]
 
     def to(a: np.ndarray) -> torch.Tensor:
         return torch.as_tensor(a, device=device)
@@ -92,7 +90,8 @@ def prepare_federation(cfg: ExperimentConfig, device: torch.device) -> Federatio
         x_test=to(bundle.test.x),
         y_test=to(bundle.test.y),
         class_counts=splits.class_counts,
-        column_order=column_order,
+        train_columns=train_columns,
+        val_columns=val_columns,
         partition=splits.summary(),
     )
 
@@ -104,3 +103,28 @@ def sample_clients(seed: int, round_: int, num_clients: int, per_round: int) -> 
     """
     rng = np.random.default_rng([seed, round_, 11])
     return np.sort(rng.choice(num_clients, size=per_round, replace=False)).astype(np.int64)
+
+
+def onehot_layouts(order: str, train: ArraySplit, test: ArraySplit, train_index: list[np.ndarray],
+                   val_index: list[np.ndarray], aux: np.ndarray) -> tuple[list[np.ndarray], list[np.ndarray], np.ndarray]:
+    """NSL-KDD column permutations of the fairness authors' one-hot bug (fairness spec 6.7).
+
+    Returns the layout of each client's training rows, of each client's validation rows and of
+    the auxiliary set (see :func:`fltrust.data.nsl_kdd.per_partition_column_order`):
+
+    - ``"per_split"``: every set encoded on its own, as the authors' ``apply_transforms`` ran on
+      each client's train split, each validation split and the auxiliary set separately;
+    - ``"per_partition"``: a client's train and validation rows encoded together.
+    """
+    from fltrust.data.nsl_kdd import per_partition_column_order
+
+    if order == "per_split":
+        train_columns = [per_partition_column_order(train, tr) for tr in train_index]
+        val_columns = [per_partition_column_order(train, va) for va in val_index]
+    elif order == "per_partition":
+        train_columns = [per_partition_column_order(train, np.concatenate([tr, va]))
+                         for tr, va in zip(train_index, val_index)]
+        val_columns = train_columns
+    else:
+        raise ValueError(f"onehot_order={order!r}; choose per_split or per_partition")
+    return train_columns, val_columns, per_partition_column_order(test, aux)
