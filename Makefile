@@ -12,10 +12,9 @@ STAMP       := $(VENV)/.fltrust-complete
 FLTRUST_DATA ?= $(shell if [ -d ../shared/datasets ]; then cd ../shared/datasets && pwd; else echo $(CURDIR)/data; fi)
 export FLTRUST_DATA
 export PYTHONPATH := $(CURDIR)$(if $(PYTHONPATH),:$(PYTHONPATH),)
-export MPLBACKEND := Agg
 export FLWR_DISABLE_RUNTIME_DEPENDENCY_INSTALLATION := 1
 
-.PHONY: venv demo test test-fast repro-fairness repro-trust clean-venv
+.PHONY: venv demo test lab test-fast repro-fairness repro-trust clean-venv
 
 # No file prerequisites on purpose: the folder name already carries the hash of the pinned
 # requirements, and a fresh clone's newer file times must not trigger a rebuild of a shared venv.
@@ -37,6 +36,16 @@ demo: venv
 ## test: the whole test suite (CI runs exactly this)
 test: venv
 	$(PY) -m pytest -q
+
+## lab: JupyterLab on the pinned environment (figures inline, widget progress bars)
+# fltrust is importable through the exported PYTHONPATH, which the server passes on to every kernel:
+# the venv is shared by all clones (keyed by hash), so an editable install or a kernelspec naming one
+# clone would point the other clones at the wrong checkout. MPLBACKEND is unset so that kernels draw
+# inline, and PYTHONSTARTUP starts each kernel in the repository root, as papermill runs them, so the
+# notebooks' repository-relative paths work. Extra options: make lab LAB_ARGS="--no-browser --port 8899"
+lab: venv
+	env -u MPLBACKEND PYTHONSTARTUP=$(CURDIR)/notebooks/_kernel_startup.py \
+		$(VENV)/bin/jupyter lab --ServerApp.root_dir=$(CURDIR) $(LAB_ARGS)
 
 test-fast: venv
 	$(PY) -m pytest -q -m "not slow and not notebooks"

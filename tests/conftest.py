@@ -1,4 +1,16 @@
-"""Shared test set-up: data root, shared specs folder, quiet plotting, fast torch."""
+"""Shared test set-up: data root, vendored golden inputs, quiet plotting, fast torch.
+
+Tests never read files outside the repository, except the real datasets of the ``realdata`` tests:
+
+- the FederatedTrust example inputs of the golden vectors are vendored in ``tests/trust/golden/``
+  (fixture ``golden_dir``);
+- the data root is ``$FLTRUST_DATA``, else ``../shared/datasets`` when it exists (``$FLTRUST_SHARED``
+  moves ``../shared``), else ``./data`` -- the same rule as the Makefile (fixture ``data_root``).
+
+Real-data tests (marker ``realdata``) skip when their files are missing, except on CI (``CI=true``):
+there a missing data root or data file FAILS the test, so that a CI machine without the data cannot
+pass silently. Deselect them explicitly with ``-m "not realdata"`` if that is what you want.
+"""
 
 from __future__ import annotations
 
@@ -9,25 +21,51 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = Path(os.environ.get("FLTRUST_SHARED", REPO.parent / "shared"))
+GOLDEN = REPO / "tests" / "trust" / "golden"
+CI = os.environ.get("CI", "").strip().lower() in {"true", "1", "yes"}
+CI_HINT = "CI=true requires the real data: set FLTRUST_DATA to the data root (or deselect with -m 'not realdata')"
 
 # Point the kit at the real datasets beside the repo (never copied into it) unless told otherwise.
 if "FLTRUST_DATA" not in os.environ and (SHARED / "datasets").is_dir():
     os.environ["FLTRUST_DATA"] = str(SHARED / "datasets")
+# Figures of the pytest process itself go to files; notebooks executed by papermill do not inherit
+# this (fltrust.repro.batch.execute_notebook removes MPLBACKEND for the kernel: inline figures).
 os.environ.setdefault("MPLBACKEND", "Agg")
 
 
+def missing_real_data(message: str) -> None:
+    """Skip the test because real data is missing -- or, with ``CI=true``, fail it (one line)."""
+    if CI:
+        pytest.fail(f"{message}; {CI_HINT}", pytrace=False)
+    pytest.skip(message)
+
+
 @pytest.fixture(scope="session")
-def shared_dir() -> Path:
-    """The read-only ../shared folder (specs, papers, datasets); skips when absent."""
-    if not SHARED.is_dir():
-        pytest.skip(f"shared folder {SHARED} not found (set FLTRUST_SHARED)")
-    return SHARED
+def golden_dir() -> Path:
+    """The vendored FederatedTrust example inputs (``tests/trust/golden/``, see its README)."""
+    if not (GOLDEN / "factsheet.json").is_file():
+        pytest.fail(f"vendored golden-vector inputs missing from {GOLDEN}; restore them with git", pytrace=False)
+    return GOLDEN
 
 
 @pytest.fixture(scope="session")
 def data_root() -> Path:
-    """The real data root; skips when it does not exist."""
+    """The real data root; skips when it does not exist (fails with ``CI=true``)."""
     root = Path(os.environ.get("FLTRUST_DATA", REPO / "data"))
     if not root.is_dir():
-        pytest.skip(f"data root {root} not found")
+        missing_real_data(f"data root {root} not found")
     return root
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
+    """With ``CI=true``, a skipped ``realdata`` test (its files are missing) is reported as failed."""
+    outcome = yield
+    report = outcome.get_result()
+    if not (CI and report.skipped and item.get_closest_marker("realdata")) or hasattr(report, "wasxfail"):
+        return
+    if call.excinfo is None or not call.excinfo.errisinstance(pytest.skip.Exception):
+        return
+    reason = str(call.excinfo.value.msg if hasattr(call.excinfo.value, "msg") else call.excinfo.value)
+    report.outcome = "failed"
+    report.longrepr = f"real data missing: {reason}; {CI_HINT}"

@@ -19,6 +19,10 @@ from typing import IO, Any
 import numpy as np
 
 
+_UMASK = os.umask(0)
+os.umask(_UMASK)
+
+
 def to_plain(value: Any) -> Any:
     """Convert numpy containers and scalars to plain JSON types; NaN/inf become ``None``."""
     if isinstance(value, Mapping):
@@ -45,6 +49,7 @@ def atomic_write(path: str | Path, write: Callable[[IO[bytes]], Any]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
+        os.fchmod(fd, 0o666 & ~_UMASK)  # mkstemp makes 0600 files; results are meant to be shared
         with os.fdopen(fd, "wb") as handle:
             write(handle)
             handle.flush()

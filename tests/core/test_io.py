@@ -37,3 +37,13 @@ def test_stale_temporaries_are_found_and_removed(tmp_path):
     assert [p.name for p in stale_temporaries(tmp_path)] == [".rounds.jsonl.abc.tmp"]
     assert remove_stale_temporaries(tmp_path) == 1
     assert [p.name for p in tmp_path.iterdir()] == ["rounds.jsonl"]
+
+
+def test_written_files_get_the_usual_permissions(tmp_path):
+    import os
+    import stat
+
+    umask = os.umask(0)
+    os.umask(umask)
+    atomic_write_json(tmp_path / "p.json", {})
+    assert stat.S_IMODE((tmp_path / "p.json").stat().st_mode) == 0o666 & ~umask

@@ -28,11 +28,9 @@ from fltrust.trust.factsheet import (
 
 
 @pytest.fixture(scope="module")
-def example(shared_dir: Path) -> Path:
-    folder = shared_dir / "specs" / "federatedtrust_example"
-    if not (folder / "eval_results.log").is_file():
-        pytest.skip(f"FederatedTrust example files not found in {folder}")
-    return folder
+def example(golden_dir: Path) -> Path:
+    """The FederatedTrust example inputs vendored in ``tests/trust/golden/``."""
+    return golden_dir
 
 
 def _populate(example: Path, *, fix_b1: bool) -> dict:

@@ -1,7 +1,7 @@
 """Scoring engine: spec 8 golden vectors, bug-fix switches, definitions files and paper mode.
 
-Golden-vector inputs are read from the shared folder (``$FLTRUST_SHARED``, default
-``<repo>/../shared``) at test time; the tests skip when it is absent.
+Golden-vector inputs are the FederatedTrust example files vendored in ``tests/trust/golden/``
+(fixture ``golden_dir``), so the golden vectors run on every clone.
 """
 
 from __future__ import annotations
@@ -30,11 +30,8 @@ from fltrust.trust.scoring import (
 
 
 @pytest.fixture(scope="module")
-def example_dir(shared_dir: Path) -> Path:
-    folder = shared_dir / "specs" / "federatedtrust_example"
-    if not (folder / "factsheet.json").is_file():
-        pytest.skip(f"golden-vector inputs not found in {folder}")
-    return folder
+def example_dir(golden_dir: Path) -> Path:
+    return golden_dir
 
 
 def _vector_a(example_dir: Path) -> dict:

@@ -65,10 +65,8 @@ def test_unknown_entropy_method_names_the_choices() -> None:
         avg_entropy(np.ones((2, 2)), method="shannon")
 
 
-def test_example_statistics_reproduce_vector_b_entropy(shared_dir: Path) -> None:
-    path = shared_dir / "specs" / "federatedtrust_example" / "statistics.json"
-    if not path.is_file():
-        pytest.skip(f"{path} not found")
+def test_example_statistics_reproduce_vector_b_entropy(golden_dir: Path) -> None:
+    path = golden_dir / "statistics.json"
     entropies = list(json.loads(path.read_text())["entropy_distribution"].values())
     assert min(entropies) == pytest.approx(4.264660, abs=1e-6)
     assert max(entropies) == pytest.approx(4.883037, abs=1e-6)
@@ -138,10 +136,8 @@ def test_class_imbalance_cap_and_zero_mean_guard() -> None:
     assert math.isnan(class_imbalance([0, 0, 0], method="present_classes"))
 
 
-def test_example_class_distribution_is_capped(shared_dir: Path) -> None:
-    path = shared_dir / "specs" / "federatedtrust_example" / "statistics.json"
-    if not path.is_file():
-        pytest.skip(f"{path} not found")
+def test_example_class_distribution_is_capped(golden_dir: Path) -> None:
+    path = golden_dir / "statistics.json"
     counts = list(json.loads(path.read_text())["class_distribution"].values())
     assert len(counts) == 62 and sum(counts) == 9959
     assert class_imbalance(counts, cap=False) == pytest.approx(1.444546, abs=5e-7)

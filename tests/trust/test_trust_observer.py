@@ -12,8 +12,8 @@ import pytest
 import torch
 
 from fltrust.config import ExperimentConfig
-from fltrust.fl.evaluation import get_params
-from fltrust.fl.records import RoundRecord, RunInfo, RunSummary
+from fltrust.core.evaluation import get_params
+from fltrust.core.records import RoundRecord, RunInfo, RunSummary
 from fltrust.models import build_model, count_parameters
 from fltrust.trust.factsheet import USER_SUPPLIED_FIELDS, get_field, load_factsheet, missing_fields
 from fltrust.trust.observer import FACTSHEET_FILE, TrustObserver, TrustObserverError

@@ -1,0 +1,411 @@
+"""One self-contained HTML page per paper: ``fltrust report``.
+
+The page is what RESULTS.md says -- built by the same functions
+(:func:`fltrust.repro.fairness_report.results_markdown`, :func:`fltrust.repro.trust_report.results_markdown`)
+from the same result files, so the paper-vs-ours tables, the tolerance, the deviations and the
+conditions not run are identical -- rendered to HTML, followed by every figure of the paper
+embedded as a base64 PNG and by the commands that regenerate the page.
+
+Nothing is loaded from elsewhere: no external CSS, JavaScript, fonts or images, so the file can be
+opened offline and sent by mail. By default figures are re-encoded as 256-colour PNGs (Pillow, already
+installed with matplotlib) when that is smaller, which keeps a page with every figure mailable;
+``compact_figures=False`` embeds the files byte for byte.
+
+Default locations follow :mod:`fltrust.repro.batch`: the full reproduction reads
+``papers_repro/<paper>/results/`` and ``figures/<fairness|trust>/`` and writes
+``papers_repro/<paper>/report.html``; ``quick=True`` or ``batch_dir`` (the ``--out`` of
+``fltrust repro``) read and write that batch folder instead.
+
+Example
+-------
+::
+
+    fltrust report                      # both papers
+    fltrust report fairness --quick     # the page of `fltrust repro fairness --quick`
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import io
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from fltrust.core.io import atomic_write_text
+
+__all__ = ["PAPERS", "markdown_to_html", "report_html", "write_report", "write_reports"]
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+@dataclass(frozen=True)
+class Paper:
+    """One reproduced paper: its command name, its folder names and title."""
+
+    key: str  # "fairness" / "trust": the argument of `fltrust repro` and `fltrust report`
+    folder: str  # papers_repro/<folder>
+    figures: str  # figures/<figures>
+    title: str
+    summary_figures: tuple[str, ...]  # shown first, in this order
+
+
+PAPERS = {
+    "fairness": Paper("fairness", "fairness_analytics", "fairness", "Federated Fairness Analytics (Dilley et al.)",
+                      ("fairness_table3.png", "fairness_figure4.png")),
+    "trust": Paper("trust", "federatedtrust", "trust", "FederatedTrust (Sánchez Sánchez et al.)",
+                   ("trust_pillars.png",)),
+}
+ALIASES = {"fairness_analytics": "fairness", "federatedtrust": "trust"}
+
+
+def _paper(name: str) -> Paper:
+    key = ALIASES.get(name, name)
+    if key not in PAPERS:
+        raise ValueError(f"unknown paper {name!r}; choose one of {sorted(PAPERS)}")
+    return PAPERS[key]
+
+
+def _folders(paper: Paper, quick: bool, batch_dir: str | Path | None) -> dict[str, Path]:
+    """Where ``fltrust repro <paper>`` wrote its results and figures (same rule as the batch)."""
+    from fltrust.repro.batch import _folders as batch_folders
+
+    folders = batch_folders(paper.folder, quick, batch_dir)
+    return {"results": folders["results"], "figures": folders["figures"], "out": folders["base"] / "report.html"}
+
+
+def _shown(path: Path) -> str:
+    """``path`` relative to the repository when inside it (the page names no machine paths)."""
+    path = Path(path).resolve()
+    return str(path.relative_to(REPO)) if path.is_relative_to(REPO) else str(path)
+
+
+# -- markdown -> HTML (the subset RESULTS.md uses) ---------------------------------------------
+
+_CODE = re.compile(r"`([^`]+)`")
+_BOLD = re.compile(r"\*\*(.+?)\*\*")
+_LINK = re.compile(r"\[([^\]]+)\]\(([^)\s]+)\)")
+_ITALIC = re.compile(r"(?<![*\w])\*(?![\s*])(.+?)(?<![\s*])\*(?![*\w])")
+
+
+def _inline(text: str) -> str:
+    """Escape ``text`` and render `code`, **bold** and [links](target) (as text: the page links nowhere)."""
+    parts = re.split(r"(`[^`]+`)", text)
+    out = []
+    for part in parts:
+        code = _CODE.fullmatch(part)
+        if code:
+            out.append(f"<code>{html.escape(code.group(1), quote=False)}</code>")
+            continue
+        part = _LINK.sub(lambda m: f"{m.group(1)} ({m.group(2)})", part)
+        part = html.escape(part, quote=False)
+        out.append(_ITALIC.sub(r"<em>\1</em>", _BOLD.sub(r"<strong>\1</strong>", part)))
+    return "".join(out)
+
+
+def _cells(line: str) -> list[str]:
+    line = line.strip()
+    if line.startswith("|"):
+        line = line[1:]
+    if line.endswith("|"):
+        line = line[:-1]
+    return [cell.strip() for cell in line.split("|")]
+
+
+def _is_separator(line: str) -> bool:
+    return bool(re.fullmatch(r"\s*\|?(\s*:?-{3,}:?\s*\|)*\s*:?-{3,}:?\s*\|?\s*", line))
+
+
+def _slug(text: str, used: set[str]) -> str:
+    base = re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-") or "section"
+    slug, n = base, 2
+    while slug in used:
+        slug, n = f"{base}-{n}", n + 1
+    used.add(slug)
+    return slug
+
+
+def markdown_to_html(text: str) -> str:
+    """Render the Markdown subset of the RESULTS.md writers to HTML.
+
+    Headings (``#`` .. ``######``), GitHub tables, ``>`` quotes, ``-`` / ``*`` lists, paragraphs, and
+    inline `code`, **bold** and *italic*. Everything else is escaped text. Headings get ``id`` anchors.
+    """
+    lines = text.splitlines()
+    out: list[str] = []
+    used: set[str] = set()
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        if not line.strip():
+            i += 1
+            continue
+        heading = re.match(r"(#{1,6})\s+(.*)", line)
+        if heading:
+            level, title = len(heading.group(1)), heading.group(2).strip()
+            out.append(f'<h{level} id="{_slug(title, used)}">{_inline(title)}</h{level}>')
+            i += 1
+        elif line.lstrip().startswith("|") and i + 1 < len(lines) and _is_separator(lines[i + 1]):
+            header = _cells(line)
+            i += 2
+            rows = []
+            while i < len(lines) and lines[i].lstrip().startswith("|"):
+                rows.append(_cells(lines[i]))
+                i += 1
+            head = "".join(f"<th>{_inline(c)}</th>" for c in header)
+            body = "\n".join("<tr>" + "".join(f"<td>{_inline(c)}</td>" for c in row) + "</tr>" for row in rows)
+            out.append(f'<div class="table"><table>\n<thead><tr>{head}</tr></thead>\n'
+                       f"<tbody>\n{body}\n</tbody>\n</table></div>")
+        elif line.startswith(">"):
+            quoted = []
+            while i < len(lines) and lines[i].startswith(">"):
+                quoted.append(lines[i][1:].strip())
+                i += 1
+            out.append(f"<blockquote><p>{_inline(' '.join(quoted))}</p></blockquote>")
+        elif re.match(r"\s*[-*]\s+", line):
+            items = []
+            while i < len(lines) and re.match(r"\s*[-*]\s+", lines[i]):
+                items.append(re.sub(r"^\s*[-*]\s+", "", lines[i]))
+                i += 1
+            out.append("<ul>\n" + "\n".join(f"<li>{_inline(item)}</li>" for item in items) + "\n</ul>")
+        else:
+            paragraph = []
+            while i < len(lines) and lines[i].strip() and not re.match(r"(#{1,6}\s|>|\s*\||\s*[-*]\s+)", lines[i]):
+                paragraph.append(lines[i].strip())
+                i += 1
+            if not paragraph:  # a lone table-like line without a separator
+                paragraph, i = [line.strip()], i + 1
+            out.append(f"<p>{_inline(' '.join(paragraph))}</p>")
+    return "\n".join(out)
+
+
+# -- figures ----------------------------------------------------------------------------------
+
+def _png_bytes(path: Path, compact: bool) -> bytes:
+    """The PNG file, or its 256-colour re-encoding when ``compact`` and that is smaller."""
+    raw = path.read_bytes()
+    if not compact:
+        return raw
+    try:
+        from PIL import Image
+
+        with Image.open(io.BytesIO(raw)) as image:
+            image.load()
+            if image.mode in ("RGBA", "LA") or "transparency" in image.info:
+                rgba = image.convert("RGBA")
+                flat = Image.new("RGB", rgba.size, "white")
+                flat.paste(rgba, mask=rgba.getchannel("A"))
+            else:
+                flat = image.convert("RGB")
+        buffer = io.BytesIO()
+        flat.quantize(colors=256, method=Image.Quantize.MEDIANCUT, dither=Image.Dither.NONE).save(
+            buffer, format="PNG", optimize=True)
+        small = buffer.getvalue()
+    except Exception:  # not decodable by Pillow (or no Pillow): embed the file as it is
+        return raw
+    return small if len(small) < len(raw) else raw
+
+
+def _ordered_figures(folder: Path, paper: Paper) -> list[Path]:
+    files = sorted(folder.glob("*.png")) if folder.is_dir() else []
+    first = [folder / name for name in paper.summary_figures if (folder / name) in files]
+    return first + [f for f in files if f not in first]
+
+
+def _figure(path: Path, compact: bool) -> str:
+    data = base64.b64encode(_png_bytes(path, compact)).decode("ascii")
+    name = html.escape(path.name)
+    return (f'<figure><img alt="{name}" src="data:image/png;base64,{data}">'
+            f"<figcaption>{name}</figcaption></figure>")
+
+
+def _figures_html(figures: list[Path], paper: Paper, folder: Path, compact: bool) -> str:
+    if not figures:
+        return f"<p>No figures in <code>{html.escape(_shown(folder))}</code> yet.</p>"
+    summary = [f for f in figures if f.name in paper.summary_figures]
+    rest = [f for f in figures if f.name not in paper.summary_figures]
+    out = [_figure(f, compact) for f in summary]
+    groups: dict[str, list[Path]] = {}
+    for f in rest:  # <condition>_notions.png, <condition>_timeseries.png / exp1_paper.png, ...
+        stem = f.stem
+        key = stem.rsplit("_", 1)[0] if "_" in stem else stem
+        groups.setdefault(key, []).append(f)
+    for key, files in groups.items():
+        inner = "\n".join(_figure(f, compact) for f in files)
+        out.append(f"<details><summary>{html.escape(key)} ({len(files)} figure{'s' if len(files) > 1 else ''})"
+                   f"</summary>\n{inner}\n</details>")
+    return "\n".join(out)
+
+
+# -- the page ---------------------------------------------------------------------------------
+
+_STYLE = """
+body { font-family: -apple-system, "Segoe UI", Helvetica, Arial, sans-serif; margin: 0; color: #1f2328;
+       background: #fff; line-height: 1.45; }
+main { max-width: 1250px; margin: 0 auto; padding: 1.5em 2em 3em; }
+h1 { border-bottom: 2px solid #d0d7de; padding-bottom: .3em; }
+h2 { border-bottom: 1px solid #d0d7de; padding-bottom: .2em; margin-top: 1.8em; }
+.meta { color: #57606a; font-size: .92em; }
+.table { overflow-x: auto; margin: .8em 0; }
+table { border-collapse: collapse; font-size: .86em; }
+th, td { border: 1px solid #d0d7de; padding: .3em .55em; text-align: left; vertical-align: top; }
+th { background: #f6f8fa; }
+tbody tr:nth-child(even) { background: #fafbfc; }
+code, pre { font-family: SFMono-Regular, Consolas, "Liberation Mono", Menlo, monospace; font-size: .9em; }
+code { background: #f2f4f6; padding: .05em .3em; border-radius: 4px; }
+pre { background: #f6f8fa; padding: .8em 1em; border-radius: 6px; overflow-x: auto; }
+pre code { background: none; padding: 0; }
+blockquote { margin: .8em 0; padding: .4em 1em; border-left: 4px solid #d4a72c; background: #fff8c5; }
+figure { margin: 1em 0 1.6em; }
+figure img { max-width: 100%; height: auto; border: 1px solid #eaeef2; }
+figcaption { color: #57606a; font-size: .85em; }
+details { margin: .4em 0; }
+summary { cursor: pointer; font-weight: 600; }
+"""
+
+
+def _markdown(paper: Paper, results_dir: Path, quick: bool) -> tuple[str, int]:
+    """RESULTS.md text of ``results_dir`` built by the paper's writer, and the number of results."""
+    if paper.key == "fairness":
+        from fltrust.repro.fairness import load_reported
+        from fltrust.repro.fairness_report import load_results, results_markdown, summary_table
+
+        results = load_results(results_dir)
+        reported = load_reported()
+        return results_markdown(summary_table(results, reported), results, quick=quick, reported=reported), len(results)
+    from fltrust.repro.trust_report import load_reported, load_results, results_markdown
+
+    results = load_results(results_dir)
+    return results_markdown(results, quick=quick, reported=load_reported()), len(results)
+
+
+def regenerate_commands(paper: str, *, quick: bool = False, batch_dir: str | Path | None = None,
+                        out: str | Path | None = None) -> list[str]:
+    """The commands that regenerate the results, the figures and the page."""
+    p = _paper(paper)
+    options = (" --quick" if quick else "") + (f" --out {_shown(Path(batch_dir))}" if batch_dir else "")
+    source = (" --quick" if quick else "") + (f" --from {_shown(Path(batch_dir))}" if batch_dir else "")
+    page = f" --out {_shown(Path(out))}" if out else ""
+    return [
+        "# results, figures, RESULTS.md and this page (papermill batch; finished conditions are skipped)",
+        f"python -m fltrust repro {p.key}{options}",
+        "# this page only, from the results and figures already there",
+        f"python -m fltrust report {p.key}{source}{page}",
+    ]
+
+
+def report_html(
+    paper: str,
+    *,
+    results_dir: str | Path,
+    figures_dir: str | Path,
+    quick: bool = False,
+    commands: Sequence[str] = (),
+    compact_figures: bool = True,
+) -> str:
+    """The HTML page of ``paper`` ("fairness" or "trust") from a results and a figures folder.
+
+    Raises
+    ------
+    fltrust.repro.batch.ResultsError
+        A result file is unreadable or incomplete (the message names it).
+    """
+    p = _paper(paper)
+    results_dir, figures_dir = Path(results_dir), Path(figures_dir)
+    text, count = _markdown(p, results_dir, quick)
+    figures = _ordered_figures(figures_dir, p)
+    body = markdown_to_html(text)
+    commands_html = html.escape("\n".join(commands))
+    meta = (f"Self-contained report of the {html.escape(p.title)} reproduction: {count} result file(s) from "
+            f"<code>{html.escape(_shown(results_dir))}</code>, {len(figures)} figure(s) from "
+            f"<code>{html.escape(_shown(figures_dir))}</code>. The tables are those of RESULTS.md "
+            "(same writer, same results); nothing on this page is loaded from elsewhere.")
+    return "\n".join([
+        "<!DOCTYPE html>",
+        '<html lang="en">',
+        "<head>",
+        '<meta charset="utf-8">',
+        '<meta name="viewport" content="width=device-width, initial-scale=1">',
+        f"<title>fltrust: {html.escape(p.title)} -- paper vs ours</title>",
+        f"<style>{_STYLE}</style>",
+        "</head>",
+        "<body>",
+        "<main>",
+        f'<p class="meta">{meta}</p>',
+        body,
+        '<h2 id="figures">Figures</h2>',
+        _figures_html(figures, p, figures_dir, compact_figures),
+        '<h2 id="regenerate">How to regenerate this page</h2>',
+        f"<pre><code>{commands_html}</code></pre>",
+        "</main>",
+        "</body>",
+        "</html>",
+        "",
+    ])
+
+
+def write_report(
+    paper: str,
+    out: str | Path | None = None,
+    *,
+    quick: bool = False,
+    batch_dir: str | Path | None = None,
+    results_dir: str | Path | None = None,
+    figures_dir: str | Path | None = None,
+    compact_figures: bool = True,
+) -> Path:
+    """Write the page of ``paper`` atomically and return its path.
+
+    Parameters
+    ----------
+    paper : str
+        ``"fairness"`` or ``"trust"`` (or the folder names ``fairness_analytics`` / ``federatedtrust``).
+    out : str or Path, optional
+        The HTML file (default: ``report.html`` in the batch folder, ``papers_repro/<paper>/`` for the
+        full reproduction).
+    quick, batch_dir
+        Which batch to report on, as for ``fltrust repro <paper> [--quick] [--out batch_dir]``.
+    results_dir, figures_dir : str or Path, optional
+        Override the folders read.
+    compact_figures : bool
+        Re-encode figures as 256-colour PNGs when smaller (default) instead of embedding them as they are.
+    """
+    p = _paper(paper)
+    folders = _folders(p, quick, batch_dir)
+    path = Path(out) if out is not None else folders["out"]
+    page = report_html(
+        p.key,
+        results_dir=results_dir or folders["results"],
+        figures_dir=figures_dir or folders["figures"],
+        quick=quick,
+        commands=regenerate_commands(p.key, quick=quick, batch_dir=batch_dir, out=out),
+        compact_figures=compact_figures,
+    )
+    atomic_write_text(path, page)
+    return path
+
+
+def write_reports(
+    paper: str = "all",
+    out: str | Path | None = None,
+    *,
+    quick: bool = False,
+    batch_dir: str | Path | None = None,
+    compact_figures: bool = True,
+) -> list[Path]:
+    """:func:`write_report` for one paper, or for both with ``paper="all"``.
+
+    With ``"all"``, ``out`` is a folder receiving ``fairness_analytics.html`` and ``federatedtrust.html``
+    and ``batch_dir`` is not allowed (a batch folder holds one paper).
+    """
+    if paper != "all":
+        return [write_report(paper, out, quick=quick, batch_dir=batch_dir, compact_figures=compact_figures)]
+    if batch_dir is not None:
+        raise ValueError("--from names one paper's batch folder: give the paper (fairness or trust) too")
+    return [
+        write_report(key, None if out is None else Path(out) / f"{p.folder}.html", quick=quick,
+                     compact_figures=compact_figures)
+        for key, p in PAPERS.items()
+    ]
