@@ -101,7 +101,7 @@ def _cmd_data_fetch(args: argparse.Namespace) -> int:
 def _cmd_repro(args: argparse.Namespace) -> int:
     from fltrust.repro.batch import run_fairness_batch, run_trust_batch
 
-    common = dict(quick=args.quick, device=args.device, out_dir=args.out, data_dir=args.data_dir)
+    common = dict(quick=args.quick, device=args.device, out_dir=args.out, data_dir=args.data_dir, jobs=args.jobs)
     if args.paper == "fairness":
         failures = run_fairness_batch(conditions=args.conditions, repeats=args.repeats, mode=args.mode, **common)
     else:
@@ -176,6 +176,9 @@ def build_parser() -> argparse.ArgumentParser:
     repro.add_argument("--device", choices=["cpu", "cuda", "auto"], default="auto",
                        help="auto (default): CUDA when available, else CPU")
     repro.add_argument("--out", default=None, help="folder for run folders and executed notebooks")
+    repro.add_argument("--jobs", type=int, default=1, metavar="N",
+                       help="run N conditions at once (parallel kernels; the cores are shared out, "
+                            "several runs may share one GPU)")
     repro.add_argument("--strict", action="store_true", help=STRICT_HELP)
     repro.set_defaults(func=_cmd_repro)
 

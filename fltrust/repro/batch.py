@@ -19,13 +19,15 @@ Output folders (``out_dir``):
 
 from __future__ import annotations
 
+import contextlib
 import fnmatch
 import json
+import os
 import time
 import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 REPO = Path(__file__).resolve().parents[2]
@@ -103,61 +105,101 @@ class NotebookJob:
         return None
 
 
-def execute_notebook(notebook: Path, output: Path, parameters: dict[str, Any]) -> None:
-    """Execute ``notebook`` with papermill into ``output`` (working directory = the repo).
+@contextlib.contextmanager
+def kernel_environment(threads_per_job: int | None = None) -> Iterator[None]:
+    """Environment that notebook kernels inherit while a batch runs (kernels copy ``os.environ``).
 
-    The kernel does not inherit ``MPLBACKEND`` (e.g. ``Agg`` set for a test process): ipykernel then
-    selects the inline backend, so the executed notebook stores its figures as image/png outputs.
+    ``MPLBACKEND`` is removed (e.g. ``Agg`` set for a test process), so ipykernel selects the inline
+    backend and executed notebooks keep their figures; with parallel jobs, ``OMP_NUM_THREADS`` and
+    ``MKL_NUM_THREADS`` cap each kernel's torch threads so the jobs do not oversubscribe the cores.
     """
-    import os
+    saved = {k: os.environ.get(k) for k in ("MPLBACKEND", "OMP_NUM_THREADS", "MKL_NUM_THREADS")}
+    os.environ.pop("MPLBACKEND", None)
+    if threads_per_job is not None:
+        os.environ["OMP_NUM_THREADS"] = os.environ["MKL_NUM_THREADS"] = str(threads_per_job)
+    try:
+        yield
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
 
+
+def execute_notebook(notebook: Path, output: Path, parameters: dict[str, Any]) -> None:
+    """Execute ``notebook`` with papermill into ``output`` (working directory = the repo), with
+    inline figures (:func:`kernel_environment`)."""
+    with kernel_environment():
+        _papermill(notebook, output, parameters)
+
+
+def _papermill(notebook: Path, output: Path, parameters: dict[str, Any]) -> None:
     import papermill
 
     output.parent.mkdir(parents=True, exist_ok=True)
-    backend = os.environ.pop("MPLBACKEND", None)  # the kernel process copies os.environ at launch
+    papermill.execute_notebook(
+        str(notebook),
+        str(output),
+        parameters=parameters,
+        kernel_name="python3",
+        cwd=str(REPO),
+        progress_bar=False,
+        log_output=False,
+        # keep the kernel's own start-up warnings (e.g. about its local TCP transport) out of the batch log
+        extra_arguments=["--IPKernelApp.log_level=ERROR"],
+    )
+
+
+def _execute_job(job: NotebookJob) -> tuple[str, float, str | None]:
+    """Run one job; returns (name, seconds, error line or None). Never raises."""
+    start = time.perf_counter()
     try:
-        papermill.execute_notebook(
-            str(notebook),
-            str(output),
-            parameters=parameters,
-            kernel_name="python3",
-            cwd=str(REPO),
-            progress_bar=False,
-            log_output=False,
-            # keep the kernel's own start-up warnings (e.g. about its local TCP transport) out of the batch log
-            extra_arguments=["--IPKernelApp.log_level=ERROR"],
-        )
-    finally:
-        if backend is not None:
-            os.environ["MPLBACKEND"] = backend
+        _papermill(job.notebook, job.output_notebook, job.parameters)
+    except Exception as exc:  # keep going; report at the end
+        message = str(exc).strip().splitlines()
+        (job.output_notebook.with_suffix(".error.txt")).write_text(traceback.format_exc())
+        return job.name, time.perf_counter() - start, f"{type(exc).__name__}: {message[-1] if message else ''}"
+    return job.name, time.perf_counter() - start, None
 
 
-def run_jobs(jobs: list[NotebookJob], *, title: str) -> list[str]:
-    """Run jobs in order, skipping complete ones and surviving failures; returns failed names."""
+def run_jobs(jobs: list[NotebookJob], *, title: str, parallel: int = 1) -> list[str]:
+    """Run jobs, skipping complete ones and surviving failures; returns failed names.
+
+    ``parallel`` > 1 runs that many notebooks at once (each in its own kernel process) with
+    ``cores // parallel`` torch threads each, under one progress bar.
+    """
+    from concurrent.futures import ThreadPoolExecutor, as_completed
+
     from tqdm.auto import tqdm
 
     failures: list[str] = []
-    skipped = 0
-    bar = tqdm(jobs, desc=title, unit="job")
-    for job in bar:
-        bar.set_postfix_str(job.name)
-        if job.is_complete():
-            skipped += 1
+    todo = []
+    for job in jobs:
+        reason = job.stale_reason()
+        if reason is None:
             tqdm.write(f"skipped {job.name}: complete in {job.result_path}")
-            continue
-        start = time.perf_counter()
-        try:
-            execute_notebook(job.notebook, job.output_notebook, job.parameters)
-        except Exception as exc:  # keep going; report at the end
-            failures.append(job.name)
-            message = str(exc).strip().splitlines()
-            tqdm.write(f"FAILED {job.name}: {type(exc).__name__}: {message[-1] if message else ''}")
-            tqdm.write(f"  executed notebook kept at {job.output_notebook}")
-            (job.output_notebook.with_suffix(".error.txt")).write_text(traceback.format_exc())
-            continue
-        tqdm.write(f"done {job.name} in {time.perf_counter() - start:.1f} s")
+        else:
+            todo.append(job)
+    skipped = len(jobs) - len(todo)
+    parallel = max(1, min(parallel, len(todo) or 1))
+    threads = max(1, (os.cpu_count() or 1) // parallel) if parallel > 1 else None
+    bar = tqdm(total=len(jobs), initial=skipped, desc=title, unit="job")
+    with kernel_environment(threads), ThreadPoolExecutor(max_workers=parallel) as pool:
+        futures = {pool.submit(_execute_job, job): job for job in todo}
+        for future in as_completed(futures):
+            name, seconds, error = future.result()
+            if error is None:
+                tqdm.write(f"done {name} in {seconds:.1f} s")
+            else:
+                failures.append(name)
+                tqdm.write(f"FAILED {name}: {error}")
+                tqdm.write(f"  executed notebook kept at {futures[future].output_notebook}")
+            bar.update(1)
+            bar.set_postfix_str(name)
     bar.close()
-    print(f"{title}: {len(jobs) - skipped - len(failures)} run, {skipped} already complete, {len(failures)} failed")
+    failures.sort(key=[j.name for j in jobs].index)
+    print(f"{title}: {len(todo) - len(failures)} run, {skipped} already complete, {len(failures)} failed")
     if failures:
         print(f"{title}: failed jobs: {failures}")
     return failures
@@ -205,6 +247,7 @@ def _paper_batch(
     data_dir: str | None,
     suffix: str = "",
     expected_run_ids: Callable[[str], list[str]] | None = None,
+    parallel: int = 1,
 ) -> list[str]:
     """One notebook job per name (``{item_key: name, **item_parameters}``), then the summary notebook.
 
@@ -228,7 +271,7 @@ def _paper_batch(
                                 folders["notebooks"] / f"{name}{suffix}.ipynb", parameters, result, quick,
                                 expected_run_ids(name) if expected_run_ids else None))
     title = _figure_folder(paper)
-    failures = run_jobs(jobs, title=f"{title} {item_key}s")
+    failures = run_jobs(jobs, title=f"{title} {item_key}s", parallel=parallel)
     summary = NotebookJob(
         name="summary",
         notebook=NOTEBOOKS / notebook_folder / "summary.ipynb",
@@ -254,8 +297,12 @@ def run_fairness_batch(
     device: str = "cpu",
     out_dir: str | Path | None = None,
     data_dir: str | None = None,
+    jobs: int = 1,
 ) -> list[str]:
-    """Execute ``notebooks/fairness/condition.ipynb`` per selected condition, then the summary."""
+    """Execute ``notebooks/fairness/condition.ipynb`` per selected condition, then the summary.
+
+    ``jobs`` conditions run at once (parallel kernels, cores shared out between them).
+    """
     from fltrust.repro.fairness import condition_configs
     from fltrust.repro.fairness_conditions import all_conditions, condition_name
 
@@ -280,6 +327,7 @@ def run_fairness_batch(
         data_dir=data_dir,
         suffix="" if mode == "faithful" else f"-{mode}",
         expected_run_ids=run_ids,
+        parallel=jobs,
     )
 
 
@@ -291,8 +339,10 @@ def run_trust_batch(
     device: str = "cpu",
     out_dir: str | Path | None = None,
     data_dir: str | None = None,
+    jobs: int = 1,
 ) -> list[str]:
-    """Execute ``notebooks/federatedtrust/experiment.ipynb`` per experiment, then the summary."""
+    """Execute ``notebooks/federatedtrust/experiment.ipynb`` per experiment, then the summary
+    (``jobs`` experiments at once)."""
     from fltrust.repro.trust_experiments import EXPERIMENTS, experiment_config
 
     if mode is not None and mode not in ("prototype", "paper", "fixed"):
@@ -308,4 +358,5 @@ def run_trust_batch(
         out_dir=out_dir,
         data_dir=data_dir,
         expected_run_ids=lambda name: [experiment_config(name, quick=quick, device=device, data_dir=data_dir).run_id()],
+        parallel=jobs,
     )

@@ -51,7 +51,7 @@ def quick_condition(tmp_path_factory, data_root) -> Path:
 def test_condition_notebook_parameters_match_the_batch_runner(monkeypatch, tmp_path):
     # Prepare: capture the jobs run_fairness_batch builds instead of executing them
     jobs = []
-    monkeypatch.setattr(batch, "run_jobs", lambda batch_jobs, *, title: jobs.extend(batch_jobs) or [])
+    monkeypatch.setattr(batch, "run_jobs", lambda batch_jobs, *, title, **kw: jobs.extend(batch_jobs) or [])
 
     # Execute
     batch.run_fairness_batch(conditions=CONDITION, quick=True, out_dir=tmp_path)

@@ -58,7 +58,7 @@ def exp1_result(quick_folder, data_root) -> dict:
 def test_notebook_parameters_match_the_batch_runner(monkeypatch, tmp_path):
     # Prepare: capture the jobs run_trust_batch builds instead of executing them
     jobs = []
-    monkeypatch.setattr(batch, "run_jobs", lambda batch_jobs, *, title: jobs.extend(batch_jobs) or [])
+    monkeypatch.setattr(batch, "run_jobs", lambda batch_jobs, *, title, **kw: jobs.extend(batch_jobs) or [])
 
     # Execute
     batch.run_trust_batch(experiments="exp4", quick=True, out_dir=tmp_path)

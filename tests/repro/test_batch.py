@@ -1,0 +1,69 @@
+"""The papermill batch runner: honest skipping (repeats, configs, synthetic) and parallel jobs."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import nbformat
+import pytest
+
+from fltrust.repro.batch import NotebookJob, kernel_environment, run_jobs
+
+
+def _notebook(path):
+    nb = nbformat.v4.new_notebook()
+    params = nbformat.v4.new_code_cell("result_path = ''\nvalue = 0")
+    params.metadata["tags"] = ["parameters"]
+    nb.cells = [params, nbformat.v4.new_code_cell(
+        "import json, os\n"
+        "json.dump({'complete': True, 'quick': False, 'value': value, 'threads': os.environ.get('OMP_NUM_THREADS'),\n"
+        "           'run_ids': [f'c{value}-s0-r0']}, open(result_path, 'w'))")]
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nbformat.write(nb, path)
+    return path
+
+
+def _job(tmp_path, notebook, i, **kw):
+    result = tmp_path / f"r{i}.json"
+    return NotebookJob(f"c{i}", notebook, tmp_path / "out" / f"c{i}.ipynb", {"result_path": str(result), "value": i},
+                       result, **kw)
+
+
+@pytest.mark.slow
+def test_parallel_jobs_all_run_with_shared_out_threads(tmp_path, capsys):
+    notebook = _notebook(tmp_path / "nb.ipynb")
+    jobs = [_job(tmp_path, notebook, i) for i in range(3)]
+    assert run_jobs(jobs, title="t", parallel=2) == []
+    results = [json.loads((tmp_path / f"r{i}.json").read_text()) for i in range(3)]
+    assert [r["value"] for r in results] == [0, 1, 2]
+    assert {r["threads"] for r in results} == {str(max(1, (os.cpu_count() or 1) // 2))}
+    assert "3 run, 0 already complete, 0 failed" in capsys.readouterr().out
+    # second time: every job is skipped with a visible line
+    assert run_jobs(jobs, title="t", parallel=2) == []
+    out = capsys.readouterr().out
+    assert "0 run, 3 already complete" in out
+
+
+def test_a_result_from_other_repeats_or_synthetic_data_is_redone(tmp_path):
+    result = tmp_path / "r.json"
+    job = NotebookJob("c", tmp_path / "nb.ipynb", tmp_path / "o.ipynb", {}, result,
+                      expected_run_ids=["c-abc-s0-r0", "c-abc-s0-r1"])
+    assert job.stale_reason() == "no result yet"
+    result.write_text(json.dumps({"complete": True, "quick": False, "run_ids": ["c-abc-s0-r0"]}))
+    assert "other repeats or config" in job.stale_reason()
+    result.write_text(json.dumps({"complete": True, "quick": False, "run_ids": ["c-abc-s0-r1", "c-abc-s0-r0"]}))
+    assert job.is_complete()
+    result.write_text(json.dumps({"complete": True, "quick": False, "synthetic": True,
+                                  "run_ids": ["c-abc-s0-r0", "c-abc-s0-r1"]}))
+    assert "synthetic" in job.stale_reason()
+    result.write_text(json.dumps({"complete": True, "quick": True, "run_ids": ["c-abc-s0-r0", "c-abc-s0-r1"]}))
+    assert "quick" in job.stale_reason()
+
+
+def test_kernel_environment_is_restored(monkeypatch):
+    monkeypatch.setenv("MPLBACKEND", "Agg")
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    with kernel_environment(3):
+        assert "MPLBACKEND" not in os.environ and os.environ["OMP_NUM_THREADS"] == "3"
+    assert os.environ["MPLBACKEND"] == "Agg" and "OMP_NUM_THREADS" not in os.environ
