@@ -277,6 +277,13 @@ class TrainingConfig:
         Clip the gradient norm to this value (FederatedScope's ``grad_clip``).
     loss_scaling : str
         ``"mean"`` or ``"per_batch_sum"`` (see :mod:`fltrust.core.evaluation`).
+    vectorize : str
+        Train a round's sampled clients side by side as one stacked model
+        (:mod:`fltrust.fl.vectorized`) and batch the per-client evaluations: ``"auto"`` (where it
+        applies: not with local DP-SGD, BatchNorm models or one client per round -- those train
+        sequentially), ``"on"`` (an error where it does not apply) or ``"off"`` (one client after
+        another). Same batch orders and optimiser math as the sequential path; results agree to
+        float32 rounding. A speed switch: it is not part of the run id.
     """
 
     rounds: int = 5
@@ -288,6 +295,7 @@ class TrainingConfig:
     weight_decay: float = 0.0
     grad_clip: float | None = None
     loss_scaling: str = "mean"
+    vectorize: str = "auto"
 
     def __post_init__(self) -> None:
         _positive("training", "rounds", self.rounds)
@@ -299,6 +307,7 @@ class TrainingConfig:
         _positive("training", "weight_decay", self.weight_decay, allow_zero=True)
         _positive("training", "grad_clip", self.grad_clip)
         _choice("training", "loss_scaling", self.loss_scaling, ("mean", "per_batch_sum"))
+        _choice("training", "vectorize", self.vectorize, ("auto", "on", "off"))
 
 
 @dataclass(frozen=True)
@@ -362,6 +371,11 @@ class FairnessConfig:
         Individual corrections; ``None`` = the mode's default.
     notion_weights : list of float
         Weights of (f_j, f_g, f_r, f_o) in F_T (paper Eqs. 12-13); equal by default.
+    aux_batch_size : int or None
+        Aux-set samples per forward pass of the FedSV coalition evaluation (all coalition models
+        at once); ``None`` = automatic (about 256 MB of activations). Speed and memory only: with
+        ``training.loss_scaling: per_batch_sum`` the losses are still summed per mini-batch of
+        ``training.batch_size``, as the authors did. Not part of the run id.
     """
 
     enabled: bool = False
@@ -376,9 +390,11 @@ class FairnessConfig:
     reward: str | None = None
     group_metric: str | None = None
     notion_weights: list[float] = field(default_factory=lambda: [0.25, 0.25, 0.25, 0.25])
+    aux_batch_size: int | None = None
 
     def __post_init__(self) -> None:
         _choice("metrics.fairness", "mode", self.mode, ("faithful", "corrected"))
+        _positive("metrics.fairness", "aux_batch_size", self.aux_batch_size)
         _choice("metrics.fairness", "shapley", self.shapley, ("exact", "monte_carlo"))
         _positive("metrics.fairness", "shapley_permutations", self.shapley_permutations)
         _positive("metrics.fairness", "exact_max_players", self.exact_max_players)
@@ -401,8 +417,10 @@ class TrustConfig:
     enabled : bool
         Attach the FactSheet observer and score the run at the end.
     mode : str
-        ``"prototype"`` (the authors' released code) or ``"paper"`` (normalisations that best
-        reproduce the paper's Figures 4-5).
+        ``"prototype"`` (the authors' released code), ``"paper"`` (normalisations that best
+        reproduce the paper's Figures 4-5), ``"fixed"`` (every spec-9 fix) or ``"extended"``
+        (all 36 taxonomy metrics plus nebula's sustainability pillar, measured where the kit can;
+        see ``fltrust/trust/definitions/extended.yaml``).
     metrics_file : str or None
         A user's own pillar/notion/metric definition (YAML or JSON); ``None`` = the packaged one.
     clever_samples : int
@@ -413,6 +431,24 @@ class TrustConfig:
         SHAP DeepExplainer background and explained sample counts (prototype: 8 and 2).
     client_selector : str
         Name written to ``participants/client_selector`` (the engine samples uniformly).
+    evasion_eps, evasion_samples, evasion_pgd_steps
+        Extended mode: L-infinity budget, test samples and PGD iterations of the ART FGSM/PGD
+        evasion attacks (empirical robustness; 0 samples disables).
+    mia_samples : int
+        Extended mode: members and non-members each in the membership-inference attack (0 disables).
+    reference_samples : int
+        Extended mode: test rows on which the server judges each returned client model
+        (client reputation).
+    reputation_tolerance : float
+        Extended mode: a client interaction is negative when its model's reference loss exceeds
+        ``(1 + tolerance)`` times its peers' median.
+    country_iso_code : str
+        Extended mode: ISO 3166-1 alpha-3 code of where the run executes; CodeCarbon's offline
+        grid intensity for it gives the run's emissions (no network access).
+    declared : dict
+        Extended mode: values only a person can state -- ``testing_coverage`` (0..1),
+        ``anonymisation``, ``simplification``, ``model_replacement``, ``encryption`` (see
+        ``fltrust.trust.governance.DECLARATIONS``).
     """
 
     enabled: bool = False
@@ -427,9 +463,32 @@ class TrustConfig:
     shap_background: int = 8
     shap_samples: int = 2
     client_selector: str = "uniform"
+    evasion_eps: float = 0.1
+    evasion_samples: int = 200
+    evasion_pgd_steps: int = 10
+    mia_samples: int = 500
+    reference_samples: int = 512
+    reputation_tolerance: float = 0.5
+    country_iso_code: str = "CHE"
+    declared: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        _choice("metrics.trust", "mode", self.mode, ("prototype", "paper", "fixed"))
+        _choice("metrics.trust", "mode", self.mode, ("prototype", "paper", "fixed", "extended"))
+        _positive("metrics.trust", "evasion_eps", self.evasion_eps)
+        _positive("metrics.trust", "evasion_samples", self.evasion_samples, allow_zero=True)
+        _positive("metrics.trust", "evasion_pgd_steps", self.evasion_pgd_steps)
+        _positive("metrics.trust", "mia_samples", self.mia_samples, allow_zero=True)
+        _positive("metrics.trust", "reference_samples", self.reference_samples)
+        _positive("metrics.trust", "reputation_tolerance", self.reputation_tolerance, allow_zero=True)
+        if not isinstance(self.declared, dict):
+            raise ConfigError(f"metrics.trust.declared={self.declared!r} must be a mapping")
+        if self.declared:
+            from fltrust.trust.governance import DeclarationError, validate_declarations
+
+            try:
+                validate_declarations(self.declared)
+            except DeclarationError as exc:
+                raise ConfigError(str(exc)) from None
         _positive("metrics.trust", "clever_samples", self.clever_samples, allow_zero=True)
         _positive("metrics.trust", "clever_nb_batches", self.clever_nb_batches)
         _positive("metrics.trust", "clever_batch_size", self.clever_batch_size)
@@ -471,17 +530,23 @@ class FlowerConfig:
     ray_address : str or None
         Address of an existing Ray cluster (``"auto"`` or ``"ray://host:10001"``); ``None``
         starts a local Ray instance for the run.
+    ditto_personal_store : str
+        Where Ditto's personal models live between rounds: ``"server"`` (sent with each training
+        message, as the fairness authors stored them) or ``"client"`` (Flower's per-node
+        ``context.state``). Both give the same results.
     """
 
     num_cpus: float = 1.0
     num_gpus: float = 0.0
     num_supernodes: int | None = None
     ray_address: str | None = None
+    ditto_personal_store: str = "server"
 
     def __post_init__(self) -> None:
         _positive("flower", "num_cpus", self.num_cpus)
         _positive("flower", "num_gpus", self.num_gpus, allow_zero=True)
         _positive("flower", "num_supernodes", self.num_supernodes)
+        _choice("flower", "ditto_personal_store", self.ditto_personal_store, ("server", "client"))
 
 
 @dataclass(frozen=True)
@@ -590,6 +655,8 @@ class ExperimentConfig:
         for key in ("seed", "repeat", "out_dir", "progress", "device", "checkpoint", "torch_threads"):
             data.get("run", {}).pop(key, None)
         data.pop("flower", None)  # where clients run changes nothing in the results
+        data.get("training", {}).pop("vectorize", None)  # speed switches: same results to float rounding
+        data.get("metrics", {}).get("fairness", {}).pop("aux_batch_size", None)
         data = {k: v for k, v in data.items() if v != {}}
         blob = json.dumps(data, sort_keys=True, default=str).encode()
         return hashlib.sha256(blob).hexdigest()[:10]

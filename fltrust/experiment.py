@@ -87,9 +87,11 @@ def paper_observers(cfg: ExperimentConfig, model: nn.Module, federation: Federat
         out.append(FairnessObserver.from_config(cfg, model, federation.x_aux, federation.y_aux,
                                                 num_clients=federation.num_clients))
     if cfg.metrics.trust.enabled:
+        from fltrust.trust.extended import extended_inputs
         from fltrust.trust.observer import TrustObserver
 
-        out.append(TrustObserver(cfg, model, federation.x_test, federation.y_test, run_folder=None))
+        out.append(TrustObserver(cfg, model, federation.x_test, federation.y_test, run_folder=None,
+                                 **extended_inputs(cfg, federation)))
     return out
 
 

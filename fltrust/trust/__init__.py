@@ -17,8 +17,17 @@ Scoring modules (cheap to import):
 - :mod:`fltrust.trust.report` -- :class:`TrustReport`, plot and writer.
 
 The metric definitions ship as YAML in ``fltrust/trust/definitions/`` (``prototype.yaml``,
-``paper.yaml``). FactSheet population, statistics, CLEVER and SHAP live in the sibling modules
-``factsheet``, ``statistics``, ``robustness``, ``explainability`` and ``observer`` (imported on use).
+``paper.yaml``, ``extended.yaml``). FactSheet population, statistics, CLEVER and SHAP live in the
+sibling modules ``factsheet``, ``statistics``, ``robustness``, ``explainability`` and ``observer``
+(imported on use).
+
+Extended mode (``mode="extended"``) scores all 36 metrics of the paper's taxonomy plus nebula's
+sustainability pillar; the measurements behind the 16 metrics the prototype left out live in
+``leakage`` (membership inference), ``robustness`` (ART FGSM/PGD), ``poisoning`` (defence
+recovery from attack runs), ``reputation`` (client reputation, data quality), ``reliability``
+(drop-out / error / time-out rates), ``discrimination`` (discrimination index, fairlearn gaps),
+``governance`` (hash-chain audit, co-versioning, registry, visualisation, declared values),
+``sustainability`` (CodeCarbon offline) and ``extended`` (the observer's extended hooks).
 """
 
 from fltrust.trust.normalization import NormalizationError, TrustScoreWarning
@@ -32,6 +41,7 @@ from fltrust.trust.report import (
     write_report,
 )
 from fltrust.trust.scoring import (
+    ALL_MODES,
     FIXES,
     MODES,
     Definitions,
@@ -43,6 +53,7 @@ from fltrust.trust.scoring import (
 )
 
 __all__ = [
+    "ALL_MODES",
     "FIXES",
     "MODES",
     "Definitions",

@@ -67,6 +67,14 @@ Template defaults (:func:`new_factsheet`): strings ``""``, numbers NaN, booleans
 ``[]``, as the prototype template. The system sizes are numbers here (NaN by default), where the
 prototype template had ``""``.
 
+Extended mode (``metrics.trust.mode: extended``) adds the fields of :data:`EXTENDED_FIELDS` in
+the sections :data:`EXTENDED_SECTIONS` (``privacy``, ``robustness``, ``explainability``,
+``accountability``, ``federation``, ``sustainability``; plus a few in ``fairness`` and
+``participants``) and a ``provenance`` section: one entry per metric of ``extended.yaml``,
+``{"status": "measured" | "declared" | "missing" | "n/a", "method": ..., "reason": ...}``
+(:func:`set_provenance`). They are created only by ``new_factsheet(extended=True)``, so the
+prototype, paper and fixed FactSheets are unchanged.
+
 Missing values (:func:`missing_fields`): the prototype counts a field as present unless it is
 ``None`` or ``""`` (NaN, ``False``, ``0`` and ``[]`` are present, bug B2). Outside prototype mode
 ``None``, NaN, empty or whitespace-only strings and empty lists are missing.
@@ -183,6 +191,73 @@ SECTIONS = ("project", "data", "participants", "configuration", "performance", "
 
 FIELD_BY_PATH: dict[str, FactsheetField] = {f.path: f for f in FIELDS}
 
+EXTENDED_FIELDS: tuple[FactsheetField, ...] = (
+    # privacy (paper Sec. 3.1)
+    _F("privacy/secure_aggregation", "str", "pre", "server", "privacy.secure_aggregation or declared.encryption", True),
+    _F("privacy/anonymisation", "str", "pre", "project owner", "metrics.trust.declared.anonymisation", True),
+    _F("privacy/mia_auc", "number", "post", "server", "leakage.membership_inference: attack AUC", True),
+    _F("privacy/mia_risk", "number", "post", "server", "2 |AUC - 0.5|", True),
+    _F("privacy/mia_rule_based_advantage", "number", "post", "server", "ART rule-based attack TPR - FPR", True),
+    _F("privacy/mia_samples", "number", "post", "server", "members (= non-members) in the attack sample", True),
+    # robustness (paper Sec. 3.2)
+    _F("robustness/poisoning_recovery", "number", "post", "server", "poisoning.poisoning_recovery (attack runs)", True),
+    _F("robustness/poisoning_retention", "number", "post", "server", "acc under attack / clean acc (attack runs)", True),
+    _F("robustness/poisoning_accuracy_drop", "number", "post", "server", "clean acc - acc under attack", True),
+    _F("robustness/attack_success_rate", "number", "post", "server", "attack runs", True),
+    _F("robustness/attack", "str", "post", "server", "description of the attack runs", True),
+    _F("robustness/byzantine_robust", "bool", "pre", "server", "aggregator in poisoning.BYZANTINE_ROBUST_AGGREGATORS", True),
+    _F("robustness/evasion_clean_accuracy", "number", "post", "server", "robustness.evasion_accuracy", True),
+    _F("robustness/evasion_fgsm_accuracy", "number", "post", "server", "ART FastGradientMethod", True),
+    _F("robustness/evasion_pgd_accuracy", "number", "post", "server", "ART ProjectedGradientDescent", True),
+    _F("robustness/evasion_eps", "number", "post", "server", "metrics.trust.evasion_eps (L-inf)", True),
+    _F("robustness/evasion_retention", "number", "post", "server", "PGD acc / clean acc", True),
+    _F("robustness/testing_coverage", "number", "pre", "project owner", "metrics.trust.declared.testing_coverage", True),
+    _F("robustness/system_reliability", "number", "post", "server", "reliability.system_reliability", True),
+    _F("robustness/dropout_rate", "number", "post", "server", "num_dropped / num_sampled", True),
+    _F("robustness/error_rate", "number", "post", "server", "num_failed / num_sampled", True),
+    _F("robustness/timeout_rate", "number", "post", "server", "num_timed_out / num_sampled", True),
+    _F("robustness/client_reputation", "number", "post", "server", "reputation.client_reputation (mean)", True),
+    _F("robustness/client_reputations", "list", "post", "server", "per-client reputation (null = never took part)", True),
+    _F("robustness/data_quality", "number", "post", "server", "reputation.data_quality (mean)", True),
+    _F("robustness/client_data_quality", "list", "post", "server", "per-client data quality", True),
+    _F("robustness/low_quality_clients", "list", "post", "server", "clients with data quality < 0.8", True),
+    # fairness (paper Sec. 3.3)
+    _F("fairness/sensitive_attribute", "str", "pre", "server", "discrimination.sensitive_attribute", True),
+    _F("fairness/discrimination_index", "number", "post", "server", "max |F1(group) - F1(rest)|", True),
+    _F("fairness/demographic_parity_difference", "number", "post", "server", "fairlearn", True),
+    _F("fairness/equalized_odds_difference", "number", "post", "server", "fairlearn", True),
+    # explainability (paper Sec. 3.4)
+    _F("explainability/simplification", "str", "pre", "project owner", "metrics.trust.declared.simplification", True),
+    _F("explainability/visualisation", "number", "post", "server", "governance.coverage(VISUALISATION_ITEMS)", True),
+    # accountability (paper Sec. 3.5)
+    _F("accountability/audit_chain_verified", "bool", "post", "server", "governance.verify_model_chain", True),
+    _F("accountability/audit_rounds", "number", "post", "server", "links of the model hash chain", True),
+    _F("accountability/audit_head", "str", "post", "server", "last chain hash", True),
+    # federation (paper Sec. 3.6)
+    _F("federation/client_registry", "number", "post", "server", "governance.coverage(REGISTRY_ITEMS)", True),
+    _F("federation/co_versioning", "number", "post", "server", "governance.co_versioning_coverage", True),
+    _F("federation/model_replacement", "str", "pre", "project owner", "metrics.trust.declared.model_replacement", True),
+    # sustainability (nebula, trust spec 10)
+    _F("participants/avg_dataset_size", "number", "pre", "clients -> server", "mean training samples per client", True),
+    _F("sustainability/energy_kwh", "number", "post", "server", "CodeCarbon offline", True),
+    _F("sustainability/emissions_kg", "number", "post", "server", "CodeCarbon offline", True),
+    _F("sustainability/carbon_intensity", "number", "post", "server", "g CO2eq / kWh = emissions / energy", True),
+    _F("sustainability/power_source", "str", "post", "server", "meter / partial / estimate", True),
+    _F("sustainability/method", "text", "post", "server", "how energy and emissions were obtained", True),
+    _F("sustainability/country_iso_code", "str", "pre", "server", "metrics.trust.country_iso_code", True),
+)
+"""FactSheet fields of the extended mode (not in :data:`FIELDS`, so the prototype, paper and fixed
+FactSheets are unchanged). The ``provenance`` section (one entry per metric, see
+:func:`set_provenance`) is written beside them."""
+
+EXTENDED_SECTIONS = ("privacy", "robustness", "explainability", "accountability", "federation", "sustainability")
+"""Sections the extended fields add after :data:`SECTIONS`."""
+
+PROVENANCE_SECTION = "provenance"
+PROVENANCE_STATUSES = ("measured", "declared", "missing", "n/a")
+
+ALL_FIELD_BY_PATH: dict[str, FactsheetField] = {**FIELD_BY_PATH, **{f.path: f for f in EXTENDED_FIELDS}}
+
 USER_SUPPLIED_FIELDS = ("project/purpose", "project/background", "project/organisations")
 """Fields only a person can fill (paper: manual FactSheet entries); reported when empty."""
 
@@ -192,9 +267,16 @@ STRATEGY_NAMES = {
     "ditto": "Ditto",
     "qfedavg": "q-FedAvg",
     "fedmedian": "FedMedian",
+    "median": "Median",
+    "krum": "Krum",
+    "multikrum": "MultiKrum",
+    "trimmedmean": "TrimmedMean",
+    "bulyan": "Bulyan",
 }
 """``strategy.name`` -> the aggregation-algorithm vocabulary of the papers (trust spec 3.6).
-q-FedAvg and FedMedian are not in the prototype's benchmark map; the scoring reports them."""
+q-FedAvg and FedMedian are not in the prototype's benchmark map; the scoring reports them. The
+robust aggregators are in the extended definitions' map (nebula's values, spec 10). A strategy
+not listed here is written under its own name."""
 
 TRAINING_MODEL_MAP = {
     "convnet2": "CNN",
@@ -229,13 +311,16 @@ _PREPROCESSING = {
 
 # -- access ---------------------------------------------------------------------------------------
 
-def new_factsheet(*, include_extras: bool = True) -> dict[str, dict[str, Any]]:
+def new_factsheet(*, include_extras: bool = True, extended: bool = False) -> dict[str, dict[str, Any]]:
     """An empty FactSheet (the prototype template values, see the module docstring).
 
     Parameters
     ----------
     include_extras : bool
         Include the fields that are not in the prototype template (``extra`` in :data:`FIELDS`).
+    extended : bool
+        Also add the extended-mode fields (:data:`EXTENDED_FIELDS`) and an empty ``provenance``
+        section.
 
     Returns
     -------
@@ -248,7 +333,47 @@ def new_factsheet(*, include_extras: bool = True) -> dict[str, dict[str, Any]]:
             continue
         section, name = spec.path.split("/")
         fs[section][name] = spec.default
+    if extended:
+        for section in EXTENDED_SECTIONS:
+            fs[section] = {}
+        for spec in EXTENDED_FIELDS:
+            section, name = spec.path.split("/")
+            fs.setdefault(section, {})[name] = spec.default
+        fs[PROVENANCE_SECTION] = {}
     return fs
+
+
+def set_provenance(
+    fs: dict[str, Any], metric_path: str, status: str, method: str, reason: str | None = None, **details: Any
+) -> None:
+    """Record how a metric's raw value was obtained (extended mode).
+
+    Parameters
+    ----------
+    fs : dict
+        The FactSheet (its ``provenance`` section is created if needed).
+    metric_path : str
+        ``pillar/notion/metric`` of the extended definitions.
+    status : {"measured", "declared", "missing", "n/a"}
+        ``measured`` = computed by the kit from the model, data or run record; ``declared`` =
+        configuration or a person's statement; ``missing`` = a measured value that was not
+        computed (scores 0); ``n/a`` = not applicable (left out of the means; give ``reason``).
+    method : str
+        How (formula, source, library).
+    reason : str or None
+        Why it is n/a, missing or declared rather than measured.
+    **details
+        Extra JSON-ready facts (e.g. ``estimate=True``).
+    """
+    if status not in PROVENANCE_STATUSES:
+        raise FactsheetError(f"provenance status {status!r} is not one of {list(PROVENANCE_STATUSES)}")
+    if status == "n/a" and not reason:
+        raise FactsheetError(f"{metric_path}: an n/a metric needs a reason")
+    entry: dict[str, Any] = {"status": status, "method": method}
+    if reason:
+        entry["reason"] = reason
+    entry.update(details)
+    fs.setdefault(PROVENANCE_SECTION, {})[metric_path] = entry
 
 
 def _split_path(path: str) -> tuple[str, str]:
@@ -267,8 +392,8 @@ def get_field(fs: dict[str, Any], path: str) -> Any:
 
 def set_field(fs: dict[str, Any], path: str, value: Any) -> None:
     """Set a schema field (unknown paths raise, so that typos cannot create new fields)."""
-    if path not in FIELD_BY_PATH:
-        raise FactsheetError(f"{path!r} is not a FactSheet field; known fields: {sorted(FIELD_BY_PATH)}")
+    if path not in ALL_FIELD_BY_PATH:
+        raise FactsheetError(f"{path!r} is not a FactSheet field; known fields: {sorted(ALL_FIELD_BY_PATH)}")
     section, name = _split_path(path)
     fs.setdefault(section, {})[name] = value
 
@@ -445,7 +570,7 @@ def populate_pre_training(
     set_field(fs, "participants/sample_client_rate", cfg.clients_per_round() / num_clients)
     set_field(fs, "participants/client_selector", cfg.metrics.trust.client_selector)
 
-    set_field(fs, "configuration/optimization_algorithm", STRATEGY_NAMES[cfg.strategy.name])
+    set_field(fs, "configuration/optimization_algorithm", STRATEGY_NAMES.get(cfg.strategy.name, cfg.strategy.name))
     model_type = TRAINING_MODEL_MAP.get(cfg.model.name)
     if model_type is None:
         log.warning("model %r is not in TRAINING_MODEL_MAP; writing its registry name", cfg.model.name)
@@ -724,7 +849,7 @@ def load_factsheet(path: str | Path) -> dict[str, Any]:
         The FactSheet.
     """
     fs = _read_json(path, "FactSheet")
-    for spec in FIELDS:
+    for spec in (*FIELDS, *EXTENDED_FIELDS):
         section, name = spec.path.split("/")
         node = fs.get(section)
         if spec.kind == "number" and isinstance(node, dict) and name in node and node[name] is None:

@@ -21,7 +21,7 @@ Mode defaults (``metrics.trust.mode``, or the constructor's ``mode``; every swit
 overridden in the constructor):
 
 =========================  ===================  =========================  =========================
-switch                     ``"prototype"``      ``"paper"``                ``"fixed"``
+switch                     ``"prototype"``      ``"paper"``                ``"fixed"`` / ``"extended"``
 =========================  ===================  =========================  =========================
 entropy_method             ``minmax_label``     ``client_identification``  ``client_identification``
 class_imbalance_method     ``present_classes``  ``present_classes``        ``all_classes``
@@ -30,6 +30,14 @@ cap_cvs                    yes (HEAD)           no (5796d0b)               yes (
 cap_fi                     no (HEAD)            no (5796d0b)               yes (B10)
 nan_is_missing (report)    no (B2)              yes                        yes
 =========================  ===================  =========================  =========================
+
+``"extended"`` uses the fixed statistics and, in addition, measures the 16 taxonomy metrics the
+prototype left out and nebula's sustainability pillar (:mod:`fltrust.trust.extended`: membership
+inference, ART FGSM/PGD, discrimination index, client reputation and data quality, system
+reliability, hash-chain audit, co-versioning, registry and visualisation coverage, CodeCarbon
+offline energy), records a measured / declared / n/a provenance entry for every metric and
+scores ``extended.yaml``. Its extra inputs come from
+:func:`fltrust.trust.extended.extended_inputs` (``member_sampler``, ``sensitive``).
 
 "prototype" is the authors' HEAD code. "paper" is what best reproduces the paper's Figures 4-5
 (trust spec 7.3): the 5796d0b-era statistics with uncapped CVs, which the paper-mode definitions
@@ -128,6 +136,7 @@ MODE_DEFAULTS: dict[str, dict[str, Any]] = {
         "nan_is_missing": True,
     },
 }
+MODE_DEFAULTS["extended"] = dict(MODE_DEFAULTS["fixed"])
 """Statistic switches per ``metrics.trust.mode`` (see the module docstring)."""
 
 
@@ -171,8 +180,13 @@ class TrustObserver(BaseObserver):
     cap_cvs, cap_fi : bool or None
         Cap the fairness CVs / the feature-importance CV at 1; ``None`` = mode default.
     mode : str or None
-        ``"prototype"``, ``"paper"`` or ``"fixed"``; ``None`` = ``metrics.trust.mode``. Also
-        passed to the scoring engine.
+        ``"prototype"``, ``"paper"``, ``"fixed"`` or ``"extended"``; ``None`` =
+        ``metrics.trust.mode``. Also passed to the scoring engine.
+    member_sampler : callable or None
+        Extended mode: ``(client_ids, n, seed) -> (x, y)`` training rows of those clients
+        (membership inference); see :func:`fltrust.trust.extended.extended_inputs`.
+    sensitive : SensitiveAttribute or None
+        Extended mode: the test split's sensitive attribute (discrimination index).
     """
 
     name = "trust"
@@ -192,6 +206,8 @@ class TrustObserver(BaseObserver):
         cap_cvs: bool | None = None,
         cap_fi: bool | None = None,
         mode: str | None = None,
+        member_sampler: Any = None,
+        sensitive: Any = None,
     ) -> None:
         if len(x_test) != len(y_test):
             raise TrustObserverError(f"x_test has {len(x_test)} rows but y_test has {len(y_test)}")
@@ -227,6 +243,11 @@ class TrustObserver(BaseObserver):
         self.client_entropies = np.zeros(0)
         self._selected: dict[int, list[int]] = {}
         self._series: dict[int, dict[str, Any]] = {}
+        self.extended = None
+        if self.mode == "extended":
+            from fltrust.trust.extended import ExtendedMetrics
+
+            self.extended = ExtendedMetrics(cfg, model, x_test, y_test, member_sampler=member_sampler, sensitive=sensitive)
 
     # -- helpers ----------------------------------------------------------------------------------
     def _require_started(self) -> None:
@@ -275,7 +296,7 @@ class TrustObserver(BaseObserver):
             )
         self.num_clients = int(info.num_clients)
         self._selected, self._series = {}, {}
-        fs = new_factsheet()
+        fs = new_factsheet(extended=self.extended is not None)
         populate_pre_training(fs, self.cfg, self.model, info.dataset or None)
         set_field(fs, "participants/client_num", self.num_clients)
         set_field(fs, "participants/sample_client_rate", self.cfg.clients_per_round() / self.num_clients)
@@ -285,6 +306,8 @@ class TrustObserver(BaseObserver):
         set_field(fs, "fairness/class_imbalance", class_imbalance(counts, method=method, cap=self.switches["cap_cvs"]))
         set_field(fs, "fairness/class_imbalance_raw", class_imbalance(counts, method=method, cap=False))
         self.factsheet = fs
+        if self.extended is not None:
+            self.extended.start(info, fs)
         self._check_definitions()
 
     def _check_definitions(self) -> None:
@@ -299,6 +322,7 @@ class TrustObserver(BaseObserver):
 
     def on_round_end(self, record: RoundRecord) -> Mapping[str, Any] | None:
         """Record who was sampled and the round's mean client accuracy / loss (Alg. 1 11-21)."""
+        extended = self.extended.round_end(record) if self.extended is not None else None
         if record.round < 1:
             return None
         self._require_started()
@@ -317,11 +341,14 @@ class TrustObserver(BaseObserver):
             "aux_loss": float(server.get("aux_loss", float("nan"))),
         }
         self._series[int(record.round)] = {k: _none_if_nan(v) for k, v in entry.items()}
-        return {
+        out = {
             "selection_cv": _none_if_nan(self._selection_cv(cap=self.switches["cap_cvs"])),
             "mean_accuracy": _none_if_nan(entry["mean_accuracy"]),
             "mean_loss": _none_if_nan(entry["mean_loss"]),
         }
+        if extended is not None:
+            out["extended"] = extended
+        return out
 
     def _client_performance(self, summary: RunSummary, model: torch.nn.Module) -> tuple[np.ndarray, np.ndarray, str]:
         """Per-client accuracy and loss of the global model (see the module docstring)."""
@@ -352,6 +379,8 @@ class TrustObserver(BaseObserver):
     def on_run_end(self, summary: RunSummary) -> Mapping[str, Any] | None:
         """Post-training fields, ``factsheet.json``, score and report (Alg. 1 24-27)."""
         self._require_started()
+        if self.extended is not None:
+            self.extended.stop_energy()  # the energy of the rounds, not of the post-training metrics
         fs, trust, sw = self.factsheet, self.trust, self.switches
         model = self._final_model(summary.final_params)
         seed = int(self.cfg.effective_seed())
@@ -386,6 +415,9 @@ class TrustObserver(BaseObserver):
                 ))
 
         self._fill_system(summary)
+        extended_out = None
+        if self.extended is not None:
+            extended_out = self.extended.run_end(summary, model, fs, self.run_folder)
         missing = missing_fields(fs, nan_is_missing=sw["nan_is_missing"])
         if missing:
             log.info("trust: FactSheet fields missing: %s", ", ".join(missing))
@@ -403,6 +435,8 @@ class TrustObserver(BaseObserver):
         eps = [r.server_metrics.get("epsilon") for r in summary.rounds if "epsilon" in r.server_metrics]
         if eps:
             out["epsilon_spent"] = _none_if_nan(float(eps[-1]))
+        if extended_out is not None:
+            out["extended"] = extended_out
         out.update(self._score())
         return out
 
@@ -432,20 +466,30 @@ class TrustObserver(BaseObserver):
             from fltrust.trust.report import write_report
 
             write_report(report, self.run_folder)
-        return {
+        out = {
             "trust_score": _none_if_nan(float(report.trust_score)),
             "pillars": {p.name: _none_if_nan(float(p.score)) for p in report.pillars},
         }
+        if report.has_provenance:
+            out["provenance"] = report.provenance_summary()
+            out["metric_status"] = {m.path: m.status for m in report.metrics()}
+        self.report = report
+        return out
 
     # -- resume -------------------------------------------------------------------------------------
     def state_dict(self) -> dict[str, Any]:
         """Selections and per-round series (JSON-serialisable)."""
-        return {
+        state = {
             "selected": {str(r): list(ids) for r, ids in self._selected.items()},
             "series": {str(r): dict(v) for r, v in self._series.items()},
         }
+        if self.extended is not None:
+            state["extended"] = self.extended.state_dict()
+        return state
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         """Restore :meth:`state_dict` (call after ``on_run_start``, as the engine does)."""
         self._selected = {int(r): [int(i) for i in ids] for r, ids in state.get("selected", {}).items()}
         self._series = {int(r): dict(v) for r, v in state.get("series", {}).items()}
+        if self.extended is not None and "extended" in state:
+            self.extended.load_state_dict(state["extended"])

@@ -14,6 +14,8 @@ operation                      raw value                                        
 ``get_uniform_entropy``        ln N, entropy (nats) of a uniform choice of client    5796d0b
 ``get_capped_value``           min(v, 1)                                             fix B11
 ``check_client_selector``      0 for random/uniform sampling, 1 otherwise            fix B3
+``first_present``              the first present input (measured, else declared)     extended
+``mean_of_present``            mean of the inputs that are present numbers           extended
 =============================  ====================================================  =========
 """
 
@@ -239,3 +241,46 @@ def check_client_selector(selector: Any) -> float:
     if not isinstance(selector, str):
         return 0.0
     return 0.0 if selector.strip().lower() in RANDOM_SELECTORS else 1.0
+
+
+def _present_number(value: Any) -> bool:
+    return (
+        value is not None and not isinstance(value, (bool, np.bool_)) and isinstance(value, numbers.Real)
+        and not math.isnan(value)
+    )
+
+
+def first_present(*values: Any) -> Any:
+    """The first input that is present: not ``None``, not NaN, not an empty string (extended mode).
+
+    Lets a metric prefer a measured value and fall back to a declared one, e.g. poisoning
+    defence = measured recovery, else "a Byzantine-robust aggregator is used". ``None`` when none
+    is present (the metric then scores 0 as missing).
+
+    Examples
+    --------
+    >>> first_present(float("nan"), None, 0.4, 1.0)
+    0.4
+    >>> first_present(None, True)
+    True
+    """
+    if not values:
+        raise ValueError("first_present needs at least one input field")
+    for value in values:
+        if is_present(value, "strict"):
+            return value
+    return None
+
+
+def mean_of_present(*values: Any) -> Any:
+    """Mean of the inputs that are present numbers (extended mode); ``None`` when there is none.
+
+    Examples
+    --------
+    >>> mean_of_present(0.5, float("nan"), 1.0, None)
+    0.75
+    """
+    if not values:
+        raise ValueError("mean_of_present needs at least one input field")
+    present = [float(v) for v in values if _present_number(v)]
+    return sum(present) / len(present) if present else None

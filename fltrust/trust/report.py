@@ -13,6 +13,12 @@ Outputs (fix B13: one file per run, overwritten, ``null`` instead of NaN):
 - :meth:`TrustReport.format_table`: a printable table;
 - :func:`plot_trust_report`: pillar bars and metric bars (paper Figs. 4-5);
 - :func:`write_report`: ``trust_report.json`` and ``trust_report.png`` in a run folder.
+
+Extended mode (``fltrust.trust.definitions/extended.yaml``) adds, per metric, its *provenance*:
+whether the raw value was ``measured`` by the kit, ``declared`` (configuration or a person's
+statement), ``missing`` (not computed; scores 0) or ``n/a`` (not applicable, with the reason;
+left out of the means). :meth:`TrustReport.provenance_rows` lists them, :meth:`format_table` and
+:meth:`to_frame` show them, and :meth:`provenance_summary` counts them.
 """
 
 from __future__ import annotations
@@ -63,6 +69,11 @@ class MetricResult:
         rounding).
     warnings : list of str
         Why a score is 0 or NaN (missing, NaN or unknown values).
+    provenance : dict or None
+        Extended mode: ``{"status": "measured" | "declared" | "missing" | "n/a" | "unknown",
+        "method": ..., "reason": ...}`` from the FactSheet; ``None`` in the other modes.
+    applicable : bool
+        ``False`` for an n/a metric (score NaN, left out of the notion mean).
     """
 
     name: str
@@ -77,25 +88,35 @@ class MetricResult:
     normalized: float
     score: float
     warnings: list[str] = field(default_factory=list)
+    provenance: dict[str, Any] | None = None
+    applicable: bool = True
+
+    @property
+    def status(self) -> str:
+        """Provenance status (``""`` outside extended mode)."""
+        return "" if self.provenance is None else str(self.provenance.get("status", "unknown"))
 
     def to_dict(self) -> dict[str, Any]:
-        """Plain JSON-ready dict."""
-        return to_plain(
-            {
-                "name": self.name,
-                "label": self.label,
-                "path": self.path,
-                "operation": self.operation,
-                "type": self.type,
-                "direction": self.direction,
-                "weight": self.weight,
-                "inputs": self.inputs,
-                "raw_value": self.raw_value,
-                "normalized": self.normalized,
-                "score": self.score,
-                "warnings": list(self.warnings),
-            }
-        )
+        """Plain JSON-ready dict (``provenance`` / ``applicable`` only when set)."""
+        out = {
+            "name": self.name,
+            "label": self.label,
+            "path": self.path,
+            "operation": self.operation,
+            "type": self.type,
+            "direction": self.direction,
+            "weight": self.weight,
+            "inputs": self.inputs,
+            "raw_value": self.raw_value,
+            "normalized": self.normalized,
+            "score": self.score,
+            "warnings": list(self.warnings),
+        }
+        if self.provenance is not None:
+            out["provenance"] = dict(self.provenance)
+        if not self.applicable:
+            out["applicable"] = False
+        return to_plain(out)
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> "MetricResult":
@@ -113,28 +134,37 @@ class MetricResult:
             normalized=_score(data["normalized"]),
             score=_score(data["score"]),
             warnings=list(data["warnings"]),
+            provenance=None if data.get("provenance") is None else dict(data["provenance"]),
+            applicable=bool(data.get("applicable", True)),
         )
 
 
 @dataclass
 class NotionResult:
-    """One notion: its metrics and its score (weight = notion weight within its pillar)."""
+    """One notion: its metrics and its score (weight = notion weight within its pillar).
+
+    ``applicable`` is ``False`` when every metric of the notion is n/a (extended mode).
+    """
 
     name: str
     label: str
     weight: float | None
     score: float
     metrics: list[MetricResult]
+    applicable: bool = True
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON-ready dict."""
-        return {
+        out = {
             "name": self.name,
             "label": self.label,
             "weight": to_plain(self.weight),
             "score": to_plain(self.score),
             "metrics": [m.to_dict() for m in self.metrics],
         }
+        if not self.applicable:
+            out["applicable"] = False
+        return out
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> "NotionResult":
@@ -145,18 +175,23 @@ class NotionResult:
             weight=data["weight"],
             score=_score(data["score"]),
             metrics=[MetricResult.from_dict(m) for m in data["metrics"]],
+            applicable=bool(data.get("applicable", True)),
         )
 
 
 @dataclass
 class PillarResult:
-    """One pillar: its notions and its score (weight = pillar weight in the trust score)."""
+    """One pillar: its notions and its score (weight = pillar weight in the trust score).
+
+    ``applicable`` is ``False`` when every notion of the pillar is n/a (extended mode).
+    """
 
     name: str
     label: str
     weight: float | None
     score: float
     notions: list[NotionResult]
+    applicable: bool = True
 
     def metrics(self) -> Iterator[MetricResult]:
         """All metrics of the pillar, in definition order."""
@@ -165,13 +200,16 @@ class PillarResult:
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON-ready dict."""
-        return {
+        out = {
             "name": self.name,
             "label": self.label,
             "weight": to_plain(self.weight),
             "score": to_plain(self.score),
             "notions": [n.to_dict() for n in self.notions],
         }
+        if not self.applicable:
+            out["applicable"] = False
+        return out
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> "PillarResult":
@@ -182,6 +220,7 @@ class PillarResult:
             weight=data["weight"],
             score=_score(data["score"]),
             notions=[NotionResult.from_dict(n) for n in data["notions"]],
+            applicable=bool(data.get("applicable", True)),
         )
 
 
@@ -327,7 +366,8 @@ class TrustReport:
         """One row per metric (pandas ``DataFrame``); ``df.attrs`` holds the trust score and mode.
 
         Columns: pillar, notion, metric, label, raw_value, normalized, score, metric_weight,
-        notion_score, notion_weight, pillar_score, pillar_weight, type, operation, direction.
+        notion_score, notion_weight, pillar_score, pillar_weight, type, operation, direction;
+        extended mode adds status, applicable and method.
         """
         import pandas as pd
 
@@ -354,6 +394,9 @@ class TrustReport:
                             "direction": metric.direction,
                         }
                     )
+                    if self.has_provenance:
+                        rows[-1].update(status=metric.status, applicable=metric.applicable,
+                                        method=(metric.provenance or {}).get("method", ""))
         frame = pd.DataFrame(rows)
         frame.attrs.update({"trust_score": self.trust_score, "mode": self.mode, "fixes": list(self.fixes)})
         return frame
@@ -361,7 +404,8 @@ class TrustReport:
     def format_table(self, decimals: int = 2) -> str:
         """Printable table: trust score, then each pillar, notion and metric with its score.
 
-        Metric lines also show the raw value. Scores are rounded for display only.
+        Metric lines also show the raw value, and in extended mode whether it was measured or
+        declared (``[n/a]`` metrics are left out of the means). Scores are rounded for display only.
         """
 
         def fmt(value: float) -> str:
@@ -386,8 +430,35 @@ class TrustReport:
             for notion in pillar.notions:
                 lines.append(f"  {notion.name:<{width - 2}}{fmt(notion.score):>8}")
                 for metric in notion.metrics:
-                    lines.append(f"    {metric.name:<{width - 4}}{fmt(metric.score):>8}   raw {raw(metric.raw_value)}")
+                    tag = f"   [{metric.status}]" if metric.provenance is not None else ""
+                    lines.append(f"    {metric.name:<{width - 4}}{fmt(metric.score):>8}   raw {raw(metric.raw_value)}{tag}")
+        if self.has_provenance:
+            counts = self.provenance_summary()
+            lines.append("-" * (width + 8 + 26))
+            lines.append("provenance: " + ", ".join(f"{k} {v}" for k, v in counts.items()))
         return "\n".join(lines)
+
+    # -- provenance (extended mode) ---------------------------------------------------------------
+    @property
+    def has_provenance(self) -> bool:
+        """Whether the metrics carry provenance entries (extended mode)."""
+        return any(m.provenance is not None for m in self.metrics())
+
+    def provenance_rows(self) -> list[dict[str, Any]]:
+        """One row per metric: path, label, status, method, reason, score (extended mode)."""
+        return [
+            {"path": m.path, "label": m.label, "status": m.status, "method": (m.provenance or {}).get("method", ""),
+             "reason": (m.provenance or {}).get("reason", ""), "score": m.score, "applicable": m.applicable}
+            for m in self.metrics()
+        ]
+
+    def provenance_summary(self) -> dict[str, int]:
+        """How many metrics were measured, declared, missing, n/a (and unknown)."""
+        counts: dict[str, int] = {}
+        for metric in self.metrics():
+            counts[metric.status or "unknown"] = counts.get(metric.status or "unknown", 0) + 1
+        order = ("measured", "declared", "missing", "n/a", "unknown")
+        return {k: counts[k] for k in order if k in counts}
 
     def __str__(self) -> str:
         return self.format_table()

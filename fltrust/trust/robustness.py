@@ -21,12 +21,18 @@ norm=2, pool_factor=3)`` on a single sample (the last of one test batch), with
 FactSheet (bug B1). Here the value is averaged over the given samples, the clip values are an
 explicit argument (default: no clipping, as nebula), and the raw score in [0, radius] is returned;
 normalising it is the scoring definitions' job (B6).
+
+Extended mode adds *empirical* robustness (:func:`evasion_accuracy`): the accuracy of the final
+model under ART's FGSM and PGD evasion attacks, and :func:`accuracy_retention`.
 """
 
 from __future__ import annotations
 
 import copy
 import logging
+import math
+from dataclasses import asdict, dataclass
+from typing import Any
 
 import numpy as np
 import torch
@@ -166,3 +172,181 @@ def clever_score(
     finally:
         np.random.set_state(state)
     return float(np.mean(scores))
+
+
+# -- empirical robustness: evasion attacks (extended mode) ------------------------------------------
+
+def as_class_logits(model: nn.Module, sample: np.ndarray | torch.Tensor, nb_classes: int) -> tuple[nn.Module, int]:
+    """An eval-mode copy of ``model`` that emits K class logits, and K.
+
+    A one-logit binary model is wrapped by :class:`BinaryLogitAsTwoClasses` (K = 2); a K-logit
+    model is returned as it is (copied). ``sample`` (one or more rows) is used to read the output
+    width.
+
+    Raises
+    ------
+    RobustnessError
+        When the output width does not match ``nb_classes``.
+    """
+    device = next(model.parameters()).device
+    net = copy.deepcopy(model).eval()
+    x = torch.as_tensor(np.asarray(sample, dtype=np.float32) if not isinstance(sample, torch.Tensor) else sample,
+                        device=device, dtype=torch.float32)
+    width = _output_width(net, x)
+    if width == 1:
+        if nb_classes != 2:
+            raise RobustnessError(f"the model emits one logit (binary) but nb_classes={nb_classes}; pass 2")
+        return BinaryLogitAsTwoClasses(net).eval(), 2
+    if width != nb_classes:
+        raise RobustnessError(f"the model emits {width} logits but nb_classes={nb_classes}")
+    return net, nb_classes
+
+
+@dataclass(frozen=True)
+class EvasionResult:
+    r"""Accuracy of a model on clean and adversarial inputs (ART FGSM and PGD).
+
+    Attributes
+    ----------
+    clean_accuracy, fgsm_accuracy, pgd_accuracy : float
+        Accuracy on the sample, on its FGSM and on its PGD adversarial versions.
+    eps : float
+        L-infinity perturbation budget.
+    pgd_steps : int
+        PGD iterations (step eps / 4).
+    num_samples : int
+    clip_values : tuple of float or None
+        Valid input range the adversarial examples were clipped to.
+    retention : float
+        :math:`\min(1, \mathrm{acc}_{PGD} / \mathrm{acc}_{clean})`; 0 if the clean accuracy is 0.
+    """
+
+    clean_accuracy: float
+    fgsm_accuracy: float
+    pgd_accuracy: float
+    eps: float
+    pgd_steps: int
+    num_samples: int
+    clip_values: tuple[float, float] | None
+    retention: float
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain dict."""
+        out = asdict(self)
+        out["clip_values"] = None if self.clip_values is None else list(self.clip_values)
+        return out
+
+
+def accuracy_retention(clean_accuracy: float, attacked_accuracy: float) -> float:
+    r"""Share of the clean accuracy kept under attack, :math:`\mathrm{clip}(a_{att} / a_{clean}, 0, 1)`.
+
+    Parameters
+    ----------
+    clean_accuracy, attacked_accuracy : float
+        In [0, 1].
+
+    Returns
+    -------
+    float
+        1 = the attack costs nothing; 0 = every correct prediction is lost (or the clean accuracy
+        is 0, where no robustness can be shown).
+
+    Examples
+    --------
+    >>> round(accuracy_retention(0.8, 0.6), 6), accuracy_retention(0.8, 0.9), accuracy_retention(0.0, 0.0)
+    (0.75, 1.0, 0.0)
+    """
+    clean, attacked = float(clean_accuracy), float(attacked_accuracy)
+    if not (math.isfinite(clean) and math.isfinite(attacked)):
+        return float("nan")
+    if clean <= 0.0:
+        return 0.0
+    return min(max(attacked / clean, 0.0), 1.0)
+
+
+def evasion_accuracy(
+    model: nn.Module,
+    x: np.ndarray | torch.Tensor,
+    y: np.ndarray | torch.Tensor,
+    *,
+    nb_classes: int,
+    eps: float = 0.1,
+    pgd_steps: int = 10,
+    eps_step: float | None = None,
+    clip_values: tuple[float, float] | None = None,
+    batch_size: int = 128,
+) -> EvasionResult:
+    r"""Clean, FGSM and PGD accuracy of ``model`` under an L-infinity budget ``eps`` (ART).
+
+    Empirical robustness (paper Sec. 3.2, "adversarial perturbations"): untargeted
+    Fast Gradient Sign Method (Goodfellow et al., ICLR 2015, arXiv:1412.6572),
+    :math:`x' = \mathrm{clip}(x + \varepsilon\,\mathrm{sign}\nabla_x \ell(f(x), y))`, and Projected
+    Gradient Descent (Madry et al., ICLR 2018, arXiv:1706.06083), ``pgd_steps`` FGSM steps of size
+    ``eps_step`` (default eps / 4) projected back onto the eps-ball, from the clean point (no random
+    start, so the result is deterministic). Implemented by
+    :class:`art.attacks.evasion.FastGradientMethod` and
+    :class:`art.attacks.evasion.ProjectedGradientDescent` on a
+    :class:`art.estimators.classification.PyTorchClassifier` with cross-entropy loss; a one-logit
+    binary model is wrapped by :class:`BinaryLogitAsTwoClasses`. The attacks use the true labels.
+
+    Parameters
+    ----------
+    model : nn.Module
+        The final global model (copied; not modified).
+    x, y : array-like
+        Clean samples and labels.
+    nb_classes : int
+        K (2 for a one-logit binary model).
+    eps : float
+        L-infinity budget in input units (> 0).
+    pgd_steps : int
+        PGD iterations (>= 1).
+    eps_step : float or None
+        PGD step; ``None`` = eps / 4.
+    clip_values : tuple of float or None
+        Valid input range; ``None`` = no clipping.
+    batch_size : int
+        ART batch size.
+
+    Returns
+    -------
+    EvasionResult
+    """
+    from art.attacks.evasion import FastGradientMethod, ProjectedGradientDescent
+    from art.estimators.classification import PyTorchClassifier
+
+    if not eps > 0:
+        raise RobustnessError(f"eps={eps!r} must be > 0")
+    if int(pgd_steps) != pgd_steps or pgd_steps < 1:
+        raise RobustnessError(f"pgd_steps={pgd_steps!r} must be a positive integer")
+    xs = x.detach().cpu().numpy() if isinstance(x, torch.Tensor) else np.asarray(x)
+    ys = y.detach().cpu().numpy() if isinstance(y, torch.Tensor) else np.asarray(y)
+    if xs.ndim < 2 or len(xs) == 0 or len(xs) != len(ys):
+        raise RobustnessError(f"x must have shape (n, *input_shape) with n >= 1 rows matching y; got {xs.shape}, {ys.shape}")
+    xs, ys = xs.astype(np.float32), ys.astype(np.int64)
+    net, classes = as_class_logits(model, xs[:1], nb_classes)
+    device = next(model.parameters()).device
+    classifier = PyTorchClassifier(
+        model=net, loss=nn.CrossEntropyLoss(), input_shape=tuple(xs.shape[1:]), nb_classes=classes,
+        clip_values=None if clip_values is None else (float(clip_values[0]), float(clip_values[1])),
+        device_type="gpu" if device.type == "cuda" else "cpu",
+    )
+    labels = np.eye(classes, dtype=np.float32)[ys]
+
+    def accuracy(inputs: np.ndarray) -> float:
+        return float(np.mean(classifier.predict(inputs, batch_size=batch_size).argmax(axis=1) == ys))
+
+    fgsm = FastGradientMethod(classifier, norm=np.inf, eps=float(eps), batch_size=batch_size)
+    pgd = ProjectedGradientDescent(
+        classifier, norm=np.inf, eps=float(eps), eps_step=float(eps_step if eps_step is not None else eps / 4.0),
+        max_iter=int(pgd_steps), num_random_init=0, batch_size=batch_size, verbose=False,
+    )
+    clean = accuracy(xs)
+    fgsm_acc = accuracy(fgsm.generate(xs, y=labels))
+    pgd_acc = accuracy(pgd.generate(xs, y=labels))
+    return EvasionResult(
+        clean_accuracy=clean, fgsm_accuracy=fgsm_acc, pgd_accuracy=pgd_acc, eps=float(eps),
+        pgd_steps=int(pgd_steps), num_samples=len(xs),
+        clip_values=None if clip_values is None else (float(clip_values[0]), float(clip_values[1])),
+        retention=accuracy_retention(clean, pgd_acc),
+    )

@@ -26,7 +26,18 @@ mode            definitions         fixes (spec 9)                              
 ``prototype``   prototype.yaml      none: HEAD b67a59c exactly (golden vectors)    prototype
 ``paper``       paper.yaml          nan_is_missing, unknown_key_zero, coerce_types prototype
 ``fixed``       prototype.yaml      all of :data:`FIXES`                           final
+``extended``    extended.yaml       nan_is_missing, unknown_key_zero, coerce_types final
+                                    (the other fixes are written into the file)
 ==============  ==================  =============================================  ==========
+
+``extended`` scores all 36 metrics of the paper's taxonomy (Sec. 3; trust spec 6) plus nebula's
+sustainability pillar (spec 10), with the bug fixes built into ``extended.yaml``. Its definitions
+set ``use_provenance: true``: every metric then reads its entry in the FactSheet's ``provenance``
+section (``"measured"``, ``"declared"``, ``"missing"`` or ``"n/a"`` with a reason, filled by the
+trust observer), the report shows it, and **n/a metrics are left out of the means** (weights
+renormalised over the applicable metrics; a notion or pillar with no applicable metric is left
+out too). :data:`MODES` keeps the three modes that score the paper's 20-metric tree;
+:data:`ALL_MODES` adds ``extended``.
 
 Paper mode leaves off the fixes that contradict the paper's own numbers: B3 (its random
 sampling scored 1, federation 0.92), B6 (Table 3 CLEVER bins) and B11 (its fairness values need
@@ -65,6 +76,13 @@ from fltrust.trust.report import MetricResult, NotionResult, PillarResult, Trust
 logger = logging.getLogger(__name__)
 
 MODES = ("prototype", "paper", "fixed")
+"""The modes that score the paper's implemented 20-metric tree (6 pillars)."""
+EXTENDED_MODE = "extended"
+ALL_MODES = MODES + (EXTENDED_MODE,)
+"""Every scoring mode: :data:`MODES` plus ``extended`` (36 metrics + sustainability)."""
+PROVENANCE_SECTION = "provenance"
+"""FactSheet section with one ``{"status", "method", "reason"}`` entry per metric path."""
+PROVENANCE_STATUSES = ("measured", "declared", "missing", "n/a")
 ROUNDINGS = ("prototype", "final")
 PILLAR_AGGREGATIONS = ("notion_mean", "flattened")
 
@@ -93,6 +111,8 @@ OPERATION_ARITY: dict[str, int | None] = {
     "get_uniform_entropy": 1,
     "get_capped_value": 1,
     "check_client_selector": 1,
+    "first_present": None,
+    "mean_of_present": None,
 }
 """Operations a metric may name, with their number of inputs (None = any number >= 1)."""
 
@@ -109,7 +129,7 @@ TYPE_PARAMETERS: dict[str, tuple[frozenset[str], frozenset[str]]] = {
 }
 """Score types (see :mod:`fltrust.trust.normalization`) and the metric keys each one uses."""
 
-_TOP_KEYS = frozenset({"name", "description", "pillar_aggregation", "pillars"})
+_TOP_KEYS = frozenset({"name", "description", "pillar_aggregation", "use_provenance", "pillars"})
 _PILLAR_KEYS = frozenset({"weight", "label", "description", "notions"})
 _NOTION_KEYS = frozenset({"weight", "label", "description", "metrics"})
 _METRIC_COMMON_KEYS = frozenset({"inputs", "operation", "type", "weight", "label", "description", "score_function"})
@@ -234,6 +254,7 @@ class Definitions:
     pillar_aggregation: str = "notion_mean"
     description: str = ""
     source: str = "<dict>"
+    use_provenance: bool = False
 
     def metric_paths(self) -> list[str]:
         """``pillar/notion/metric`` of every metric, in order."""
@@ -430,12 +451,16 @@ def definitions_from_dict(data: Mapping[str, Any], *, source: str = "<dict>", na
                 description=str(pillar.get("description", "")),
             )
         )
+    use_provenance = data.get("use_provenance", False)
+    if not isinstance(use_provenance, bool):
+        raise DefinitionsError(f"{source}: use_provenance must be true or false, got {use_provenance!r}")
     return Definitions(
         name=str(data.get("name") or name or Path(source).stem),
         pillars=tuple(pillars),
         pillar_aggregation=aggregation,
         description=str(data.get("description", "")),
         source=source,
+        use_provenance=use_provenance,
     )
 
 
@@ -458,7 +483,7 @@ def load_definitions(
         paper mode). A path to a YAML (``.yaml``/``.yml``) or JSON (``.json``) file in either
         layout of :func:`definitions_from_dict`. A parsed mapping. A :class:`Definitions`
         (returned unchanged).
-    mode : {"prototype", "paper", "fixed"}
+    mode : {"prototype", "paper", "fixed", "extended"}
 
     Returns
     -------
@@ -469,8 +494,8 @@ def load_definitions(
     DefinitionsError
         Missing or unreadable file, unknown keys, operations or types.
     """
-    if mode not in MODES:
-        raise TrustScoringError(f"mode={mode!r} is not allowed; choose one of {list(MODES)}")
+    if mode not in ALL_MODES:
+        raise TrustScoringError(f"mode={mode!r} is not allowed; choose one of {list(ALL_MODES)}")
     if source is None:
         return _packaged_definitions(MODE_DEFAULTS[mode]["definitions"])
     if isinstance(source, Definitions):
@@ -622,6 +647,11 @@ MODE_DEFAULTS: dict[str, dict[str, Any]] = {
         "rounding": "prototype",
     },
     "fixed": {"definitions": "prototype.yaml", "fixes": tuple(FIXES), "rounding": "final"},
+    "extended": {
+        "definitions": "extended.yaml",
+        "fixes": ("nan_is_missing", "unknown_key_zero", "coerce_types"),
+        "rounding": "final",
+    },
 }
 """Per mode: packaged definitions file, default fixes and default rounding."""
 
@@ -683,6 +713,10 @@ def _run_operation(metric: MetricDefinition, values: list[Any], fixes: tuple[str
         return ops.get_capped_value(*values)
     if metric.operation == "check_client_selector":
         return ops.check_client_selector(*values)
+    if metric.operation == "first_present":
+        return ops.first_present(*values)
+    if metric.operation == "mean_of_present":
+        return ops.mean_of_present(*values)
     raise AssertionError(metric.operation)  # pragma: no cover - validated by MetricDefinition
 
 
@@ -711,9 +745,49 @@ def _is_nan(value: Any) -> bool:
     return isinstance(value, (float, np.floating)) and math.isnan(value)
 
 
+def _provenance_entry(factsheet: Mapping[str, Any], path: str) -> dict[str, Any]:
+    """The FactSheet's provenance entry of a metric (extended mode); ``status: "unknown"`` if absent."""
+    section = factsheet.get(PROVENANCE_SECTION)
+    entry = section.get(path) if isinstance(section, Mapping) else None
+    if not isinstance(entry, Mapping):
+        return {"status": "unknown", "reason": f"no FactSheet entry {PROVENANCE_SECTION}/{path}"}
+    out = {str(k): v for k, v in entry.items()}
+    if out.get("status") not in PROVENANCE_STATUSES:
+        out["reason"] = f"status {out.get('status')!r} is not one of {list(PROVENANCE_STATUSES)}"
+        out["status"] = "unknown"
+    return out
+
+
+def _not_applicable(metric: MetricDefinition, path: str, factsheet: Mapping[str, Any], provenance: dict[str, Any]) -> MetricResult:
+    inputs = {field_path: ops.resolve_field(factsheet, field_path) for field_path in metric.inputs}
+    return MetricResult(
+        name=metric.name, label=metric.label or metric.name, path=path, operation=metric.operation, type=metric.type,
+        direction=metric.direction, weight=metric.weight, inputs=inputs, raw_value=None, normalized=math.nan,
+        score=math.nan, warnings=[], provenance=provenance, applicable=False,
+    )
+
+
+def _applicable_sum(weights: list[float], items: list[Any]) -> tuple[float, bool]:
+    """Weighted sum over the applicable items, weights renormalised over them (extended mode).
+
+    With every item applicable this is exactly :func:`_weighted_sum` (prototype accumulation).
+    Returns ``(NaN, False)`` when no item is applicable.
+    """
+    if all(getattr(item, "applicable", True) for item in items):
+        return _weighted_sum(weights, [item.score for item in items]), True
+    kept = [(w, item.score) for w, item in zip(weights, items) if getattr(item, "applicable", True)]
+    total = sum(w for w, _ in kept)
+    if not kept or total <= 0:
+        return math.nan, False
+    return _weighted_sum([w / total for w, _ in kept], [score for _, score in kept]), True
+
+
 def _score_metric(
-    metric: MetricDefinition, path: str, factsheet: Mapping[str, Any], fixes: tuple[str, ...], rounding: str
+    metric: MetricDefinition, path: str, factsheet: Mapping[str, Any], fixes: tuple[str, ...], rounding: str,
+    provenance: dict[str, Any] | None = None,
 ) -> MetricResult:
+    if provenance is not None and provenance.get("status") == "n/a":
+        return _not_applicable(metric, path, factsheet, provenance)
     inputs = {field_path: ops.resolve_field(factsheet, field_path) for field_path in metric.inputs}
     notes: list[str] = []
     with warnings.catch_warnings(record=True) as caught:
@@ -761,6 +835,7 @@ def _score_metric(
         normalized=float(normalized),
         score=float(score),
         warnings=notes,
+        provenance=provenance,
     )
 
 
@@ -805,10 +880,11 @@ def score_factsheet(
         Nested dict with the trust spec 4 sections (``project``, ``data``, ``participants``,
         ``configuration``, ``performance``, ``fairness``, ``system``); NaN or missing values
         are allowed (they score 0, with a warning in the report).
-    mode : {"prototype", "paper", "fixed"}
+    mode : {"prototype", "paper", "fixed", "extended"}
         Picks the default definitions, fixes and rounding (module docstring table).
         ``"prototype"`` reproduces the authors' code (spec 8 golden vectors), ``"paper"`` the
-        paper's Figures 4-5 as far as possible (spec 7.3), ``"fixed"`` applies every fix.
+        paper's Figures 4-5 as far as possible (spec 7.3), ``"fixed"`` applies every fix,
+        ``"extended"`` scores the full 36-metric taxonomy plus sustainability.
     definitions : path, mapping, Definitions or None
         A user's own definitions (YAML or JSON); ``None`` = the packaged file of ``mode``.
     use_weights : bool
@@ -838,8 +914,8 @@ def score_factsheet(
     >>> report.metric("scale").score
     1.0
     """
-    if mode not in MODES:
-        raise TrustScoringError(f"mode={mode!r} is not allowed; choose one of {list(MODES)}")
+    if mode not in ALL_MODES:
+        raise TrustScoringError(f"mode={mode!r} is not allowed; choose one of {list(ALL_MODES)}")
     rounding = MODE_DEFAULTS[mode]["rounding"] if rounding is None else rounding
     if rounding not in ROUNDINGS:
         raise TrustScoringError(f"rounding={rounding!r} is not allowed; choose one of {list(ROUNDINGS)}")
@@ -853,36 +929,39 @@ def score_factsheet(
     for pillar in tree.pillars:
         notion_results = []
         for notion in pillar.notions:
-            metric_results = [
-                _score_metric(metric, f"{pillar.name}/{notion.name}/{metric.name}", factsheet, fix_names, rounding)
-                for metric in notion.metrics
-            ]
+            metric_results = []
+            for metric in notion.metrics:
+                path = f"{pillar.name}/{notion.name}/{metric.name}"
+                provenance = _provenance_entry(factsheet, path) if tree.use_provenance else None
+                metric_results.append(_score_metric(metric, path, factsheet, fix_names, rounding, provenance))
             weights = _weights(notion.metrics, use_weights, f"the metrics of notion {pillar.name}/{notion.name}")
-            notion_score = _weighted_sum(weights, [m.score for m in metric_results])
+            notion_score, notion_applicable = _applicable_sum(weights, metric_results)
             notion_results.append(
-                NotionResult(notion.name, notion.label or notion.name, notion.weight, notion_score, metric_results)
+                NotionResult(notion.name, notion.label or notion.name, notion.weight, notion_score, metric_results,
+                             applicable=notion_applicable)
             )
 
         notion_weights = _weights(pillar.notions, use_weights, f"the notions of pillar {pillar.name}")
         if tree.pillar_aggregation == "notion_mean":
-            pillar_score = _weighted_sum(notion_weights, [n.score for n in notion_results])
+            pillar_score, pillar_applicable = _applicable_sum(notion_weights, notion_results)
         else:  # flattened: every metric of the pillar counts once (weighted: w_notion * w_metric)
-            flat_weights, flat_scores = [], []
+            flat_weights, flat_items = [], []
             metric_count = sum(len(n.metrics) for n in notion_results)
             for notion_weight, notion, result in zip(notion_weights, pillar.notions, notion_results):
                 metric_weights = _weights(notion.metrics, use_weights, f"the metrics of notion {pillar.name}/{notion.name}")
                 for metric_weight, metric in zip(metric_weights, result.metrics):
                     flat_weights.append(notion_weight * metric_weight if use_weights else 1 / metric_count)
-                    flat_scores.append(metric.score)
-            pillar_score = _weighted_sum(flat_weights, flat_scores)
-        if prototype_rounding:
+                    flat_items.append(metric)
+            pillar_score, pillar_applicable = _applicable_sum(flat_weights, flat_items)
+        if prototype_rounding and pillar_applicable:
             pillar_score = _round2(pillar_score)
         pillar_results.append(
-            PillarResult(pillar.name, pillar.label or pillar.name, pillar.weight, pillar_score, notion_results)
+            PillarResult(pillar.name, pillar.label or pillar.name, pillar.weight, pillar_score, notion_results,
+                         applicable=pillar_applicable)
         )
 
     pillar_weights = _weights(tree.pillars, use_weights, "the pillars")
-    trust = _weighted_sum(pillar_weights, [p.score for p in pillar_results])
+    trust, _ = _applicable_sum(pillar_weights, pillar_results)
     if prototype_rounding:
         trust = _round2(trust)
 
