@@ -1,0 +1,1 @@
+"""fltrust example: a Flower app observed by both papers' metrics."""

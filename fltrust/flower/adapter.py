@@ -1,0 +1,488 @@
+"""Server-side adapter: turns the rounds of any Flower strategy into RoundRecords for observers.
+
+:class:`ObservedStrategy` wraps a Message-API strategy (``flwr.serverapp.strategy.Strategy``:
+FedAvg, FedProx, FedMedian, QFedAvg, the DP wrappers, your own), :class:`ObservedLegacyStrategy`
+wraps a legacy ``flwr.server.strategy.Strategy`` (``aggregate_fit`` with ``FitRes`` lists). Both
+delegate every decision to the wrapped strategy and only watch:
+
+- ``configure_train`` / ``configure_fit``: the global model sent out (theta_k);
+- ``aggregate_train`` / ``aggregate_fit``: each client's model and metrics, read *before* the
+  wrapped strategy aggregates (some Flower strategies consume the reply arrays), then the
+  aggregated model theta_{k+1};
+- server-side evaluation (Flower's ``evaluate_fn`` / legacy ``Strategy.evaluate``), called after
+  every round and for round 0: its metrics become ``server_metrics`` (``aux_loss`` /
+  ``aux_accuracy``; the previous round's values become ``aux_loss_before`` /
+  ``aux_accuracy_before``, the FedSV reference loss), and the finished
+  :class:`~fltrust.core.records.RoundRecord` goes to the sink.
+
+A sink is anything with ``record_round(record)``: a :class:`~fltrust.runs.RunRecorder` (the
+standard run folder; its observers run there) or an :class:`ObserverSink` (observers only).
+
+Clients report with :class:`fltrust.flower.client.ClientReport`; the client id is the reply's
+``partition-id`` metric. Replies are put in client-id order before the wrapped strategy sees them,
+so that float sums do not depend on arrival order.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import numpy as np
+
+from flwr.app import ArrayRecord, ConfigRecord, Message, MessageType, MetricRecord, RecordDict
+from flwr.serverapp import Grid
+from flwr.server.strategy import Strategy as LegacyStrategy
+from flwr.serverapp.strategy import Strategy
+
+from fltrust.core.observers import ObserverSet, RoundObserver
+from fltrust.core.records import Params, RoundRecord, RunInfo, RunSummary
+from fltrust.flower.records import (
+    CLIENT_ID_KEY,
+    CONFUSION_KEY,
+    STANDARD_CLIENT_KEYS,
+    arrays_to_params,
+    cast_like,
+    client_values,
+    confusion_from_metric,
+)
+
+log = logging.getLogger("fltrust")
+
+AUX_LOSS, AUX_ACCURACY = "aux_loss", "aux_accuracy"
+
+
+class RoundSink(Protocol):
+    """Where finished rounds go (a :class:`~fltrust.runs.RunRecorder` is one)."""
+
+    def record_round(self, record: RoundRecord) -> Any: ...
+
+
+class ObserverSink:
+    """A sink that feeds observers directly, without a run folder.
+
+    Parameters
+    ----------
+    observers : sequence of RoundObserver
+        E.g. ``fltrust.experiment.paper_observers(cfg, model, federation)``.
+    info : RunInfo
+        What the observers learn at the start (number of clients, class counts, ...).
+    """
+
+    def __init__(self, observers: Sequence[RoundObserver] | ObserverSet, info: RunInfo) -> None:
+        self.observers = observers if isinstance(observers, ObserverSet) else ObserverSet(observers)
+        self.info = info
+        self.records: list[RoundRecord] = []
+        self.observers.run_start(info)
+
+    def record_round(self, record: RoundRecord) -> RoundRecord:
+        from fltrust.runs import strip
+
+        self.observers.round_end(record)
+        stored = strip(record)
+        self.records.append(stored)
+        return stored
+
+    def finish(self, final_params: Params, wall_time_s: float, system: dict[str, Any] | None = None) -> dict[str, Any]:
+        """Call the observers' ``on_run_end``; returns what they report (e.g. the trust score)."""
+        return self.observers.run_end(RunSummary(self.info, self.records, final_params, wall_time_s, system or {}))
+
+
+@dataclass
+class ClientRow:
+    """One client's reply, as the adapter reads it."""
+
+    client_id: int
+    node_id: int
+    params: Params
+    metrics: dict[str, Any]
+    confusion: np.ndarray | None = None
+
+
+@dataclass
+class _Pending:
+    round: int
+    before: Params | None
+    rows: list[ClientRow] = field(default_factory=list)
+    started: float = field(default_factory=time.perf_counter)
+
+
+class _RoundBuilder:
+    """State shared by both wrappers: one pending round at a time, emitted at evaluation."""
+
+    def __init__(self, sink: RoundSink, *, keep_extra_metrics: bool,
+                 server_metrics_fn: Callable[[int], Mapping[str, float]] | None) -> None:
+        self.sink = sink
+        self.keep_extra = keep_extra_metrics
+        self.server_metrics_fn = server_metrics_fn
+        self.pending: _Pending | None = None
+        self.previous: dict[str, float] = {}
+        self.reference: Params | None = None  # dtypes/shapes of the global model
+        self.round_seconds: dict[int, float] = {}
+        self.last_record: RoundRecord | None = None
+
+    def begin(self, server_round: int, global_params: Params) -> None:
+        self.reference = self.reference or [np.asarray(p) for p in global_params]
+        self.pending = _Pending(server_round, global_params)
+
+    def emit(self, server_round: int, params: Params, metrics: Mapping[str, Any] | None) -> RoundRecord:
+        server = {k: float(v) for k, v in (metrics or {}).items() if not isinstance(v, (list, str, bytes))}
+        for name, fallback in ((AUX_LOSS, "loss"), (AUX_ACCURACY, "accuracy")):
+            if name not in server and fallback in server:
+                server[name] = server[fallback]
+        pending = self.pending if self.pending is not None and self.pending.round == server_round else None
+        if server_round == 0 or pending is None:
+            record = RoundRecord(round=server_round, client_ids=np.zeros(0, dtype=np.int64), server_metrics=server,
+                                 global_params_after=params)
+            if server_round > 0:
+                log.warning("round %d ended without a training round the adapter saw", server_round)
+        else:
+            for name in (AUX_LOSS, AUX_ACCURACY):
+                if name in self.previous:
+                    server[f"{name}_before"] = self.previous[name]
+            if self.server_metrics_fn is not None:
+                server.update({k: float(v) for k, v in self.server_metrics_fn(server_round).items()})
+            record = self._record(pending, params, server)
+            self.round_seconds[server_round] = time.perf_counter() - pending.started
+        self.previous = {k: server[k] for k in (AUX_LOSS, AUX_ACCURACY) if k in server}
+        self.pending = None
+        self.last_record = record
+        self.sink.record_round(record)
+        return record
+
+    def _record(self, pending: _Pending, params: Params, server: dict[str, float]) -> RoundRecord:
+        rows = pending.rows
+        values = [client_values(r.metrics, keep_extra=self.keep_extra) for r in rows]
+        keys = [k for k in STANDARD_CLIENT_KEYS if values and all(k in v for v in values)]
+        keys += sorted({k for v in values for k in v} - set(keys)) if self.keep_extra else []
+        metrics = {k: np.asarray([v.get(k, np.nan) for v in values], dtype=float) for k in keys}
+        confusion = None
+        if rows and all(r.confusion is not None for r in rows):
+            confusion = np.stack([r.confusion for r in rows])
+        return RoundRecord(
+            round=pending.round, client_ids=np.asarray([r.client_id for r in rows], dtype=np.int64),
+            client_metrics=metrics, client_confusion=confusion, server_metrics=server,
+            client_params=[r.params for r in rows], global_params_before=pending.before, global_params_after=params,
+        )
+
+
+def _client_id(metrics: Mapping[str, Any], node_id: int, node_partitions: Mapping[int, int] | None) -> int:
+    if CLIENT_ID_KEY in metrics:
+        return int(metrics[CLIENT_ID_KEY])
+    if node_partitions and node_id in node_partitions:
+        return int(node_partitions[node_id])
+    raise ValueError(f"the reply of node {node_id} has no {CLIENT_ID_KEY!r} metric; report it with "
+                     "fltrust.flower.ClientReport (or pass node_partitions)")
+
+
+class _SubsetGrid(Grid):
+    """A Grid that shows the wrapped strategy only the nodes fltrust sampled for this round."""
+
+    def __init__(self, grid: Grid, node_ids: Sequence[int]) -> None:
+        self._grid = grid
+        self._nodes = [int(n) for n in node_ids]
+
+    def set_run(self, run) -> None:  # noqa: D102
+        self._grid.set_run(run)
+
+    @property
+    def run(self):  # noqa: D102
+        return self._grid.run
+
+    def create_message(self, *args: Any, **kwargs: Any) -> Message:  # noqa: D102
+        return self._grid.create_message(*args, **kwargs)
+
+    def get_node_ids(self) -> Iterable[int]:  # noqa: D102
+        return list(self._nodes)
+
+    def push_messages(self, messages: Iterable[Message]) -> Iterable[str]:  # noqa: D102
+        return self._grid.push_messages(messages)
+
+    def pull_messages(self, message_ids: Iterable[str]) -> Iterable[Message]:  # noqa: D102
+        return self._grid.pull_messages(message_ids)
+
+    def send_and_receive(self, messages: Iterable[Message], *, timeout: float | None = None) -> Iterable[Message]:  # noqa: D102
+        return self._grid.send_and_receive(messages, timeout=timeout)
+
+
+class ObservedStrategy(Strategy):
+    """Wraps any Message-API Flower strategy; every round becomes a RoundRecord in ``sink``.
+
+    Parameters
+    ----------
+    strategy : flwr.serverapp.strategy.Strategy
+        The strategy that decides everything (sampling, aggregation).
+    sink : RoundSink
+        A :class:`~fltrust.runs.RunRecorder` or an :class:`ObserverSink`.
+    sampler : callable, optional
+        ``sampler(server_round) -> client ids``: fltrust-controlled client sampling (e.g.
+        :func:`fltrust.federation.sample_clients`). The wrapped strategy then sees only those nodes
+        (it must train every node it is offered, e.g. ``FedAvg(fraction_train=1.0)``). Needs the
+        node -> client-id map: ``node_partitions`` or, by default, a query round at the start
+        (:func:`discover_partitions`; the ClientApp must answer ``query`` messages).
+    node_partitions : mapping, optional
+        Node id -> client id (partition id).
+    keep_extra_metrics : bool
+        Keep scalar client metrics beyond the standard RoundRecord keys.
+    server_metrics_fn : callable, optional
+        ``fn(server_round) -> dict`` of more server metrics for rounds >= 1 (e.g. ``epsilon``).
+    reply_hook : callable, optional
+        ``hook(server_round, rows)`` with the round's :class:`ClientRow` list, before aggregation.
+    strict : bool
+        Raise when a client reply is an error (default: log it and observe the others).
+
+    Run it with :meth:`start` (Flower's ``Strategy.start``): the ``evaluate_fn`` you pass (e.g.
+    :func:`aux_evaluate_fn` on the server's auxiliary set) is wrapped so that each round is
+    recorded once Flower has evaluated the aggregated model. In a hand-written loop call
+    :meth:`end_round` after each aggregation instead.
+    """
+
+    def __init__(self, strategy: Strategy, sink: RoundSink, *, sampler: Callable[[int], Sequence[int]] | None = None,
+                 node_partitions: Mapping[int, int] | None = None, keep_extra_metrics: bool = True,
+                 server_metrics_fn: Callable[[int], Mapping[str, float]] | None = None,
+                 reply_hook: Callable[[int, list[ClientRow]], None] | None = None, strict: bool = False) -> None:
+        self.strategy = strategy
+        self.sampler = sampler
+        self.node_partitions = dict(node_partitions) if node_partitions else None
+        self.reply_hook = reply_hook
+        self.strict = strict
+        self.builder = _RoundBuilder(sink, keep_extra_metrics=keep_extra_metrics, server_metrics_fn=server_metrics_fn)
+        if sampler is not None and getattr(strategy, "fraction_train", 1.0) != 1.0:
+            raise ValueError("with a sampler the wrapped strategy must train every node it is offered "
+                             f"(fraction_train=1.0), got fraction_train={strategy.fraction_train}")
+
+    @property
+    def records(self):
+        """The sink's records when it keeps them (RunRecorder, ObserverSink)."""
+        return getattr(self.builder.sink, "records", None)
+
+    def __getattr__(self, name: str) -> Any:  # e.g. arrayrecord_key, weighted_by_key of the wrapped one
+        if name == "strategy":
+            raise AttributeError(name)
+        return getattr(self.strategy, name)
+
+    # -- Flower's Strategy interface --------------------------------------------------------
+    def summary(self) -> None:  # noqa: D102
+        self.strategy.summary()
+
+    def configure_train(self, server_round: int, arrays: ArrayRecord, config: ConfigRecord,
+                        grid: Grid) -> Iterable[Message]:
+        """Delegate (to the sampled nodes only, with a sampler) and remember theta_k."""
+        target = grid
+        if self.sampler is not None:
+            if self.node_partitions is None:
+                self.node_partitions = discover_partitions(grid)
+            by_client = {c: n for n, c in self.node_partitions.items()}
+            ids = [int(c) for c in self.sampler(server_round)]
+            missing = [c for c in ids if c not in by_client]
+            if missing:
+                raise RuntimeError(f"round {server_round}: sampled client(s) {missing} have no SuperNode "
+                                   f"(known partitions: {sorted(by_client)[:10]}...)")
+            target = _SubsetGrid(grid, [by_client[c] for c in ids])
+        messages = list(self.strategy.configure_train(server_round, arrays, config, target))
+        self.builder.begin(server_round, arrays_to_params(arrays))
+        return messages
+
+    def aggregate_train(self, server_round: int, replies: Iterable[Message]) -> tuple[ArrayRecord | None, MetricRecord | None]:
+        """Read every client's model and metrics, then let the wrapped strategy aggregate."""
+        replies = list(replies)
+        ok = [m for m in replies if not m.has_error()]
+        failed = [m for m in replies if m.has_error()]
+        if failed:
+            reasons = "; ".join(f"node {m.metadata.src_node_id}: {m.error.reason}" for m in failed)
+            if self.strict:
+                raise RuntimeError(f"round {server_round}: {len(failed)} client(s) failed: {reasons}")
+            log.warning("round %d: %d client(s) failed and are not observed: %s", server_round, len(failed), reasons)
+        rows = [self._row(m) for m in ok]
+        order = np.argsort([r.client_id for r in rows], kind="stable")
+        rows = [rows[i] for i in order]
+        ok = [ok[i] for i in order]
+        if self.reply_hook is not None:
+            self.reply_hook(server_round, rows)
+        arrays, metrics = self.strategy.aggregate_train(server_round, ok + failed)
+        pending = self.builder.pending
+        if arrays is not None and self.builder.reference is not None:
+            # keep the global model's dtypes (Flower returns float64 for int buffers and in QFedAvg)
+            params = arrays_to_params(arrays, like=self.builder.reference)
+            arrays = ArrayRecord(dict(zip(arrays.keys(), (_array(p) for p in params))))
+        if pending is not None and pending.round == server_round:
+            pending.rows = rows
+        return arrays, metrics
+
+    def _row(self, message: Message) -> ClientRow:
+        content = message.content
+        key = getattr(self.strategy, "arrayrecord_key", "arrays")
+        record = content.array_records.get(key) or next(iter(content.array_records.values()), None)
+        metric_records = list(content.metric_records.values())
+        if record is None or not metric_records:
+            raise ValueError(f"node {message.metadata.src_node_id} replied without an ArrayRecord and a MetricRecord")
+        metrics = dict(metric_records[0])
+        node = int(message.metadata.src_node_id)
+        cid = _client_id(metrics, node, self.node_partitions)
+        params = arrays_to_params(record)
+        if self.builder.reference is not None:
+            params = [cast_like(p, ref) for p, ref in zip(params, self.builder.reference)]
+        confusion = confusion_from_metric(metrics[CONFUSION_KEY]) if CONFUSION_KEY in metrics else None
+        return ClientRow(cid, node, params, metrics, confusion)
+
+    def configure_evaluate(self, server_round: int, arrays: ArrayRecord, config: ConfigRecord,
+                           grid: Grid) -> Iterable[Message]:  # noqa: D102
+        return self.strategy.configure_evaluate(server_round, arrays, config, grid)
+
+    def aggregate_evaluate(self, server_round: int, replies: Iterable[Message]) -> MetricRecord | None:  # noqa: D102
+        return self.strategy.aggregate_evaluate(server_round, replies)
+
+    # -- running ----------------------------------------------------------------------------
+    def end_round(self, server_round: int, arrays: ArrayRecord, metrics: Mapping[str, Any] | None = None) -> RoundRecord:
+        """Record round ``server_round`` (0 = initial model) with the server-side ``metrics``."""
+        return self.builder.emit(server_round, arrays_to_params(arrays), metrics)
+
+    def start(self, grid: Grid, initial_arrays: ArrayRecord, num_rounds: int = 3, timeout: float = 3600,
+              train_config: ConfigRecord | None = None, evaluate_config: ConfigRecord | None = None,
+              evaluate_fn: Callable[[int, ArrayRecord], MetricRecord | None] | None = None):
+        """Flower's ``Strategy.start`` (same arguments and result), recording every round."""
+
+        def observed_evaluate(server_round: int, arrays: ArrayRecord) -> MetricRecord | None:
+            result = evaluate_fn(server_round, arrays) if evaluate_fn is not None else None
+            self.end_round(server_round, arrays, dict(result) if result is not None else None)
+            return result
+
+        return super().start(grid, initial_arrays, num_rounds=num_rounds, timeout=timeout, train_config=train_config,
+                             evaluate_config=evaluate_config, evaluate_fn=observed_evaluate)
+
+
+def _array(p: np.ndarray):
+    from flwr.app import Array
+
+    return Array(np.ascontiguousarray(p))
+
+
+def aux_evaluate_fn(evaluate: Callable[[Params], tuple[float, float]]) -> Callable[[int, ArrayRecord], MetricRecord]:
+    """A Flower ``evaluate_fn`` from ``evaluate(params) -> (loss, accuracy)`` on the auxiliary set.
+
+    Returns ``MetricRecord({"aux_loss": ..., "aux_accuracy": ...})``, the server metrics the
+    fairness observer reads.
+    """
+
+    def evaluate_fn(server_round: int, arrays: ArrayRecord) -> MetricRecord:
+        loss, accuracy = evaluate(arrays_to_params(arrays))
+        return MetricRecord({AUX_LOSS: float(loss), AUX_ACCURACY: float(accuracy)})
+
+    return evaluate_fn
+
+
+def discover_partitions(grid: Grid, *, expected: int | None = None, timeout: float = 600.0) -> dict[int, int]:
+    """Ask every connected SuperNode for its ``partition-id``: returns node id -> partition id.
+
+    Waits (up to ``timeout`` seconds) until ``expected`` nodes are connected (default: at least
+    one), then sends one ``query`` message per node; the ClientApp answers with a MetricRecord
+    holding ``partition-id`` (fltrust's ClientApps do; see :func:`partition_query_reply`).
+    """
+    deadline = time.monotonic() + timeout
+    need = 1 if expected is None else int(expected)
+    while len(nodes := sorted(int(n) for n in grid.get_node_ids())) < need:
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"only {len(nodes)} of {need} SuperNodes connected within {timeout:.0f} s")
+        time.sleep(0.05)
+    messages = [Message(RecordDict({"config": ConfigRecord({"fltrust": "partition-id"})}), dst_node_id=n,
+                        message_type=MessageType.QUERY) for n in nodes]
+    replies = list(grid.send_and_receive(messages, timeout=max(1.0, deadline - time.monotonic())))
+    mapping: dict[int, int] = {}
+    for reply in replies:
+        if reply.has_error():
+            raise RuntimeError(f"node {reply.metadata.src_node_id} could not report its partition-id: {reply.error.reason}")
+        metrics = next(iter(reply.content.metric_records.values()))
+        mapping[int(reply.metadata.src_node_id)] = int(metrics[CLIENT_ID_KEY])
+    if len(mapping) < len(nodes):
+        raise TimeoutError(f"{len(nodes) - len(mapping)} of {len(nodes)} SuperNodes did not answer the partition query")
+    duplicates = sorted({p for p in mapping.values() if list(mapping.values()).count(p) > 1})
+    if duplicates:
+        raise RuntimeError(f"several SuperNodes claim partition-id(s) {duplicates}; give each one its own")
+    return mapping
+
+
+def partition_query_reply(message: Message, context) -> Message:
+    """The ``@app.query()`` answer :func:`discover_partitions` expects (register it in a ClientApp)."""
+    config = context.node_config
+    values = {CLIENT_ID_KEY: int(config[CLIENT_ID_KEY])}
+    if "num-partitions" in config:
+        values["num-partitions"] = int(config["num-partitions"])
+    return Message(RecordDict({"metrics": MetricRecord(values)}), reply_to=message)
+
+
+# -- the legacy API --------------------------------------------------------------------------
+class ObservedLegacyStrategy(LegacyStrategy):
+    """Wraps a legacy ``flwr.server.strategy.Strategy`` (``aggregate_fit`` with ``FitRes`` lists).
+
+    Same idea as :class:`ObservedStrategy`: the client models and metrics are read from the
+    ``FitRes`` list before the wrapped ``aggregate_fit``; the round is recorded when the legacy
+    server calls ``evaluate(server_round, parameters)`` (round 0 and after every round), whose
+    ``(loss, metrics)`` become ``aux_loss`` and the other server metrics. Clients report with
+    :meth:`ClientReport.finish_legacy` (``partition-id`` in the fit metrics).
+    """
+
+    def __init__(self, strategy: LegacyStrategy, sink: RoundSink, *, keep_extra_metrics: bool = True,
+                 server_metrics_fn: Callable[[int], Mapping[str, float]] | None = None) -> None:
+        self.strategy = strategy
+        self.builder = _RoundBuilder(sink, keep_extra_metrics=keep_extra_metrics, server_metrics_fn=server_metrics_fn)
+
+    def __repr__(self) -> str:
+        return f"ObservedLegacyStrategy({self.strategy!r})"
+
+    @property
+    def records(self):
+        return getattr(self.builder.sink, "records", None)
+
+    def initialize_parameters(self, client_manager):
+        return self.strategy.initialize_parameters(client_manager)
+
+    def configure_fit(self, server_round, parameters, client_manager):
+        from flwr.common import parameters_to_ndarrays
+
+        instructions = self.strategy.configure_fit(server_round, parameters, client_manager)
+        self.builder.begin(server_round, [np.array(a, copy=True) for a in parameters_to_ndarrays(parameters)])
+        return instructions
+
+    def aggregate_fit(self, server_round, results, failures):
+        from flwr.common import ndarrays_to_parameters, parameters_to_ndarrays
+
+        rows = []
+        for proxy, res in results:
+            metrics = dict(res.metrics or {})
+            metrics.setdefault("num-examples", res.num_examples)
+            cid = int(metrics[CLIENT_ID_KEY]) if CLIENT_ID_KEY in metrics else int(proxy.cid)
+            params = [np.array(a, copy=True) for a in parameters_to_ndarrays(res.parameters)]
+            confusion = confusion_from_metric(metrics[CONFUSION_KEY]) if CONFUSION_KEY in metrics else None
+            rows.append(ClientRow(cid, int(proxy.node_id) if hasattr(proxy, "node_id") else cid, params, metrics, confusion))
+        order = np.argsort([r.client_id for r in rows], kind="stable")
+        rows, results = [rows[i] for i in order], [results[i] for i in order]
+        if failures:
+            log.warning("round %d: %d client(s) failed and are not observed", server_round, len(failures))
+        parameters, metrics = self.strategy.aggregate_fit(server_round, results, failures)
+        if parameters is not None and self.builder.reference is not None:
+            params = [cast_like(p, ref) for p, ref in zip(parameters_to_ndarrays(parameters), self.builder.reference)]
+            parameters = ndarrays_to_parameters(params)
+        pending = self.builder.pending
+        if pending is not None and pending.round == server_round:
+            pending.rows = rows
+        return parameters, metrics
+
+    def configure_evaluate(self, server_round, parameters, client_manager):
+        return self.strategy.configure_evaluate(server_round, parameters, client_manager)
+
+    def aggregate_evaluate(self, server_round, results, failures):
+        return self.strategy.aggregate_evaluate(server_round, results, failures)
+
+    def evaluate(self, server_round, parameters):
+        from flwr.common import parameters_to_ndarrays
+
+        result = self.strategy.evaluate(server_round, parameters)
+        metrics: dict[str, Any] = {}
+        if result is not None:
+            loss, extra = result
+            metrics = {**dict(extra or {}), AUX_LOSS: float(loss)}
+        self.builder.emit(server_round, [np.array(a, copy=True) for a in parameters_to_ndarrays(parameters)], metrics)
+        return result

@@ -1,0 +1,429 @@
+"""``run.engine: flower``: an fltrust experiment as a Flower ServerApp + ClientApp on Flower's
+Simulation Runtime (Ray backend), producing the same run folder as the in-process engine.
+
+How a run maps onto Flower 1.42 (Message API):
+
+- **ClientApp** (one per simulated SuperNode, executed in Ray actors with ``flower.num_cpus`` /
+  ``flower.num_gpus`` each): a node is client ``node_config["partition-id"]`` of the prepared
+  :class:`~fltrust.federation.Federation`. On a ``train`` message it does exactly what the
+  in-process engine does for that client -- it *is* the in-process client code
+  (:class:`fltrust.fl.engine._Client` and the strategy's ``local_update`` on an
+  :class:`~fltrust.fl.engine.Engine` built in the actor): reward = received model on the
+  validation set before training, local training with the same seeds (run seed, round, client
+  id), performance after training (Ditto: personal model), confusion matrix, counts, train loss,
+  time, bytes -- reported through :class:`~fltrust.flower.client.ClientReport`. The federation,
+  model and config reach the actors once, through Ray's object store.
+- **ServerApp**: asks every node for its partition id (one ``query`` message each, which also
+  warms the actors up), then runs Flower's ``Strategy.start`` with the Flower strategy of the
+  config (:func:`~fltrust.flower.strategies.build_flower_strategy`) wrapped in
+  :class:`~fltrust.flower.adapter.ObservedStrategy`: fltrust's seeded client sampling
+  (:func:`fltrust.federation.sample_clients`), a :class:`~fltrust.core.records.RoundRecord` per
+  round with the server-side evaluation on the auxiliary set (Flower's ``evaluate_fn``), handed to
+  the run's :class:`~fltrust.runs.RunRecorder`, where the observers run.
+
+Results equal the in-process engine's up to float32 rounding (Flower's FedAvg sums in float32;
+see ``tests/flower/test_equivalence.py`` for the measured differences) -- its sequential client
+path, ``training.vectorize: off``: a ClientApp trains one client, so the in-process engine's
+vectorised training (all of a round's clients as one stacked model) has no Flower counterpart.
+Server-side DP noise is drawn by Flower (seeded per round), so DP runs differ from the in-process
+engine's noise draw.
+
+**Resume.** A Flower run is not checkpointed: an interrupted run restarts from round 0 (the
+in-process engine resumes after its last finished round). Starting Ray and the actors is a
+one-time cost of every run (``summary.json`` -> ``flower`` has the timings).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import dataclasses
+import logging
+import os
+import sys
+import time
+import warnings
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import torch
+from torch import nn
+
+from fltrust.config import ExperimentConfig, config_yaml
+from fltrust.core.evaluation import get_params, set_params
+from fltrust.core.records import Params, RunInfo
+from fltrust.federation import Federation
+from fltrust.fl.engine import Engine
+from fltrust.fl.privacy import merge_history
+from fltrust.flower import require_flower
+from fltrust.flower.adapter import ClientRow, ObservedStrategy, aux_evaluate_fn, discover_partitions, partition_query_reply
+from fltrust.flower.client import ClientReport
+from fltrust.flower.records import arrays_to_params, params_to_arrays
+from fltrust.flower.strategies import (
+    DITTO_STORE_KEY,
+    PERSONAL_KEY,
+    UNIT_WEIGHT_KEY,
+    build_flower_strategy,
+)
+from fltrust.runs import RunRecorder
+
+log = logging.getLogger("fltrust")
+
+DP_HISTORY_KEY = "dp-history"
+_QUIET_MESSAGES = (
+    # run_simulation is the Simulation Runtime's only in-process entry point: the engine shares the
+    # run's recorder, observers and data with the ServerApp, which `flwr run` (a separate
+    # SuperLink process with a FAB) cannot. Flower 1.42 marks it deprecated in favour of `flwr run`;
+    # we call it on purpose, so its warning is dropped (examples/flower_app shows `flwr run`).
+    "The `run_simulation` function is deprecated",
+    # fltrust evaluates on the server's auxiliary set, never on clients: deliberate, not news
+    "fraction_evaluate is set to 0.0",
+)
+
+
+class _QuietFilter(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        text = record.getMessage()
+        return not any(m in text for m in _QUIET_MESSAGES)
+
+
+@contextlib.contextmanager
+def _quiet_flower(verbose: bool):
+    """Flower's INFO chatter off (unless ``verbose``) and its two expected warnings dropped."""
+    logger = logging.getLogger("flwr")
+    quiet = _QuietFilter()
+    level = logger.level
+    logger.addFilter(quiet)
+    if not verbose:
+        logger.setLevel(logging.WARNING)
+    try:
+        with warnings.catch_warnings():
+            # Ray announces a future change of CUDA_VISIBLE_DEVICES for num_gpus=0 actors; the
+            # clients pick their device themselves (cuda only when flower.num_gpus > 0)
+            warnings.filterwarnings("ignore", message="Tip: In future versions of Ray", category=FutureWarning)
+            yield
+    finally:
+        logger.removeFilter(quiet)
+        logger.setLevel(level)
+
+
+# -- the client side -----------------------------------------------------------------------------
+@dataclass
+class _ClientPayload:
+    """What every ClientApp process needs, put once into Ray's object store."""
+
+    cfg: ExperimentConfig
+    federation: Federation  # on the CPU, without the test split and the auxiliary set
+    model: nn.Module  # on the CPU
+    device: str  # "cuda" when the clients may use a GPU
+
+
+def _slim_federation(fed: Federation) -> Federation:
+    """The federation without what clients never read (test split, aux set, raw arrays), on the CPU."""
+    bundle = fed.bundle
+    empty = np.zeros(0, dtype=np.int64)
+    slim_bundle = dataclasses.replace(bundle, train=bundle.train.subset(empty), test=bundle.test.subset(empty))
+
+    def cpu(t: torch.Tensor) -> torch.Tensor:
+        return t.detach().to("cpu")
+
+    return dataclasses.replace(
+        fed, bundle=slim_bundle, x_train=cpu(fed.x_train), y_train=cpu(fed.y_train),
+        train_index=[cpu(i) for i in fed.train_index], val_index=[cpu(i) for i in fed.val_index],
+        x_aux=cpu(fed.x_aux[:0]), y_aux=cpu(fed.y_aux[:0]), x_test=cpu(fed.x_test[:0]), y_test=cpu(fed.y_test[:0]),
+    )
+
+
+def _federation_to(fed: Federation, device: torch.device) -> Federation:
+    def to(t: torch.Tensor) -> torch.Tensor:
+        return t.to(device)
+
+    return dataclasses.replace(
+        fed, x_train=to(fed.x_train), y_train=to(fed.y_train), train_index=[to(i) for i in fed.train_index],
+        val_index=[to(i) for i in fed.val_index], x_aux=to(fed.x_aux), y_aux=to(fed.y_aux),
+        x_test=to(fed.x_test), y_test=to(fed.y_test),
+    )
+
+
+class _ClientRuntime:
+    """One ClientApp process's copy of the experiment: an in-process Engine used for one client at a time."""
+
+    def __init__(self, payload: _ClientPayload) -> None:
+        cfg = payload.cfg
+        torch.set_flush_denormal(True)  # as fltrust.experiment.prepare_experiment does
+        if cfg.run.torch_threads is not None:
+            torch.set_num_threads(cfg.run.torch_threads)
+        else:
+            torch.set_num_threads(max(1, int(cfg.flower.num_cpus)))
+        device = torch.device("cuda" if payload.device == "cuda" and torch.cuda.is_available() else "cpu")
+        model = payload.model.to(device)
+        if getattr(cfg.training, "vectorize", "off") != "off":
+            # a ClientApp trains one client: the in-process engine's sequential client path
+            cfg = cfg.with_overrides({"training.vectorize": "off"})
+        self.engine = Engine(cfg, _federation_to(payload.federation, device), model, device)
+        self.names = list(model.state_dict().keys())
+        self.reference = get_params(model)
+
+    def train(self, message, context):
+        from flwr.app import Message, RecordDict
+
+        from fltrust.fl.engine import _Client  # the in-process client: same data, seeds and DP
+        from fltrust.fl.strategies import Ditto
+
+        engine = self.engine
+        pid = int(context.node_config["partition-id"])
+        config = message.content["config"]
+        round_ = int(config["server-round"])
+        received = arrays_to_params(message.content["arrays"], like=self.reference)
+        client = _Client(engine, pid, round_)
+        report = ClientReport(lambda p: engine.trainer.evaluate(p, client.x_val, client.y_val), partition_id=pid)
+        report.reward(received)
+        strategy = engine.strategy
+        store = str(config.get(DITTO_STORE_KEY, "server"))
+        if isinstance(strategy, Ditto):
+            holder = message.content if store == "server" else context.state
+            personal = holder.array_records.get(PERSONAL_KEY)
+            strategy.personal = {} if personal is None else {pid: arrays_to_params(personal, like=self.reference)}
+        engine.dp_history = {}
+        update = strategy.local_update(client, received)
+        metrics = report.finish(update.params, num_examples=client.num_samples, num_batches=client.num_batches,
+                                train_loss=update.train_loss, performance=update.eval_params,
+                                extra={**update.extra, UNIT_WEIGHT_KEY: 1.0})
+        history = engine.dp_history.get(str(pid))
+        if history:
+            metrics[DP_HISTORY_KEY] = [float(v) for entry in history for v in entry]
+        content = RecordDict({"arrays": params_to_arrays(update.params, self.names), "metrics": metrics})
+        if isinstance(strategy, Ditto):
+            personal = params_to_arrays(strategy.personal[pid], self.names)
+            if store == "server":
+                content[PERSONAL_KEY] = personal
+            else:
+                context.state[PERSONAL_KEY] = personal
+            strategy.personal = {}
+        return Message(content=content, reply_to=message)
+
+
+_RUNTIMES: dict[str, _ClientRuntime] = {}
+
+
+def _runtime(source) -> _ClientRuntime:
+    """The process's runtime for this run, built on first use from a Ray ObjectRef (the Ray
+    actors of a simulation) or from a :class:`_ClientPayload` itself (in-process grids)."""
+    if isinstance(source, _ClientPayload):
+        key = f"payload-{id(source)}"
+    else:
+        key = source.hex()
+    if key not in _RUNTIMES:
+        _RUNTIMES.clear()  # one run at a time per process
+        if isinstance(source, _ClientPayload):
+            payload = source
+        else:
+            import ray
+
+            payload = ray.get(source)
+        _RUNTIMES[key] = _ClientRuntime(payload)
+    return _RUNTIMES[key]
+
+
+def build_client_app(payload_ref):
+    """The ClientApp of an fltrust experiment; ``payload_ref`` is a Ray ObjectRef of its
+    :class:`_ClientPayload` (or the payload itself, for a grid in this process)."""
+    from flwr.clientapp import ClientApp
+
+    app = ClientApp()
+
+    @app.train()
+    def train(message, context):
+        return _runtime(payload_ref).train(message, context)
+
+    @app.query()
+    def query(message, context):
+        _runtime(payload_ref)  # warm the actor up while the server discovers the nodes
+        return partition_query_reply(message, context)
+
+    return app
+
+
+# -- the engine ----------------------------------------------------------------------------------
+class FlowerEngine(Engine):
+    """Runs one prepared experiment on Flower's Simulation Runtime (Ray backend).
+
+    Same constructor and :meth:`run` contract as :class:`fltrust.fl.engine.Engine`, whose
+    set-up (DP calibration, auxiliary evaluation, epsilon accounting, system figures) it inherits.
+    Settings come from the config's ``flower`` section (:class:`fltrust.config.FlowerConfig`):
+    ``num_cpus`` / ``num_gpus`` per ClientApp (fractional GPUs share one device),
+    ``num_supernodes`` (must equal ``partition.num_clients``) and ``ray_address`` (an existing Ray
+    cluster, whose workers must be able to import fltrust; ``None`` starts a local Ray).
+
+    Resuming an interrupted Flower run restarts it from round 0. Flower shuts Ray down at the
+    end of the simulation, a Ray session started by the caller included.
+    """
+
+    name = "flower"
+
+    def __init__(self, cfg: ExperimentConfig, federation: Federation, model: nn.Module, device: torch.device) -> None:
+        require_flower()
+        super().__init__(cfg, federation, model, device)
+        supernodes = cfg.flower.num_supernodes
+        if supernodes is not None and supernodes != federation.num_clients:
+            raise ValueError(f"flower.num_supernodes={supernodes} must equal the number of clients "
+                             f"({federation.num_clients}): every client is one SuperNode")
+        vectorize = getattr(cfg.training, "vectorize", "off")
+        if vectorize != "off":
+            # each ClientApp trains one client: the in-process engine's sequential client path
+            (log.warning if vectorize == "on" else log.info)(
+                "Flower engine: every ClientApp trains its client alone, as the in-process engine does with "
+                "training.vectorize=off (results follow that path, not the vectorised one)")
+        self.timings: dict[str, Any] = {}
+        self._error: BaseException | None = None
+        self._final: Params | None = None
+        self._aux: tuple[float, float] | None = None
+        self._launched: float | None = None
+
+    # -- Ray ------------------------------------------------------------------------------
+    def _start_ray(self) -> None:
+        import ray
+
+        if ray.is_initialized():
+            return
+        # Ray workers inherit the environment, not this process's sys.path (Flower does the same)
+        pythonpath = os.pathsep.join([p for p in sys.path if p] + [os.environ.get("PYTHONPATH", "")]).strip(os.pathsep)
+        env = {"PYTHONPATH": pythonpath, "FLWR_TELEMETRY_ENABLED": os.environ.get("FLWR_TELEMETRY_ENABLED", "0")}
+        ray.init(address=self.cfg.flower.ray_address, include_dashboard=False, logging_level=logging.WARNING,
+                 runtime_env={"env_vars": env})
+
+    def _payload(self) -> _ClientPayload:
+        model = copy.deepcopy(self.model).to("cpu")
+        use_gpu = self.device.type == "cuda" and self.cfg.flower.num_gpus > 0
+        if self.device.type == "cuda" and not use_gpu:
+            log.warning("run.device is cuda but flower.num_gpus=0: the clients train on the CPU")
+        return _ClientPayload(self.cfg, _slim_federation(self.fed), model, "cuda" if use_gpu else "cpu")
+
+    # -- the server side ------------------------------------------------------------------
+    def _evaluate(self, params: Params) -> tuple[float, float]:
+        self._aux = self.evaluate_aux(params)
+        return self._aux
+
+    def _central_loss(self, server_round: int, arrays) -> float:
+        """L(theta_k; D) for legacy q-FedAvg: the previous evaluation of theta_k on D."""
+        if self._aux is None:
+            self._evaluate(arrays_to_params(arrays))
+        return float(self._aux[0])
+
+    def _merge_dp(self, server_round: int, rows: list[ClientRow]) -> None:
+        for row in rows:
+            flat = row.metrics.get(DP_HISTORY_KEY)
+            if flat:
+                entries = [list(map(float, flat[i:i + 3])) for i in range(0, len(flat), 3)]
+                key = str(row.client_id)
+                self.dp_history[key] = merge_history(self.dp_history.get(key, []), entries)
+
+    def _server_metrics(self, server_round: int) -> dict[str, float]:
+        eps = self.epsilon_spent(server_round)
+        return {} if eps is None else {"epsilon": eps}
+
+    def _simulate(self, server_app, payload: _ClientPayload) -> None:
+        """Run ``server_app`` against one ClientApp per client on Flower's Simulation Runtime."""
+        import ray
+        from flwr.simulation import run_simulation
+
+        cfg = self.cfg
+        t = time.perf_counter()
+        self._start_ray()
+        self.timings["ray_init_s"] = time.perf_counter() - t
+        t = time.perf_counter()
+        payload_ref = ray.put(payload)
+        self.timings["payload_put_s"] = time.perf_counter() - t
+        backend = {"client_resources": {"num_cpus": float(cfg.flower.num_cpus), "num_gpus": float(cfg.flower.num_gpus)}}
+        self._launched = time.perf_counter()
+        run_simulation(server_app, build_client_app(payload_ref), num_supernodes=self.fed.num_clients,
+                       backend_config=backend)
+        self.timings["simulation_s"] = time.perf_counter() - self._launched
+
+    def _server_app(self, recorder: RunRecorder, progress):
+        from flwr.serverapp import ServerApp
+
+        app = ServerApp()
+        cfg = self.cfg
+        names = list(self.model.state_dict().keys())
+        evaluate_fn = aux_evaluate_fn(self._evaluate)
+
+        @app.main()
+        def main(grid, context) -> None:
+            try:
+                if self._launched is not None:
+                    self.timings["simulation_start_s"] = time.perf_counter() - self._launched
+                start = time.perf_counter()
+                mapping = discover_partitions(grid, expected=self.fed.num_clients)
+                self.timings["discovery_s"] = time.perf_counter() - start
+                strategy = build_flower_strategy(cfg, central_loss=self._central_loss, server_noise=self.server_noise,
+                                                 ditto_personal_store=cfg.flower.ditto_personal_store)
+                observed = ObservedStrategy(strategy, recorder, sampler=self.sample_clients, node_partitions=mapping,
+                                            keep_extra_metrics=False, server_metrics_fn=self._server_metrics,
+                                            reply_hook=self._merge_dp, strict=True)
+
+                def evaluate(server_round, arrays):
+                    result = evaluate_fn(server_round, arrays)
+                    if server_round > 0:
+                        progress.update(1)
+                        progress.set_postfix(aux_acc=f"{result['aux_accuracy']:.3f}")
+                        log.info("round %d: aux loss %.4f acc %.4f", server_round, result["aux_loss"],
+                                 result["aux_accuracy"])
+                    return result
+
+                observed.start(grid, params_to_arrays(get_params(self.model), names), num_rounds=cfg.training.rounds,
+                               evaluate_fn=evaluate)
+                self._final = observed.builder.last_record.global_params_after
+                self.timings["round_s"] = [observed.builder.round_seconds[r] for r in sorted(observed.builder.round_seconds)]
+            except BaseException as exc:  # noqa: BLE001 - re-raised in run(), after Flower has shut down
+                self._error = exc
+
+        return app
+
+    # -- the whole run --------------------------------------------------------------------
+    def run(self, recorder: RunRecorder, info: RunInfo, *, resume: bool = True,
+            extra_summary: dict[str, Any] | None = None, dataset_extra: dict[str, Any] | None = None) -> dict[str, Any]:
+        """Run every round on Flower's simulation runtime; same contract as ``Engine.run``.
+
+        An interrupted Flower run is not resumed: it restarts from round 0 (``resume`` only
+        decides whether that is logged).
+        """
+        cfg = self.cfg
+        folder = recorder.folder
+        if resume and (folder.checkpoint.is_file() or folder.count_rounds() > 0):
+            log.warning("%s: the Flower engine does not resume; restarting from round 0", info.run_id)
+        folder.checkpoint.unlink(missing_ok=True)
+        recorder.start(info, config_yaml(cfg), {"dataset": self.fed.bundle.summary(), "partition": self.fed.partition,
+                                                **(dataset_extra or {})})
+        start_time = time.perf_counter()
+        self._error, self._final, self._aux = None, None, None
+        self.timings = {"flower_version": require_flower()}
+        progress = _progress(cfg)
+        try:
+            with _quiet_flower(verbose=log.isEnabledFor(logging.DEBUG)):
+                self._simulate(self._server_app(recorder, progress), self._payload())
+        finally:
+            progress.close()
+        if self._error is not None:
+            raise self._error
+        if self._final is None:
+            raise RuntimeError("the Flower simulation ended without finishing its rounds (see the log above)")
+        wall = time.perf_counter() - start_time
+        global_params = self._final
+        set_params(self.model, global_params)
+        last = recorder.records[-1].server_metrics
+        fields = {"seconds_per_round": wall / max(1, cfg.training.rounds), "device": str(self.device),
+                  "final_aux_loss": last["aux_loss"], "final_aux_accuracy": last["aux_accuracy"],
+                  "epsilon": self.epsilon_spent(cfg.training.rounds), "flower": dict(self.timings),
+                  **(extra_summary or {})}
+        recorder.finish(global_params, self.model.state_dict(), wall, self.system(recorder.records, global_params),
+                        fields)
+        return fields
+
+
+def _progress(cfg: ExperimentConfig):
+    from tqdm.auto import tqdm
+
+    return tqdm(total=cfg.training.rounds, desc=f"{cfg.run.name} (flower)", unit="round",
+                disable=not cfg.run.progress, leave=False)

@@ -1,0 +1,114 @@
+"""Conversions between Flower records and fltrust's plain data, and the metric names both sides use.
+
+A client's training reply carries one ``ArrayRecord`` (its model, ``state_dict`` order) and one
+``MetricRecord`` with the per-client values of a :class:`~fltrust.core.records.RoundRecord`:
+
+=====================  =========================================================================
+MetricRecord key       RoundRecord ``client_metrics`` key / meaning
+=====================  =========================================================================
+``partition-id``       the client id (Flower's node-config key; ``client_ids``)
+``num-examples``       ``num_samples`` (Flower's standard weighting key)
+``num-batches``        ``num_batches``, mini-batches per local epoch
+``val_samples``        ``val_samples``
+``reward_accuracy``    ``reward_accuracy``: received model on the validation set, before training
+``reward_loss``        ``reward_loss``
+``accuracy``           ``accuracy``: model after training (Ditto: personal) on the validation set
+``loss``               ``loss``
+``train_loss``         ``train_loss``
+``train_time_s``       ``train_time_s``
+``bytes_received``     ``bytes_received``
+``bytes_sent``         ``bytes_sent``
+``confusion``          ``client_confusion`` row: the K x K validation confusion matrix, flattened
+                       row-major (a JSON string in the legacy API, whose metrics hold scalars only)
+=====================  =========================================================================
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from fltrust.core.records import Params
+
+CLIENT_ID_KEY = "partition-id"
+CONFUSION_KEY = "confusion"
+RENAMED = {"num-examples": "num_samples", "num-batches": "num_batches"}
+"""MetricRecord keys whose RoundRecord name differs."""
+STANDARD_CLIENT_KEYS = (
+    "num_samples", "num_batches", "val_samples", "reward_accuracy", "reward_loss", "accuracy", "loss",
+    "train_loss", "train_time_s", "bytes_received", "bytes_sent",
+)
+"""``client_metrics`` keys of a RoundRecord, in the in-process engine's order."""
+BOOKKEEPING_KEYS = frozenset({CLIENT_ID_KEY, "num-partitions", CONFUSION_KEY})
+
+
+def params_to_arrays(params: Params, names: Sequence[str] | None = None):
+    """A Flower ``ArrayRecord`` holding ``params`` (keys ``names``, default ``"0"``, ``"1"``, ...)."""
+    from flwr.app import Array, ArrayRecord
+
+    names = [str(i) for i in range(len(params))] if names is None else list(names)
+    if len(names) != len(params):
+        raise ValueError(f"{len(names)} names for {len(params)} arrays")
+    return ArrayRecord({name: Array(np.ascontiguousarray(p)) for name, p in zip(names, params)})
+
+
+def arrays_to_params(record, like: Params | None = None) -> Params:
+    """The arrays of a Flower ``ArrayRecord`` (record order) as fresh numpy arrays.
+
+    With ``like`` (the reference model), every array is cast back to the reference dtype
+    (integers rounded): Flower's aggregations return float64 for integer buffers (BatchNorm's
+    ``num_batches_tracked``) and QFedAvg returns float64 for float32 models.
+    """
+    params = [np.array(array.numpy(), copy=True) for array in record.values()]
+    if like is None:
+        return params
+    if len(like) != len(params):
+        raise ValueError(f"the record holds {len(params)} arrays, the model {len(like)}")
+    return [cast_like(p, ref) for p, ref in zip(params, like)]
+
+
+def cast_like(value: np.ndarray, like: np.ndarray) -> np.ndarray:
+    """``value`` in ``like``'s dtype and shape (integers rounded, as fltrust's aggregations do)."""
+    value = np.asarray(value).reshape(like.shape)
+    if value.dtype == like.dtype:
+        return value
+    if np.issubdtype(like.dtype, np.integer):
+        return np.rint(value).astype(like.dtype)
+    return value.astype(like.dtype)
+
+
+def confusion_from_metric(value: Any) -> np.ndarray:
+    """A K x K confusion matrix from its flattened MetricRecord (or legacy JSON string) form."""
+    if isinstance(value, (str, bytes)):
+        value = json.loads(value)
+    flat = np.asarray(value, dtype=float).reshape(-1)
+    k = int(round(np.sqrt(flat.size)))
+    if k * k != flat.size:
+        raise ValueError(f"a confusion matrix needs K*K entries, got {flat.size}")
+    return np.rint(flat).astype(np.int64).reshape(k, k)
+
+
+def confusion_to_metric(confusion: np.ndarray, *, legacy: bool = False) -> list[int] | str:
+    """Flatten a K x K confusion matrix for a MetricRecord (legacy API: a JSON string)."""
+    flat = [int(v) for v in np.asarray(confusion).reshape(-1)]
+    return json.dumps(flat) if legacy else flat
+
+
+def client_values(metrics: Mapping[str, Any], *, keep_extra: bool = True) -> dict[str, float]:
+    """RoundRecord ``client_metrics`` entries of one client's MetricRecord (scalars only).
+
+    Renames Flower's keys (``num-examples`` -> ``num_samples``, ``num-batches`` ->
+    ``num_batches``), drops bookkeeping (client id, confusion) and, unless ``keep_extra``, every
+    key that is not a standard RoundRecord key.
+    """
+    out: dict[str, float] = {}
+    for key, value in metrics.items():
+        if key in BOOKKEEPING_KEYS or isinstance(value, (list, tuple, str, bytes)):
+            continue
+        name = RENAMED.get(key, key)
+        if keep_extra or name in STANDARD_CLIENT_KEYS:
+            out[name] = float(value)
+    return out

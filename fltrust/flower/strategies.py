@@ -1,0 +1,247 @@
+"""Message-API strategies for the papers' algorithms, and the mapping from an fltrust config.
+
+Flower's own strategies are used where they compute what the papers ran:
+
+=============  ======================================================================================
+``strategy``   Flower strategy used by ``run.engine: flower``
+=============  ======================================================================================
+``fedavg``     ``flwr.serverapp.strategy.FedAvg`` (weights ``num-batches`` or ``num-examples``)
+``fedprox``    ``flwr.serverapp.strategy.FedProx`` (sends ``proximal-mu``; the client adds the term)
+``fedmedian``  ``flwr.serverapp.strategy.FedMedian``
+``qfedavg``    :class:`QFedAvg` below: ``qffl`` = Flower's Message-API ``QFedAvg`` (each client's
+               loss F_n(theta_k), sent as ``qffl_loss``; it computes exactly
+               :func:`fltrust.fl.aggregation.qffl_aggregate`, up to float32 rounding: max
+               difference 4e-9 on the NSL-KDD MLP), ``flower_legacy`` = Flower 1.7's legacy
+               ``QFedAvg``: one central loss L(theta_k; D) on the server's auxiliary set for
+               every client (as the fairness authors ran it)
+``ditto``      :class:`Ditto` below (Flower has no Ditto)
+server DP      ``DifferentialPrivacyServerSideFixedClipping`` around the strategy; clients weigh
+               equally (``unit-weight``), as :func:`fltrust.fl.privacy.server_dp_aggregate` does
+=============  ======================================================================================
+
+Sampling is fltrust's (seeded, :func:`fltrust.federation.sample_clients`), applied by
+:class:`~fltrust.flower.adapter.ObservedStrategy`; the strategies here therefore train every node
+they are offered (``fraction_train=1.0``) and never evaluate on clients (``fraction_evaluate=0``:
+the server evaluates on its auxiliary set).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, cast
+
+import numpy as np
+
+from flwr.app import ArrayRecord, ConfigRecord, Message, MessageType, MetricRecord, RecordDict
+from flwr.serverapp import Grid
+from flwr.serverapp.strategy import (
+    DifferentialPrivacyServerSideFixedClipping,
+    FedAvg,
+    FedMedian,
+    FedProx,
+)
+from flwr.serverapp.strategy import QFedAvg as FlowerQFedAvg
+
+from fltrust.fl.aggregation import qffl_aggregate
+from fltrust.flower.records import arrays_to_params, params_to_arrays
+
+if TYPE_CHECKING:
+    from fltrust.config import ExperimentConfig
+
+log = logging.getLogger("fltrust")
+
+PERSONAL_KEY = "personal"
+"""RecordDict key of a Ditto personal model (in messages, or in ``context.state``)."""
+DITTO_STORE_KEY = "ditto-personal"
+"""ConfigRecord key telling the client where its personal model lives: ``server`` or ``client``."""
+UNIT_WEIGHT_KEY = "unit-weight"
+QFFL_LOSS_KEY = "qffl_loss"
+
+
+def mean_scalar_metrics(records: list[RecordDict], weighted_by_key: str) -> MetricRecord:
+    """Weighted mean of the scalar metrics of the replies (lists such as confusion matrices skipped).
+
+    Flower's default also averages list metrics and fails on lists of different lengths; fltrust
+    reads every client's own values through the adapter, so this summary is only for Flower's log.
+    """
+    rows = [next(iter(r.metric_records.values())) for r in records]
+    weights = np.asarray([float(m[weighted_by_key]) for m in rows])
+    weights = weights / weights.sum() if weights.sum() > 0 else np.full(len(rows), 1 / max(1, len(rows)))
+    keys = [k for k, v in rows[0].items() if k != weighted_by_key and isinstance(v, (int, float))]
+    return MetricRecord({k: float(sum(w * float(m[k]) for w, m in zip(weights, rows))) for k in keys})
+
+
+class Ditto(FedAvg):
+    """Ditto (Li et al. 2021) on the Message API: FedAvg of the global track + personal models.
+
+    The ClientApp trains the received global model (sent back, aggregated as FedAvg) and its
+    personal model ``v_n`` (kept, never aggregated; the client's performance is measured with it).
+    Where ``v_n`` lives between rounds (``personal_store``):
+
+    - ``"server"`` (default): the server keeps each client's personal model and sends it with the
+      training message (``RecordDict`` key ``personal``); the client returns the updated one. This
+      is what the fairness authors did (a server-side dict), so a run reproduces theirs and the
+      in-process engine exactly.
+    - ``"client"``: the personal model stays on the SuperNode in ``context.state`` -- Flower's
+      per-node state, the native place when clients are real devices; nothing personal travels.
+
+    A client selected for the first time starts its personal model from the received global model.
+    Other arguments are FedAvg's.
+    """
+
+    def __init__(self, *args, personal_store: str = "server", **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        if personal_store not in ("server", "client"):
+            raise ValueError(f"personal_store={personal_store!r}; choose 'server' or 'client'")
+        self.personal_store = personal_store
+        self.personal: dict[int, ArrayRecord] = {}  # node id -> personal model (server store)
+
+    def summary(self) -> None:  # noqa: D102
+        log.debug("Ditto: personal models stored on the %s", self.personal_store)
+        super().summary()
+
+    def configure_train(self, server_round: int, arrays: ArrayRecord, config: ConfigRecord,
+                        grid: Grid) -> Iterable[Message]:
+        """FedAvg's messages, each with the node's own personal model (server store)."""
+        config[DITTO_STORE_KEY] = self.personal_store
+        messages = list(super().configure_train(server_round, arrays, config, grid))
+        if self.personal_store == "client":
+            return messages
+        out = []
+        for message in messages:
+            node = int(message.metadata.dst_node_id)
+            content = RecordDict({self.arrayrecord_key: arrays, self.configrecord_key: config})
+            if node in self.personal:
+                content[PERSONAL_KEY] = self.personal[node]
+            out.append(Message(content=content, message_type=MessageType.TRAIN, dst_node_id=node))
+        return out
+
+    def aggregate_train(self, server_round: int, replies: Iterable[Message]) -> tuple[ArrayRecord | None, MetricRecord | None]:
+        """Keep the returned personal models, then FedAvg the global track."""
+        replies = list(replies)
+        for reply in replies:
+            if not reply.has_error() and PERSONAL_KEY in reply.content.array_records:
+                self.personal[int(reply.metadata.src_node_id)] = cast(ArrayRecord, reply.content.array_records[PERSONAL_KEY])
+                del reply.content[PERSONAL_KEY]
+        return super().aggregate_train(server_round, replies)
+
+
+class QFedAvg(FlowerQFedAvg):
+    """q-FedAvg with fltrust's two loss variants (``strategy.qfedavg_variant``).
+
+    ``variant="qffl"``: Flower 1.42's Message-API ``QFedAvg`` unchanged -- the loss of client n is
+    its own F_n(theta_k), read from ``train_loss_key`` (fltrust's ClientApp sends it as
+    ``qffl_loss``: the received model's loss on the client's training data, before training). Its
+    update equals :func:`fltrust.fl.aggregation.qffl_aggregate` up to float32 rounding. (Flower
+    multiplies the arrays in place, which fails for integer buffers; for models that have them,
+    this class uses ``qffl_aggregate`` instead.)
+
+    ``variant="flower_legacy"``: Flower 1.7's legacy ``QFedAvg``, which the fairness authors ran:
+    one central loss L(theta_k; D) -- ``central_loss(server_round, arrays)``, the received model
+    on the server's auxiliary set -- for every client, aggregated with ``qffl_aggregate``.
+    """
+
+    def __init__(self, client_learning_rate: float, q: float = 0.1, *, variant: str = "qffl",
+                 central_loss: Callable[[int, ArrayRecord], float] | None = None, **kwargs) -> None:
+        kwargs.setdefault("train_loss_key", QFFL_LOSS_KEY)
+        super().__init__(client_learning_rate, q, **kwargs)
+        if variant not in ("qffl", "flower_legacy"):
+            raise ValueError(f"variant={variant!r}; choose 'qffl' or 'flower_legacy'")
+        if variant == "flower_legacy" and central_loss is None:
+            raise ValueError("variant='flower_legacy' needs central_loss(server_round, arrays) -> float")
+        self.variant = variant
+        self.central_loss = central_loss
+
+    def summary(self) -> None:  # noqa: D102
+        log.debug("q-FedAvg variant %s", self.variant)
+        super().summary()
+
+    def aggregate_train(self, server_round: int, replies: Iterable[Message]) -> tuple[ArrayRecord | None, MetricRecord | None]:
+        """Flower's q-FedAvg (``qffl``) or the central-loss legacy update (``flower_legacy``)."""
+        replies = list(replies)
+        current = self.current_arrays
+        integer = current is not None and any(np.issubdtype(a.numpy().dtype, np.integer) for a in current.values())
+        if self.variant == "qffl" and not integer:
+            return super().aggregate_train(server_round, replies)
+        valid, _ = self._check_and_log_replies(replies, is_train=True)
+        if not valid:
+            return None, None
+        if current is None:
+            raise RuntimeError("QFedAvg.aggregate_train called before configure_train")
+        global_params = arrays_to_params(current)
+        client_params = [arrays_to_params(next(iter(m.content.array_records.values()))) for m in valid]
+        if self.variant == "flower_legacy":
+            loss = float(cast(Callable, self.central_loss)(server_round, current))
+            losses = [loss] * len(valid)
+        else:
+            losses = [float(next(iter(m.content.metric_records.values()))[self.train_loss_key]) for m in valid]
+        new = qffl_aggregate(global_params, client_params, losses, q=self.q, learning_rate=self.client_learning_rate)
+        metrics = self.train_metrics_aggr_fn([m.content for m in valid], self.weighted_by_key)
+        return params_to_arrays(new, list(current.keys())), metrics
+
+
+class SeededServerSideFixedClipping(DifferentialPrivacyServerSideFixedClipping):
+    """Flower's server-side fixed-clipping DP wrapper with a reproducible noise draw.
+
+    Flower draws the Gaussian noise from NumPy's global generator; this subclass seeds it with
+    ``(seed, round)`` for the aggregation and restores its state afterwards, so a run is
+    deterministic. (The in-process engine draws from its own generator: DP runs are reproducible
+    per engine, not equal across engines.)
+    """
+
+    def __init__(self, *args, seed: int = 0, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.seed = int(seed)
+
+    def aggregate_train(self, server_round: int, replies: Iterable[Message]) -> tuple[ArrayRecord | None, MetricRecord | None]:
+        """Clip, aggregate and add noise (Flower's code) under a seeded global NumPy generator."""
+        state = np.random.get_state()
+        np.random.seed(np.random.SeedSequence([self.seed, server_round, 13]).generate_state(4))
+        try:
+            return super().aggregate_train(server_round, replies)
+        finally:
+            np.random.set_state(state)
+
+
+def build_flower_strategy(cfg: "ExperimentConfig", *, central_loss: Callable[[int, ArrayRecord], float] | None = None,
+                          server_noise: float | None = None, ditto_personal_store: str = "server"):
+    """The Flower strategy that runs ``cfg.strategy`` (see the module docstring).
+
+    Parameters
+    ----------
+    central_loss : callable, optional
+        ``central_loss(round, arrays)`` for q-FedAvg's ``flower_legacy`` variant.
+    server_noise : float, optional
+        Noise multiplier of server-side DP (``privacy.mode: server``).
+    ditto_personal_store : str
+        Where Ditto keeps personal models (:class:`Ditto`).
+    """
+    s = cfg.strategy
+    m = cfg.clients_per_round()
+    weight = "num-batches" if s.weighting == "batches" else "num-examples"
+    if cfg.privacy.mode == "server":
+        weight = UNIT_WEIGHT_KEY
+    common = dict(fraction_train=1.0, fraction_evaluate=0.0, min_train_nodes=m, min_evaluate_nodes=0,
+                  min_available_nodes=m, weighted_by_key=weight, train_metrics_aggr_fn=mean_scalar_metrics)
+    if s.name == "fedavg":
+        strategy = FedAvg(**common)
+    elif s.name == "fedprox":
+        strategy = FedProx(**common, proximal_mu=s.proximal_mu)
+    elif s.name == "fedmedian":
+        strategy = FedMedian(**common)
+    elif s.name == "qfedavg":
+        strategy = QFedAvg(s.qffl_learning_rate, s.q, variant=s.qfedavg_variant, central_loss=central_loss, **common)
+    elif s.name == "ditto":
+        # Flower's DP wrapper clips every ArrayRecord of a reply, so under server-side DP the
+        # personal models stay on the clients (context.state); the results are the same
+        store = "client" if cfg.privacy.mode == "server" else ditto_personal_store
+        strategy = Ditto(**common, personal_store=store)
+    else:  # pragma: no cover - the config validates the name
+        raise ValueError(f"strategy.name={s.name!r} has no Flower counterpart")
+    if cfg.privacy.mode == "server":
+        if server_noise is None:
+            raise ValueError("privacy.mode='server' needs the calibrated noise multiplier")
+        strategy = SeededServerSideFixedClipping(strategy, server_noise, cfg.privacy.clipping_norm, m,
+                                                 seed=cfg.effective_seed())
+    return strategy

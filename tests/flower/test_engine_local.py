@@ -1,0 +1,81 @@
+"""``run.engine: flower`` against the in-process engine, on an in-process Grid (fast, no Ray).
+
+The Flower engine's ServerApp and ClientApp run unchanged; only Flower's Simulation Runtime is
+replaced by :class:`conftest.LocalGrid`. The slow twin on the real runtime is test_equivalence.py.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from conftest import tiny_config
+from fltrust.experiment import run_experiment
+
+# float32 noise only: Flower's FedAvg sums float32 arrays, fltrust's in float64 (measured <= 1e-6)
+ATOL = 1e-6  # with rtol 1e-5 (conftest.compare_runs)
+
+
+def both(tmp_path, **sections):
+    a = run_experiment(tiny_config("inprocess", **sections), out_dir=tmp_path / "inprocess")
+    b = run_experiment(tiny_config("flower", **sections), out_dir=tmp_path / "flower")
+    return a, b
+
+
+@pytest.mark.parametrize("strategy", [
+    {"name": "fedavg"},
+    {"name": "fedprox", "proximal_mu": 0.1},
+    {"name": "fedmedian"},
+    {"name": "qfedavg", "qfedavg_variant": "flower_legacy"},
+    {"name": "qfedavg", "qfedavg_variant": "qffl"},
+    {"name": "ditto"},
+])
+def test_flower_engine_matches_inprocess(tmp_path, local_flower, compare, strategy):
+    a, b = both(tmp_path, strategy=strategy)
+    assert b.summary["status"] == "complete" and b.summary["engine"] == "flower"
+    diff = compare(a, b)
+    assert diff["params_beyond_rtol"] <= ATOL, diff  # np.allclose(rtol=1e-5, atol=ATOL)
+    assert diff["client_metrics"] <= 1e-5 and diff["server_metrics"] <= 1e-5 and diff["confusion"] <= 1, diff
+    assert max(diff[k] for k in ("f_j", "f_g", "f_r", "f_o", "F_T")) <= 1e-4, diff
+
+
+def test_ditto_personal_models_on_clients_give_the_same_run(tmp_path, local_flower, compare):
+    a = run_experiment(tiny_config("flower", strategy={"name": "ditto"}), out_dir=tmp_path / "server")
+    b = run_experiment(tiny_config("flower", strategy={"name": "ditto"}, flower={"ditto_personal_store": "client"}),
+                       out_dir=tmp_path / "client")
+    diff = compare(a, b)
+    assert diff["params"] == 0 and diff["client_metrics"] == 0 and diff["F_T"] == 0, diff
+
+
+def test_server_side_dp_runs_through_flowers_wrapper(tmp_path, local_flower):
+    cfg = dict(privacy={"mode": "server", "clipping_norm": 1.0, "noise_multiplier": 0.5})
+    a = run_experiment(tiny_config("flower", **cfg), out_dir=tmp_path / "a")
+    b = run_experiment(tiny_config("flower", **cfg), out_dir=tmp_path / "b", force=True)
+    eps = [r.server_metrics["epsilon"] for r in a.rounds[1:]]
+    assert all(np.isfinite(eps)) and eps == sorted(eps) and a.summary["epsilon"] == pytest.approx(eps[-1])
+    # the noise is Flower's draw, seeded per round: the run is reproducible
+    assert [r.server_metrics["aux_loss"] for r in a.rounds] == [r.server_metrics["aux_loss"] for r in b.rounds]
+    inproc = run_experiment(tiny_config("inprocess", **cfg), out_dir=tmp_path / "c")
+    assert inproc.rounds[1].client_ids.tolist() == a.rounds[1].client_ids.tolist()
+    assert inproc.summary["epsilon"] == pytest.approx(a.summary["epsilon"])
+
+
+def test_local_dp_epsilon_is_accounted_like_inprocess(tmp_path, local_flower, compare):
+    a, b = both(tmp_path, privacy={"mode": "local", "target_epsilon": 5.0}, training={"rounds": 2})
+    assert b.summary["epsilon"] == pytest.approx(a.summary["epsilon"])
+    diff = compare(a, b)
+    assert diff["client_metrics"] <= 1e-5, diff
+
+
+def test_a_failing_client_stops_the_run_with_its_reason(tmp_path, local_flower, monkeypatch):
+    def broken(self, message, context):
+        raise RuntimeError("disk on fire")
+
+    monkeypatch.setattr(local_flower._ClientRuntime, "train", broken)
+    with pytest.raises(RuntimeError, match="disk on fire"):
+        run_experiment(tiny_config("flower"), out_dir=tmp_path)
+
+
+def test_wrong_supernode_count_is_a_config_error(tmp_path):
+    with pytest.raises(ValueError, match="num_supernodes"):
+        run_experiment(tiny_config("flower", flower={"num_supernodes": 4}), out_dir=tmp_path)
