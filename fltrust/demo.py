@@ -22,7 +22,7 @@ def demo_config_path(family: str) -> Path:
     return Path(str(resources.files("fltrust") / "configs" / "demo" / f"{family}.yaml"))
 
 
-def run_demo(out_dir: Path, data_dir: str | None = None, device: str = "cpu", papers: bool = True) -> int:
+def run_demo(out_dir: Path, data_dir: str | None = None, device: str = "auto", papers: bool = True) -> int:
     """Run the demo; returns a process exit code (non-zero if any part failed)."""
     from fltrust.experiment import run_experiment
 

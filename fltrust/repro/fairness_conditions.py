@@ -139,18 +139,23 @@ def condition_config(strategy: str, dataset_key: str, setting: str, *, full_data
     if not full_data and d.local_max_train_samples is not None:
         data["max_train_samples"] = d.local_max_train_samples
     if d.data == "nsl_kdd":
-        # the authors' HF copy = KDDTrain+ u KDDTrain+_20Percent, KDDTest+ u KDDTest-21 (fairness spec 6.7)
+        # the authors' HF copy = KDDTrain+ u KDDTrain+_20Percent, KDDTest+ u KDDTest-21, their fixed
+        # min-max table, and their one-hot encoding of every split on its own (fairness spec 6.7);
+        # corrected mode uses the global one-hot order (fltrust.repro.fairness.condition_configs)
         data.update(
             train_files=["KDDTrain+.txt", "KDDTrain+_20Percent.txt"],
             test_files=["KDDTest+.txt", "KDDTest-21.txt"],
             scaling="fixed",
+            onehot_order="per_split",
         )
     strategy_cfg: dict[str, Any] = {"name": strategy, "clients_per_round": per_round, "weighting": "batches"}
     if strategy == "qfedavg":
         strategy_cfg.update(q=d.q, qffl_learning_rate=0.1, qfedavg_variant="flower_legacy")
     if strategy == "ditto":
         strategy_cfg.update(ditto_lambda=d.ditto_lambda, ditto_lr=d.ditto_lr, ditto_epochs=10, ditto_anchor="local")
-    deviations = [] if full_data else list(d.local_notes)
+    # a note that starts with "iid:" or "niid:" concerns that setting only
+    notes = [n for n in d.local_notes if n.split(":")[0] not in SETTINGS or n.startswith(f"{setting}:")]
+    deviations = [] if full_data else notes
     name = condition_name(strategy, dataset_key, setting)
     return {
         "data": data,

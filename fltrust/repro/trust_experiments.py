@@ -346,7 +346,7 @@ def experiment_config(
     *,
     mode: str = RUN_MODE,
     quick: bool = False,
-    device: str = "cpu",
+    device: str = "auto",
     data_dir: str | Path | None = None,
     full_scale: bool = False,
 ) -> ExperimentConfig:
@@ -415,7 +415,7 @@ def _check_modes(modes: Sequence[str]) -> list[str]:
     return modes
 
 
-def mode_factsheet(record: RunRecord, mode: str, *, device: str = "cpu") -> dict[str, Any]:
+def mode_factsheet(record: RunRecord, mode: str, *, device: str = "auto") -> dict[str, Any]:
     """The FactSheet of a finished run as the trust observer of ``mode`` would have written it.
 
     The run's own FactSheet (``factsheet.json``, observer mode ``metrics.trust.mode``) is returned
@@ -546,7 +546,7 @@ def run_trust_experiment(
     *,
     modes: Sequence[str] = ("prototype", "paper"),
     quick: bool = False,
-    device: str = "cpu",
+    device: str = "auto",
     out_dir: str | Path | None = None,
     data_dir: str | Path | None = None,
     full_scale: bool = False,

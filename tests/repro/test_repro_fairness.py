@@ -12,7 +12,9 @@ from fltrust.repro.fairness_report import (
     RESULT_KEYS,
     TABLE_COLUMNS,
     ResultsError,
+    load_misses,
     load_results,
+    stale_results,
     missing_conditions,
     results_markdown,
     summary_table,
@@ -118,13 +120,96 @@ def test_results_markdown_cells_in_paper_layout(results):
     # Execute
     text = results_markdown(table3(results, REPORTED), results, quick=False, reported=REPORTED)
 
-    # Assert: paper / ours ± std (n) / Δ / verdict, and "not run" for absent conditions
-    assert "| NSL-KDD (100C) | 0.50 / 0.550 ± 0.020 (n=3) / Δ +0.050 / ✓ |" in text
+    # Assert: paper / ours ± std (n) / Δ / verdict (|0.05| is within ±0.05), "not run" for absent conditions
+    assert "| NSL-KDD (100C) | 0.50 / 0.550 ± 0.020 (n=3) / Δ +0.050 / ✓✓ |" in text
     assert "0.50 / 0.650 (n=1) / Δ +0.150 / ✗" in text
     assert "0.53 / 0.400 (n=1) / Δ -0.130 / ✗" in text
     assert "| CIFAR-10 cross-device (100C) | 0.78 / not run |" in text
-    assert "1 of 3 run condition(s) within tolerance; 21 of 24 not run." in text
+    assert "1 of 3 run condition(s) within ±0.05, 1 within ±0.10 (the tolerance); 21 of 24 not run." in text
     assert "`fltrust repro fairness`" in text and "QUICK" not in text
+    # the long comparison table has explicit ±0.05 / ±0.10 columns
+    assert "| condition | paper F_T | ours F_T ± std | n | Δ | within ±0.05 | within ±0.10 |" in text
+    assert "| fedavg_nslkdd_100c_iid | 0.50 | 0.550 ± 0.020 | 3 | +0.050 | ✓ | ✓ |" in text
+    assert "| fedavg_cifar10_100c_iid | 0.78 | not run |" in text
+
+
+def test_results_markdown_middle_band_and_client_count():
+    # Prepare: Δ = +0.08 is outside ±0.05 but inside ±0.10; FEMNIST ran with 110 writers
+    results = [make_result("fedavg_nslkdd_100c_iid", 0.58)]
+    femnist = make_result("fedavg_femnist_205c_iid", 0.7)
+    femnist["num_clients"] = 110
+    results.append(femnist)
+
+    # Execute
+    text = results_markdown(table3(results, REPORTED), results, quick=False, reported=REPORTED, misses={})
+
+    # Assert
+    assert "0.50 / 0.580 (n=1) / Δ +0.080 / ✓ |" in text
+    assert "| FEMNIST (205C); ours: 110 writers |" in text
+
+
+def test_results_markdown_flags_results_of_an_earlier_config():
+    # Prepare: one result holding the runs the committed config gives, one holding other runs
+    from fltrust.repro.fairness import condition_configs
+
+    current = make_result("fedavg_nslkdd_100c_iid", 0.5)
+    current["run_ids"] = [condition_configs("fedavg_nslkdd_100c_iid", repeats=1)[0].run_id()]
+    old = make_result("qfedavg_nslkdd_100c_iid", 0.5)
+    old["run_ids"] = ["qfedavg_nslkdd_100c_iid-0000000000-s0-r0"]
+
+    # Execute
+    stale = stale_results([current, old])
+    text = results_markdown(table3([current, old], REPORTED), [current, old], quick=False, reported=REPORTED,
+                            misses={})
+
+    # Assert
+    assert [name for name, _ in stale] == ["qfedavg_nslkdd_100c_iid"]
+    assert "## Stale results" in text and "- qfedavg_nslkdd_100c_iid: holds runs qfedavg_nslkdd_100c_iid-0000000000" in text
+
+
+def test_misses_are_explained_or_reported_as_findings():
+    # Prepare: qfedavg misses by +0.15 (explained), ditto by -0.13 (no entry), fedavg is within ±0.05
+    results = [make_result("fedavg_nslkdd_100c_iid", 0.53), make_result("qfedavg_nslkdd_100c_iid", 0.65),
+               make_result("ditto_nslkdd_100c_niid", 0.40)]
+    misses = {"qfedavg_nslkdd_100c_iid": {
+        "notion": "f_g", "cause": "paper bug", "explanation": "attribute list [0..9].",
+        "experiment": {"name": "flip the attribute list", "status": "run", "result": "gap closes"}},
+        "fedavg_cifar10_100c_iid": {"notion": "f_o", "cause": "data scale", "explanation": "x",
+                                    "experiment": {"name": "y", "status": "not yet run"}}}
+
+    # Execute
+    text = results_markdown(table3(results, REPORTED), results, quick=False, reported=REPORTED, misses=misses)
+    section = text.split("## Misses explained (faithful mode)")[1].split("## Per condition")[0]
+
+    # Assert: worst first; the explained one names notion, cause and experiment; the other is a finding
+    assert section.index("### qfedavg_nslkdd_100c_iid") < section.index("### ditto_nslkdd_100c_niid")
+    assert "### fedavg_nslkdd_100c_iid" not in section
+    assert "- driving notion: **f_g**" in section and "- cause: **paper bug**. attribute list [0..9]." in section
+    assert "- experiment (run): flip the attribute list → gap closes" in section
+    assert "**UNEXPLAINED (finding)**" in section.split("### ditto_nslkdd_100c_niid")[1]
+    assert "Unexplained misses (findings): ditto_nslkdd_100c_niid." in section
+    # an entry whose cause is "unexplained" is a finding too
+    misses["qfedavg_nslkdd_100c_iid"]["cause"] = "unexplained"
+    text = results_markdown(table3(results, REPORTED), results, quick=False, reported=REPORTED, misses=misses)
+    assert "Unexplained misses (findings): qfedavg_nslkdd_100c_iid, ditto_nslkdd_100c_niid." in text
+    assert "Explained earlier, now within ±0.05 or not run: fedavg_cifar10_100c_iid." in section
+    # F_T = 0.65 vs 0.50: one notion alone would have to drop by 4 x 0.15 = 0.6
+    assert "f_o 0.850 → 0.250" in section and "f_r 0.450 → -0.150 (impossible)" in section
+
+
+def test_load_misses_validates_entries(tmp_path):
+    # Prepare
+    good = tmp_path / "good.yaml"
+    good.write_text("misses:\n  a:\n    notion: f_j\n    cause: data scale\n    explanation: e\n"
+                    "    experiment: {name: n, status: not yet run}\n")
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("misses:\n  a:\n    notion: f_j\n    cause: gremlins\n    explanation: e\n    experiment: {}\n")
+
+    # Execute / Assert
+    assert load_misses(good)["a"]["cause"] == "data scale"
+    assert load_misses(tmp_path / "absent.yaml") == {}
+    with pytest.raises(ResultsError, match="gremlins"):
+        load_misses(bad)
 
 
 def test_results_markdown_long_table_tolerance_deviations_and_not_run(results):
@@ -133,9 +218,13 @@ def test_results_markdown_long_table_tolerance_deviations_and_not_run(results):
 
     # Assert
     assert ("| fedavg_nslkdd_100c_iid | faithful | 0.450 | 0.650 | 0.350 | 0.750 | 0.550 | 0.750 | 30 | 15-30 "
-            "| 100 | 3 | 20.0 |  |") in text
+            "| 100 | 3 | 0 | 20.0 |  |") in text
     assert "|Δ| ≤ 0.10 (absolute, on F_T). twice the median repeat spread" in text
     assert "- float32 model (fedavg_nslkdd_100c_iid, qfedavg_nslkdd_100c_iid)" in text
+    # the number of repeats and the seeding are stated as deviations
+    assert ("- repeats per condition (the paper: 3): 1 repeat(s): ditto_nslkdd_100c_niid, qfedavg_nslkdd_100c_iid; "
+            "3 repeat(s): fedavg_nslkdd_100c_iid") in text
+    assert "our runs are seeded" in text and "the authors' were not" in text
     assert "- one more (qfedavg_nslkdd_100c_iid)" in text
     not_run = text.split("## Not run")[1]
     assert "fedavg_cifar10_100c_iid" in not_run and "fedavg_nslkdd_100c_iid" not in not_run
@@ -259,3 +348,108 @@ def test_figure4_frame_quick_run_falls_back_to_its_window():
     # Assert
     assert row["F_T"] == pytest.approx(0.42) and row["window"] == (1, 3)
     assert not math.isnan(row["mean_local_accuracy"])
+
+
+def test_window_means_skips_nan_only_in_corrected_mode():
+    # Prepare: 2 repeats x 4 rounds, f_j (and so F_T) undefined in repeat 1, round 3
+    import numpy as np
+    import pandas as pd
+
+    from fltrust.repro.fairness import window_means
+
+    rows = []
+    for repeat in range(2):
+        for k in range(1, 5):
+            undefined = repeat == 1 and k == 3
+            rows.append({"repeat": repeat, "round": k, "f_j": np.nan if undefined else 0.2 + 0.1 * repeat,
+                         "f_g": 0.5, "f_r": 0.3, "f_o": 0.9, "F_T": np.nan if undefined else 0.5 + 0.1 * repeat,
+                         "mean_local_accuracy": 0.9, "aux_accuracy": 0.8})
+    frame = pd.DataFrame(rows)
+
+    # Execute
+    strict = window_means(frame, 2, 4)
+    skipping = window_means(frame, 2, 4, skip_nan=True)
+
+    # Assert: strict (faithful) propagates the NaN; NaN-aware (corrected) averages what is defined, per
+    # round over repeats first: rounds 2 and 4 -> 0.55, round 3 -> 0.5 only; mean 0.5333
+    assert math.isnan(strict["F_T"]) and math.isnan(strict["f_j"]) and strict["f_o"] == pytest.approx(0.9)
+    assert skipping["F_T"] == pytest.approx((0.55 + 0.5 + 0.55) / 3)
+    assert skipping["num_skipped"] == {"f_j": 1, "f_g": 0, "f_r": 0, "f_o": 0, "F_T": 1}
+    assert skipping["F_T_per_repeat"] == pytest.approx([0.5, 0.6])
+    assert skipping["num_values"] == 6 and skipping["skip_nan"] is True
+
+
+def _fake_run(folder, name, repeat, *, num_clients=6, rounds=3):
+    """A run folder as the engine writes it, with fairness observations from the library (no training)."""
+    import numpy as np
+    import yaml
+
+    from fltrust.core.records import RoundRecord
+    from fltrust.metrics import FairnessSettings, round_fairness
+    from fltrust.repro.fairness import condition_configs
+
+    cfg = condition_configs(name, repeats=repeat + 1, rounds=rounds, num_clients=num_clients)[repeat]
+    path = folder / cfg.run_id()
+    path.mkdir(parents=True)
+    (path / "config.yaml").write_text(yaml.safe_dump(cfg.to_dict()))
+    (path / "summary.json").write_text(json.dumps({"status": "complete", "wall_time_s": 1.5}))
+    rng = np.random.default_rng(repeat)
+    shapley = np.zeros(num_clients)
+    lines = [RoundRecord(round=0, client_ids=np.zeros(0, dtype=int)).to_json()]
+    for k in range(1, rounds + 1):
+        ids = np.sort(rng.choice(num_clients, 3, replace=False))
+        acc, rewards = rng.uniform(0.6, 1.0, 3), rng.uniform(0.4, 0.9, 3)
+        shapley[ids] += rng.normal(0.002, 0.004, 3)
+        confusion = rng.integers(1, 9, size=(3, 2, 2))
+        fair = round_fairness(acc, rewards, shapley[ids], confusion, [1], FairnessSettings())
+        obs = {"round": k, **fair.to_dict(), "client_ids": ids.tolist(), "s": shapley[ids].tolist(),
+               "performance": acc.tolist(), "rewards": rewards.tolist(), "cumulative_shapley": shapley.tolist()}
+        record = RoundRecord(round=k, client_ids=ids, client_metrics={"accuracy": acc, "reward_accuracy": rewards},
+                             client_confusion=confusion, server_metrics={"aux_accuracy": 0.7},
+                             observations={"fairness": obs})
+        lines.append(record.to_json())
+    (path / "rounds.jsonl").write_text("\n".join(json.dumps(line) for line in lines) + "\n")
+    return cfg.run_id()
+
+
+def test_rewrite_result_adds_compact_per_client_data_from_the_run_folders(tmp_path):
+    # Prepare: two reloadable repeats and an old result (no per_client) that names them
+    import numpy as np
+
+    from fltrust.repro.fairness import rewrite_result
+
+    name = "fedavg_nslkdd_100c_iid"
+    run_ids = [_fake_run(tmp_path / "runs", name, r) for r in range(2)]
+    old = make_result(name, 0.5, repeats=2)
+    old["run_ids"] = run_ids
+    (tmp_path / "results").mkdir()
+    (tmp_path / "results" / f"{name}.json").write_text(json.dumps(old))
+
+    # Execute
+    path = rewrite_result(name, results_dir=tmp_path / "results", runs_dir=tmp_path / "runs")
+    text = path.read_text()
+    result = json.loads(text)
+
+    # Assert: per repeat and round, the section 7 fields; floats to 6 significant digits; lists on one line
+    reps = result["per_client"]["repeats"]
+    assert [r["run_id"] for r in reps] == run_ids and reps[0]["round"] == [1, 2, 3]
+    assert set(result["per_client"]["fields"]) == set(reps[0]) - {"repeat", "run_id"}
+    for rep in reps:
+        for k, ids in enumerate(rep["client_ids"]):
+            vector, s = np.array(rep["cumulative_shapley"][k]), np.array(rep["s"][k])
+            assert len(vector) == 6 and np.array_equal(vector[ids], s)
+            np.testing.assert_allclose(np.array(rep["gains"][k]) * s, rep["accuracy"][k], rtol=5e-5)
+            assert rep["num_nonpositive_s"][k] == int(np.sum(s <= 0))
+            assert all(float(f"{v:.6g}") == v for v in rep["s"][k] + rep["cumulative_shapley"][k])  # 6 digits
+    assert result["table3"]["repeats"] == 2 and result["window"] == [1, 3] and result["quick"] is False
+    assert result["table3"]["num_skipped"]["F_T"] == 0
+    assert '"round": [1, 2, 3]' in text  # a list of numbers on one line
+
+
+def test_rewrite_result_names_missing_run_folders(tmp_path):
+    from fltrust.repro.fairness import rewrite_result
+
+    old = make_result("fedavg_nslkdd_100c_iid", 0.5)
+    (tmp_path / "fedavg_nslkdd_100c_iid.json").write_text(json.dumps(old))
+    with pytest.raises(FileNotFoundError, match="can only be rerun"):
+        rewrite_result("fedavg_nslkdd_100c_iid", results_dir=tmp_path, runs_dir=tmp_path / "runs")

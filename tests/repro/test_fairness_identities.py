@@ -1,0 +1,147 @@
+"""The fairness spec's section 7 identities, checked on the committed condition results.
+
+The authors' result JSON stores the cumulative FedSV vector of all C clients, the accuracies and
+the gains of every round, and the spec lists identities that hold exactly in all 72 of their
+files: f_o = mean(accuracy); f_j = J(gains); gains_i = acc_i / shap[cid_i], i.e. the participants
+are recovered from gains . s = accuracy against the changed entries of the cumulative vector;
+exactly the participants' entries change per round; f_g = 1 - median |m_n|. Our condition results
+(``papers_repro/fairness_analytics/results/*.json``, written by
+``fltrust.repro.fairness.condition_result``) keep the same per-client data (``per_client``) plus
+the rewards, so the same identities, and f_r = J(rewards / s) and the Table 3 window mean, are
+checked here on what is committed, with numpy only: no data, no run folders, no training.
+
+Stored floats have 6 significant digits (per-client) and 10 (per-round notions); the tolerances
+below allow for that rounding and nothing more.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+RESULTS = Path(__file__).resolve().parents[2] / "papers_repro" / "fairness_analytics" / "results"
+FILES = sorted(RESULTS.glob("*.json"))
+WITH_CLIENTS = [p for p in FILES if "per_client" in json.loads(p.read_text())]
+RTOL = 5e-5  # two 6-significant-digit factors: relative error <= 1e-5
+
+
+def jain(values: np.ndarray) -> float:
+    """Jain's index (spec 2.1): (sum x)^2 / (m sum x^2); NaN for all zero."""
+    values = np.asarray(values, dtype=float)
+    squares = float(np.sum(values**2))
+    return float(np.sum(values) ** 2 / (values.size * squares)) if squares > 0 else float("nan")
+
+
+def jain_tolerance(values: np.ndarray) -> float:
+    """Absolute error of J caused by rounding every value to 6 significant digits (first order)."""
+    values = np.asarray(values, dtype=float)
+    total, squares, m = np.sum(values), np.sum(values**2), values.size
+    grad = 2 * total / (m * squares) - 2 * total**2 * values / (m * squares**2)
+    return float(np.sum(np.abs(grad * values)) * 1e-5 + 1e-7)
+
+
+def rounds_of(path: Path):
+    """(result, repeat, per-round notions of that repeat, round index k, previous vector) per round."""
+    result = json.loads(path.read_text())
+    per_round = result["per_round"]
+    keys = list(zip(per_round["repeat"], per_round["round"]))
+    for rep in result["per_client"]["repeats"]:
+        previous = np.zeros(result["num_clients"])
+        for k, round_ in enumerate(rep["round"]):
+            row = keys.index((rep["repeat"], round_))
+            notions = {n: per_round[n][row] for n in ("f_j", "f_g", "f_r", "f_o", "F_T")}
+            yield result, rep, notions, k, previous
+            previous = np.asarray(rep["cumulative_shapley"][k], dtype=float)
+
+
+def test_a_committed_result_holds_per_client_data():
+    # Assert: the identities below are not skipped on every file
+    assert WITH_CLIENTS, f"no result under {RESULTS} holds per_client data; rewrite one (fltrust.repro.fairness.rewrite_result)"
+
+
+@pytest.mark.parametrize("path", WITH_CLIENTS, ids=[p.stem for p in WITH_CLIENTS])
+def test_spec7_identities_every_round(path):
+    checked = 0
+    for result, rep, notions, k, previous in rounds_of(path):
+        # Prepare
+        ids = np.asarray(rep["client_ids"][k])
+        acc = np.asarray(rep["accuracy"][k], dtype=float)
+        rewards = np.asarray(rep["rewards"][k], dtype=float)
+        s = np.asarray(rep["s"][k], dtype=float)
+        gains = np.asarray([np.nan if g is None else g for g in rep["gains"][k]], dtype=float)
+        vector = np.asarray(rep["cumulative_shapley"][k], dtype=float)
+        where = f"{path.stem} repeat {rep['repeat']} round {rep['round'][k]}"
+
+        # f_o = mean(accuracy)
+        assert notions["f_o"] == pytest.approx(acc.mean(), abs=1e-6), where
+        # gains_i = acc_i / s_i, and gains . s = accuracy against the cumulative vector at cid_i
+        np.testing.assert_allclose(gains, acc / s, rtol=RTOL, err_msg=where)
+        np.testing.assert_allclose(gains * vector[ids], acc, rtol=RTOL, atol=1e-9, err_msg=where)
+        assert np.array_equal(vector[ids], s), where
+        # exactly the participants' entries change (as in all 72 of the authors' files); the others
+        # keep their value, 0 for a client never selected
+        changed = np.flatnonzero(vector != previous)
+        assert sorted(changed.tolist()) == sorted(ids.tolist()), f"{where}: changed entries {changed.tolist()}"
+        # the authors' files store no ids: cid_i is the changed entry j with gains_i * shap_j = acc_i
+        for i, cid in enumerate(ids):
+            candidates = [j for j in changed if np.isclose(gains[i] * vector[j], acc[i], rtol=RTOL)]
+            assert cid in candidates, f"{where}: client {cid} not recovered (candidates {candidates})"
+        # the count of non-positive s
+        assert rep["num_nonpositive_s"][k] == int(np.sum(s <= 0)), where
+        if result["mode"] == "faithful":
+            # f_j = J(gains); f_r = J(rewards / s), 1 when the ratios sum to exactly 0
+            assert notions["f_j"] == pytest.approx(jain(gains), abs=jain_tolerance(gains) + 1e-9), where
+            ratios = rewards / s
+            expected_fr = 1.0 if np.sum(ratios) == 0 else jain(ratios)
+            assert notions["f_r"] == pytest.approx(expected_fr, abs=jain_tolerance(ratios) + 1e-9), where
+            # f_g = 1 - median |m_n| (the authors' group score)
+            scores = np.asarray(rep["group_scores"][k], dtype=float)
+            assert notions["f_g"] == pytest.approx(1 - np.median(np.abs(scores)), abs=1e-5), where
+        # F_T = mean of the four notions
+        four = [notions[n] for n in ("f_j", "f_g", "f_r", "f_o")]
+        if all(v is not None for v in four):
+            assert notions["F_T"] == pytest.approx(np.mean(four), abs=1e-8), where
+        checked += 1
+    assert checked == len(json.loads(path.read_text())["per_round"]["round"])
+
+
+@pytest.mark.parametrize("path", WITH_CLIENTS, ids=[p.stem for p in WITH_CLIENTS])
+def test_cumulative_fedsv_is_the_running_sum_of_the_round_values(path):
+    # Prepare / Execute: phi_{n,k} = s_{n,k} - s_{n,k-1}; summing phi over the rounds gives the last vector
+    for rep in json.loads(path.read_text())["per_client"]["repeats"]:
+        vectors = np.asarray(rep["cumulative_shapley"], dtype=float)
+        total = np.zeros(vectors.shape[1])
+        previous = np.zeros(vectors.shape[1])
+        for k, ids in enumerate(rep["client_ids"]):
+            total[ids] += vectors[k, ids] - previous[ids]
+            previous = vectors[k]
+
+        # Assert: telescoping sum, never-selected clients stay exactly 0
+        np.testing.assert_allclose(total, vectors[-1], rtol=1e-9, atol=1e-12)
+        selected = {i for ids in rep["client_ids"] for i in ids}
+        never = [i for i in range(vectors.shape[1]) if i not in selected]
+        assert np.all(vectors[-1, never] == 0)
+
+
+@pytest.mark.parametrize("path", FILES, ids=[p.stem for p in FILES])
+def test_table3_value_is_the_window_mean_of_the_stored_rounds(path):
+    # Prepare
+    result = json.loads(path.read_text())
+    per_round = result["per_round"]
+    first, last = result["window"]
+    repeats = sorted(set(per_round["repeat"]))
+    matrix = np.full((len(repeats), last - first + 1), np.nan)
+    for rep, round_, value in zip(per_round["repeat"], per_round["round"], per_round["F_T"]):
+        if first <= round_ <= last:
+            matrix[repeats.index(rep), round_ - first] = np.nan if value is None else value
+
+    # Execute: Table 3 protocol (spec 8): mean over repeats per round, then over the window
+    per_position = np.nanmean(matrix, axis=0) if result["mode"] == "corrected" else matrix.mean(axis=0)
+    value = float(np.nanmean(per_position)) if result["mode"] == "corrected" else float(per_position.mean())
+
+    # Assert
+    assert result["table3"]["F_T"] == pytest.approx(value, abs=1e-8)
+    assert result["table3"]["repeats"] == len(repeats) == len(result["run_ids"])
