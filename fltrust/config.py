@@ -194,7 +194,10 @@ class ModelConfig:
         _choice("model", "name", self.name, tuple(sorted(MODELS)))
 
 
-STRATEGIES = ("fedavg", "qfedavg", "ditto", "fedmedian", "fedprox")
+STRATEGIES = ("fedavg", "qfedavg", "ditto", "fedmedian", "fedprox", "krum", "multikrum", "trimmedmean", "bulyan")
+ROBUST_STRATEGIES = ("fedmedian", "krum", "multikrum", "trimmedmean", "bulyan")
+"""Byzantine-robust aggregation rules (:mod:`fltrust.fl.aggregation`; Flower's FedMedian, Krum,
+MultiKrum, FedTrimmedAvg and Bulyan under ``run.engine: flower``)."""
 
 
 @dataclass(frozen=True)
@@ -225,6 +228,17 @@ class StrategyConfig:
         fairness authors coded) or ``"global"`` (the received theta_k, as the Ditto paper).
     proximal_mu : float
         FedProx proximal coefficient.
+    num_malicious_nodes : int
+        Krum, MultiKrum, Bulyan: f, the number of Byzantine updates the rule assumes among the
+        updates of a round (Flower's ``num_malicious_nodes``). Krum/MultiKrum need
+        ``clients_per_round >= 2f + 3`` (Blanchard et al. 2017), Bulyan ``>= 4f + 3`` (El Mhamdi
+        et al. 2018; a round with fewer updates keeps the global model, as Flower's Bulyan does).
+    num_nodes_to_select : int or None
+        MultiKrum: updates averaged (Flower's ``num_nodes_to_select``); ``None`` =
+        ``clients_per_round - num_malicious_nodes`` (Blanchard et al.'s m = n - f).
+    beta : float
+        TrimmedMean: fraction cut at *each* end of every coordinate, ``int(beta * n)`` values per
+        side (Flower's ``FedTrimmedAvg(beta)``, scipy's ``trim_mean``; Yin et al. 2018), in [0, 0.5).
     """
 
     name: str = "fedavg"
@@ -239,9 +253,16 @@ class StrategyConfig:
     ditto_epochs: int = 10
     ditto_anchor: str = "local"
     proximal_mu: float = 0.01
+    num_malicious_nodes: int = 0
+    num_nodes_to_select: int | None = None
+    beta: float = 0.2
 
     def __post_init__(self) -> None:
         _choice("strategy", "name", self.name, STRATEGIES)
+        _positive("strategy", "num_malicious_nodes", self.num_malicious_nodes, allow_zero=True)
+        _positive("strategy", "num_nodes_to_select", self.num_nodes_to_select)
+        if not 0.0 <= self.beta < 0.5:
+            raise ConfigError(f"strategy.beta={self.beta!r} must lie in [0, 0.5) (fraction cut at each end)")
         _fraction("strategy", "fraction_fit", self.fraction_fit)
         _positive("strategy", "clients_per_round", self.clients_per_round)
         if self.fraction_fit is None and self.clients_per_round is None:
@@ -328,6 +349,23 @@ class PrivacyConfig:
         Server DP: clipping norm of each client update.
     noise_multiplier : float or None
         Server DP: noise multiplier; ``None`` = calibrated to ``target_epsilon`` over the run.
+    secure_aggregation : str or None
+        ``"secagg+"``: the server only learns the weighted sum of the clients' updates, through
+        Flower's SecAgg+ protocol (``SecAggPlusWorkflow`` + ``secaggplus_mod``; Bell et al. 2020);
+        needs ``run.engine: flower`` and a FedAvg-style mean (``fedavg``, ``fedprox``). Rounds
+        that ran it report ``server_metrics["secure_aggregation"] = 1``. ``"none"``: no secure
+        aggregation; ``None`` (default): not stated (the extended trust metrics then read
+        ``metrics.trust.declared.encryption``).
+    secagg_num_shares, secagg_reconstruction_threshold : float
+        SecAgg+'s ``num_shares`` and ``reconstruction_threshold`` (a float = a fraction of the
+        round's clients / of the shares, as Flower reads them).
+    secagg_clipping_range : float
+        Parameters are clipped to [-range, range] before quantisation (Flower's ``clipping_range``).
+    secagg_quantization_range : int
+        Quantisation levels over [-clipping_range, clipping_range] (Flower's
+        ``quantization_range``); the aggregate differs from plain FedAvg by at most
+        ``m * 2 * clipping_range / quantization_range`` per coordinate for m clients (stochastic
+        rounding of each client's weighted update; see ``fltrust.flower.engine``).
     """
 
     mode: str = "none"
@@ -336,9 +374,19 @@ class PrivacyConfig:
     max_grad_norm: float = 1.0
     clipping_norm: float = 1.0
     noise_multiplier: float | None = None
+    secure_aggregation: str | None = None
+    secagg_num_shares: float = 1.0
+    secagg_reconstruction_threshold: float = 0.67
+    secagg_clipping_range: float = 8.0
+    secagg_quantization_range: int = 4194304
 
     def __post_init__(self) -> None:
         _choice("privacy", "mode", self.mode, ("none", "local", "server"))
+        _choice("privacy", "secure_aggregation", self.secure_aggregation, (None, "none", "secagg+"))
+        _fraction("privacy", "secagg_num_shares", self.secagg_num_shares)
+        _fraction("privacy", "secagg_reconstruction_threshold", self.secagg_reconstruction_threshold)
+        _positive("privacy", "secagg_clipping_range", self.secagg_clipping_range)
+        _positive("privacy", "secagg_quantization_range", self.secagg_quantization_range)
         _positive("privacy", "target_epsilon", self.target_epsilon)
         _fraction("privacy", "delta", self.delta)
         _positive("privacy", "max_grad_norm", self.max_grad_norm)
@@ -373,7 +421,8 @@ class FairnessConfig:
         Weights of (f_j, f_g, f_r, f_o) in F_T (paper Eqs. 12-13); equal by default.
     aux_batch_size : int or None
         Aux-set samples per forward pass of the FedSV coalition evaluation (all coalition models
-        at once); ``None`` = automatic (about 256 MB of activations). Speed and memory only: with
+        at once); ``None`` = automatic (about 32 MB of activations on CPU, 1 GB on CUDA). Speed
+        and memory only: with
         ``training.loss_scaling: per_batch_sum`` the losses are still summed per mini-batch of
         ``training.batch_size``, as the authors did. Not part of the run id.
     """
@@ -516,6 +565,104 @@ class ProjectConfig:
     organisations: list[str] = field(default_factory=list)
 
 
+ATTACK_KINDS = ("none", "label_flip", "sign_flip", "scale", "backdoor")
+DATA_ATTACKS = ("label_flip", "backdoor")
+UPDATE_ATTACKS = ("sign_flip", "scale")
+
+
+@dataclass(frozen=True)
+class AttackConfig:
+    """Poisoning attack run by malicious clients inside the FL loop (see :mod:`fltrust.attacks`).
+
+    Data-level attacks (``label_flip``, ``backdoor``) rewrite copies of the malicious clients'
+    training rows when the federation is built, so every engine trains on them; update-level
+    attacks (``sign_flip``, ``scale``) change what a malicious client sends after its local
+    training: ``w_sent = theta + s * (w - theta)`` with ``s = -1`` or ``s = scale``.
+
+    Attributes
+    ----------
+    kind : str
+        ``"none"``, ``"label_flip"``, ``"sign_flip"``, ``"scale"`` or ``"backdoor"``.
+    malicious_clients : list of int or None
+        Ids of the malicious clients; ``None`` = ``num_malicious`` clients drawn with the run seed.
+    num_malicious : int
+        Number of malicious clients when ``malicious_clients`` is not given.
+    scale : float
+        ``kind: scale``: the factor s of the update (model-replacement boosting).
+    flip_fraction : float
+        ``kind: label_flip``: share of each malicious client's training rows whose label is flipped.
+    target_label : int or None
+        ``backdoor``: the label triggered rows get (default 0). ``label_flip``: ``None`` maps
+        y -> K - 1 - y, an int sends every flipped row to that label.
+    poison_fraction : float
+        ``backdoor``: share of each malicious client's training rows that get the trigger and
+        the target label.
+    trigger_size : int
+        ``backdoor``: tabular data: the first ``trigger_size`` features; images: a
+        ``trigger_size`` x ``trigger_size`` patch in the bottom-right corner of every channel.
+    trigger_value : float or None
+        Value written into the trigger (``None`` = the largest value of the training data).
+    """
+
+    kind: str = "none"
+    malicious_clients: list[int] | None = None
+    num_malicious: int = 0
+    scale: float = 10.0
+    flip_fraction: float = 1.0
+    target_label: int | None = None
+    poison_fraction: float = 0.5
+    trigger_size: int = 3
+    trigger_value: float | None = None
+
+    def __post_init__(self) -> None:
+        _choice("attack", "kind", self.kind, ATTACK_KINDS)
+        _positive("attack", "num_malicious", self.num_malicious, allow_zero=True)
+        _fraction("attack", "flip_fraction", self.flip_fraction)
+        _fraction("attack", "poison_fraction", self.poison_fraction)
+        _positive("attack", "trigger_size", self.trigger_size)
+        _positive("attack", "target_label", self.target_label, allow_zero=True)
+        if self.malicious_clients is not None:
+            if any(c < 0 for c in self.malicious_clients) or len(set(self.malicious_clients)) != len(self.malicious_clients):
+                raise ConfigError(f"attack.malicious_clients={self.malicious_clients!r} must be distinct client ids >= 0")
+        if self.kind != "none" and not (self.malicious_clients or self.num_malicious):
+            raise ConfigError(f"attack.kind={self.kind!r} needs attack.num_malicious > 0 or attack.malicious_clients")
+
+
+@dataclass(frozen=True)
+class ReliabilityConfig:
+    """Injected system failures of the sampled clients (see :mod:`fltrust.faults`).
+
+    Each sampled client of a round falls in at most one category, drawn from a generator seeded
+    by (run seed, round, client id), so both engines inject the same failures.
+
+    Attributes
+    ----------
+    dropout_rate : float
+        Probability that a sampled client drops out: it never trains, nothing arrives.
+    failure_rate : float
+        Probability that a sampled client's training raises an error (the engine catches it,
+        counts it and aggregates the others).
+    timeout_rate : float
+        Probability that a sampled client trains but its update arrives after the round's
+        deadline and is discarded.
+    """
+
+    dropout_rate: float = 0.0
+    failure_rate: float = 0.0
+    timeout_rate: float = 0.0
+
+    def __post_init__(self) -> None:
+        for name in ("dropout_rate", "failure_rate", "timeout_rate"):
+            _fraction("reliability", name, getattr(self, name), allow_zero=True)
+        if self.dropout_rate + self.failure_rate + self.timeout_rate > 1.0:
+            raise ConfigError("reliability.dropout_rate + failure_rate + timeout_rate must not exceed 1")
+
+    @property
+    def active(self) -> bool:
+        """Whether any failure is injected."""
+        return self.dropout_rate + self.failure_rate + self.timeout_rate > 0
+
+
 @dataclass(frozen=True)
 class FlowerConfig:
     """Settings of the Flower engine (``run.engine: flower``); names follow Flower's.
@@ -611,6 +758,8 @@ class ExperimentConfig:
     strategy: StrategyConfig = field(default_factory=StrategyConfig)
     training: TrainingConfig = field(default_factory=TrainingConfig)
     privacy: PrivacyConfig = field(default_factory=PrivacyConfig)
+    attack: AttackConfig = field(default_factory=AttackConfig)
+    reliability: ReliabilityConfig = field(default_factory=ReliabilityConfig)
     metrics: MetricsConfig = field(default_factory=MetricsConfig)
     project: ProjectConfig = field(default_factory=ProjectConfig)
     run: RunConfig = field(default_factory=RunConfig)
@@ -627,10 +776,56 @@ class ExperimentConfig:
 
         if self.privacy.mode == "local" and self.strategy.name == "fedprox":
             raise ConfigError("privacy.mode='local' is not supported with strategy.name='fedprox'; use fedavg or fedmedian")
-        if self.privacy.mode == "server" and self.strategy.name in ("qfedavg", "fedmedian"):
+        if self.privacy.mode == "server" and self.strategy.name in ("qfedavg", *ROBUST_STRATEGIES):
             raise ConfigError(
                 f"privacy.mode='server' clips and averages updates (FedAvg); it cannot wrap strategy.name={self.strategy.name!r}"
             )
+        self._check_robust(per_round)
+        self._check_attack()
+        self._check_secure_aggregation()
+
+    def _check_robust(self, per_round: int) -> None:
+        s = self.strategy
+        f = s.num_malicious_nodes
+        if s.name in ("krum", "multikrum") and per_round < 2 * f + 3:
+            raise ConfigError(f"strategy.name={s.name!r} with num_malicious_nodes={f} needs clients_per_round >= 2f + 3 = "
+                              f"{2 * f + 3} (Blanchard et al. 2017), got {per_round}")
+        if s.name == "bulyan" and per_round < 4 * f + 3:
+            raise ConfigError(f"strategy.name='bulyan' with num_malicious_nodes={f} needs clients_per_round >= 4f + 3 = "
+                              f"{4 * f + 3} (El Mhamdi et al. 2018), got {per_round}")
+        if s.name == "multikrum" and s.num_nodes_to_select is not None and s.num_nodes_to_select > per_round:
+            raise ConfigError(f"strategy.num_nodes_to_select={s.num_nodes_to_select} exceeds clients_per_round={per_round}")
+
+    def _check_attack(self) -> None:
+        a = self.attack
+        if a.kind == "none":
+            return
+        clients = self.partition.num_clients
+        bad = [c for c in (a.malicious_clients or []) if c >= clients]
+        if bad:
+            raise ConfigError(f"attack.malicious_clients {bad} are not client ids (partition.num_clients={clients})")
+        if a.malicious_clients is None and a.num_malicious > clients:
+            raise ConfigError(f"attack.num_malicious={a.num_malicious} exceeds partition.num_clients={clients}")
+        if a.target_label is not None:
+            from fltrust.data.registry import input_spec
+
+            num_classes = input_spec(self.data.name)[1]
+            if a.target_label >= num_classes:
+                raise ConfigError(f"attack.target_label={a.target_label} is not a label of {self.data.name!r} "
+                                  f"(labels 0..{num_classes - 1})")
+
+    def _check_secure_aggregation(self) -> None:
+        if self.privacy.secure_aggregation != "secagg+":
+            return
+        if self.run.engine != "flower":
+            raise ConfigError("privacy.secure_aggregation='secagg+' runs Flower's SecAgg+ protocol, which the in-process "
+                              "engine does not have: set run.engine=flower")
+        if self.strategy.name not in ("fedavg", "fedprox"):
+            raise ConfigError(f"privacy.secure_aggregation='secagg+' reveals only the weighted sum of the updates; "
+                              f"strategy.name={self.strategy.name!r} needs the individual updates: use fedavg or fedprox")
+        if self.privacy.mode == "server":
+            raise ConfigError("privacy.secure_aggregation='secagg+' hides the individual updates that privacy.mode='server' "
+                              "clips; use privacy.mode=local or none")
 
     # -- derived values -------------------------------------------------------------------
     def clients_per_round(self) -> int:

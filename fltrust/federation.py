@@ -1,7 +1,9 @@
 """A prepared federation: the dataset, its client partition and the server's auxiliary set.
 
 Every engine (in-process, Flower) and every observer builder starts from the same
-:class:`Federation`, so both engines train on identical client data.
+:class:`Federation`, so both engines train on identical client data -- including the poisoned
+training rows of a data-level attack (``attack.kind: label_flip | backdoor``, applied by
+:func:`fltrust.attacks.poison_federation`; ``Federation.attack`` holds the run's attack plan).
 """
 
 from __future__ import annotations
@@ -44,6 +46,7 @@ class Federation:
     train_columns: list[np.ndarray] | None = None  # NSL-KDD one-hot layout of each client's train rows
     val_columns: list[np.ndarray] | None = None  # ... and of its validation rows (faithful bug)
     partition: dict[str, Any] = field(default_factory=dict)
+    attack: Any = None  # fltrust.attacks.AttackPlan of the run (None: built without prepare_federation)
 
     @property
     def num_clients(self) -> int:
@@ -79,7 +82,7 @@ def prepare_federation(cfg: ExperimentConfig, device: torch.device) -> Federatio
     def to(a: np.ndarray) -> torch.Tensor:
         return torch.as_tensor(a, device=device)
 
-    return Federation(
+    federation = Federation(
         bundle=bundle,
         x_train=to(bundle.train.x),
         y_train=to(bundle.train.y),
@@ -94,6 +97,11 @@ def prepare_federation(cfg: ExperimentConfig, device: torch.device) -> Federatio
         val_columns=val_columns,
         partition=splits.summary(),
     )
+    # the attack of cfg.attack: data-level poisoning rewrites copies of the malicious clients'
+    # training rows here, so that every engine trains on them (fltrust.attacks)
+    from fltrust.attacks import poison_federation
+
+    return poison_federation(federation, cfg)
 
 
 def sample_clients(seed: int, round_: int, num_clients: int, per_round: int) -> np.ndarray:

@@ -231,6 +231,10 @@ class ObservedStrategy(Strategy):
         ``fn(server_round) -> dict`` of more server metrics for rounds >= 1 (e.g. ``epsilon``).
     reply_hook : callable, optional
         ``hook(server_round, rows)`` with the round's :class:`ClientRow` list, before aggregation.
+    reply_filter : callable, optional
+        ``filter(server_round, replies) -> replies``: applied to the raw reply messages before
+        anything else (e.g. to count and remove the error replies of injected failures,
+        :mod:`fltrust.faults`); the wrapped strategy and the observers see only what it keeps.
     strict : bool
         Raise when a client reply is an error (default: log it and observe the others).
 
@@ -243,11 +247,13 @@ class ObservedStrategy(Strategy):
     def __init__(self, strategy: Strategy, sink: RoundSink, *, sampler: Callable[[int], Sequence[int]] | None = None,
                  node_partitions: Mapping[int, int] | None = None, keep_extra_metrics: bool = True,
                  server_metrics_fn: Callable[[int], Mapping[str, float]] | None = None,
-                 reply_hook: Callable[[int, list[ClientRow]], None] | None = None, strict: bool = False) -> None:
+                 reply_hook: Callable[[int, list[ClientRow]], None] | None = None, strict: bool = False,
+                 reply_filter: Callable[[int, list[Message]], list[Message]] | None = None) -> None:
         self.strategy = strategy
         self.sampler = sampler
         self.node_partitions = dict(node_partitions) if node_partitions else None
         self.reply_hook = reply_hook
+        self.reply_filter = reply_filter
         self.strict = strict
         self.builder = _RoundBuilder(sink, keep_extra_metrics=keep_extra_metrics, server_metrics_fn=server_metrics_fn)
         if sampler is not None and getattr(strategy, "fraction_train", 1.0) != 1.0:
@@ -289,6 +295,8 @@ class ObservedStrategy(Strategy):
     def aggregate_train(self, server_round: int, replies: Iterable[Message]) -> tuple[ArrayRecord | None, MetricRecord | None]:
         """Read every client's model and metrics, then let the wrapped strategy aggregate."""
         replies = list(replies)
+        if self.reply_filter is not None:
+            replies = list(self.reply_filter(server_round, replies))
         ok = [m for m in replies if not m.has_error()]
         failed = [m for m in replies if m.has_error()]
         if failed:

@@ -28,6 +28,15 @@ vectorised training (all of a round's clients as one stacked model) has no Flowe
 Server-side DP noise is drawn by Flower (seeded per round), so DP runs differ from the in-process
 engine's noise draw.
 
+**Attacks, failures, SecAgg+.** A malicious ClientApp applies the run's update-level attack to
+what it sends (:mod:`fltrust.attacks`; data-level poisoning is in the shared federation). Injected
+failures (:mod:`fltrust.faults`) are real ClientApp behaviour: a dropped client raises before
+training, a failed one inside its training, a timed-out one after it; the server classifies the
+error replies (``ObservedStrategy(reply_filter=...)``), aggregates the rest and reports the
+counters. ``privacy.secure_aggregation: secagg+`` runs Flower's ``SecAggPlusWorkflow`` (in a
+``DefaultWorkflow`` over a legacy FedAvg with fltrust's sampling) with ``secaggplus_mod`` on the
+ClientApp, and marks those rounds ``server_metrics["secure_aggregation"] = 1``.
+
 **Resume.** A Flower run is not checkpointed: an interrupted run restarts from round 0 (the
 in-process engine resumes after its last finished round). Starting Ray and the actors is a
 one-time cost of every run (``summary.json`` -> ``flower`` has the timings).
@@ -59,18 +68,22 @@ from fltrust.fl.privacy import merge_history
 from fltrust.flower import require_flower
 from fltrust.flower.adapter import ClientRow, ObservedStrategy, aux_evaluate_fn, discover_partitions, partition_query_reply
 from fltrust.flower.client import ClientReport
-from fltrust.flower.records import arrays_to_params, params_to_arrays
+from fltrust.flower.records import arrays_to_params, cast_like, params_to_arrays
 from fltrust.flower.strategies import (
     DITTO_STORE_KEY,
     PERSONAL_KEY,
     UNIT_WEIGHT_KEY,
+    ObservedSecAggPlusWorkflow,
+    SampledLegacyFedAvg,
     build_flower_strategy,
+    secagg_when_asked,
 )
 from fltrust.runs import RunRecorder
 
 log = logging.getLogger("fltrust")
 
 DP_HISTORY_KEY = "dp-history"
+LEGACY_FITINS_KEY = "fitins.parameters"  # ArrayRecord key of a legacy FitIns (SecAgg+ workflow)
 _QUIET_MESSAGES = (
     # run_simulation is the Simulation Runtime's only in-process entry point: the engine shares the
     # run's recorder, observers and data with the ServerApp, which `flwr run` (a separate
@@ -79,6 +92,8 @@ _QUIET_MESSAGES = (
     "The `run_simulation` function is deprecated",
     # fltrust evaluates on the server's auxiliary set, never on clients: deliberate, not news
     "fraction_evaluate is set to 0.0",
+    # client failures injected by reliability.* (fltrust.faults): counted in the run record
+    "[fltrust:injected-",
 )
 
 
@@ -166,17 +181,39 @@ class _ClientRuntime:
         self.reference = get_params(model)
 
     def train(self, message, context):
+        """One client's round: the in-process client code, plus the run's attack and injected failures.
+
+        Plain runs receive ``arrays`` + ``config`` (Message API); secagg+ runs receive the legacy
+        ``FitIns`` records of Flower's SecAgg+ workflow and answer with a ``FitRes`` record, which
+        ``secaggplus_mod`` masks before it leaves the node.
+        """
         from flwr.app import Message, RecordDict
 
+        from fltrust.attacks import poison_update
+        from fltrust.faults import DROPPED, FAILED, TIMED_OUT, InjectedDropout, InjectedTimeout, client_fault, failing_train
         from fltrust.fl.engine import _Client  # the in-process client: same data, seeds and DP
         from fltrust.fl.strategies import Ditto
 
         engine = self.engine
         pid = int(context.node_config["partition-id"])
-        config = message.content["config"]
+        legacy = LEGACY_FITINS_KEY in message.content.array_records  # SecAgg+ (legacy FitIns)
+        if legacy:
+            import flwr.compat.common.recorddict_compat as compat
+            from flwr.common import parameters_to_ndarrays
+
+            fitins = compat.recorddict_to_fitins(message.content, keep_input=True)
+            config = fitins.config
+            received = [cast_like(a, ref) for a, ref in zip(parameters_to_ndarrays(fitins.parameters), self.reference)]
+        else:
+            config = message.content["config"]
+            received = arrays_to_params(message.content["arrays"], like=self.reference)
         round_ = int(config["server-round"])
-        received = arrays_to_params(message.content["arrays"], like=self.reference)
+        fault = client_fault(engine.seed, round_, pid, engine.cfg.reliability)
+        if fault == DROPPED:  # the client leaves before it trains: no update
+            raise InjectedDropout(pid, round_)
         client = _Client(engine, pid, round_)
+        if fault == FAILED:  # its training raises (inside the strategy's local_update)
+            client.train = failing_train(pid, round_)
         report = ClientReport(lambda p: engine.trainer.evaluate(p, client.x_val, client.y_val), partition_id=pid)
         report.reward(received)
         strategy = engine.strategy
@@ -187,13 +224,23 @@ class _ClientRuntime:
             strategy.personal = {} if personal is None else {pid: arrays_to_params(personal, like=self.reference)}
         engine.dp_history = {}
         update = strategy.local_update(client, received)
-        metrics = report.finish(update.params, num_examples=client.num_samples, num_batches=client.num_batches,
-                                train_loss=update.train_loss, performance=update.eval_params,
-                                extra={**update.extra, UNIT_WEIGHT_KEY: 1.0})
+        plan = engine.attack_plan
+        sent = update.params
+        if plan.sends_poisoned_update(pid):  # update-level attack: theta + s (w - theta)
+            sent = poison_update(received, update.params, plan.factor)
+        extra = {**update.extra, UNIT_WEIGHT_KEY: 1.0}
+        if plan.active:
+            extra["malicious"] = float(plan.is_malicious(pid))
         history = engine.dp_history.get(str(pid))
-        if history:
-            metrics[DP_HISTORY_KEY] = [float(v) for entry in history for v in entry]
-        content = RecordDict({"arrays": params_to_arrays(update.params, self.names), "metrics": metrics})
+        if legacy:
+            content = self._legacy_reply(report, client, update, sent, extra, history)
+        else:
+            metrics = report.finish(sent, num_examples=client.num_samples, num_batches=client.num_batches,
+                                    train_loss=update.train_loss, performance=update.eval_params or update.params,
+                                    extra=extra)
+            if history:
+                metrics[DP_HISTORY_KEY] = [float(v) for entry in history for v in entry]
+            content = RecordDict({"arrays": params_to_arrays(sent, self.names), "metrics": metrics})
         if isinstance(strategy, Ditto):
             personal = params_to_arrays(strategy.personal[pid], self.names)
             if store == "server":
@@ -201,7 +248,25 @@ class _ClientRuntime:
             else:
                 context.state[PERSONAL_KEY] = personal
             strategy.personal = {}
+        if fault == TIMED_OUT:  # it trained, but its update arrives after the deadline
+            raise InjectedTimeout(pid, round_)
         return Message(content=content, reply_to=message)
+
+    def _legacy_reply(self, report: ClientReport, client, update, sent: Params, extra: dict, history) -> Any:
+        """The ``FitRes`` record SecAgg+'s ``secaggplus_mod`` expects (weight = ``num_examples``)."""
+        import json
+
+        import flwr.compat.common.recorddict_compat as compat
+        from flwr.common import Code, FitRes, Status, ndarrays_to_parameters
+
+        weight = client.num_batches if self.engine.cfg.strategy.weighting == "batches" else client.num_samples
+        metrics = report.finish_legacy(sent, num_examples=client.num_samples, num_batches=client.num_batches,
+                                       train_loss=update.train_loss, performance=update.eval_params or update.params,
+                                       extra=extra)
+        if history:
+            metrics[DP_HISTORY_KEY] = json.dumps([float(v) for entry in history for v in entry])
+        fitres = FitRes(Status(Code.OK, ""), ndarrays_to_parameters(sent), int(weight), metrics)
+        return compat.fitres_to_recorddict(fitres, keep_input=True)
 
 
 _RUNTIMES: dict[str, _ClientRuntime] = {}
@@ -233,7 +298,7 @@ def build_client_app(payload_ref):
 
     app = ClientApp()
 
-    @app.train()
+    @app.train(mods=[secagg_when_asked])  # Flower's secaggplus_mod on SecAgg+ messages (privacy.secure_aggregation)
     def train(message, context):
         return _runtime(payload_ref).train(message, context)
 
@@ -280,6 +345,7 @@ class FlowerEngine(Engine):
         self._final: Params | None = None
         self._aux: tuple[float, float] | None = None
         self._launched: float | None = None
+        self._rounds: dict[int, dict[str, float]] = {}  # server metrics of attacks / failures / SecAgg+
 
     # -- Ray ------------------------------------------------------------------------------
     def _start_ray(self) -> None:
@@ -321,7 +387,103 @@ class FlowerEngine(Engine):
 
     def _server_metrics(self, server_round: int) -> dict[str, float]:
         eps = self.epsilon_spent(server_round)
-        return {} if eps is None else {"epsilon": eps}
+        out = {} if eps is None else {"epsilon": eps}
+        out.update(self._rounds.get(server_round, {}))
+        return out
+
+    # -- attacks, injected failures, SecAgg+: what the server observed --------------------
+    def _observe(self, server_round: int, *, sampled: int, reasons: list[str], arrived_ids: list[int]) -> None:
+        """Count a round's error replies by injected category (an unexpected error is raised) and
+        the malicious clients among the updates that arrived -> server metrics of the round."""
+        from fltrust.faults import count_errors
+
+        counts = count_errors(reasons)
+        if counts["unexpected"]:
+            odd = [r for r in reasons if "[fltrust:injected-" not in r]
+            raise RuntimeError(f"round {server_round}: {len(odd)} client(s) failed: {'; '.join(odd)}")
+        out = self._rounds.setdefault(server_round, {})
+        if self.attack_plan.active:
+            out["num_malicious"] = float(sum(self.attack_plan.is_malicious(c) for c in arrived_ids))
+        if self.cfg.reliability.active:
+            out.update({"num_sampled": float(sampled), "num_dropped": float(counts["dropped"]),
+                        "num_failed": float(counts["failed"]), "num_timed_out": float(counts["timed_out"]),
+                        "num_aggregated": float(len(arrived_ids)), "model_kept": float(not arrived_ids)})
+
+    def _filter_replies(self, server_round: int, replies: list) -> list:
+        """ObservedStrategy ``reply_filter``: the error replies of injected failures are counted and
+        removed; the strategy aggregates the updates that arrived."""
+        from fltrust.faults import classify_error
+        from fltrust.flower.records import CLIENT_ID_KEY
+
+        kept, reasons = [], []
+        for message in replies:
+            if message.has_error() and classify_error(message.error.reason) is not None:
+                reasons.append(message.error.reason)
+            else:
+                kept.append(message)
+        arrived = [int(next(iter(m.content.metric_records.values()))[CLIENT_ID_KEY]) for m in kept if not m.has_error()]
+        self._observe(server_round, sampled=len(replies), reasons=reasons + [m.error.reason for m in kept if m.has_error()],
+                      arrived_ids=arrived)
+        return kept
+
+    def _secagg_server(self, grid, context, recorder: RunRecorder, mapping: dict[int, int], evaluate) -> None:
+        """``privacy.secure_aggregation: secagg+``: Flower's ``DefaultWorkflow`` with
+        ``SecAggPlusWorkflow`` driving a legacy FedAvg (fltrust's sampling) through a
+        ``LegacyContext``. The server only sees the weighted sum of the masked, quantised updates;
+        every client's row in the record therefore holds that aggregate as its model."""
+        from flwr.common import ndarrays_to_parameters
+        from flwr.server import LegacyContext, ServerConfig
+        from flwr.server.workflow import DefaultWorkflow
+
+        from fltrust.flower.adapter import ObservedLegacyStrategy
+
+        cfg, p = self.cfg, self.cfg.privacy
+        weights = [len(i) for i in self.fed.train_index]
+        if cfg.strategy.weighting == "batches":
+            from fltrust.fl.training import num_batches
+
+            weights = [num_batches(w, cfg.training.batch_size) for w in weights]
+        fit_results: dict[int, list[dict]] = {}
+        protocol: dict[int, dict[str, Any]] = {}
+
+        def on_fit(server_round: int, metrics: list[dict]) -> None:  # the unmasked aggregate's clients
+            fit_results[server_round] = metrics
+            self._merge_dp(server_round, [ClientRow(int(m["partition-id"]), 0, [], _legacy_dp(m)) for m in metrics])
+
+        def on_errors(server_round: int, reasons: list[str]) -> None:  # error replies of the masked-vector stage
+            protocol.setdefault(server_round, {})["reasons"] = reasons
+
+        def on_done(server_round: int, ok: bool) -> None:
+            protocol.setdefault(server_round, {})["ok"] = ok
+
+        def server_metrics(server_round: int) -> dict[str, float]:
+            # A round whose protocol halted (too few clients left for the reconstruction threshold)
+            # aggregates nothing: secure_aggregation = 0, the global model is kept.
+            state = protocol.pop(server_round, {})
+            ok = bool(state.get("ok", False))
+            ids = [int(m["partition-id"]) for m in fit_results.pop(server_round, [])] if ok else []
+            self._observe(server_round, sampled=len(self.sample_clients(server_round)),
+                          reasons=list(state.get("reasons", [])), arrived_ids=ids)
+            return {**self._server_metrics(server_round), "secure_aggregation": float(ok)}
+
+        def evaluate_fn(server_round, ndarrays, config):
+            result = evaluate(server_round, params_to_arrays(ndarrays, names))
+            return float(result["aux_loss"]), {"aux_accuracy": float(result["aux_accuracy"])}
+
+        names = list(self.model.state_dict().keys())
+        strategy = SampledLegacyFedAvg(sampler=self.sample_clients, node_partitions=mapping, fit_metrics_hook=on_fit,
+                                       evaluate_fn=evaluate_fn, accept_failures=True,
+                                       fit_metrics_aggregation_fn=lambda rows: {},  # fltrust reads every client's row
+                                       initial_parameters=ndarrays_to_parameters(get_params(self.model)))
+        observed = ObservedLegacyStrategy(strategy, recorder, keep_extra_metrics=False, server_metrics_fn=server_metrics)
+        workflow = ObservedSecAggPlusWorkflow(
+            p.secagg_num_shares, p.secagg_reconstruction_threshold, max_weight=float(max(weights)),
+            clipping_range=p.secagg_clipping_range, quantization_range=int(p.secagg_quantization_range),
+            on_errors=on_errors, on_done=on_done)
+        legacy = LegacyContext(context=context, config=ServerConfig(num_rounds=cfg.training.rounds), strategy=observed)
+        DefaultWorkflow(fit_workflow=workflow)(grid, legacy)
+        self._final = observed.builder.last_record.global_params_after
+        self.timings["round_s"] = [observed.builder.round_seconds[r] for r in sorted(observed.builder.round_seconds)]
 
     def _simulate(self, server_app, payload: _ClientPayload) -> None:
         """Run ``server_app`` against one ClientApp per client on Flower's Simulation Runtime."""
@@ -357,11 +519,6 @@ class FlowerEngine(Engine):
                 start = time.perf_counter()
                 mapping = discover_partitions(grid, expected=self.fed.num_clients)
                 self.timings["discovery_s"] = time.perf_counter() - start
-                strategy = build_flower_strategy(cfg, central_loss=self._central_loss, server_noise=self.server_noise,
-                                                 ditto_personal_store=cfg.flower.ditto_personal_store)
-                observed = ObservedStrategy(strategy, recorder, sampler=self.sample_clients, node_partitions=mapping,
-                                            keep_extra_metrics=False, server_metrics_fn=self._server_metrics,
-                                            reply_hook=self._merge_dp, strict=True)
 
                 def evaluate(server_round, arrays):
                     result = evaluate_fn(server_round, arrays)
@@ -372,6 +529,14 @@ class FlowerEngine(Engine):
                                  result["aux_accuracy"])
                     return result
 
+                if cfg.privacy.secure_aggregation == "secagg+":
+                    self._secagg_server(grid, context, recorder, mapping, evaluate)
+                    return
+                strategy = build_flower_strategy(cfg, central_loss=self._central_loss, server_noise=self.server_noise,
+                                                 ditto_personal_store=cfg.flower.ditto_personal_store)
+                observed = ObservedStrategy(strategy, recorder, sampler=self.sample_clients, node_partitions=mapping,
+                                            keep_extra_metrics=False, server_metrics_fn=self._server_metrics,
+                                            reply_hook=self._merge_dp, strict=True, reply_filter=self._filter_replies)
                 observed.start(grid, params_to_arrays(get_params(self.model), names), num_rounds=cfg.training.rounds,
                                evaluate_fn=evaluate)
                 self._final = observed.builder.last_record.global_params_after
@@ -397,7 +562,7 @@ class FlowerEngine(Engine):
         recorder.start(info, config_yaml(cfg), {"dataset": self.fed.bundle.summary(), "partition": self.fed.partition,
                                                 **(dataset_extra or {})})
         start_time = time.perf_counter()
-        self._error, self._final, self._aux = None, None, None
+        self._error, self._final, self._aux, self._rounds = None, None, None, {}
         self.timings = {"flower_version": require_flower()}
         progress = _progress(cfg)
         try:
@@ -417,9 +582,18 @@ class FlowerEngine(Engine):
                   "final_aux_loss": last["aux_loss"], "final_aux_accuracy": last["aux_accuracy"],
                   "epsilon": self.epsilon_spent(cfg.training.rounds), "flower": dict(self.timings),
                   **(extra_summary or {})}
+        fields.update(self.robustness_summary(recorder.records, last["aux_accuracy"]))  # attack / reliability blocks
         recorder.finish(global_params, self.model.state_dict(), wall, self.system(recorder.records, global_params),
                         fields)
         return fields
+
+
+def _legacy_dp(metrics: dict) -> dict:
+    """A legacy reply's metrics with the DP history (a JSON string there) as a list."""
+    import json
+
+    value = metrics.get(DP_HISTORY_KEY)
+    return {**metrics, DP_HISTORY_KEY: json.loads(value)} if isinstance(value, str) else metrics
 
 
 def _progress(cfg: ExperimentConfig):

@@ -18,6 +18,7 @@ MetricRecord key       RoundRecord ``client_metrics`` key / meaning
 ``train_time_s``       ``train_time_s``
 ``bytes_received``     ``bytes_received``
 ``bytes_sent``         ``bytes_sent``
+``malicious``          ``malicious`` (runs with an ``attack``): 1 when the client is malicious
 ``confusion``          ``client_confusion`` row: the K x K validation confusion matrix, flattened
                        row-major (a JSON string in the legacy API, whose metrics hold scalars only)
 =====================  =========================================================================
@@ -39,9 +40,10 @@ RENAMED = {"num-examples": "num_samples", "num-batches": "num_batches"}
 """MetricRecord keys whose RoundRecord name differs."""
 STANDARD_CLIENT_KEYS = (
     "num_samples", "num_batches", "val_samples", "reward_accuracy", "reward_loss", "accuracy", "loss",
-    "train_loss", "train_time_s", "bytes_received", "bytes_sent",
+    "train_loss", "train_time_s", "bytes_received", "bytes_sent", "malicious",
 )
-"""``client_metrics`` keys of a RoundRecord, in the in-process engine's order."""
+"""``client_metrics`` keys of a RoundRecord, in the in-process engine's order (``malicious``, 1 for
+a malicious client, only in runs with an ``attack``: a key is kept when every reply has it)."""
 BOOKKEEPING_KEYS = frozenset({CLIENT_ID_KEY, "num-partitions", CONFUSION_KEY})
 
 

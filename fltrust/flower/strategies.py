@@ -2,22 +2,27 @@
 
 Flower's own strategies are used where they compute what the papers ran:
 
-=============  ======================================================================================
-``strategy``   Flower strategy used by ``run.engine: flower``
-=============  ======================================================================================
-``fedavg``     ``flwr.serverapp.strategy.FedAvg`` (weights ``num-batches`` or ``num-examples``)
-``fedprox``    ``flwr.serverapp.strategy.FedProx`` (sends ``proximal-mu``; the client adds the term)
-``fedmedian``  ``flwr.serverapp.strategy.FedMedian``
-``qfedavg``    :class:`QFedAvg` below: ``qffl`` = Flower's Message-API ``QFedAvg`` (each client's
-               loss F_n(theta_k), sent as ``qffl_loss``; it computes exactly
-               :func:`fltrust.fl.aggregation.qffl_aggregate`, up to float32 rounding: max
-               difference 4e-9 on the NSL-KDD MLP), ``flower_legacy`` = Flower 1.7's legacy
-               ``QFedAvg``: one central loss L(theta_k; D) on the server's auxiliary set for
-               every client (as the fairness authors ran it)
-``ditto``      :class:`Ditto` below (Flower has no Ditto)
-server DP      ``DifferentialPrivacyServerSideFixedClipping`` around the strategy; clients weigh
-               equally (``unit-weight``), as :func:`fltrust.fl.privacy.server_dp_aggregate` does
-=============  ======================================================================================
+===============  ======================================================================================
+``strategy``     Flower strategy used by ``run.engine: flower``
+===============  ======================================================================================
+``fedavg``       ``flwr.serverapp.strategy.FedAvg`` (weights ``num-batches`` or ``num-examples``)
+``fedprox``      ``flwr.serverapp.strategy.FedProx`` (sends ``proximal-mu``; the client adds the term)
+``fedmedian``    ``flwr.serverapp.strategy.FedMedian``
+``krum``         ``flwr.serverapp.strategy.Krum(num_malicious_nodes=f)``
+``multikrum``    ``flwr.serverapp.strategy.MultiKrum(num_malicious_nodes, num_nodes_to_select)``
+``trimmedmean``  ``flwr.serverapp.strategy.FedTrimmedAvg(beta)``
+``bulyan``       ``flwr.serverapp.strategy.Bulyan(num_malicious_nodes, selection_rule=`` the paper's
+                 recursive Krum, :func:`fltrust.fl.aggregation.krum_selection_rule` ``)``
+``qfedavg``      :class:`QFedAvg` below: ``qffl`` = Flower's Message-API ``QFedAvg`` (each client's
+                 loss F_n(theta_k), sent as ``qffl_loss``; it computes exactly
+                 :func:`fltrust.fl.aggregation.qffl_aggregate`, up to float32 rounding: max
+                 difference 4e-9 on the NSL-KDD MLP), ``flower_legacy`` = Flower 1.7's legacy
+                 ``QFedAvg``: one central loss L(theta_k; D) on the server's auxiliary set for
+                 every client (as the fairness authors ran it)
+``ditto``        :class:`Ditto` below (Flower has no Ditto)
+server DP        ``DifferentialPrivacyServerSideFixedClipping`` around the strategy; clients weigh
+                 equally (``unit-weight``), as :func:`fltrust.fl.privacy.server_dp_aggregate` does
+===============  ======================================================================================
 
 Sampling is fltrust's (seeded, :func:`fltrust.federation.sample_clients`), applied by
 :class:`~fltrust.flower.adapter.ObservedStrategy`; the strategies here therefore train every node
@@ -34,16 +39,22 @@ from typing import TYPE_CHECKING, cast
 import numpy as np
 
 from flwr.app import ArrayRecord, ConfigRecord, Message, MessageType, MetricRecord, RecordDict
+from flwr.server.strategy import FedAvg as LegacyFedAvg
+from flwr.server.workflow import SecAggPlusWorkflow
 from flwr.serverapp import Grid
 from flwr.serverapp.strategy import (
+    Bulyan,
     DifferentialPrivacyServerSideFixedClipping,
     FedAvg,
     FedMedian,
     FedProx,
+    FedTrimmedAvg,
+    Krum,
+    MultiKrum,
 )
 from flwr.serverapp.strategy import QFedAvg as FlowerQFedAvg
 
-from fltrust.fl.aggregation import qffl_aggregate
+from fltrust.fl.aggregation import krum_selection_rule, qffl_aggregate
 from fltrust.flower.records import arrays_to_params, params_to_arrays
 
 if TYPE_CHECKING:
@@ -230,6 +241,17 @@ def build_flower_strategy(cfg: "ExperimentConfig", *, central_loss: Callable[[in
         strategy = FedProx(**common, proximal_mu=s.proximal_mu)
     elif s.name == "fedmedian":
         strategy = FedMedian(**common)
+    elif s.name == "krum":
+        strategy = Krum(**common, num_malicious_nodes=s.num_malicious_nodes)
+    elif s.name == "multikrum":
+        strategy = MultiKrum(**common, num_malicious_nodes=s.num_malicious_nodes,
+                             num_nodes_to_select=s.num_nodes_to_select or max(1, m - s.num_malicious_nodes))
+    elif s.name == "trimmedmean":
+        strategy = FedTrimmedAvg(**common, beta=s.beta)
+    elif s.name == "bulyan":
+        # Flower's Bulyan with the paper's recursive Krum selection (Flower's default selection
+        # is one-shot Multi-Krum; see fltrust.fl.aggregation), so both engines compute the same
+        strategy = Bulyan(**common, num_malicious_nodes=s.num_malicious_nodes, selection_rule=krum_selection_rule)
     elif s.name == "qfedavg":
         strategy = QFedAvg(s.qffl_learning_rate, s.q, variant=s.qfedavg_variant, central_loss=central_loss, **common)
     elif s.name == "ditto":
@@ -245,3 +267,104 @@ def build_flower_strategy(cfg: "ExperimentConfig", *, central_loss: Callable[[in
         strategy = SeededServerSideFixedClipping(strategy, server_noise, cfg.privacy.clipping_norm, m,
                                                  seed=cfg.effective_seed())
     return strategy
+
+
+# -- SecAgg+ (privacy.secure_aggregation: secagg+) --------------------------------------------------
+# Flower 1.42 ships SecAgg+ for the workflow API only: ``flwr.server.workflow.SecAggPlusWorkflow``
+# inside a ``DefaultWorkflow`` driving a legacy ``flwr.server.strategy`` strategy through a
+# ``LegacyContext``, and ``flwr.client.mod.secaggplus_mod`` on the ClientApp (whose train
+# handler then speaks the legacy FitIns/FitRes records). The Message-API strategies have no
+# SecAgg+ counterpart, so a secagg+ run uses the classes below.
+from flwr.common.secure_aggregation.secaggplus_constants import RECORD_KEY_CONFIGS as SECAGG_CONFIG_KEY  # noqa: E402
+
+
+def secagg_when_asked(msg: Message, context, call_next):
+    """ClientApp mod: Flower's ``secaggplus_mod`` for SecAgg+ protocol messages, a pass-through
+    for every other message (so one ClientApp serves plain and secagg+ runs)."""
+    if SECAGG_CONFIG_KEY in msg.content.config_records:
+        from flwr.client.mod import secaggplus_mod
+
+        return secaggplus_mod(msg, context, call_next)
+    return call_next(msg, context)
+
+
+class SampledLegacyFedAvg(LegacyFedAvg):
+    """Flower's legacy ``FedAvg`` (what ``SecAggPlusWorkflow`` drives) with fltrust's seeded sampling.
+
+    Parameters
+    ----------
+    sampler : callable
+        ``sampler(server_round) -> client ids`` (:func:`fltrust.federation.sample_clients`).
+    node_partitions : mapping
+        Node id -> client id (:func:`fltrust.flower.adapter.discover_partitions`).
+    fit_metrics_hook : callable, optional
+        ``hook(server_round, [metrics of each result])`` before aggregation.
+    Other keywords are the legacy ``FedAvg``'s (``evaluate_fn``, ``initial_parameters``, ...).
+    """
+
+    def __init__(self, *, sampler: Callable[[int], Iterable[int]], node_partitions: dict[int, int],
+                 fit_metrics_hook: Callable[[int, list[dict]], None] | None = None, **kwargs) -> None:
+        kwargs.setdefault("fraction_evaluate", 0.0)
+        kwargs.setdefault("min_evaluate_clients", 0)
+        super().__init__(**kwargs)
+        self.sampler = sampler
+        self.node_partitions = dict(node_partitions)
+        self.fit_metrics_hook = fit_metrics_hook
+
+    def configure_fit(self, server_round, parameters, client_manager):
+        """The sampled clients' nodes, each with ``{"server-round": k}``."""
+        from flwr.common import FitIns
+
+        by_client = {c: n for n, c in self.node_partitions.items()}
+        proxies = {int(p.node_id): p for p in client_manager.all().values()}
+        fit_ins = FitIns(parameters, {"server-round": int(server_round)})
+        ids = [int(c) for c in self.sampler(server_round)]
+        missing = [c for c in ids if c not in by_client or by_client[c] not in proxies]
+        if missing:
+            raise RuntimeError(f"round {server_round}: sampled client(s) {missing} have no connected SuperNode")
+        return [(proxies[by_client[c]], fit_ins) for c in ids]
+
+    def aggregate_fit(self, server_round, results, failures):  # noqa: D102
+        if self.fit_metrics_hook is not None:
+            self.fit_metrics_hook(server_round, [dict(res.metrics or {}) for _, res in results])
+        return super().aggregate_fit(server_round, results, failures)
+
+
+class ObservedSecAggPlusWorkflow(SecAggPlusWorkflow):
+    """Flower's ``SecAggPlusWorkflow`` that reports, per round, the error replies of the masked-
+    vector stage (``on_errors(round, reasons)``: drop-outs, failures, time-outs) and whether the
+    unmasking produced an aggregate (``on_done(round, ok)``).
+
+    (Flower 1.42 appends each error of that stage twice to its failure list; errors are counted
+    once per reply here.)
+    """
+
+    def __init__(self, *args, on_errors: Callable[[int, list[str]], None] | None = None,
+                 on_done: Callable[[int, bool], None] | None = None, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.on_errors = on_errors
+        self.on_done = on_done
+
+    @staticmethod
+    def _round(context) -> int:
+        from flwr.server.workflow.constant import MAIN_CONFIGS_RECORD, Key
+
+        return int(context.state.config_records[MAIN_CONFIGS_RECORD][Key.CURRENT_ROUND])
+
+    def __call__(self, grid: Grid, context) -> None:  # noqa: D102
+        if self.on_done is not None:
+            self.on_done(self._round(context), False)
+        super().__call__(grid, context)
+
+    def collect_masked_vectors_stage(self, grid: Grid, context, state) -> bool:  # noqa: D102
+        ok = super().collect_masked_vectors_stage(grid, context, state)
+        errors = {id(e.args[0]): e.args[0] for e in state.failures if e.args}
+        if self.on_errors is not None:
+            self.on_errors(self._round(context), [str(getattr(err, "reason", err)) for err in errors.values()])
+        return ok
+
+    def unmask_stage(self, grid: Grid, context, state) -> bool:  # noqa: D102
+        ok = super().unmask_stage(grid, context, state)
+        if self.on_done is not None:
+            self.on_done(self._round(context), bool(ok))
+        return ok
