@@ -11,7 +11,10 @@ Round k (1..T), as the fairness authors' Flower runs executed it (fairness spec 
 6. build a :class:`~fltrust.core.records.RoundRecord` and hand it to the run's
    :class:`~fltrust.runs.RunRecorder` (observers, persistence), then checkpoint.
 
-Round 0 records the initial model's evaluation on D. All randomness derives from the run seed,
+Step 3 runs for all sampled clients at once where ``training.vectorize`` allows (default
+``auto``): they train side by side as one stacked model and the per-client evaluations are batched
+(:mod:`fltrust.fl.vectorized`; same seeds, batch orders and optimiser math as one client after
+another, results equal to float32 rounding). Round 0 records the initial model's evaluation on D. All randomness derives from the run seed,
 the round and the client id, so a run is deterministic on CPU and resumes exactly.
 
 The engine knows nothing about metrics: :mod:`fltrust.experiment` builds the federation, the
@@ -36,6 +39,7 @@ from fltrust.federation import Federation, sample_clients
 from fltrust.fl.privacy import calibrate_noise, epsilon_from_history, merge_history, server_dp_aggregate
 from fltrust.fl.strategies import ClientResult, build_strategy
 from fltrust.fl.training import LocalDP, LocalTrainer, num_batches
+from fltrust.fl.vectorized import BatchedEvaluator, ClientGroup, VectorTrainer, vectorize_reason
 from fltrust.models import count_parameters
 from fltrust.runs import RunRecorder
 
@@ -96,6 +100,22 @@ class Engine:
         self.local_dp = self._local_dp()
         self.server_noise = self._server_noise()
         self.dp_history: dict[str, list[list[float]]] = {}
+        self.evaluator, self.vector = self._vectorized()
+
+    def _vectorized(self) -> tuple[BatchedEvaluator | None, VectorTrainer | None]:
+        """Batched per-client evaluation and side-by-side training (``training.vectorize``)."""
+        mode = self.cfg.training.vectorize
+        if mode == "off":
+            return None, None
+        num_classes = self.fed.bundle.num_classes
+        evaluator = BatchedEvaluator(self.model, self.cfg.training, num_classes, self.device)
+        reason = vectorize_reason(self.cfg, self.model, self.per_round)
+        if reason is not None:
+            if mode == "on":
+                raise ValueError(f"training.vectorize=on, but vectorised training does not apply: {reason}")
+            log.info("training the sampled clients one after another: %s", reason)
+            return evaluator, None
+        return evaluator, VectorTrainer(self.model, self.cfg.training, num_classes, self.device)
 
     # -- set-up ---------------------------------------------------------------------------
     def _local_dp(self) -> LocalDP | None:
@@ -135,19 +155,39 @@ class Engine:
         return sample_clients(self.seed, round_, self.fed.num_clients, self.per_round)
 
     def evaluate_aux(self, params: Params) -> tuple[float, float]:
-        result = self.trainer.evaluate(params, self.fed.x_aux, self.fed.y_aux)
+        if self.evaluator is not None:
+            result = self.evaluator.evaluate_shared(params, [self.fed.x_aux], [self.fed.y_aux])[0]
+        else:
+            result = self.trainer.evaluate(params, self.fed.x_aux, self.fed.y_aux)
         return result.loss, result.accuracy
 
     def run_round(self, round_: int, global_params: Params, aux_before: tuple[float, float]) -> RoundRecord:
         """Execute training round ``round_`` >= 1 from ``global_params``."""
         ids = self.sample_clients(round_)
+        ids, faults = self.inject_faults(round_, ids, global_params)  # drop-outs, failures (fltrust.faults)
+        if not len(ids):
+            return self.empty_round(round_, global_params, aux_before, faults)
         model_bytes = int(sum(p.nbytes for p in global_params))
         start = time.perf_counter()
         clients = [_Client(self, int(cid), round_) for cid in ids]
-        rewards = [self.trainer.evaluate(global_params, c.x_val, c.y_val) for c in clients]
-        updates = self.strategy.local_updates(clients, global_params)
-        performances = [self.trainer.evaluate(u.eval_params or u.params, c.x_val, c.y_val)
-                        for c, u in zip(clients, updates)]
+        val_x, val_y = [c.x_val for c in clients], [c.y_val for c in clients]
+        if self.evaluator is not None:  # batched across the round's clients
+            rewards = self.evaluator.evaluate_shared(global_params, val_x, val_y)
+        else:
+            rewards = [self.trainer.evaluate(global_params, c.x_val, c.y_val) for c in clients]
+        if self.vector is not None:  # the clients train side by side (fltrust.fl.vectorized)
+            updates = self.strategy.local_updates(clients, global_params, group=ClientGroup(self.vector, clients))
+        else:
+            updates = self.strategy.local_updates(clients, global_params)
+        trained = [u.eval_params or u.params for u in updates]
+        if self.evaluator is not None:
+            performances = self.evaluator.evaluate_each(trained, val_x, val_y)
+        else:
+            performances = [self.trainer.evaluate(p, c.x_val, c.y_val) for c, p in zip(clients, trained)]
+        ids, clients, rewards, updates, performances = self.after_local_updates(  # update-level attack, time-outs
+            round_, global_params, ids, clients, rewards, updates, performances, faults)
+        if not len(ids):
+            return self.empty_round(round_, global_params, aux_before, faults)
         per_client_time = (time.perf_counter() - start) / len(clients)
         results = [ClientResult(c.client_id, u.params, c.num_samples, c.num_batches, u.extra)
                    for c, u in zip(clients, updates)]
@@ -164,6 +204,7 @@ class Engine:
             "bytes_received": [model_bytes] * len(clients),
             "bytes_sent": [int(sum(p.nbytes for p in u.params)) for u in updates],
         }
+        rows.update(self.attack_rows(ids))
         if self.server_noise is not None:
             new_params, _ = server_dp_aggregate(
                 global_params, [r.params for r in results], clipping_norm=self.cfg.privacy.clipping_norm,
@@ -176,6 +217,7 @@ class Engine:
         eps = self.epsilon_spent(round_)
         if eps is not None:
             server["epsilon"] = eps
+        server.update(self.round_extras(faults, ids))
         return RoundRecord(
             round=round_, client_ids=ids, client_metrics={k: np.asarray(v, dtype=float) for k, v in rows.items()},
             client_confusion=np.stack([p.confusion for p in performances]), server_metrics=server,
@@ -244,6 +286,7 @@ class Engine:
         fields = {"seconds_per_round": wall / max(1, cfg.training.rounds), "device": str(self.device),
                   "final_aux_loss": aux_before[0], "final_aux_accuracy": aux_before[1],
                   "epsilon": self.epsilon_spent(cfg.training.rounds), **(extra_summary or {})}
+        fields.update(self.robustness_summary(recorder.records, aux_before[1]))  # attack / reliability blocks
         recorder.finish(global_params, self.model.state_dict(), wall, self.system(recorder.records, global_params),
                         fields)
         return fields
@@ -251,6 +294,112 @@ class Engine:
     def system(self, records: list[RoundRecord], params: Params) -> dict[str, Any]:
         """System figures of the run (model size, traffic, training time)."""
         return system_figures(self.model, records, params)
+
+    # -- attacks and injected failures (fltrust.attacks, fltrust.faults; issue 11) ---------------
+    @property
+    def attack_plan(self):
+        """The run's :class:`fltrust.attacks.AttackPlan` (built by ``prepare_federation``)."""
+        plan = getattr(self, "_attack_plan", None)
+        if plan is None:
+            from fltrust.attacks import AttackPlan
+            from fltrust.config import DATA_ATTACKS
+
+            plan = getattr(self.fed, "attack", None)
+            if plan is None:
+                if self.cfg.attack.kind in DATA_ATTACKS:
+                    raise ValueError(f"attack.kind={self.cfg.attack.kind!r} poisons training rows when the federation is "
+                                     "built: build it with fltrust.federation.prepare_federation")
+                plan = AttackPlan.from_config(self.cfg, self.fed.num_clients)
+            self._attack_plan = plan
+        return plan
+
+    def inject_faults(self, round_: int, ids: np.ndarray, global_params: Params):
+        """Drop-outs and failures of the sampled clients (:mod:`fltrust.faults`).
+
+        Dropped clients never train. A failed client starts its strategy's ``local_update`` and
+        raises :class:`~fltrust.faults.InjectedFailure` inside its training; the engine catches
+        it and goes on. Returns the ids that train to the end (on time or late) and the plan.
+        """
+        from fltrust.faults import InjectedFailure, failing_train, plan_round
+
+        plan = plan_round(self.seed, round_, ids, self.cfg.reliability)
+        if not plan.active:
+            return ids, plan
+        for cid in plan.failed:
+            client = _Client(self, int(cid), round_)
+            client.train = failing_train(int(cid), round_)
+            try:
+                self.strategy.local_update(client, global_params)
+            except InjectedFailure as exc:
+                log.info("round %d: %s", round_, exc)
+            else:  # pragma: no cover - every strategy trains in local_update
+                raise RuntimeError(f"{type(self.strategy).__name__}.local_update never trained client {cid}")
+        return plan.trained, plan
+
+    def after_local_updates(self, round_: int, global_params: Params, ids: np.ndarray, clients: list, rewards: list,
+                            updates: list, performances: list, faults) -> tuple:
+        """After local training, before aggregation: the update-level attack rewrites what the
+        malicious clients send (``theta + s (w - theta)``; their performance stays that of the
+        model they trained), and the updates that arrive after the deadline are discarded.
+        Returns the filtered ``(ids, clients, rewards, updates, performances)``."""
+        from fltrust.attacks import poison_update
+
+        plan = self.attack_plan
+        if plan.factor is not None:
+            for client, update in zip(clients, updates):
+                if plan.is_malicious(client.client_id):
+                    update.params = poison_update(global_params, update.params, plan.factor)
+        if not faults.active:
+            return ids, clients, rewards, updates, performances
+        keep = faults.arrived(ids)
+        pick = [i for i, k in enumerate(keep) if k]
+        return (np.asarray([ids[i] for i in pick], dtype=np.int64), [clients[i] for i in pick],
+                [rewards[i] for i in pick], [updates[i] for i in pick], [performances[i] for i in pick])
+
+    def attack_rows(self, ids: np.ndarray) -> dict[str, list[float]]:
+        """``client_metrics["malicious"]`` (1 = malicious) when an attack runs."""
+        plan = self.attack_plan
+        return {"malicious": [float(plan.is_malicious(c)) for c in ids]} if plan.active else {}
+
+    def round_extras(self, faults, ids: np.ndarray) -> dict[str, float]:
+        """Server metrics of the attack (``num_malicious`` aggregated) and of the injected
+        failures (``num_sampled``, ``num_dropped``, ``num_failed``, ``num_timed_out``,
+        ``num_aggregated``, ``model_kept``)."""
+        out: dict[str, float] = {}
+        if self.attack_plan.active:
+            out["num_malicious"] = float(sum(self.attack_plan.is_malicious(c) for c in ids))
+        if faults is not None and faults.active:
+            out.update(faults.counters())
+            out["num_aggregated"] = float(len(ids))
+            out["model_kept"] = float(len(ids) == 0)
+        return out
+
+    def empty_round(self, round_: int, global_params: Params, aux_before: tuple[float, float], faults) -> RoundRecord:
+        """A round in which no update arrived: the global model is kept (and the round says so)."""
+        log.warning("round %d: no client update arrived; the global model is kept", round_)
+        server = {"aux_loss_before": aux_before[0], "aux_accuracy_before": aux_before[1],
+                  "aux_loss": aux_before[0], "aux_accuracy": aux_before[1]}
+        eps = self.epsilon_spent(round_)
+        if eps is not None:
+            server["epsilon"] = eps
+        server.update(self.round_extras(faults, np.zeros(0, dtype=np.int64)))
+        return RoundRecord(round=round_, client_ids=np.zeros(0, dtype=np.int64), client_metrics={},
+                           client_confusion=None, server_metrics=server, client_params=[],
+                           global_params_before=global_params, global_params_after=[p.copy() for p in global_params])
+
+    def robustness_summary(self, records: list[RoundRecord], final_aux_accuracy: float | None) -> dict[str, Any]:
+        """The summary's ``attack`` and ``reliability`` blocks (only those that apply); ``self.model``
+        must hold the final global model."""
+        from fltrust.attacks import attack_summary
+        from fltrust.faults import reliability_summary
+
+        out: dict[str, Any] = {}
+        if self.attack_plan.active:
+            out["attack"] = attack_summary(self.attack_plan, self.model, self.fed.x_test, self.fed.y_test, records,
+                                           final_aux_accuracy=final_aux_accuracy)
+        if self.cfg.reliability.active:
+            out["reliability"] = reliability_summary(records, self.cfg.reliability)
+        return out
 
 
 def system_figures(model: nn.Module, records: list[RoundRecord], params: Params) -> dict[str, Any]:

@@ -7,6 +7,13 @@ The round loop lives once, in :mod:`fltrust.fl.engine`; a strategy fills only tw
   the model whose validation accuracy is the client's performance (Ditto: the personal model);
 - ``aggregate(global_params, results, server_loss)``: the new global model.
 
+``local_updates(clients, global_params, group=...)``: with a
+:class:`~fltrust.fl.vectorized.ClientGroup` (the in-process engine passes one where vectorised
+training applies) the round's clients train side by side as one stacked model
+(``local_updates_grouped``); every built-in strategy implements it with the same seeds, batch
+orders and optimiser math as its per-client ``local_update``. A subclass that overrides
+``local_update`` without its own ``local_updates_grouped`` trains one client after another.
+
 =============  ===========================================================================
 strategy       reference
 =============  ===========================================================================
@@ -18,6 +25,12 @@ strategy       reference
                store, as the fairness authors did); FedAvg aggregation of the global track
 ``fedmedian``  Yin et al. 2018; coordinate-wise median
 =============  ===========================================================================
+
+Byzantine-robust aggregation (:mod:`fltrust.fl.aggregation`, f = ``strategy.num_malicious_nodes``):
+``krum`` (Blanchard et al. 2017; the update with the lowest Krum score), ``multikrum`` (weighted
+mean of the ``num_nodes_to_select`` lowest scores), ``trimmedmean`` (Yin et al. 2018; ``beta`` cut
+at each end of every coordinate), ``bulyan`` (El Mhamdi et al. 2018; recursive Krum selection, then
+the mean of the values closest to the coordinate median).
 """
 
 from __future__ import annotations
@@ -29,6 +42,7 @@ from typing import Any, Protocol
 from fltrust.config import ExperimentConfig
 from fltrust.core.records import Params
 from fltrust.fl.aggregation import coordinate_median, qffl_aggregate, weighted_average
+from fltrust.fl import aggregation as robust
 
 
 
@@ -84,9 +98,29 @@ class Strategy:
         params, loss = client.train(global_params, epochs=self.cfg.training.local_epochs)
         return LocalResult(params, loss)
 
-    def local_updates(self, clients: list[ClientHandle], global_params: Params) -> list[LocalResult]:
-        """Local updates of all of a round's clients (one after another by default)."""
+    def local_updates(self, clients: list[ClientHandle], global_params: Params, group: Any = None) -> list[LocalResult]:
+        """Local updates of all of a round's clients.
+
+        With ``group`` (a :class:`~fltrust.fl.vectorized.ClientGroup` over ``clients``) and a
+        strategy whose grouped update matches its ``local_update``, all clients train side by
+        side; otherwise one after another.
+        """
+        if group is not None and self._grouped_matches():
+            return self.local_updates_grouped(clients, global_params, group)
         return [self.local_update(client, global_params) for client in clients]
+
+    def local_updates_grouped(self, clients: list[ClientHandle], global_params: Params, group: Any) -> list[LocalResult]:
+        """``local_update`` of every client at once (plain local training)."""
+        params, losses = group.train(global_params, epochs=self.cfg.training.local_epochs)
+        return [LocalResult(p, loss) for p, loss in zip(params, losses)]
+
+    def _grouped_matches(self) -> bool:
+        """True when the class defining ``local_updates_grouped`` also defines (or inherits
+        unchanged) the ``local_update`` in use, so both paths compute the same thing."""
+        mro = type(self).__mro__
+        owner_single = next(c for c in mro if "local_update" in c.__dict__)
+        owner_grouped = next(c for c in mro if "local_updates_grouped" in c.__dict__)
+        return issubclass(owner_grouped, owner_single)
 
     def aggregation_weights(self, results: list[ClientResult]) -> list[float]:
         key = "num_batches" if self.cfg.strategy.weighting == "batches" else "num_samples"
@@ -122,6 +156,11 @@ class FedProx(Strategy):
         )
         return LocalResult(params, loss)
 
+    def local_updates_grouped(self, clients: list[ClientHandle], global_params: Params, group: Any) -> list[LocalResult]:
+        params, losses = group.train(global_params, epochs=self.cfg.training.local_epochs,
+                                     proximal_center=global_params, proximal_mu=self.cfg.strategy.proximal_mu)
+        return [LocalResult(p, loss) for p, loss in zip(params, losses)]
+
 
 class QFedAvg(Strategy):
     """q-FedAvg (Li et al. 2020, q-FFL); see :func:`fltrust.fl.aggregation.qffl_aggregate`."""
@@ -134,6 +173,14 @@ class QFedAvg(Strategy):
             extra["qffl_loss"] = client.train_loss_of(global_params)
         params, loss = client.train(global_params, epochs=self.cfg.training.local_epochs)
         return LocalResult(params, loss, extra=extra)
+
+    def local_updates_grouped(self, clients: list[ClientHandle], global_params: Params, group: Any) -> list[LocalResult]:
+        extras: list[dict[str, float]] = [{} for _ in clients]
+        if self.cfg.strategy.qfedavg_variant == "qffl":  # each client's loss of the received model
+            for extra, loss in zip(extras, group.train_loss_of(global_params)):
+                extra["qffl_loss"] = loss
+        params, losses = group.train(global_params, epochs=self.cfg.training.local_epochs)
+        return [LocalResult(p, loss, extra=e) for p, loss, e in zip(params, losses, extras)]
 
     def aggregate(self, global_params: Params, results: list[ClientResult], server_loss: float) -> Params:
         s = self.cfg.strategy
@@ -180,6 +227,19 @@ class Ditto(Strategy):
         self.personal[client.client_id] = personal
         return LocalResult(params, loss, eval_params=personal)
 
+    def local_updates_grouped(self, clients: list[ClientHandle], global_params: Params, group: Any) -> list[LocalResult]:
+        s = self.cfg.strategy
+        params, losses = group.train(global_params, epochs=self.cfg.training.local_epochs)
+        personal = [self.personal.get(c.client_id, [p.copy() for p in global_params]) for c in clients]
+        if s.ditto_epochs > 0:
+            anchor = params if s.ditto_anchor == "local" else global_params
+            personal, _ = group.train(personal, epochs=s.ditto_epochs, proximal_center=anchor,
+                                      proximal_mu=s.ditto_lambda, learning_rate=s.ditto_lr, plain_sgd=True,
+                                      seed_offset=1, private=False)
+        for c, v in zip(clients, personal):
+            self.personal[c.client_id] = v
+        return [LocalResult(p, loss, eval_params=v) for p, loss, v in zip(params, losses, personal)]
+
     def state_dict(self) -> dict[str, Any]:
         return {"personal": {str(k): v for k, v in self.personal.items()}}
 
@@ -196,8 +256,56 @@ class FedMedian(Strategy):
         return coordinate_median([r.params for r in results])
 
 
+class Krum(Strategy):
+    """Krum (Blanchard et al. 2017): the update with the lowest Krum score becomes the global
+    model (:func:`fltrust.fl.aggregation.krum`; f = ``strategy.num_malicious_nodes``)."""
+
+    name = "krum"
+
+    def aggregate(self, global_params: Params, results: list[ClientResult], server_loss: float) -> Params:
+        return robust.krum([r.params for r in results], self.cfg.strategy.num_malicious_nodes)
+
+
+class MultiKrum(Strategy):
+    """Multi-Krum (Blanchard et al. 2017): weighted mean (``strategy.weighting``, as Flower's
+    MultiKrum) of the ``num_nodes_to_select`` lowest-scoring updates (default m - f)."""
+
+    name = "multikrum"
+
+    def aggregate(self, global_params: Params, results: list[ClientResult], server_loss: float) -> Params:
+        s = self.cfg.strategy
+        k = s.num_nodes_to_select or max(1, self.cfg.clients_per_round() - s.num_malicious_nodes)
+        return robust.multikrum([r.params for r in results], s.num_malicious_nodes, k, self.aggregation_weights(results))
+
+
+class TrimmedMean(Strategy):
+    """Coordinate-wise trimmed mean (Yin et al. 2018), ``strategy.beta`` cut at each end."""
+
+    name = "trimmedmean"
+
+    def aggregate(self, global_params: Params, results: list[ClientResult], server_loss: float) -> Params:
+        return robust.trimmed_mean([r.params for r in results], self.cfg.strategy.beta)
+
+
+class Bulyan(Strategy):
+    """Bulyan over recursive Krum (El Mhamdi et al. 2018). A round with fewer than 4f + 3
+    updates (drop-outs) keeps the global model, as Flower's Bulyan does."""
+
+    name = "bulyan"
+
+    def aggregate(self, global_params: Params, results: list[ClientResult], server_loss: float) -> Params:
+        f = self.cfg.strategy.num_malicious_nodes
+        if len(results) < 4 * f + 3:
+            import logging
+
+            logging.getLogger("fltrust").warning("Bulyan needs 4f + 3 = %d updates, got %d: the global model is kept",
+                                                 4 * f + 3, len(results))
+            return [p.copy() for p in global_params]
+        return robust.bulyan([r.params for r in results], f)
+
+
 STRATEGY_CLASSES: dict[str, type[Strategy]] = {
-    cls.name: cls for cls in (FedAvg, FedProx, QFedAvg, Ditto, FedMedian)
+    cls.name: cls for cls in (FedAvg, FedProx, QFedAvg, Ditto, FedMedian, Krum, MultiKrum, TrimmedMean, Bulyan)
 }
 
 

@@ -4,7 +4,12 @@
 client receives, so a round allocates no new models. Mini-batches are drawn with
 ``torch.randperm`` on tensors that already live on the run's device (no DataLoader), which
 keeps the in-process engine fast on a GPU. Local DP-SGD goes through Opacus, which needs its
-own (Poisson-sampling) DataLoader.
+own (Poisson-sampling) DataLoader. The reported loss is accumulated on the device (no host
+synchronisation per step).
+
+This is the *sequential* path (one client after another). Where it applies, the in-process engine
+trains a round's clients side by side instead (:mod:`fltrust.fl.vectorized`), with the same batch
+orders and optimiser math.
 """
 
 from __future__ import annotations
@@ -105,9 +110,11 @@ class LocalTrainer:
         n = len(y)
         batch = self.training.batch_size
         last_loss = float("nan")
-        for _ in range(epochs):
+        for epoch in range(epochs):
             order = torch.randperm(n, generator=generator).to(self.device)
-            total, count = 0.0, 0
+            # the reported loss (last epoch) is summed on the device: no host sync per step
+            total, count = torch.zeros((), dtype=torch.float64, device=self.device), 0
+            report = epoch == epochs - 1
             for start in range(0, n, batch):
                 index = order[start : start + batch]
                 xb, yb = x[index], y[index]
@@ -120,9 +127,11 @@ class LocalTrainer:
                 if self.training.grad_clip is not None:
                     nn.utils.clip_grad_norm_(model.parameters(), self.training.grad_clip)
                 optimizer.step()
-                total += float(loss.detach()) * len(yb)
+                if report:
+                    total += loss.detach().double() * len(yb)
                 count += len(yb)
-            last_loss = total / max(count, 1)
+            if report:
+                last_loss = float(total) / max(count, 1)
         return get_params(model), last_loss
 
     def train_private(
@@ -164,8 +173,9 @@ class LocalTrainer:
                 noise_generator=torch.Generator(device=self.device).manual_seed(seed),
             )
         last_loss = float("nan")
-        for _ in range(epochs):
-            total, count = 0.0, 0
+        for epoch in range(epochs):
+            total, count = torch.zeros((), dtype=torch.float64, device=self.device), 0
+            report = epoch == epochs - 1
             for xb, yb in private_loader:
                 if len(yb) == 0:
                     continue
@@ -176,9 +186,11 @@ class LocalTrainer:
                     warnings.filterwarnings("ignore", message="Full backward hook is firing")
                     loss.backward()
                 private_opt.step()
-                total += float(loss.detach()) * len(yb)
+                if report:
+                    total += loss.detach().double() * len(yb)
                 count += len(yb)
-            last_loss = total / max(count, 1)
+            if report:
+                last_loss = float(total) / max(count, 1)
         history = [list(h) for h in engine.accountant.history]
         trained = private_model._module if hasattr(private_model, "_module") else private_model
         return get_params(trained), last_loss, history

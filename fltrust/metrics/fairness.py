@@ -884,6 +884,9 @@ class FairnessObserver(BaseObserver):
         aggregates by batches, as the authors did).
     seed : int, default 0
         Monte Carlo seed; round k uses ``[seed, k]``.
+    aux_batch_size : int or None
+        Aux samples per forward pass of the coalition evaluation (speed/memory only; ``None`` =
+        automatic). ``batch_size`` still groups the ``per_batch_sum`` loss.
     """
 
     name = "fairness"
@@ -901,6 +904,7 @@ class FairnessObserver(BaseObserver):
         sensitive_attributes: Sequence[int],
         coalition_weight_key: str = "num_samples",
         seed: int = 0,
+        aux_batch_size: int | None = None,
     ) -> None:
         if num_clients < 1:
             raise MetricInputError(f"num_clients={num_clients} must be >= 1")
@@ -918,6 +922,7 @@ class FairnessObserver(BaseObserver):
         self.sensitive_attributes = _attributes(sensitive_attributes)
         self.coalition_weight_key = coalition_weight_key
         self.seed = int(seed)
+        self.aux_batch_size = aux_batch_size
         self.cumulative_shapley = np.zeros(self.num_clients)
         self.cumulative_rewards = np.zeros(self.num_clients)
 
@@ -951,6 +956,7 @@ class FairnessObserver(BaseObserver):
             sensitive_attributes=attributes,
             coalition_weight_key="num_batches" if config.strategy.weighting == "batches" else "num_samples",
             seed=config.effective_seed(),
+            aux_batch_size=getattr(fairness, "aux_batch_size", None),
         )
 
     # -- observer hooks --------------------------------------------------------------------
@@ -1008,6 +1014,7 @@ class FairnessObserver(BaseObserver):
             seed=[self.seed, int(record.round)],
             batch_size=self.batch_size,
             loss_scaling=self.loss_scaling,
+            chunk_size=self.aux_batch_size,
         )
         shapley = self.cumulative_shapley.copy()
         shapley[ids] += fedsv.phi

@@ -341,6 +341,7 @@ def coalition_utilities(
     weights: Mapping[Hashable, float] | None = None,
     batch_size: int = 32,
     loss_scaling: str = "mean",
+    chunk_size: int | None = None,
 ) -> dict[frozenset, float]:
     r"""Utilities :math:`U(T) = \ell_{ref} - \ell(\bar\theta_T; D)` of non-empty coalitions.
 
@@ -361,8 +362,9 @@ def coalition_utilities(
         :math:`\ell_{ref} = \ell(\theta_k; D)`, the loss of the model the clients received.
     weights : mapping of player to float, optional
         FedAvg weights of the coalition mean; ``None`` = unweighted (the authors' choice).
-    batch_size, loss_scaling
-        Evaluation settings, as in :func:`fltrust.core.evaluation.evaluate_many`.
+    batch_size, loss_scaling, chunk_size
+        Evaluation settings, as in :func:`fltrust.core.evaluation.evaluate_many` (``chunk_size``:
+        aux samples per forward pass of all coalition models; speed and memory only).
 
     Returns
     -------
@@ -383,7 +385,8 @@ def coalition_utilities(
         members = [p for p in order if p in coalition]
         member_weights = None if weights is None else [weights[p] for p in members]
         param_sets.append(average_params([member_params[p] for p in members], member_weights))
-    losses, _ = evaluate_many(model, param_sets, x, y, batch_size=batch_size, loss_scaling=loss_scaling)
+    losses, _ = evaluate_many(model, param_sets, x, y, batch_size=batch_size, loss_scaling=loss_scaling,
+                              chunk_size=chunk_size)
     return {coalition: float(ref_loss) - float(loss) for coalition, loss in zip(unique, losses)}
 
 
@@ -421,6 +424,7 @@ def federated_shapley(
     seed: int | Sequence[int] = 0,
     batch_size: int = 32,
     loss_scaling: str = "mean",
+    chunk_size: int | None = None,
 ) -> FedSVResult:
     """Federated Shapley values of one round (paper Eqs. 3-5; fairness spec 3).
 
@@ -445,8 +449,8 @@ def federated_shapley(
         ``num_permutations`` sampled orders (seeded by ``seed``).
     num_permutations, seed
         Monte Carlo budget and seed.
-    batch_size, loss_scaling
-        Evaluation settings.
+    batch_size, loss_scaling, chunk_size
+        Evaluation settings (``chunk_size``: aux samples per stacked forward pass).
 
     Returns
     -------
@@ -476,6 +480,7 @@ def federated_shapley(
         weights=member_weights,
         batch_size=batch_size,
         loss_scaling=loss_scaling,
+        chunk_size=chunk_size,
     )
     if method == "exact":
         phi = shapley_values(players, utilities, include_empty=include_empty)

@@ -8,12 +8,16 @@ function                       input                                            
 =============================  =====================================================  =======================
 :func:`plot_notion_timeseries`  :func:`fltrust.repro.fairness.notions_frame`          Figures 3, 5-8 (lines)
 :func:`plot_notion_bars`        :func:`fltrust.repro.fairness.notions_frame`          Figures 3, 5-8 (bars)
+:func:`plot_dataset_figure`     condition results (:func:`~fltrust.repro.fairness.condition_result`)  Figures 5-8 (one per dataset)
 :func:`plot_figure4`            :func:`fltrust.repro.fairness.figure4_frame`          Figure 4
 :func:`plot_table3_comparison`  :func:`fltrust.repro.fairness_report.summary_table`   Table 3, paper vs ours
+:func:`save_condition_figures`  one condition result                                 per-condition PNGs
 =============================  =====================================================  =======================
 
 Titles say ``QUICK`` for quick (smoke-test) runs and ``SYNTHETIC`` for synthetic stand-in data,
-so such a figure is never mistaken for a reproduction.
+so such a figure is never mistaken for a reproduction. Panels name the client count actually run
+(:func:`dataset_title`: FEMNIST has 110 writers here, not the paper's 205), and every band or error
+bar says in a legend or caption what it shows.
 """
 
 from __future__ import annotations
@@ -23,19 +27,23 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from fltrust.repro.fairness import NOTIONS, window_means
-from fltrust.repro.fairness_conditions import DATASETS, SETTINGS, STRATEGIES
+from fltrust.repro.fairness import NOTIONS, STRICT_TOLERANCE, result_frame, window_means
+from fltrust.repro.fairness_conditions import DATASETS, SETTINGS, STRATEGIES, condition_name
 from fltrust.repro.fairness_report import STRATEGY_LABELS
 
 __all__ = [
+    "DATASET_FIGURES",
     "NOTION_LABELS",
     "PlotInputError",
+    "dataset_title",
     "figure_title",
     "pareto_front",
+    "plot_dataset_figure",
     "plot_figure4",
     "plot_notion_bars",
     "plot_notion_timeseries",
     "plot_table3_comparison",
+    "save_condition_figures",
 ]
 
 NOTION_LABELS = {
@@ -48,8 +56,37 @@ NOTION_LABELS = {
 """Legend labels of the notions (paper Eqs. 7-13)."""
 
 SETTING_MARKERS = {"iid": "o", "niid": "^"}
+STRATEGY_SIZES = {"fedavg": 190, "qfedavg": 110, "ditto": 45}
+"""Figure 4 marker areas: nested sizes keep coinciding points (e.g. FedAvg and Ditto) visible."""
 ACCEPTABLE_FAIRNESS = 0.8
 """The paper's proposed threshold of acceptable general fairness (Results and Discussion)."""
+
+DATASET_FIGURES = {"cifar10_100c": 5, "cifar10_10c": 6, "femnist_205c": 7, "nslkdd_100c": 8}
+"""Paper figure number of each dataset's per-condition results (Figures 5-8)."""
+
+DATASET_NAMES = {
+    "cifar10_100c": ("CIFAR-10 cross-device", "clients"),
+    "cifar10_10c": ("CIFAR-10 cross-silo", "clients"),
+    "femnist_205c": ("FEMNIST cross-device", "writers"),
+    "nslkdd_100c": ("NSL-KDD cross-device", "clients"),
+}
+
+
+def dataset_title(dataset_key: str, clients: Any = None) -> str:
+    """``"FEMNIST cross-device, 110 writers (paper: 205)"``: the client count actually run.
+
+    ``clients`` is our client count (None or NaN: the paper's, unstated as ours).
+    """
+    setup = DATASETS.get(dataset_key)
+    name, unit = DATASET_NAMES.get(dataset_key, (dataset_key, "clients"))
+    if setup is None:
+        return name
+    if clients is None or pd.isna(clients):
+        return f"{name}, {setup.num_clients} {unit} (paper)"
+    clients = int(clients)
+    if clients == setup.num_clients:
+        return f"{name}, {clients} {unit}"
+    return f"{name}, {clients} {unit} (paper: {setup.num_clients})"
 
 
 class PlotInputError(ValueError):
@@ -91,6 +128,7 @@ def plot_notion_timeseries(
     quick: bool = False,
     synthetic: bool = False,
     ax: Any = None,
+    legend: bool = True,
 ) -> tuple[Any, Any]:
     """The four notions and F_T per round: mean over repeats with a ±1 std band (paper Figs. 5-8).
 
@@ -106,12 +144,15 @@ def plot_notion_timeseries(
         Mark the title (see :func:`figure_title`).
     ax : matplotlib.axes.Axes, optional
         Axes to draw on (default: a new figure).
+    legend : bool, default True
+        Draw the legend (notions, what the band and the shading show); a grid draws one for all.
 
     Returns
     -------
     fig, ax
         The std band is drawn only where a round has two or more repeats.
     """
+    from matplotlib.patches import Patch
     from matplotlib.ticker import MaxNLocator
 
     _require(frame, ["repeat", "round", *NOTIONS], "the notions frame")
@@ -119,11 +160,13 @@ def plot_notion_timeseries(
     colours = _palette()["notions"]
     per_round = frame.groupby("round")[list(NOTIONS)]
     mean, std = per_round.mean(), per_round.std()  # std is NaN where a round has a single repeat
+    banded = False
     for notion in NOTIONS:
-        ax.plot(mean.index, mean[notion], marker="o", color=colours[notion], label=NOTION_LABELS[notion],
-                linewidth=2.8 if notion == "F_T" else 1.5)
+        ax.plot(mean.index, mean[notion], marker="o", markersize=3.5, color=colours[notion],
+                label=NOTION_LABELS[notion], linewidth=2.8 if notion == "F_T" else 1.5)
         band = std[notion].notna()
         if band.any():
+            banded = True
             ax.fill_between(mean.index[band], (mean[notion] - std[notion])[band], (mean[notion] + std[notion])[band],
                             color=colours[notion], alpha=0.2, linewidth=0)
     if window is not None:
@@ -132,10 +175,18 @@ def plot_notion_timeseries(
     ax.set_xlabel("server round")
     ax.set_ylabel("fairness index")
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))
-    ax.set_title(figure_title(title or f"Fairness notions per round (mean ± std over {repeats} repeat(s))",
+    ax.set_title(figure_title(title or f"Fairness notions per round (line: mean over {repeats} repeat(s))",
                               quick=quick, synthetic=synthetic), fontsize="medium")
-    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize="small")
-    fig.tight_layout()
+    if legend:
+        handles = list(ax.get_lines())
+        if banded:
+            handles.append(Patch(color="grey", alpha=0.35, label=f"band: ±1 std over the {repeats} repeats"))
+        else:
+            handles.append(Patch(color="none", label=f"{repeats} repeat(s): no spread band"))
+        if window is not None:
+            handles.append(Patch(color="grey", alpha=0.12, label=f"Table 3 window, rounds {window[0]}-{window[1]}"))
+        ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize="small")
+        fig.tight_layout()
     return fig, ax
 
 
@@ -147,6 +198,10 @@ def plot_notion_bars(
     quick: bool = False,
     synthetic: bool = False,
     ax: Any = None,
+    legend: bool = True,
+    paper_F_T: float | None = None,
+    tolerance: float = 0.10,
+    skip_nan: bool = False,
 ) -> tuple[Any, Any]:
     """Mean of each notion over the Table 3 window (paper Figures 3, 5-8, error-bar charts).
 
@@ -161,19 +216,29 @@ def plot_notion_bars(
         :func:`fltrust.repro.fairness.notions_frame`.
     window : (int, int)
         First and last server round (inclusive), e.g. ``result["window"]``.
-    title, quick, synthetic, ax
-        As for :func:`plot_notion_timeseries`.
+    title, quick, synthetic, ax, legend
+        As for :func:`plot_notion_timeseries` (the legend says what the error bars show).
+    paper_F_T : float, optional
+        The paper's Table 3 value: a black line across the F_T bar with ±0.05 (dark) and
+        ± ``tolerance`` (light) bands.
+    tolerance : float, default 0.10
+        Half-width of the light band.
+    skip_nan : bool, default False
+        NaN-aware window means (corrected mode), see :func:`fltrust.repro.fairness.window_means`.
 
     Returns
     -------
     fig, ax
     """
+    from matplotlib.lines import Line2D
+    from matplotlib.patches import Patch
+
     _require(frame, ["repeat", "round", *NOTIONS, "mean_local_accuracy", "aux_accuracy"], "the notions frame")
     first, last = int(window[0]), int(window[1])
     inside = frame[(frame["round"] >= first) & (frame["round"] <= last)]
     if inside.empty:
         raise PlotInputError(f"no rounds of the frame fall in the window {first}-{last}")
-    means = window_means(frame, first, last)
+    means = window_means(frame, first, last, skip_nan=skip_nan)
     spread = inside.groupby("round")[list(NOTIONS)].mean().std()
     fig, ax = _axes(ax, (6.5, 4.5))
     colours = _palette()["notions"]
@@ -184,13 +249,27 @@ def plot_notion_bars(
     for bar, value, error in zip(bars, heights, errors):
         ax.annotate(f"{value:.2f}", (bar.get_x() + bar.get_width() / 2, value + error),
                     ha="center", va="bottom", fontsize="small", xytext=(0, 3), textcoords="offset points")
+    handles = [Line2D([], [], color="black", marker="|", markersize=10, linestyle="",
+                      label=f"error bar: std over rounds {first}-{last} of the repeat mean")]
+    if paper_F_T is not None and not pd.isna(paper_F_T):
+        centre = bars[-1].get_x() + bars[-1].get_width() / 2
+        span = [centre - 0.55 * bars[-1].get_width(), centre + 0.55 * bars[-1].get_width()]
+        ax.fill_between(span, paper_F_T - tolerance, paper_F_T + tolerance, color="black", alpha=0.12, linewidth=0)
+        ax.fill_between(span, paper_F_T - STRICT_TOLERANCE, paper_F_T + STRICT_TOLERANCE, color="black", alpha=0.25,
+                        linewidth=0)
+        ax.plot(span, [paper_F_T, paper_F_T], color="black", linewidth=2, label="_paper")
+        handles += [Line2D([], [], color="black", linewidth=2, label=f"paper F_T (Table 3) = {paper_F_T:.2f}"),
+                    Patch(color="black", alpha=0.25, label=f"paper ± {STRICT_TOLERANCE:.2f}"),
+                    Patch(color="black", alpha=0.12, label=f"paper ± {tolerance:.2f} (tolerance)")]
     tops = np.array(heights) + np.array(errors)
     ax.set_ylim(min(0.0, float(np.nanmin(heights)) - 0.05), max(1.1, float(np.nanmax(tops)) + 0.1))
     ax.set_ylabel(f"mean over rounds {first}-{last}")
     ax.set_title(figure_title(title or f"Fairness notions, mean over rounds {first}-{last}", quick=quick,
                               synthetic=synthetic), fontsize="medium")
     ax.tick_params(axis="x", labelrotation=20)
-    fig.tight_layout()
+    if legend:
+        ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize="x-small")
+        fig.tight_layout()
     return fig, ax
 
 
@@ -210,18 +289,37 @@ def pareto_front(points: pd.DataFrame, x: str = "mean_local_accuracy", y: str = 
     return points.loc[front.index].sort_values(x)
 
 
+def _panel_clients(frame: pd.DataFrame, key: str) -> Any:
+    """Our client count of a dataset panel (None when the frame does not say)."""
+    if "clients" not in frame.columns or frame.empty:
+        return None
+    values = pd.to_numeric(frame["clients"], errors="coerce").dropna()
+    return None if values.empty else int(values.max())
+
+
+def _panel(frame: pd.DataFrame, key: str, setup: Any) -> pd.DataFrame:
+    if "dataset_key" in frame.columns:
+        return frame[frame["dataset_key"] == key]
+    return frame[frame["dataset"] == setup.paper_label]
+
+
 def plot_figure4(points: pd.DataFrame, *, quick: bool = False, synthetic: bool | None = None) -> tuple[Any, Any]:
     """Paper Figure 4: general fairness F_T against performance, one panel per dataset.
 
     One marker per condition: colour = strategy, shape = setting (circle iid, triangle niid),
-    hollow = corrected mode. The dashed line joins the Pareto-best conditions of a panel
-    (:func:`pareto_front`), the dotted line is the paper's 0.8 threshold of acceptable fairness.
+    hollow = corrected mode; marker sizes are nested (FedAvg largest, Ditto smallest, see
+    :data:`STRATEGY_SIZES`) so that coinciding conditions stay distinguishable. The dashed line
+    joins the Pareto-best conditions of a panel (:func:`pareto_front`), the dotted line is the
+    paper's 0.8 threshold of acceptable fairness. The title states the round window (the authors'
+    Figure 4 averages server rounds 21-30, not Table 3's 15-30), the panel titles the client
+    count actually run.
 
     Parameters
     ----------
     points : pandas.DataFrame
         :func:`fltrust.repro.fairness.figure4_frame` (columns ``dataset``, ``strategy``,
-        ``setting``, ``mode``, ``F_T``, ``mean_local_accuracy``, ``quick``, ``synthetic``).
+        ``setting``, ``mode``, ``F_T``, ``mean_local_accuracy``, ``quick``, ``synthetic``;
+        optionally ``dataset_key``, ``clients`` and ``window``).
     quick : bool
         Mark the title as a quick run (also when any point is quick).
     synthetic : bool, optional
@@ -239,25 +337,29 @@ def plot_figure4(points: pd.DataFrame, *, quick: bool = False, synthetic: bool |
     quick = quick or bool(points.get("quick", pd.Series(dtype=bool)).any())
     synthetic = bool(points.get("synthetic", pd.Series(dtype=bool)).any()) if synthetic is None else synthetic
     colours = _palette()["strategies"]
-    fig, axes = plt.subplots(2, 2, figsize=(11, 8.5), squeeze=False)
-    for ax, setup in zip(axes.ravel(), DATASETS.values()):
-        panel = points[points["dataset"] == setup.paper_label]
-        ax.set_title(setup.paper_label)
+    fig, axes = plt.subplots(2, 2, figsize=(11, 9), squeeze=False)
+    for ax, (key, setup) in zip(axes.ravel(), DATASETS.items()):
+        panel = _panel(points, key, setup)
+        ax.set_title(dataset_title(key, _panel_clients(panel, key)), fontsize="medium")
         ax.set_xlabel("performance: mean local accuracy")
         ax.set_ylabel("general fairness $F_T$")
         ax.axhline(ACCEPTABLE_FAIRNESS, color="grey", linestyle=":", linewidth=1)
         if panel.empty:
             ax.text(0.5, 0.5, "not run", ha="center", va="center", transform=ax.transAxes, color="grey")
             continue
-        for _, row in panel.iterrows():
+        for _, row in panel.sort_values("strategy", key=lambda c: c.map(lambda v: -STRATEGY_SIZES.get(v, 80))).iterrows():
             colour = colours.get(row["strategy"], "black")
-            ax.scatter(row["mean_local_accuracy"], row["F_T"], s=70, marker=SETTING_MARKERS.get(row["setting"], "s"),
-                       facecolors=colour if row["mode"] == "faithful" else "none", edgecolors=colour, linewidths=1.5)
+            ax.scatter(row["mean_local_accuracy"], row["F_T"], s=STRATEGY_SIZES.get(row["strategy"], 80),
+                       marker=SETTING_MARKERS.get(row["setting"], "s"), alpha=0.85, zorder=3,
+                       facecolors=colour if row["mode"] == "faithful" else "none", edgecolors="black"
+                       if row["mode"] == "faithful" else colour, linewidths=0.8 if row["mode"] == "faithful" else 1.8)
         for mode, group in panel.groupby("mode"):
             front = pareto_front(group)
             ax.plot(front["mean_local_accuracy"], front["F_T"], color="black", linewidth=1,
                     linestyle="--" if mode == "faithful" else ":")
-    handles = [Line2D([], [], color=colours[s], marker="o", linestyle="", label=STRATEGY_LABELS[s]) for s in STRATEGIES]
+    handles = [Line2D([], [], color=colours[s], marker="o", linestyle="", markersize=np.sqrt(STRATEGY_SIZES[s]),
+                      markeredgecolor="black", label=f"{STRATEGY_LABELS[s]} (marker size nested)")
+               for s in STRATEGIES]
     handles += [Line2D([], [], color="black", marker=SETTING_MARKERS[t], linestyle="", markerfacecolor="none", label=t)
                 for t in SETTINGS]
     handles += [Line2D([], [], color="black", linestyle="--", label="best conditions (Pareto)"),
@@ -266,8 +368,16 @@ def plot_figure4(points: pd.DataFrame, *, quick: bool = False, synthetic: bool |
         handles.append(Line2D([], [], color="black", marker="o", linestyle="", markerfacecolor="none",
                               label="hollow: corrected mode"))
     fig.legend(handles=handles, loc="lower center", ncol=4, fontsize="small")
-    fig.suptitle(figure_title("Figure 4: general fairness vs performance", quick=quick, synthetic=synthetic))
-    fig.tight_layout(rect=(0, 0.07, 1, 0.94))
+    windows = sorted({tuple(w) for w in points["window"]}) if "window" in points.columns and len(points) else []
+    if len(windows) == 1:
+        window_text = f"mean over server rounds {windows[0][0]}-{windows[0][1]}"
+    elif windows:
+        window_text = "mean over server rounds " + ", ".join(f"{a}-{b}" for a, b in windows) + " (per run length)"
+    else:
+        window_text = "mean over server rounds 21-30"
+    fig.suptitle(figure_title(f"Figure 4: general fairness vs performance, {window_text}", quick=quick,
+                              synthetic=synthetic))
+    fig.tight_layout(rect=(0, 0.08, 1, 0.95))
     return fig, axes
 
 
@@ -281,8 +391,10 @@ def plot_table3_comparison(
 ) -> tuple[Any, Any]:
     """Table 3, paper vs ours: grouped bars per dataset panel (strategy x setting groups).
 
-    Grey bar = the paper's F_T (with ± ``tolerance`` as a thin error bar); coloured
-    bars = ours per mode, ± the std over repeats; a bar outside the tolerance is hatched.
+    Grey bar = the paper's F_T, with two labelled error bars: ±0.05 (thick, short caps) and
+    ± ``tolerance`` (thin, wide caps); coloured bars = ours per mode, ± the std over repeats
+    (none for a single repeat); a bar outside the tolerance is hatched. Panel titles give the
+    client count actually run (``clients`` column, when present).
 
     Parameters
     ----------
@@ -326,8 +438,11 @@ def plot_table3_comparison(
         positions = np.arange(len(groups))
         names = [f"{s}_{key}_{t}" for s, t in groups]
         paper = [paper_values.get(n, np.nan) for n in names]
-        ax.bar(positions, paper, width, color="lightgrey", edgecolor="black", label="paper",
-               yerr=[tolerance] * len(groups), error_kw={"elinewidth": 0.8, "capsize": 2})
+        ax.bar(positions, paper, width, color="lightgrey", edgecolor="black", label="paper (Table 3)")
+        ax.errorbar(positions, paper, yerr=tolerance, fmt="none", ecolor="dimgrey", elinewidth=0.8, capsize=5,
+                    label=f"paper ± {tolerance:.2f} (tolerance)")
+        ax.errorbar(positions, paper, yerr=STRICT_TOLERANCE, fmt="none", ecolor="black", elinewidth=2.2, capsize=2,
+                    label=f"paper ± {STRICT_TOLERANCE:.2f}")
         for j, mode in enumerate(modes):
             rows = table[table["mode"] == mode].set_index("condition")
             ours = [rows.at[n, "ours_F_T"] if n in rows.index else np.nan for n in names]
@@ -336,7 +451,7 @@ def plot_table3_comparison(
             ours = np.array([np.nan if v is None else v for v in ours], dtype=float)
             std = np.nan_to_num(np.array([np.nan if v is None else v for v in std], dtype=float))
             bars = ax.bar(positions + (j + 1) * width, ours, width, yerr=std, capsize=3, color=colours[mode],
-                          edgecolor="black", label=f"ours ({mode})")
+                          edgecolor="black", label=f"ours ({mode}) ± std over repeats")
             for bar, ok, value in zip(bars, inside, ours):
                 if ok is not None and not pd.isna(ok) and not bool(ok):
                     bar.set_hatch("//")
@@ -345,10 +460,163 @@ def plot_table3_comparison(
                             va="bottom", fontsize="x-small", color="grey")
         ax.set_xticks(positions + width * len(modes) / 2)
         ax.set_xticklabels([f"{STRATEGY_LABELS[s]}\n{t}" for s, t in groups], fontsize="small")
-        ax.set_title(setup.paper_label)
+        panel = table[table["condition"].isin(names)]
+        ax.set_title(dataset_title(key, _panel_clients(panel, key)), fontsize="medium")
         ax.set_ylim(0, 1.05)
         ax.set_ylabel("$F_T$, Table 3 window")
-    axes[0, 0].legend(fontsize="small", loc="upper right")
-    fig.suptitle(figure_title("Table 3: paper vs ours (hatched = outside tolerance)", quick=quick, synthetic=synthetic))
-    fig.tight_layout(rect=(0, 0, 1, 0.93))
+    handles, labels = axes[0, 0].get_legend_handles_labels()
+    from matplotlib.patches import Patch
+
+    handles.append(Patch(facecolor="white", edgecolor="black", hatch="//", label=f"hatched: |Δ| > {tolerance:.2f}"))
+    fig.legend(handles=handles, loc="lower center", ncol=3, fontsize="small")
+    fig.suptitle(figure_title(f"Table 3: paper vs ours, F_T over rounds 15-30 (hatched = outside ± {tolerance:.2f})",
+                              quick=quick, synthetic=synthetic))
+    fig.tight_layout(rect=(0, 0.08, 1, 0.93))
     return fig, axes
+
+
+def plot_dataset_figure(
+    results: list[dict[str, Any]],
+    dataset_key: str,
+    *,
+    mode: str = "faithful",
+    reported: dict[str, Any] | None = None,
+) -> tuple[Any, Any]:
+    """Paper Figures 5-8: the six conditions of one dataset, as in the paper's per-dataset figures.
+
+    A 4 x 3 grid, columns = FedAvg, q-FedAvg, Ditto: rows 1-2 the window means of the notions
+    (:func:`plot_notion_bars`) for iid and non-iid, with the paper's Table 3 F_T and its ±0.05 /
+    ±0.10 bands on the F_T bar; rows 3-4 the notions per round (:func:`plot_notion_timeseries`).
+    One legend and a caption say what bars, error bars, lines, bands and shading show; the title
+    gives the client count actually run (:func:`dataset_title`). A condition without a result in
+    ``mode`` says "not run".
+
+    Parameters
+    ----------
+    results : list of dict
+        Condition results (:func:`fltrust.repro.fairness.condition_result`); other datasets and
+        modes are ignored.
+    dataset_key : str
+        ``cifar10_100c``, ``cifar10_10c``, ``femnist_205c`` or ``nslkdd_100c``.
+    mode : str, default "faithful"
+        Which results to draw.
+    reported : dict, optional
+        ``reported.yaml`` content (default: :func:`fltrust.repro.fairness.load_reported`).
+
+    Returns
+    -------
+    fig, axes
+        ``axes`` is the 4 x 3 array.
+    """
+    import matplotlib.pyplot as plt
+    from matplotlib.lines import Line2D
+    from matplotlib.patches import Patch
+
+    from fltrust.repro.fairness import load_reported
+
+    if dataset_key not in DATASETS:
+        raise PlotInputError(f"unknown dataset {dataset_key!r}; choose one of {list(DATASETS)}")
+    reported = reported or load_reported()
+    tolerance = float(reported["tolerance"]["absolute"])
+    chosen = {r["condition"]: r for r in results if r["mode"] == mode}
+    mine = [chosen[n] for n in (condition_name(s, dataset_key, t) for s in STRATEGIES for t in SETTINGS) if n in chosen]
+    clients = max((r["num_clients"] for r in mine), default=None)
+    quick = any(r["quick"] for r in mine)
+    synthetic = any(r["synthetic"] for r in mine)
+    fig, axes = plt.subplots(4, 3, figsize=(15, 15.5), squeeze=False)
+    windows, repeats = set(), set()
+    for col, strategy in enumerate(STRATEGIES):
+        for row, setting in enumerate(SETTINGS):
+            name = condition_name(strategy, dataset_key, setting)
+            bar_ax, line_ax = axes[row, col], axes[2 + row, col]
+            label = f"{STRATEGY_LABELS[strategy]} {setting}"
+            res = chosen.get(name)
+            if res is None:
+                for ax in (bar_ax, line_ax):
+                    ax.text(0.5, 0.5, "not run", ha="center", va="center", transform=ax.transAxes, color="grey")
+                    ax.set_title(label, fontsize="medium")
+                    ax.set_xticks([])
+                    ax.set_yticks([])
+                continue
+            frame = result_frame(res)
+            window = (int(res["window"][0]), int(res["window"][1]))
+            n = int(frame["repeat"].nunique())
+            windows.add(window)
+            repeats.add(n)
+            ours = res["table3"]["F_T"]
+            paper = reported["values"].get(name)
+            head = f"{label}: F_T {ours:.3f}" if ours is not None else f"{label}: F_T –"
+            if res["table3"].get("F_T_std") is not None and n > 1:
+                head += f" ± {res['table3']['F_T_std']:.3f}"
+            head += f" (n={n})" + (f", paper {paper:.2f}" if paper is not None else "")
+            plot_notion_bars(frame, window, ax=bar_ax, title=head, legend=False, paper_F_T=paper,
+                             tolerance=tolerance, skip_nan=mode == "corrected")
+            bar_ax.set_xticks(range(len(NOTIONS)), ["$f_j$", "$f_g$", "$f_r$", "$f_o$", "$F_T$"])
+            bar_ax.tick_params(axis="x", labelrotation=0, labelsize="medium")
+            plot_notion_timeseries(frame, ax=line_ax, window=window, title=f"{label}, per round", legend=False)
+            line_ax.set_ylim(-0.03, 1.05)
+    colours = _palette()["notions"]
+    first, last = (sorted(windows)[0] if len(windows) == 1 else (15, 30))
+    handles = [Patch(color=colours[k], label=NOTION_LABELS[k]) for k in NOTIONS]
+    handles += [Line2D([], [], color="black", marker="|", markersize=10, linestyle="",
+                       label=f"error bar: std over rounds {first}-{last} of the repeat mean"),
+                Line2D([], [], color="black", linewidth=2, label="paper F_T (Table 3)"),
+                Patch(color="black", alpha=0.25, label=f"paper ± {STRICT_TOLERANCE:.2f}"),
+                Patch(color="black", alpha=0.12, label=f"paper ± {tolerance:.2f} (tolerance)"),
+                Patch(color="grey", alpha=0.35, label="band: ±1 std over repeats (n ≥ 2)"),
+                Patch(color="grey", alpha=0.12, label=f"Table 3 window, rounds {first}-{last}")]
+    fig.legend(handles=handles, loc="lower center", ncol=4, fontsize="small")
+    number = DATASET_FIGURES.get(dataset_key)
+    runs = "/".join(str(r) for r in sorted(repeats)) or "0"
+    fig.suptitle(figure_title(f"Figure {number}: {dataset_title(dataset_key, clients)}, 5 clients per round; "
+                              f"{mode} mode, {runs} repeat(s) per condition", quick=quick, synthetic=synthetic))
+    fig.text(0.5, 0.085, "Rows 1-2: notions averaged over the Table 3 window (per-round mean over repeats, then mean "
+             "over the rounds). Rows 3-4: per-round mean over repeats.", ha="center", fontsize="small")
+    fig.tight_layout(rect=(0, 0.1, 1, 0.96))
+    return fig, axes
+
+
+def save_condition_figures(
+    result: dict[str, Any],
+    figures_dir: Any,
+    *,
+    reported: dict[str, Any] | None = None,
+    dpi: int = 120,
+) -> list[Any]:
+    """The two per-condition figures of a condition result, saved as ``<stem>_timeseries.png`` and
+    ``<stem>_notions.png`` (``stem`` = condition, plus ``-<mode>`` outside faithful mode).
+
+    Drawn from the result alone (no run folders), with the client count actually run in the
+    titles and, for a faithful non-quick result, the paper's F_T with its ±0.05 / ±0.10 bands.
+
+    Returns
+    -------
+    list of matplotlib.figure.Figure
+        The time series and the bar figure (still open, e.g. for ``plt.show()``).
+    """
+    from pathlib import Path
+
+    from fltrust.repro.fairness import load_reported
+
+    folder = Path(figures_dir)
+    folder.mkdir(parents=True, exist_ok=True)
+    name, mode = result["condition"], result["mode"]
+    stem = name if mode == "faithful" else f"{name}-{mode}"
+    key = "_".join(name.split("_")[1:-1])
+    where = dataset_title(key, result.get("num_clients"))
+    frame = result_frame(result)
+    window = (int(result["window"][0]), int(result["window"][1]))
+    flags = {"quick": bool(result["quick"]), "synthetic": bool(result["synthetic"])}
+    paper = None
+    tolerance = 0.10
+    if mode == "faithful" and not result["quick"]:
+        reported = reported or load_reported()
+        paper = reported["values"].get(name)
+        tolerance = float(reported["tolerance"]["absolute"])
+    fig_ts, _ = plot_notion_timeseries(frame, title=f"{stem} ({where}): fairness notions per round", window=window,
+                                       **flags)
+    fig_ts.savefig(folder / f"{stem}_timeseries.png", dpi=dpi, bbox_inches="tight")
+    fig_bars, _ = plot_notion_bars(frame, window, title=f"{stem} ({where}): mean over rounds {window[0]}-{window[1]}",
+                                   paper_F_T=paper, tolerance=tolerance, skip_nan=mode == "corrected", **flags)
+    fig_bars.savefig(folder / f"{stem}_notions.png", dpi=dpi, bbox_inches="tight")
+    return [fig_ts, fig_bars]
