@@ -44,9 +44,8 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -372,95 +371,3 @@ def attack_summary(plan: AttackPlan | None, model: nn.Module, x_test: torch.Tens
 # --------------------------------------------------------------------------------------------
 # Clean vs attacked vs defended
 # --------------------------------------------------------------------------------------------
-def _default_num_malicious_nodes(defence: str, cfg: ExperimentConfig) -> int:
-    """f for a robust rule: the expected malicious updates per round, ceil(m * M / C), capped so
-    that the rule's precondition holds (Krum: m >= 2f + 3, Bulyan: m >= 4f + 3)."""
-    m, clients = cfg.clients_per_round(), cfg.partition.num_clients
-    a = cfg.attack
-    num_bad = len(a.malicious_clients) if a.malicious_clients is not None else a.num_malicious
-    f = math.ceil(m * num_bad / clients) if clients else 0
-    if defence in ("krum", "multikrum"):
-        f = min(f, max(0, (m - 3) // 2))
-    elif defence == "bulyan":
-        f = min(f, max(0, (m - 3) // 4))
-    return int(f)
-
-
-def defence_comparison(cfg: ExperimentConfig, defences: Sequence[str] = ("krum", "trimmedmean", "fedmedian"), *,
-                       out_dir: str | Path | None = None, undefended: str = "fedavg",
-                       defence_overrides: Mapping[str, Mapping[str, Any]] | None = None,
-                       device: str | None = None, force: bool = False) -> dict[str, Any]:
-    """Run clean, attacked-undefended and attacked-defended experiments; return their numbers.
-
-    ``cfg`` carries the attack (``attack.kind`` != ``none``). Runs, all with
-    :func:`fltrust.experiment.run_experiment` (complete runs in ``out_dir`` are reused):
-
-    - *clean*: ``cfg`` without the attack, ``strategy.name = undefended``;
-    - *undefended*: ``cfg`` with the attack, ``strategy.name = undefended``;
-    - *defended*: ``cfg`` with the attack, ``strategy.name = d`` for every ``d`` in ``defences``
-      (``strategy.num_malicious_nodes`` defaults to ceil(m M / C), capped by the rule's
-      precondition, unless ``cfg`` or ``defence_overrides[d]`` -- dotted keys -- set it).
-
-    Every final global model is evaluated on the clean test split (and, for a backdoor, its
-    attack success rate on the triggered non-target test rows).
-
-    Returns
-    -------
-    dict
-        ``{"attack": str, "clean": {...}, "undefended": {...}, "defended": {name: {...}},
-        "outcomes": {name: kwargs}}``; each run entry has ``run_id``, ``path``, ``strategy``,
-        ``test_accuracy``, ``attack_success_rate``, ``final_aux_accuracy``; ``outcomes[name]`` are
-        the keyword arguments of :func:`fltrust.trust.poisoning.attack_outcome` (clean, attacked =
-        undefended and defended test accuracies, the defended run's attack success rate)::
-
-            from fltrust.trust.poisoning import attack_outcome, record_attack_outcome
-            numbers = defence_comparison(cfg, ["krum"], out_dir="runs/poisoning")
-            outcome = attack_outcome(**numbers["outcomes"]["krum"])
-    """
-    from fltrust.experiment import build_experiment_model, run_experiment  # lazy: engines import this module
-    from fltrust.federation import prepare_federation, resolve_device
-
-    if cfg.attack.kind == "none":
-        raise ValueError("defence_comparison needs cfg.attack.kind != 'none'")
-    overrides = {k: dict(v) for k, v in (defence_overrides or {}).items()}
-    clean_cfg = cfg.with_overrides({"attack": {}, "strategy.name": undefended})
-    attacked_cfg = cfg.with_overrides({"strategy.name": undefended})
-    defended_cfgs = {}
-    for name in defences:
-        extra = {"strategy.name": name, **overrides.get(name, {})}
-        if name in ("krum", "multikrum", "bulyan") and "strategy.num_malicious_nodes" not in extra \
-                and cfg.strategy.num_malicious_nodes == 0:
-            extra["strategy.num_malicious_nodes"] = _default_num_malicious_nodes(name, cfg)
-        defended_cfgs[name] = cfg.with_overrides(extra)
-
-    torch_device = resolve_device(device or cfg.run.device)
-    fed = prepare_federation(attacked_cfg, torch_device)  # the test split is the same in every run
-    model = build_experiment_model(attacked_cfg, fed, torch_device)
-    plan = getattr(fed, "attack", None)
-
-    def run(run_cfg: ExperimentConfig) -> dict[str, Any]:
-        record = run_experiment(run_cfg, out_dir=out_dir, device=device, force=force)
-        if record.summary.get("status") != "complete":
-            return {"run_id": record.run_id, "path": str(record.path), "strategy": run_cfg.strategy.name,
-                    "status": record.summary.get("status"), "test_accuracy": float("nan"),
-                    "attack_success_rate": float("nan"), "final_aux_accuracy": float("nan")}
-        state = torch.load(Path(record.path) / "final_model.pt", map_location=fed.x_test.device)
-        model.load_state_dict(state)
-        asr = None
-        if plan is not None and plan.kind == "backdoor":
-            asr = attack_success_rate(model, fed.x_test, fed.y_test, plan)
-        return {"run_id": record.run_id, "path": str(record.path), "strategy": run_cfg.strategy.name,
-                "status": "complete", "test_accuracy": clean_accuracy(model, fed.x_test, fed.y_test),
-                "attack_success_rate": asr, "final_aux_accuracy": record.summary.get("final_aux_accuracy"),
-                "num_malicious_nodes": run_cfg.strategy.num_malicious_nodes}
-
-    clean, attacked = run(clean_cfg), run(attacked_cfg)
-    defended = {name: run(c) for name, c in defended_cfgs.items()}
-    label = plan.describe() if plan is not None else cfg.attack.kind
-    outcomes = {
-        name: {"clean_accuracy": clean["test_accuracy"], "attacked_accuracy": attacked["test_accuracy"],
-               "defended_accuracy": d["test_accuracy"], "attack_success_rate": d["attack_success_rate"],
-               "attack": label, "defence": name}
-        for name, d in defended.items()
-    }
-    return {"attack": label, "clean": clean, "undefended": attacked, "defended": defended, "outcomes": outcomes}

@@ -807,7 +807,7 @@ class ExperimentConfig:
         if a.malicious_clients is None and a.num_malicious > clients:
             raise ConfigError(f"attack.num_malicious={a.num_malicious} exceeds partition.num_clients={clients}")
         if a.target_label is not None:
-            from fltrust.data.registry import input_spec
+            from fltrust.data.specs import input_spec
 
             num_classes = input_spec(self.data.name)[1]
             if a.target_label >= num_classes:
@@ -1001,7 +1001,7 @@ def model_fits(model: str, input_shape: tuple[int, ...], num_classes: int) -> bo
 
 def _check_model_fits_dataset(model: str, dataset: str) -> None:
     """ConfigError naming the pair and the models that fit, when ``model`` cannot take ``dataset``."""
-    from fltrust.data.registry import input_spec
+    from fltrust.data.specs import input_spec
     from fltrust.models import MODELS
 
     shape, num_classes = input_spec(dataset)

@@ -15,12 +15,12 @@ from fltrust.attacks import (
     apply_trigger,
     attack_success_rate,
     clean_accuracy,
-    defence_comparison,
     flip_labels,
     malicious_clients,
     poison_update,
 )
 from fltrust.config import AttackConfig, ConfigError, ExperimentConfig
+from fltrust.experiment import defence_comparison
 from fltrust.federation import prepare_federation
 
 

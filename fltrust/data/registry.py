@@ -43,15 +43,18 @@ import os
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from fltrust.config import DataConfig
 from fltrust.data import cifar10, femnist, n_baiot, nsl_kdd
 from fltrust.data.base import ArraySplit, DatasetBundle, DatasetError
 from fltrust.data.cache import DatasetNotFoundError, file_sha256
+from fltrust.data.specs import INPUT_SPECS, input_spec  # noqa: F401 (re-exported)
 from fltrust.data.synthetic import GENERATORS
+
+if TYPE_CHECKING:  # config validation reads this module, so it may not import config at run time
+    from fltrust.config import DataConfig
 
 DATA_ENV = "FLTRUST_DATA"
 """Environment variable naming the data root."""
@@ -193,24 +196,6 @@ SPECS: dict[str, DatasetSpec] = {
 """The real datasets by name."""
 
 
-INPUT_SPECS: dict[str, tuple[tuple[int, ...], int]] = {
-    "cifar10": (cifar10.INPUT_SHAPE, len(cifar10.CLASS_NAMES)),
-    "femnist": (femnist.INPUT_SHAPE, len(femnist.CLASS_NAMES)),
-    "nsl_kdd": ((nsl_kdd.NUM_FEATURES,), len(nsl_kdd.CLASS_NAMES)),
-    "n_baiot": ((n_baiot.NUM_FEATURES,), len(n_baiot.CLASS_NAMES)),
-}
-"""Model input shape of one sample and number of classes of each dataset (synthetic stand-ins:
-the same as their real dataset)."""
-
-
-def input_spec(name: str) -> tuple[tuple[int, ...], int]:
-    """``(input_shape, num_classes)`` of a dataset or its synthetic stand-in (config validation)."""
-    base = name.removeprefix("synthetic_")
-    if base not in INPUT_SPECS:
-        raise DatasetError(f"unknown dataset {name!r}; choose one of {sorted(INPUT_SPECS)}")
-    return INPUT_SPECS[base]
-
-
 def data_root(root: str | os.PathLike[str] | None = None) -> Path:
     """The data root: ``root`` if given, else ``$FLTRUST_DATA``, else ``./data``."""
     if root is not None:
@@ -249,18 +234,23 @@ def _check_options(cfg: DataConfig) -> None:
         )
 
 
-def _load_real(cfg: DataConfig, folder: Path, seed: int) -> DatasetBundle:
-    if cfg.name == "cifar10":
-        return cifar10.load_cifar10(folder, train_files=cfg.train_files, test_files=cfg.test_files)
-    if cfg.name == "femnist":
-        return femnist.load_femnist(folder, train_files=cfg.train_files, test_files=cfg.test_files)
-    if cfg.name == "nsl_kdd":
-        return nsl_kdd.load_nsl_kdd(
-            folder, cfg.train_files, cfg.test_files, onehot_order=cfg.onehot_order, scaling=cfg.scaling
-        )
-    if cfg.name == "n_baiot":
-        return n_baiot.load_n_baiot(folder, seed=seed, balance=cfg.balance)
-    raise DatasetError(f"data.name={cfg.name!r} has no loader")  # pragma: no cover - DATASETS and SPECS agree
+def _load_real(cfg: DataConfig | None, folder: Path, seed: int, name: str | None = None) -> DatasetBundle:
+    """Load real files with ``cfg``'s options, or with each loader's defaults when ``cfg`` is None."""
+    name = cfg.name if cfg is not None else name
+    files = {} if cfg is None else {"train_files": cfg.train_files, "test_files": cfg.test_files}
+    if name == "cifar10":
+        return cifar10.load_cifar10(folder, **files)
+    if name == "femnist":
+        return femnist.load_femnist(folder, **files)
+    if name == "nsl_kdd":
+        if cfg is None:
+            return nsl_kdd.load_nsl_kdd(folder)
+        return nsl_kdd.load_nsl_kdd(folder, cfg.train_files, cfg.test_files, onehot_order=cfg.onehot_order,
+                                    scaling=cfg.scaling)
+    if name == "n_baiot":
+        return n_baiot.load_n_baiot(folder, seed=seed) if cfg is None else n_baiot.load_n_baiot(
+            folder, seed=seed, balance=cfg.balance)
+    raise DatasetError(f"data.name={name!r} has no loader")  # pragma: no cover - DATASETS and SPECS agree
 
 
 def _source_records(source: dict[str, Any]) -> list[dict[str, Any]]:
@@ -486,7 +476,7 @@ def dataset_info(root: str | os.PathLike[str] | None = None, *, count: bool = Tr
         ]
         if count:
             try:
-                bundle = _load_real(DataConfig(name=name, root=str(data_root(root))), folder, seed=0)
+                bundle = _load_real(None, folder, seed=0, name=name)
             except DatasetError as exc:
                 entry["problem"] = str(exc)
                 if entry["checksum_mismatch"]:

@@ -65,7 +65,7 @@ from fltrust.core.records import Params, RunInfo
 from fltrust.federation import Federation
 from fltrust.fl.engine import Engine
 from fltrust.fl.privacy import merge_history
-from fltrust.flower import require_flower
+from fltrust.flower.version import require_flower
 from fltrust.flower.adapter import ClientRow, ObservedStrategy, aux_evaluate_fn, discover_partitions, partition_query_reply
 from fltrust.flower.client import ClientReport
 from fltrust.flower.records import arrays_to_params, cast_like, params_to_arrays
