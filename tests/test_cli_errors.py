@@ -263,8 +263,11 @@ def test_sigint_during_a_run_exits_130_with_one_line(tmp_path):
     config = write_config(tmp_path, training={"rounds": 400})
     out = tmp_path / "runs"
     env = {**os.environ, "PYTHONPATH": str(REPO), "FLTRUST_CACHE": str(tmp_path / "cache")}
+    # a child inherits an ignored SIGINT (Ray, started by earlier tests in this process, ignores it),
+    # and Python then installs no KeyboardInterrupt handler; a user's shell never ignores it
     proc = subprocess.Popen([sys.executable, "-m", "fltrust", "run", str(config), "--out", str(out)],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=REPO)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=REPO,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     try:
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline and proc.poll() is None:

@@ -156,6 +156,80 @@ def test_engines_never_import_a_metric(package):
         assert not bad, f"{path} imports {bad}"
 
 
+def _module_graph() -> dict[str, set[str]]:
+    """fltrust module -> fltrust modules it imports (lazy imports included, TYPE_CHECKING blocks not)."""
+    modules = {}
+    for path in (REPO / "fltrust").rglob("*.py"):
+        name = ".".join(path.relative_to(REPO).with_suffix("").parts)
+        modules[name.removesuffix(".__init__")] = path
+
+    def resolve(name: str) -> str:
+        while name and name not in modules:
+            name = name.rsplit(".", 1)[0] if "." in name else ""
+        return name
+
+    graph: dict[str, set[str]] = {m: set() for m in modules}
+    for module, path in modules.items():
+        tree = ast.parse(path.read_text())
+        typing_only = {id(n) for node in ast.walk(tree) if isinstance(node, ast.If)
+                       and getattr(node.test, "id", None) == "TYPE_CHECKING" for n in ast.walk(node)}
+        for node in ast.walk(tree):
+            if id(node) in typing_only:
+                continue
+            if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("fltrust"):
+                subs = [f"{node.module}.{a.name}" for a in node.names if f"{node.module}.{a.name}" in modules]
+                targets = subs if len(subs) == len(node.names) else [node.module, *subs]
+            elif isinstance(node, ast.Import):
+                targets = [a.name for a in node.names if a.name.startswith("fltrust")]
+            else:
+                continue
+            graph[module].update(t for t in map(resolve, targets) if t and t != module)
+    return graph
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[set[str]]:
+    """Strongly connected components with more than one node (Tarjan)."""
+    index, low, stack, on_stack, out = {}, {}, [], set(), []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for nxt in graph.get(node, ()):
+            if nxt not in index:
+                visit(nxt)
+                low[node] = min(low[node], low[nxt])
+            elif nxt in on_stack:
+                low[node] = min(low[node], index[nxt])
+        if low[node] == index[node]:
+            component = set()
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                component.add(member)
+                if member == node:
+                    break
+            if len(component) > 1:
+                out.append(component)
+
+    for node in list(graph):
+        if node not in index:
+            visit(node)
+    return out
+
+
+def test_there_are_no_import_cycles():
+    graph = _module_graph()
+    assert _cycles(graph) == []
+    packages: dict[str, set[str]] = {}
+    for module, targets in graph.items():
+        for target in targets:
+            a, b = ".".join(module.split(".")[:2]), ".".join(target.split(".")[:2])
+            if a != b:
+                packages.setdefault(a, set()).add(b)
+    assert _cycles(packages) == []
+
+
 def test_core_imports_nothing_else_of_fltrust():
     for path in (REPO / "fltrust" / "core").rglob("*.py"):
         bad = {m for m in _imports(path) if m.startswith("fltrust.") and not m.startswith("fltrust.core")}

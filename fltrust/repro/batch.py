@@ -34,37 +34,6 @@ REPO = Path(__file__).resolve().parents[2]
 NOTEBOOKS = REPO / "notebooks"
 
 
-class ResultsError(ValueError):
-    """A result file written by a paper notebook is unreadable or incomplete."""
-
-
-def load_result_files(folder: str | Path, pattern: str, required_keys: tuple[str, ...], writer: str) -> list[dict[str, Any]]:
-    """Read every ``folder/pattern`` result JSON, checking ``required_keys``.
-
-    A missing folder gives an empty list (nothing has run yet). ``writer`` names the function
-    that writes such files, for the error message.
-
-    Raises
-    ------
-    ResultsError
-        If a file is not valid JSON or lacks a required key (the message says to rerun it).
-    """
-    folder = Path(folder)
-    if not folder.is_dir():
-        return []
-    results = []
-    for path in sorted(folder.glob(pattern)):
-        try:
-            data = json.loads(path.read_text())
-        except json.JSONDecodeError as exc:
-            raise ResultsError(f"{path} is not valid JSON ({exc}); delete it and rerun it") from exc
-        missing = [k for k in required_keys if not isinstance(data, dict) or k not in data]
-        if missing:
-            raise ResultsError(f"{path} lacks {missing}; it was not written by {writer} -- delete it and rerun it")
-        results.append(data)
-    return results
-
-
 @dataclass
 class NotebookJob:
     """One notebook execution."""
@@ -345,15 +314,15 @@ def run_trust_batch(
     (``jobs`` experiments at once)."""
     from fltrust.repro.trust_experiments import EXPERIMENTS, experiment_config
 
-    if mode is not None and mode not in ("prototype", "paper", "fixed"):
-        raise ValueError(f"--mode {mode!r} is not a trust mode; choose prototype, paper or fixed")
+    if mode is not None and mode not in ("prototype", "paper", "fixed", "extended"):
+        raise ValueError(f"--mode {mode!r} is not a trust mode; choose prototype, paper, fixed or extended")
     return _paper_batch(
         paper="federatedtrust",
         notebook_folder="federatedtrust",
         item_notebook="experiment.ipynb",
         item_key="experiment",
         names=_select(list(EXPERIMENTS), experiments),
-        item_parameters={"modes": [mode] if mode else ["prototype", "paper", "fixed"], "device": device},
+        item_parameters={"modes": [mode] if mode else ["prototype", "paper", "fixed", "extended"], "device": device},
         quick=quick,
         out_dir=out_dir,
         data_dir=data_dir,

@@ -32,7 +32,7 @@ from typing import Any
 import pandas as pd
 import yaml
 
-from fltrust.repro.batch import ResultsError, load_result_files
+from fltrust.repro.results import ResultsError, load_result_files
 from fltrust.repro.markdown import format_number, is_missing, markdown_table
 from fltrust.repro.fairness import PAPER_DIR, STRICT_TOLERANCE, load_reported, table3
 from fltrust.repro.fairness_conditions import DATASETS, SETTINGS, STRATEGIES, all_conditions, condition_name

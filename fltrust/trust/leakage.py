@@ -252,7 +252,10 @@ def _art_rule_based(model: nn.Module, x: np.ndarray, y: np.ndarray, nb_classes: 
         device_type="gpu" if device.type == "cuda" else "cpu",
     )
     attack = MembershipInferenceBlackBoxRuleBased(classifier)
-    return np.asarray(attack.infer(x.astype(np.float32), y.astype(np.int64))).ravel()
+    # one-hot labels of width K: ART one-hots integer labels with len(np.unique(y)) classes, which
+    # fails (IndexError) when the sample does not contain every class
+    one_hot = np.eye(classes, dtype=np.float32)[np.asarray(y, dtype=np.int64)]
+    return np.asarray(attack.infer(x.astype(np.float32), one_hot)).ravel()
 
 
 def membership_inference(

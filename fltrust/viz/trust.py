@@ -148,3 +148,40 @@ def plot_pillar_comparison(
     fig.tight_layout(rect=(0, 0.06, 1, 1))
     fig.legend(handles, names, loc="lower center", ncol=len(modes) + 1, fontsize=8, frameon=False)
     return fig, axes
+
+
+def plot_attack_ablation(ablation: dict[str, Any]) -> tuple[Any, Any]:
+    """Bar chart of the FederatedTrust attack ablation: test accuracy, robustness pillar and trust
+    score per run (:func:`fltrust.repro.trust_experiments.attack_ablation`; SYNTHETIC-labelled)."""
+    import matplotlib.pyplot as plt
+
+    runs = ablation["runs"]
+    names = {"fedavg": "FedAvg", "fedmedian": "FedMedian", "krum": "Krum", "multikrum": "Multi-Krum",
+             "trimmedmean": "trimmed mean", "bulyan": "Bulyan"}
+
+    def label(r: dict[str, Any]) -> str:
+        name = names.get(r["strategy"], r["strategy"])
+        if r.get("num_malicious_nodes"):
+            name += f" (f = {r['num_malicious_nodes']})"
+        return f"clean\n{name}" if r["run"] == "clean" else f"attacked\n{name}"
+
+    labels = [label(r) for r in runs]
+    series = {
+        "test accuracy": [r["test_accuracy"] for r in runs],
+        "robustness pillar (extended)": [r["pillars"].get("robustness") for r in runs],
+        "trust score (extended)": [r["trust_score"] for r in runs],
+    }
+    x = np.arange(len(runs))
+    fig, ax = plt.subplots(figsize=(8, 4))
+    width = 0.27
+    for i, (name, values) in enumerate(series.items()):
+        vals = [np.nan if v is None else v for v in values]
+        bars = ax.bar(x + (i - 1) * width, vals, width, label=name)
+        ax.bar_label(bars, fmt="%.2f", fontsize=7)
+    ax.set_xticks(x, labels)
+    ax.set_ylim(0, 1.1)
+    tag = "SYNTHETIC N-BaIoT: " if ablation.get("synthetic") else ""
+    ax.set_title(f"{tag}{ablation['experiment']}, {ablation['attack']['description']}", fontsize=9)
+    ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.18), ncol=3, frameon=False)
+    fig.tight_layout()
+    return fig, ax

@@ -17,7 +17,8 @@ import pytest
 from fltrust.repro import batch
 from fltrust.repro.batch import NOTEBOOKS, execute_notebook
 
-MODES = ["prototype", "paper", "fixed"]
+MODES = ["prototype", "paper", "fixed", "extended"]
+COMPARED = ["prototype", "paper", "fixed"]  # compared with the paper; extended has its own table
 
 
 def _run_experiment_notebook(base: Path, experiment: str) -> dict:
@@ -79,12 +80,17 @@ def test_experiment_notebook_synthetic_n_baiot(exp4_result, quick_folder):
     assert result["experiment"] == "exp4" and result["complete"] is True and result["quick"] is True
     assert result["synthetic"] is True and result["dataset"] == "synthetic_n_baiot"
     assert list(result["modes"]) == MODES
-    for mode in MODES:
+    pillars = {"robustness", "privacy", "fairness", "explainability", "accountability", "architectural_soundness"}
+    for mode in COMPARED:
         scores = result["modes"][mode]
-        assert set(scores["pillars"]) == {"robustness", "privacy", "fairness", "explainability", "accountability",
-                                          "architectural_soundness"}
+        assert set(scores["pillars"]) == pillars
         assert scores["trust_score"] is not None and len(scores["metrics"]) == 22
+    for mode in MODES:
         assert (quick_folder / "figures" / f"exp4_{mode}.png").stat().st_size > 0
+    # extended mode: a companion run made in extended mode, 36 taxonomy metrics + sustainability
+    extended = result["modes"]["extended"]
+    assert set(extended["pillars"]) == pillars | {"sustainability"} and extended["trust_score"] is not None
+    assert result["extended_run"]["run_id"] != result["run_id"]
     # no DP: privacy = (0 + entropy bin 11/12 + 0) / 3 in paper mode, as the paper's 0.31
     assert result["modes"]["paper"]["pillars"]["privacy"] == 0.31
     assert any("SYNTHETIC" in d for d in result["deviations"])
@@ -127,7 +133,7 @@ def test_summary_notebook_writes_results_md(exp4_result, quick_folder, request):
     text = results_md.read_text()
     modes = exp4_result["modes"]
     cells = []
-    for mode in MODES:
+    for mode in COMPARED:
         ours = modes[mode]["trust_score"]
         mark = "✓" if abs(ours - 0.57) <= 0.005 + 1e-9 else "✗"
         cells.append(f"{ours:.3f} | {ours - 0.57:+.3f} {mark}")
@@ -135,6 +141,7 @@ def test_summary_notebook_writes_results_md(exp4_result, quick_folder, request):
     assert row in text
     assert "QUICK RUN" in text and "`fltrust repro trust --quick`" in text and "SYNTHETIC DATA: " in text
     assert "**exp2_trust**" in text
+    assert "## Extended mode" in text and "| exp4 (SYNTHETIC) (QUICK) |" in text
     assert (quick_folder / "figures" / "trust_pillars.png").stat().st_size > 0
 
 

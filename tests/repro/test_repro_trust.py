@@ -248,6 +248,33 @@ def test_run_trust_experiment_scores_every_mode_and_writes_the_result(tmp_path):
     assert again.reports["paper"].trust_score == run.reports["paper"].trust_score
 
 
+def test_extended_mode_comes_from_a_companion_run(tmp_path):
+    # Prepare: a paper-mode result, as committed before extended mode existed
+    run = te.run_trust_experiment("exp4", modes=["paper"], quick=True, out_dir=tmp_path)
+    path = tmp_path / "exp4.json"
+    path.write_text(json.dumps(te.experiment_result(run)))
+
+    # Execute
+    result = te.add_extended_mode(path, out_dir=tmp_path)
+    again = te.run_trust_experiment("exp4", modes=["extended"], quick=True, out_dir=tmp_path)  # reloaded
+
+    # Assert: a replay cannot give extended mode; the companion run is separate and scored with 7 pillars
+    assert "extended" in te.SCORING_MODES and "extended" not in te.COMPARED_MODES
+    with pytest.raises(te.TrustExperimentError, match="cannot be replayed"):
+        te.mode_factsheet(run.record, "extended")
+    assert list(result["modes"]) == ["paper", "extended"]
+    assert result["modes"]["paper"] == json.loads(json.dumps(te.experiment_result(run)))["modes"]["paper"]
+    extended = result["modes"]["extended"]
+    assert set(extended["pillars"]) == set(PILLARS) | {"sustainability"}
+    assert result["extended_run"]["run_id"] != result["run_id"]
+    assert result["extended_run"]["provenance"].get("measured", 0) > 0
+    assert again.extended_record.run_id == result["extended_run"]["run_id"]
+    assert again.reports["extended"].trust_score == pytest.approx(extended["trust_score"])
+    assert "sustainability" not in set(tr.comparison_frame([result])["item"])  # not compared with the paper
+    assert set(tr.comparison_frame([result])["mode"]) == {"paper"}
+    assert tr.extended_frame([result]).iloc[0]["trust_score"] == pytest.approx(extended["trust_score"])
+
+
 # ---------------------------------------------------------------------------------------------
 # RESULTS.md
 # ---------------------------------------------------------------------------------------------
@@ -380,3 +407,85 @@ def test_plot_pillar_comparison_draws_every_experiment(hand_results, reported):
 def test_paper_dir_layout():
     assert (PAPER_DIR / "README.md").is_file() and (PAPER_DIR / "reported.yaml").is_file()
     assert Path(te.CONFIG_DIR).parent == PAPER_DIR
+
+
+# ---------------------------------------------------------------------------------------------
+# Honesty sections of RESULTS.md: match sources, rounds, DP calibration, extended mode, ablation
+# ---------------------------------------------------------------------------------------------
+
+
+def test_match_source_splits_configuration_from_model_dependent_items():
+    for item in ("privacy", "architectural_soundness", "privacy/global_privacy_risk", "robustness/scale",
+                 "fairness/selection_variation", "explainability/model_size"):
+        assert tr.match_source(item) == "configuration", item
+    for item in ("trust_score", "robustness", "fairness", "explainability", "robustness/performance",
+                 "robustness/certified_robustness", "explainability/feature_importance"):
+        assert tr.match_source(item) == "model-dependent", item
+
+
+def test_results_markdown_lists_coincidental_matches(hand_results, reported):
+    # Execute
+    text = tr.results_markdown(hand_results, quick=True, reported=reported)
+
+    # Assert: exp1's paper-mode trust 0.56 matches by coincidence, exp4's federation 0.9247 by configuration
+    assert "| mode | matched | configuration-driven | coincidental (model-dependent) |" in text
+    assert "- paper mode: exp1 trust_score (0.560)" in text
+    assert "exp4 architectural_soundness" not in text.split("Coincidental matches")[1].split("##")[0]
+
+
+def test_heading_states_the_rounds_run():
+    res = {"experiment": "exp3", "title": te.EXPERIMENTS["exp3"].title, "figure": "Fig. 4", "synthetic": False,
+           "quick": False, "settings": {"rounds": 20, "paper_rounds": 50}}
+    assert "20 rounds run (paper: 50)" in tr._experiment_heading(res)
+    res["settings"]["rounds"] = 50
+    assert "40 % per round, 50 rounds, DP" in tr._experiment_heading(res)
+
+
+def test_dp_calibration_numbers():
+    # Prepare: experiment 2's setting
+    res = {"experiment": "exp2", "final_aux_accuracy": 0.01,
+           "settings": {"privacy": "server", "clients_per_round": 30, "num_clients": 50, "rounds": 25, "epsilon": 20.0}}
+
+    # Execute
+    (row,) = tr.dp_calibration([res, {"experiment": "exp1", "settings": {"privacy": "none"}}])
+
+    # Assert: RDP over all rounds (z ~ 1.07) is far below the per-round Gaussian z = c T / eps; NbAFL Thm 1
+    c = math.sqrt(2 * math.log(1.25 / 1e-5))
+    assert row["z_rdp"] == pytest.approx(1.069, abs=0.01)
+    assert row["std_ours"] == pytest.approx(row["z_rdp"] / 30)
+    assert row["z_linear"] == pytest.approx(c * 25 / 20) and row["z_linear"] > 5 * row["z_rdp"]
+    assert row["nbafl_upload"] == pytest.approx(c * 25 * 2 / (tr.FEMNIST_TRAIN_PER_WRITER * 20))
+    assert row["nbafl_mean"] == pytest.approx(row["nbafl_upload"] / math.sqrt(30))
+    assert row["fs_femnist_mean"] < row["std_ours"] / 50 < row["fs_default_mean"]
+    text = "\n".join(tr.dp_markdown([res]))
+    assert "collapse to chance accuracy" in text and "No calibration bug" in text
+
+
+def _ablation() -> dict:
+    run = {"strategy": "fedavg", "num_malicious_nodes": 0, "test_accuracy": 0.999, "attack_success_rate": None,
+           "recovery": None, "retention": None, "trust_score": 0.674,
+           "pillars": {"robustness": 0.571}, "robustness_metrics": {"poisoning_defence": 0.0}}
+    runs = [dict(run, run="clean"), dict(run, run="fedavg", test_accuracy=0.641, retention=0.642),
+            dict(run, run="fedmedian", strategy="fedmedian", test_accuracy=0.975, recovery=0.933, retention=0.976)]
+    return {"experiment": "exp4", "synthetic": True, "attack": {"description": "scale (s = -10)", "num_malicious": 2},
+            "num_clients": 9, "clients_per_round": 6, "rounds": 20, "overrides": {}, "runs": runs,
+            "variants": [{"experiment": "exp4", "synthetic": True, "attack": {"description": "x"}, "num_clients": 9,
+                          "clients_per_round": 7, "rounds": 20, "overrides": {"strategy.fraction_fit": 0.8},
+                          "runs": runs[:2]}]}
+
+
+def test_ablation_markdown_and_figure(tmp_path, hand_results, reported):
+    # Execute
+    text = tr.results_markdown(hand_results, quick=True, reported=reported, ablation=_ablation())
+    from fltrust.viz.trust import plot_attack_ablation
+
+    fig, ax = plot_attack_ablation(_ablation())
+    path = tmp_path / "ablation.png"
+    fig.savefig(path)
+    assert "SYNTHETIC" in ax.get_title() and len(ax.patches) == 3 * len(_ablation()["runs"])
+
+    # Assert: labelled SYNTHETIC, one row per run, the variant as a sub-section, a figure
+    assert "## Attack ablation: exp4, scale (s = -10)" in text and "[SYNTHETIC data]" in text
+    assert "| fedmedian | fedmedian | – | 0.975 | – | 0.933 | 0.976 | 0.000 | – | 0.571 | 0.674 |" in text
+    assert "### Variant: 7 of 9 clients per round" in text
+    assert path.stat().st_size > 0

@@ -98,3 +98,17 @@ def test_membership_inference_of_an_untrained_model_is_near_guessing():
     result = membership_inference(model, x[:200], y[:200], x[200:], y[200:], num_samples=200, seed=0, use_art=False)
     assert result.risk < 0.2
     assert result.rule_based_advantage is None
+
+
+def test_art_cross_check_when_the_sample_lacks_some_classes():
+    # Prepare: 5 classes, but the labels of the sample use only classes 0 and 4 (ART used to one-hot them
+    # with len(unique) = 2 columns and fail with an IndexError)
+    torch.manual_seed(2)
+    model = nn.Linear(6, 5)
+    x = torch.randn(40, 6)
+    y = torch.where(torch.rand(40) < 0.5, 0, 4)
+    # Execute
+    art = membership_inference(model, x[:20], y[:20], x[20:], y[20:], num_samples=20, seed=0, nb_classes=5)
+    ours = membership_inference(model, x[:20], y[:20], x[20:], y[20:], num_samples=20, seed=0, nb_classes=None)
+    # Assert: ART's rule ("member iff correctly classified") equals ours
+    assert art.rule_based_advantage == pytest.approx(ours.rule_based_advantage)
