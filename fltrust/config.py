@@ -876,6 +876,33 @@ class ExperimentConfig:
         return _build(cls, data or {}, "")
 
     @classmethod
+    def tiny(cls, **sections: dict[str, Any]) -> "ExperimentConfig":
+        """A seconds-long experiment for tests, docs and trying things out: synthetic NSL-KDD
+        (600 rows), 6 iid clients, 3 per round, 3 rounds of 1 local epoch, on the CPU.
+
+        ``sections`` update the matching sections key by key (nested dicts merge), e.g.
+        ``ExperimentConfig.tiny(strategy={"name": "ditto"}, metrics={"fairness": {"enabled": True}})``.
+        """
+        data: dict[str, Any] = {
+            "data": {"name": "synthetic_nsl_kdd", "synthetic_samples": 600},
+            "partition": {"num_clients": 6, "scheme": "iid"},
+            "model": {"name": "nsl_kdd_mlp"},
+            "strategy": {"name": "fedavg", "clients_per_round": 3},
+            "training": {"rounds": 3, "local_epochs": 1, "batch_size": 32},
+            "run": {"name": "tiny", "progress": False, "torch_threads": 1, "device": "cpu"},
+        }
+
+        def merge(into: dict[str, Any], new: dict[str, Any]) -> None:
+            for key, value in new.items():
+                if isinstance(value, dict) and isinstance(into.get(key), dict):
+                    merge(into[key], value)
+                else:
+                    into[key] = value
+
+        merge(data, sections)
+        return cls.from_dict(data)
+
+    @classmethod
     def from_yaml(cls, path: str | Path, overrides: dict[str, Any] | None = None) -> "ExperimentConfig":
         """Load a YAML file and apply dotted-path overrides."""
         return load_config(path, overrides)

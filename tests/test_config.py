@@ -152,3 +152,10 @@ def test_model_probe_keeps_the_global_random_state():
     torch.manual_seed(0)
     ExperimentConfig.from_dict({"data": {"name": "synthetic_femnist"}, "model": {"name": "convnet2"}})
     assert torch.equal(torch.rand(3), expected)
+
+
+def test_tiny_config_merges_sections_key_by_key():
+    cfg = ExperimentConfig.tiny(strategy={"name": "ditto"}, metrics={"fairness": {"enabled": True}})
+    assert (cfg.strategy.name, cfg.strategy.clients_per_round) == ("ditto", 3)
+    assert cfg.metrics.fairness.enabled and not cfg.metrics.trust.enabled
+    assert (cfg.data.name, cfg.partition.num_clients, cfg.training.rounds) == ("synthetic_nsl_kdd", 6, 3)

@@ -20,16 +20,11 @@ REPO = Path(__file__).resolve().parents[1]
 
 
 def tiny(**sections) -> ExperimentConfig:
-    data = {
-        "data": {"name": "synthetic_nsl_kdd", "synthetic_samples": 300},
-        "partition": {"num_clients": 4, "aux_max_samples": 60},
-        "strategy": {"name": "fedavg", "clients_per_round": 2},
-        "training": {"rounds": 2, "local_epochs": 1},
-        "run": {"name": "t", "progress": False, "device": "cpu"},
-    }
+    base = {"data": {"synthetic_samples": 300}, "partition": {"num_clients": 4, "aux_max_samples": 60},
+            "strategy": {"clients_per_round": 2}, "training": {"rounds": 2}, "run": {"name": "t"}}
     for key, value in sections.items():
-        data.setdefault(key, {}).update(value)
-    return ExperimentConfig.from_dict(data)
+        base.setdefault(key, {}).update(value)
+    return ExperimentConfig.tiny(**base)
 
 
 def test_a_held_run_folder_gives_one_line_naming_the_holder(tmp_path):

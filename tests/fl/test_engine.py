@@ -14,17 +14,10 @@ from fltrust.runs import load_run
 
 
 def tiny(**sections) -> ExperimentConfig:
-    base = {
-        "data": {"name": "synthetic_nsl_kdd", "synthetic_samples": 600},
-        "partition": {"num_clients": 6, "scheme": "iid"},
-        "model": {"name": "nsl_kdd_mlp"},
-        "strategy": {"name": "fedavg", "clients_per_round": 3},
-        "training": {"rounds": 3, "local_epochs": 1, "batch_size": 32},
-        "run": {"name": "t", "progress": False},
-    }
+    base = {"run": {"name": "t", "torch_threads": None, "device": "auto"}}
     for key, value in sections.items():
         base.setdefault(key, {}).update(value)
-    return ExperimentConfig.from_dict(base)
+    return ExperimentConfig.tiny(**base)
 
 
 class Recorder(BaseObserver):
