@@ -217,7 +217,8 @@ _ALL_TEN = list(range(10))
 _AUTHORS_ATTRIBUTES: dict[str, Any] = {
     "cifar10": _ALL_TEN,  # "all classes"
     "femnist": _ALL_TEN,  # "digits" 0-9 of 62 classes
-    "nsl_kdd": {"fedavg": [1], "ditto": [0], "qfedavg": _ALL_TEN, "fedmedian": [1], "fedprox": [1]},
+    "nsl_kdd": {"fedavg": [1], "ditto": [0], "qfedavg": _ALL_TEN, "fedmedian": [1], "fedprox": [1],
+                "krum": [1], "multikrum": [1], "trimmedmean": [1], "bulyan": [1]},
 }
 
 
@@ -226,7 +227,8 @@ def default_sensitive_attributes(dataset_name: str, strategy_name: str) -> list[
 
     CIFAR-10 and FEMNIST: ``[0..9]`` (all classes / the digits). NSL-KDD: FedAvg ``[1]``, Ditto
     ``[0]``, q-FedAvg ``[0..9]`` (a copy-paste bug of the authors' scripts, kept for
-    faithfulness); FedMedian and FedProx, which the paper did not run, use FedAvg's ``[1]``.
+    faithfulness); FedMedian, FedProx and the robust rules (Krum, Multi-Krum, trimmed mean,
+    Bulyan), which the paper did not run, use FedAvg's ``[1]``.
     ``synthetic_*`` datasets use the list of the dataset they stand in for.
 
     Raises

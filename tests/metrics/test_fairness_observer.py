@@ -278,3 +278,10 @@ def test_run_end_reports_settings_and_final_shapley():
     assert summary["settings"]["shapley_include_empty"] is True
     assert summary["sensitive_attributes"] == [1]
     assert summary["cumulative_shapley"] == outputs[-1]["cumulative_shapley"]
+
+
+def test_robust_aggregators_get_fedavgs_default_attributes_on_nsl_kdd():
+    from fltrust.metrics.fairness import default_sensitive_attributes
+
+    for strategy in ("krum", "multikrum", "trimmedmean", "bulyan", "fedmedian"):
+        assert default_sensitive_attributes("synthetic_nsl_kdd", strategy) == [1]
