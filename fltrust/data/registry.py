@@ -327,10 +327,17 @@ def _load_verified(cfg: DataConfig, folder: Path, seed: int) -> DatasetBundle:
     return _verify_checksums(cfg.name, folder, bundle)
 
 
-def _synthetic(name: str, cfg: DataConfig, seed: int) -> DatasetBundle:
+FALLBACK_FEMNIST_WRITERS = 110
+"""Writers of the FEMNIST stand-in when it replaces missing real data: as many as the local LEAF
+subset has, so the experiments with 50 and 100 natural clients still run."""
+
+
+def _synthetic(name: str, cfg: DataConfig, seed: int, *, fallback: bool = False) -> DatasetBundle:
     kwargs: dict[str, Any] = {"seed": seed}
     if name == "synthetic_n_baiot":
         kwargs["balance"] = cfg.balance
+    if name == "synthetic_femnist" and fallback:
+        kwargs["num_writers"] = FALLBACK_FEMNIST_WRITERS
     bundle = GENERATORS[name](cfg.synthetic_samples, **kwargs)
     if name == "synthetic_nsl_kdd":
         options = {"onehot_order": cfg.onehot_order, "scaling": cfg.scaling}
@@ -388,7 +395,7 @@ def load_dataset(cfg: DataConfig, *, seed: int = 0) -> DatasetBundle:
                 SyntheticFallbackWarning,
                 stacklevel=2,
             )
-            bundle = _synthetic(stand_in, cfg, seed)
+            bundle = _synthetic(stand_in, cfg, seed, fallback=True)
             bundle = dataclasses.replace(
                 bundle, source={**bundle.source, "requested": cfg.name, "fallback_reason": str(exc)}
             )

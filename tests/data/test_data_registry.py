@@ -169,3 +169,12 @@ def test_dataset_info_on_the_real_root(mk):
     assert all(f["known"] for f in kdd["files"] if f["path"].endswith(".txt"))
     if info["femnist"]["found"]:
         assert info["femnist"]["natural_clients"] == 110
+
+
+def test_femnist_stand_in_has_as_many_writers_as_the_local_subset(tmp_path):
+    # trust experiments 2-3 need 50 and 100 natural clients, also on a bare clone
+    from fltrust.data.registry import FALLBACK_FEMNIST_WRITERS
+
+    with pytest.warns(UserWarning, match="SYNTHETIC"):
+        bundle = load_dataset(DataConfig(name="femnist", root=str(tmp_path), allow_synthetic_fallback=True))
+    assert bundle.synthetic and len(bundle.group_names) == FALLBACK_FEMNIST_WRITERS == 110
