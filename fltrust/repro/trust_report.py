@@ -569,6 +569,7 @@ def results_markdown(
     tol = float(reported["tolerance"]["absolute"])
     quick = quick or any(r["quick"] for r in results)
     synthetic = [r["experiment"] for r in results if r["synthetic"]]
+    stand_ins = sorted({str(r.get("dataset", "")).removeprefix("synthetic_") for r in results if r["synthetic"]})
     modes = _modes(results)
     command = REGENERATE + (" --quick" if quick else "")
     comparison = comparison_frame(results, reported)
@@ -591,9 +592,10 @@ def results_markdown(
         ]
     if synthetic:
         out += [
-            "> **⚠ SYNTHETIC DATA: " + ", ".join(synthetic) + " ran on the synthetic N-BaIoT stand-in "
-            "(the real archive is not on this machine); their model-dependent metrics say nothing about real "
-            "IoT traffic.**",
+            "> **⚠ SYNTHETIC DATA: " + ", ".join(synthetic) + " ran on the synthetic stand-in of "
+            + " and ".join(d for d in stand_ins if d)
+            + " (the real files are not on this machine); their model-dependent metrics say nothing about "
+            "the real data.**",
             "",
         ]
     out += [
