@@ -309,7 +309,7 @@ def report_html(
 
     Raises
     ------
-    fltrust.repro.batch.ResultsError
+    fltrust.repro.results.ResultsError
         A result file is unreadable or incomplete (the message names it).
     """
     p = _paper(paper)

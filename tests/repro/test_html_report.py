@@ -17,6 +17,7 @@ import pytest
 
 from fltrust import cli
 from fltrust.repro import batch, html_report
+from fltrust.repro.results import ResultsError
 from fltrust.repro.html_report import markdown_to_html, write_report
 
 REPO = Path(__file__).resolve().parents[2]
@@ -162,7 +163,7 @@ def test_cli_report_all_needs_a_paper_for_a_batch_folder(tmp_path, capsys):
 def test_a_broken_result_file_is_named(tmp_path):
     (tmp_path / "results").mkdir()
     (tmp_path / "results" / "exp1.json").write_text(json.dumps({"experiment": "exp1"}))
-    with pytest.raises(batch.ResultsError, match="exp1.json"):
+    with pytest.raises(ResultsError, match="exp1.json"):
         write_report("trust", batch_dir=tmp_path)
     assert not (tmp_path / "report.html").exists()
 
