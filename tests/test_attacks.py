@@ -19,6 +19,7 @@ from fltrust.attacks import (
     malicious_clients,
     poison_update,
 )
+from fltrust.core.observers import BaseObserver
 from fltrust.config import AttackConfig, ConfigError, ExperimentConfig
 from fltrust.experiment import defence_comparison
 from fltrust.federation import prepare_federation
@@ -146,7 +147,7 @@ def test_attack_success_rate_by_hand():
 
 
 # -- the in-process engine --------------------------------------------------------------------------
-class Capture:
+class Capture(BaseObserver):
     """Observer that keeps each round's transient models."""
 
     name = "capture"
@@ -154,21 +155,9 @@ class Capture:
     def __init__(self) -> None:
         self.rounds = []
 
-    def on_run_start(self, info):
-        return None
-
     def on_round_end(self, record):
         self.rounds.append((record.round, record.client_ids.copy(), record.global_params_before, record.client_params,
                             dict(record.client_metrics), dict(record.server_metrics)))
-        return None
-
-    def on_run_end(self, summary):
-        return None
-
-    def state_dict(self):
-        return {}
-
-    def load_state_dict(self, state):
         return None
 
 

@@ -21,33 +21,22 @@ import numpy as np
 import pytest
 
 from conftest import tiny_config
+from fltrust.core.observers import BaseObserver
 from fltrust.config import ConfigError
 from fltrust.experiment import run_experiment
 from fltrust.fl.aggregation import weighted_average
 
 
-class Capture:
+class Capture(BaseObserver):
     name = "capture"
 
     def __init__(self):
         self.rounds = []
 
-    def on_run_start(self, info):
-        return None
-
     def on_round_end(self, record):
         if record.round > 0:
             self.rounds.append((record.round, record.client_ids.copy(), record.global_params_before,
                                 record.global_params_after, dict(record.server_metrics), record.client_params))
-
-    def on_run_end(self, summary):
-        return None
-
-    def state_dict(self):
-        return {}
-
-    def load_state_dict(self, state):
-        return None
 
 
 SECAGG = dict(privacy={"secure_aggregation": "secagg+"}, strategy={"clients_per_round": 4},
