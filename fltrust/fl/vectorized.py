@@ -194,28 +194,42 @@ class StackedOptimizer:
         self.exp_avg_sq = zeros() if kind == "adam" else None
         self.buf = zeros() if kind == "sgd" and self.momentum != 0 else None
 
-    @torch.no_grad()
-    def step(self, params: torch.Tensor, grad: torch.Tensor, ka: int) -> None:
-        """One update of rows ``[:ka]``; ``params`` and ``grad`` are ``(ka, N)`` (grad is consumed)."""
-        self.steps += 1
+    def _update_moments(self, params: torch.Tensor, grad: torch.Tensor, ka: int,
+                        first: bool) -> tuple[torch.Tensor, torch.Tensor] | None:
+        """The part of a step shared by :meth:`step` and :meth:`step_capturable`.
+
+        Plain SGD and SGD with momentum are applied here in full (returns None); for Adam the
+        moments of rows ``[:ka]`` are updated and returned, and the caller applies the bias-corrected
+        step (a Python float eagerly, a device tensor under CUDA-graph capture).
+        """
         if self.kind == "plain":
             params.add_(grad, alpha=-self.lr)
-            return
+            return None
         if self.weight_decay != 0:
             grad = grad.add(params, alpha=self.weight_decay)
         if self.kind == "sgd":
             if self.buf is not None:
                 buf = self.buf[:ka]
-                if self.steps == 1:
+                if first:
                     buf.copy_(grad)
                 else:
                     buf.mul_(self.momentum).add_(grad)
                 grad = buf
             params.add_(grad, alpha=-self.lr)
-            return
+            return None
         m, v = self.exp_avg[:ka], self.exp_avg_sq[:ka]
         m.lerp_(grad, 1 - self.beta1)
         v.mul_(self.beta2).addcmul_(grad, grad, value=1 - self.beta2)
+        return m, v
+
+    @torch.no_grad()
+    def step(self, params: torch.Tensor, grad: torch.Tensor, ka: int) -> None:
+        """One update of rows ``[:ka]``; ``params`` and ``grad`` are ``(ka, N)`` (grad is consumed)."""
+        self.steps += 1
+        moments = self._update_moments(params, grad, ka, first=self.steps == 1)
+        if moments is None:
+            return
+        m, v = moments
         step = float(self.steps)
         bias_correction1 = 1 - self.beta1**step
         bias_correction2 = 1 - self.beta2**step
@@ -226,22 +240,12 @@ class StackedOptimizer:
 
     @torch.no_grad()
     def step_capturable(self, params: torch.Tensor, grad: torch.Tensor, ka: int, step_t: torch.Tensor) -> None:
-        """:meth:`step` with the step count as a device tensor (CUDA-graph capture)."""
-        if self.kind == "plain":
-            params.add_(grad, alpha=-self.lr)
+        """:meth:`step` with the step count as a device tensor (CUDA-graph capture; the first step,
+        which initialises the momentum buffer, runs eagerly)."""
+        moments = self._update_moments(params, grad, ka, first=False)
+        if moments is None:
             return
-        if self.weight_decay != 0:
-            grad = grad.add(params, alpha=self.weight_decay)
-        if self.kind == "sgd":
-            if self.buf is not None:  # not the first step (that one runs eagerly)
-                buf = self.buf[:ka]
-                buf.mul_(self.momentum).add_(grad)
-                grad = buf
-            params.add_(grad, alpha=-self.lr)
-            return
-        m, v = self.exp_avg[:ka], self.exp_avg_sq[:ka]
-        m.lerp_(grad, 1 - self.beta1)
-        v.mul_(self.beta2).addcmul_(grad, grad, value=1 - self.beta2)
+        m, v = moments
         bias_correction1 = 1 - torch.pow(self.beta1, step_t)
         bias_correction2 = 1 - torch.pow(self.beta2, step_t)
         step_size = self.lr / bias_correction1
