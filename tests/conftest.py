@@ -7,7 +7,8 @@ Tests never read files outside the repository, except the real datasets of the `
 - the data root is ``$FLTRUST_DATA``, else ``../shared/datasets`` when it exists (``$FLTRUST_SHARED``
   moves ``../shared``), else ``./data`` -- the same rule as the Makefile (fixture ``data_root``).
 
-Real-data tests (marker ``realdata``) skip when their files are missing, except on CI (``CI=true``):
+Real-data tests (marker ``realdata``) are deselected, with one summary line, when the data root holds
+no real dataset at all (a bare clone), and skip when only some files are missing, except on CI (``CI=true``):
 there a missing data root or data file FAILS the test, so that a CI machine without the data cannot
 pass silently. Deselect them explicitly with ``-m "not realdata"`` if that is what you want.
 """
@@ -55,6 +56,38 @@ def data_root() -> Path:
     if not root.is_dir():
         missing_real_data(f"data root {root} not found")
     return root
+
+
+REAL_DATASETS = ("cifar10", "femnist", "nsl_kdd", "n_baiot")
+
+
+def _no_real_data() -> Path | None:
+    """The data root when it holds none of the real datasets (a bare clone), else None."""
+    root = Path(os.environ.get("FLTRUST_DATA", REPO / "data"))
+    return None if any((root / name).is_dir() for name in REAL_DATASETS) else root
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Without any real dataset (and not on CI), the ``realdata`` tests are deselected, and said so.
+
+    They are not skipped one by one: a bare clone has nothing for them to read. With ``CI=true`` they
+    stay selected and fail; with some datasets present, the missing ones skip individually.
+    """
+    root = _no_real_data()
+    if CI or root is None:
+        return
+    real = [item for item in items if item.get_closest_marker("realdata")]
+    if real:
+        config.hook.pytest_deselected(items=real)
+        items[:] = [item for item in items if not item.get_closest_marker("realdata")]
+        config._fltrust_no_data = (len(real), root)  # reported in the terminal summary
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Config) -> None:
+    info = getattr(config, "_fltrust_no_data", None)
+    if info:
+        terminalreporter.write_line(f"{info[0]} realdata tests deselected: no real dataset under {info[1]} "
+                                    "(set FLTRUST_DATA to run them)")
 
 
 @pytest.hookimpl(hookwrapper=True)
