@@ -66,6 +66,9 @@ def _fraction(section: str, name: str, value: Any, *, allow_zero: bool = False) 
         raise ConfigError(f"{section}.{name}={value!r} must lie in {'[0' if allow_zero else '(0'}, 1]")
 
 
+AUX_SOURCES = ("test", "client_pool")
+"""Where the server's auxiliary set D is drawn from (``partition.aux_source``)."""
+
 DATASETS = (
     "cifar10",
     "femnist",
@@ -156,6 +159,12 @@ class PartitionConfig:
         Share of the test split used as the server's auxiliary set D (seeded draw).
     aux_max_samples : int or None
         Cap on |D|.
+    aux_source : {"test", "client_pool"}
+        Where D is drawn from. ``"test"`` (default): the test split, disjoint from every client's
+        data (fairness spec 9). ``"client_pool"``: the clients' own data (training and
+        validation rows of all clients; ``aux_fraction`` is then a share of that pool), the
+        overlap of the authors' FEMNIST iid builder (fairness spec 6.6: ~60 % of client samples
+        also lie in D). A switch for experiments on that leakage; no Table 3 config uses it.
     seed : int or None
         Partition seed; ``None`` = ``run.seed``.
     """
@@ -168,10 +177,12 @@ class PartitionConfig:
     val_fraction: float = 0.1
     aux_fraction: float = 1.0
     aux_max_samples: int | None = None
+    aux_source: str = "test"
     seed: int | None = None
 
     def __post_init__(self) -> None:
         _positive("partition", "num_clients", self.num_clients)
+        _choice("partition", "aux_source", self.aux_source, AUX_SOURCES)
         _choice("partition", "scheme", self.scheme, ("iid", "dirichlet", "natural"))
         _positive("partition", "alpha", self.alpha)
         _positive("partition", "min_partition_size", self.min_partition_size, allow_zero=True)

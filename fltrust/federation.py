@@ -70,11 +70,14 @@ def prepare_federation(cfg: ExperimentConfig, device: torch.device) -> Federatio
     splits = build_client_splits(bundle.train.y, bundle.train.groups, cfg.partition, seed,
                                  num_classes=bundle.num_classes, n_test=len(bundle.test))
     aux = splits.aux
+    aux_split = bundle.train if cfg.partition.aux_source == "client_pool" else bundle.test
     train_columns = val_columns = None
-    x_aux_np = bundle.test.x[aux]
+    x_aux_np = aux_split.x[aux]
     if cfg.data.onehot_order != "global":
         if cfg.data.name != "nsl_kdd":
             raise ValueError(f"data.onehot_order={cfg.data.onehot_order!r} only applies to data.name='nsl_kdd'")
+        if aux_split is not bundle.test:
+            raise ValueError("partition.aux_source='client_pool' needs data.onehot_order='global'")
         train_columns, val_columns, aux_columns = onehot_layouts(
             cfg.data.onehot_order, bundle.train, bundle.test, splits.train, splits.val, aux)
         x_aux_np = x_aux_np[:, aux_columns]
@@ -89,7 +92,7 @@ def prepare_federation(cfg: ExperimentConfig, device: torch.device) -> Federatio
         train_index=[to(np.asarray(i, dtype=np.int64)) for i in splits.train],
         val_index=[to(np.asarray(i, dtype=np.int64)) for i in splits.val],
         x_aux=to(x_aux_np),
-        y_aux=to(bundle.test.y[aux]),
+        y_aux=to(aux_split.y[aux]),
         x_test=to(bundle.test.x),
         y_test=to(bundle.test.y),
         class_counts=splits.class_counts,

@@ -50,3 +50,17 @@ def test_client_sampling_is_seeded_and_sorted():
     assert a.tolist() == sorted(a.tolist()) and len(set(a.tolist())) == 5
     np.testing.assert_array_equal(a, sample_clients(0, 3, 100, 5))
     assert not np.array_equal(a, sample_clients(0, 4, 100, 5))
+
+
+def test_aux_from_the_client_pool_holds_client_rows():
+    import torch
+
+    from fltrust.config import ExperimentConfig
+    from fltrust.federation import prepare_federation
+
+    cfg = ExperimentConfig.tiny(partition={"aux_source": "client_pool", "aux_max_samples": 40})
+    fed = prepare_federation(cfg, torch.device("cpu"))
+    pool = torch.cat(fed.train_index + fed.val_index)
+    rows = {tuple(r.tolist()) for r in fed.x_train[pool]}
+    assert len(fed.y_aux) == 40 and fed.partition["aux_source"] == "client_pool"
+    assert all(tuple(r.tolist()) in rows for r in fed.x_aux)

@@ -4,8 +4,9 @@
 and the training labels into what the FL engine needs: per-client training and validation
 indices (into the *training* split) and the per-client label counts. The server's auxiliary set
 D is drawn from the *test* split (:func:`select_aux`), so it never shares a sample with any
-client (fairness spec 9, recommendation "FEMNIST aux set disjoint from client data"); the
-authors' FEMNIST-iid overlap of D and the clients (fairness spec 6.6) is not reproduced.
+client (fairness spec 9, recommendation "FEMNIST aux set disjoint from client data"). The
+authors' FEMNIST-iid overlap of D and the clients (fairness spec 6.6) is available as the
+experiment switch ``partition.aux_source: client_pool`` (D drawn from the clients' own rows).
 
 Seeds
 -----
@@ -218,8 +219,11 @@ class ClientSplits:
     client_groups : np.ndarray or None
         Natural group id of each client (natural scheme only).
     aux : np.ndarray or None
-        Sorted int64 indices into the *test* split forming the aux set D (``None`` when
-        ``n_test`` was not given to :func:`build_client_splits`).
+        Sorted int64 indices forming the aux set D (``None`` when ``n_test`` was not given to
+        :func:`build_client_splits`): into the *test* split, or into the *training* split when
+        ``aux_source == "client_pool"``.
+    aux_source : str
+        ``partition.aux_source``.
     """
 
     scheme: str
@@ -230,6 +234,7 @@ class ClientSplits:
     val_class_counts: np.ndarray
     client_groups: np.ndarray | None = None
     aux: np.ndarray | None = None
+    aux_source: str = "test"
 
     @property
     def num_clients(self) -> int:
@@ -251,6 +256,7 @@ class ClientSplits:
             "class_counts": self.class_counts.tolist(),
             "natural_groups": None if self.client_groups is None else self.client_groups.tolist(),
             "aux_samples": None if self.aux is None else len(self.aux),
+            "aux_source": self.aux_source,
         }
 
 
@@ -268,7 +274,9 @@ def build_client_splits(
     Steps: :func:`make_partitioner` → ``partition(y, groups)`` → :func:`train_val_split` of every
     client with ``cfg.val_fraction`` → :func:`class_counts`; when ``n_test`` is given, also
     :func:`select_aux` with ``cfg.aux_fraction`` / ``cfg.aux_max_samples``. The aux set comes
-    from the test split, so it is disjoint from all client data (see the module docstring).
+    from the test split, so it is disjoint from all client data (see the module docstring), unless
+    ``cfg.aux_source == "client_pool"``: then it is drawn from the clients' pooled training and
+    validation rows (indices into the training split).
 
     Parameters
     ----------
@@ -305,7 +313,11 @@ def build_client_splits(
     aux = None
     if n_test is not None:
         aux_rng = np.random.default_rng([partition_seed, AUX_STREAM])
-        aux = select_aux(n_test, cfg.aux_fraction, cfg.aux_max_samples, aux_rng)
+        if cfg.aux_source == "client_pool":  # the authors' FEMNIST-iid overlap (fairness spec 6.6)
+            pool = np.sort(np.concatenate(train + val)).astype(np.int64)
+            aux = pool[select_aux(len(pool), cfg.aux_fraction, cfg.aux_max_samples, aux_rng)]
+        else:
+            aux = select_aux(n_test, cfg.aux_fraction, cfg.aux_max_samples, aux_rng)
     return ClientSplits(
         scheme=cfg.scheme,
         seed=partition_seed,
@@ -315,4 +327,5 @@ def build_client_splits(
         val_class_counts=class_counts(y, val, k),
         client_groups=getattr(partitioner, "selected_groups_", None),
         aux=aux,
+        aux_source=cfg.aux_source,
     )

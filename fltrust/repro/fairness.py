@@ -225,6 +225,28 @@ def per_client_data(records: Sequence[RunRecord], *, digits: int = SIGNIFICANT_D
     return {"digits": digits, "fields": dict(PER_CLIENT_FIELDS), "repeats": repeats}
 
 
+def data_scale(record: RunRecord) -> dict[str, Any]:
+    """The data a run actually used, from its ``dataset.json``: source sizes, clients, and the
+    median / min / max training and validation samples per client and the aux set size.
+    Empty for a run folder written before ``dataset.json`` existed."""
+    dataset, partition = record.dataset.get("dataset", {}), record.dataset.get("partition", {})
+    if not partition:
+        return {}
+
+    def spread(values: list[int]) -> dict[str, int]:
+        v = sorted(int(x) for x in values)
+        return {"median": v[len(v) // 2], "min": v[0], "max": v[-1]} if v else {}
+
+    return {
+        "source_train_samples": dataset.get("train_samples"),
+        "source_test_samples": dataset.get("test_samples"),
+        "num_clients": partition.get("num_clients"),
+        "train_per_client": spread(partition.get("train_samples", [])),
+        "val_per_client": spread(partition.get("val_samples", [])),
+        "aux_samples": partition.get("aux_samples"),
+    }
+
+
 def condition_result(name: str, records: Sequence[RunRecord], *, quick: bool) -> dict[str, Any]:
     """The JSON result a condition notebook writes (read by the summary notebook).
 
@@ -252,6 +274,7 @@ def condition_result(name: str, records: Sequence[RunRecord], *, quick: bool) ->
         "num_clients": cfg["partition"]["num_clients"],
         "synthetic": any(r.summary.get("synthetic") for r in records),
         "deviations": cfg["run"]["deviations"],
+        "scale": data_scale(records[0]),
         "seconds_per_run": [r.summary.get("wall_time_s") for r in records],
         "run_ids": [r.run_id for r in records],
         "table3": window_means(frame, first, last, skip_nan=mode == "corrected"),

@@ -70,10 +70,9 @@ DATASETS: dict[str, DatasetSetup] = {
             "cifar10_10c", "CIFAR-10 cross-silo (10C)", "cifar10", "cifar_cnn", 10, 0.5, 10,
             "dirichlet", 0.5, 0.1, 0.1, 1.0, q=0.2, ditto_lambda=0.8, ditto_lr=0.01,
             local_aux_max_samples=2000,
-            local_max_train_samples=6000,
             local_notes=(
-                "CPU scale: 6,000 of the CIFAR-10 subset's 19,981 training images (seeded draw), ~600 per client "
-                "instead of 5,000 (one 30-round run of 10 local epochs then takes minutes, not hours, on 2 cores)",
+                "CIFAR-10 subset (19,981 train images) instead of 50,000: ~1,800 training + 200 validation images "
+                "per client instead of 4,500 + 500",
                 "server aux set = 2,000 of the subset's 6,685 held-out images (CPU budget for the 31 coalition "
                 "evaluations per round) instead of the official 10,000-image test batch",
             ),

@@ -304,6 +304,29 @@ def misses_markdown(
     return out
 
 
+def data_scale_markdown(results: Sequence[dict[str, Any]]) -> list[str]:
+    """One row per condition result: the data its first repeat actually used (``scale`` of
+    :func:`fltrust.repro.fairness.data_scale`); results written before it existed say so."""
+    rows = []
+    for res in sorted(results, key=lambda r: (r["mode"], r["condition"])):
+        sc = res.get("scale") or {}
+
+        def spread(key: str) -> str:
+            v = sc.get(key) or {}
+            return f"{v['median']} ({v['min']}-{v['max']})" if v else "n/a"
+
+        rows.append([res["condition"], res["mode"],
+                     f"{sc['source_train_samples']:,} / {sc['source_test_samples']:,}" if sc else "n/a",
+                     str(sc.get("num_clients", "n/a")), spread("train_per_client"), spread("val_per_client"),
+                     f"{sc['aux_samples']:,}" if sc.get("aux_samples") is not None else "n/a"])
+    if not rows:
+        return ["No condition has run yet."]
+    return markdown_table(
+        ["condition", "mode", "source train / test", "clients", "train / client: median (min-max)",
+         "validation / client", "aux set"], rows,
+    ) + ["", "n/a = a result written before the scale was recorded (rerun the condition to fill it)."]
+
+
 def results_markdown(
     table: pd.DataFrame,
     results: Sequence[dict[str, Any]],
@@ -482,6 +505,8 @@ def results_markdown(
         out += [f"- {text} ({', '.join(sorted(names))})" for text, names in deviations.items()]
     elif not results:
         out += ["None recorded in the results."]
+    out += ["", "## Data scale", ""]
+    out += data_scale_markdown(results)
     out += ["", "## Not run", ""]
     for mode in modes:
         missing = missing_conditions(results, mode)

@@ -183,6 +183,31 @@ def test_build_client_splits_is_deterministic_and_seed_dependent() -> None:
     assert not all(np.array_equal(s, t) for s, t in zip(a.train, c.train))
 
 
+def test_aux_from_the_client_pool_overlaps_the_clients_and_skips_unselected_rows() -> None:
+    # Prepare: natural split of 4 groups x 10 rows, 2 clients chosen: 20 rows in the client pool
+    groups = np.repeat([1, 2, 3, 4], 10)
+    y = np.tile([0, 1], 20)
+    cfg = PartitionConfig(num_clients=2, scheme="natural", val_fraction=0.1, aux_fraction=0.5,
+                          aux_source="client_pool")
+    # Execute
+    splits = build_client_splits(y, groups, cfg, seed=0, n_test=7)
+    # Assert: |D| = ceil(0.5 x 20) = 10 distinct rows, all of them rows of the two clients
+    pool = set(np.concatenate(splits.train + splits.val).tolist())
+    assert len(pool) == 20 and len(splits.aux) == 10 == len(set(splits.aux.tolist()))
+    assert set(splits.aux.tolist()) <= pool
+    assert splits.summary()["aux_source"] == "client_pool"
+    # the default draws from the test split instead: indices below n_test
+    default = build_client_splits(y, groups, PartitionConfig(num_clients=2, scheme="natural"), seed=0, n_test=7)
+    assert default.aux.tolist() == list(range(7)) and default.summary()["aux_source"] == "test"
+
+
+def test_aux_source_is_validated() -> None:
+    from fltrust.config import ConfigError
+
+    with pytest.raises(ConfigError, match="partition.aux_source"):
+        PartitionConfig(aux_source="train")
+
+
 def test_build_client_splits_natural_records_groups_and_num_classes() -> None:
     # Prepare: 4 devices, 3 chosen; 3 classes declared although only labels 0 and 1 occur
     groups = np.repeat([101, 102, 103, 104], 10)

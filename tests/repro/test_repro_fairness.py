@@ -453,3 +453,48 @@ def test_rewrite_result_names_missing_run_folders(tmp_path):
     (tmp_path / "fedavg_nslkdd_100c_iid.json").write_text(json.dumps(old))
     with pytest.raises(FileNotFoundError, match="can only be rerun"):
         rewrite_result("fedavg_nslkdd_100c_iid", results_dir=tmp_path, runs_dir=tmp_path / "runs")
+
+
+def test_data_scale_reads_the_partition_sizes_of_dataset_json(tmp_path):
+    # Prepare: a run folder with a hand-written dataset.json (3 clients)
+    from fltrust.repro.fairness import data_scale
+    from fltrust.runs import load_run
+
+    name = "fedavg_nslkdd_100c_iid"
+    run_id = _fake_run(tmp_path, name, 0)
+    (tmp_path / run_id / "dataset.json").write_text(json.dumps({
+        "dataset": {"name": "nsl_kdd", "train_samples": 1000, "test_samples": 300},
+        "partition": {"num_clients": 3, "train_samples": [40, 10, 25], "val_samples": [5, 2, 3],
+                      "aux_samples": 120},
+    }))
+
+    # Execute
+    scale = data_scale(load_run(tmp_path / run_id))
+
+    # Assert: the median is the middle of the sorted sizes; min and max as given
+    assert scale == {
+        "source_train_samples": 1000, "source_test_samples": 300, "num_clients": 3,
+        "train_per_client": {"median": 25, "min": 10, "max": 40},
+        "val_per_client": {"median": 3, "min": 2, "max": 5}, "aux_samples": 120,
+    }
+    # a folder written before dataset.json existed: no scale
+    (tmp_path / run_id / "dataset.json").unlink()
+    assert data_scale(load_run(tmp_path / run_id)) == {}
+
+
+def test_results_markdown_data_scale_table_per_condition():
+    # Prepare: one result with a recorded scale, one written before scale existed
+    with_scale = make_result("fedavg_nslkdd_100c_iid", 0.5)
+    with_scale["scale"] = {"source_train_samples": 19981, "source_test_samples": 6685, "num_clients": 10,
+                           "train_per_client": {"median": 1798, "min": 1798, "max": 1799},
+                           "val_per_client": {"median": 200, "min": 200, "max": 200}, "aux_samples": 2000}
+    without = make_result("ditto_nslkdd_100c_niid", 0.5)
+
+    # Execute
+    results = [with_scale, without]
+    text = results_markdown(table3(results, REPORTED), results, quick=False, reported=REPORTED, misses={})
+
+    # Assert: the data scale section has one row per result, n/a for the old one
+    section = text.split("## Data scale")[1].split("## Not run")[0]
+    assert "| fedavg_nslkdd_100c_iid | faithful | 19,981 / 6,685 | 10 | 1798 (1798-1799) | 200 (200-200) | 2,000 |" in section
+    assert "| ditto_nslkdd_100c_niid | faithful | n/a | n/a | n/a | n/a | n/a |" in section
