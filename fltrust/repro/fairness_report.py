@@ -307,17 +307,16 @@ def misses_markdown(
 def data_scale_markdown(results: Sequence[dict[str, Any]]) -> list[str]:
     """One row per condition result: the data its first repeat actually used (``scale`` of
     :func:`fltrust.repro.fairness.data_scale`); results written before it existed say so."""
+    def spread(v: dict[str, int] | None) -> str:
+        return f"{v['median']} ({v['min']}-{v['max']})" if v else "n/a"
+
     rows = []
     for res in sorted(results, key=lambda r: (r["mode"], r["condition"])):
         sc = res.get("scale") or {}
-
-        def spread(key: str) -> str:
-            v = sc.get(key) or {}
-            return f"{v['median']} ({v['min']}-{v['max']})" if v else "n/a"
-
         rows.append([res["condition"], res["mode"],
                      f"{sc['source_train_samples']:,} / {sc['source_test_samples']:,}" if sc else "n/a",
-                     str(sc.get("num_clients", "n/a")), spread("train_per_client"), spread("val_per_client"),
+                     str(sc.get("num_clients", "n/a")), spread(sc.get("train_per_client")),
+                     spread(sc.get("val_per_client")),
                      f"{sc['aux_samples']:,}" if sc.get("aux_samples") is not None else "n/a"])
     if not rows:
         return ["No condition has run yet."]
