@@ -370,7 +370,9 @@ def auto_chunk_size(model: nn.Module, x: torch.Tensor, num_models: int, budget_b
     images took 0.9 s in blocks of 32 images, 3.7 s in blocks of 278), 1 GB on CUDA."""
     if budget_bytes is None:
         budget_bytes = 2**30 if x.device.type == "cuda" else 32 * 2**20
-    key = (id(model), tuple(x.shape[1:]), str(x.device))
+    # the architecture, not id(model): a freed model's id can be reused by a different one
+    architecture = (type(model).__qualname__, tuple(tuple(t.shape) for t in model.state_dict().values()))
+    key = (architecture, tuple(x.shape[1:]), str(x.device))
     per_sample = _CHUNK_CACHE.get(key)
     if per_sample is None:
         sizes: list[int] = [int(x[:1].numel())]

@@ -269,7 +269,10 @@ class _ClientRuntime:
         return compat.fitres_to_recorddict(fitres, keep_input=True)
 
 
-_RUNTIMES: dict[str, _ClientRuntime] = {}
+# key -> (source, runtime). The source is kept with its runtime: a payload's key is its id(), and
+# holding the payload alive is what stops a later payload from reusing that id and being handed
+# this run's runtime (a stale strategy or config).
+_RUNTIMES: dict[str, tuple[Any, _ClientRuntime]] = {}
 
 
 def _runtime(source) -> _ClientRuntime:
@@ -287,8 +290,8 @@ def _runtime(source) -> _ClientRuntime:
             import ray
 
             payload = ray.get(source)
-        _RUNTIMES[key] = _ClientRuntime(payload)
-    return _RUNTIMES[key]
+        _RUNTIMES[key] = (source, _ClientRuntime(payload))
+    return _RUNTIMES[key][1]
 
 
 def build_client_app(payload_ref):

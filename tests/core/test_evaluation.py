@@ -116,3 +116,16 @@ def test_fast_max_pool_equals_max_pool2d_with_ties():
     out = _MaxPool2x2.apply(x)
     (grad,) = torch.autograd.grad(out, x, g)
     assert torch.equal(out, ref) and torch.equal(grad, ref_grad)
+
+
+def test_auto_chunk_size_is_measured_per_architecture_not_per_instance(monkeypatch):
+    """The cache must not key on id(model): a freed model's id can be reused by another architecture."""
+    from fltrust.core import evaluation
+
+    monkeypatch.setattr(evaluation, "_CHUNK_CACHE", {})
+    x = torch.randn(64, 1, 28, 28)
+    first, second = build_model("femnist_cnn", (1, 28, 28), 62), build_model("femnist_cnn", (1, 28, 28), 62)
+    other = build_model("convnet2", (1, 28, 28), 62)
+    sizes = [evaluation.auto_chunk_size(m, x, 31, budget_bytes=2**22) for m in (first, second, other)]
+    assert sizes[0] == sizes[1]
+    assert len(evaluation._CHUNK_CACHE) == 2  # two architectures, three instances

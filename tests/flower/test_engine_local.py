@@ -79,3 +79,28 @@ def test_a_failing_client_stops_the_run_with_its_reason(tmp_path, local_flower, 
 def test_wrong_supernode_count_is_a_config_error(tmp_path):
     with pytest.raises(ValueError, match="num_supernodes"):
         run_experiment(tiny_config("flower", flower={"num_supernodes": 4}), out_dir=tmp_path)
+
+
+def test_client_runtime_cache_keeps_its_payload_so_its_id_cannot_be_reused(monkeypatch):
+    """In-process grids key the client runtime on id(payload). Were the payload freed, the next
+    run's payload could get the same id and be handed the previous run's runtime (seen once: a
+    q-FedAvg ``qffl`` run trained by a cached ``flower_legacy`` runtime, so ``qffl_loss`` was missing)."""
+    import gc
+    import weakref
+    from types import SimpleNamespace
+
+    from fltrust.flower import engine
+
+    # like the real runtime, the stand-in keeps what it built from the payload, not the payload
+    monkeypatch.setattr(engine, "_ClientRuntime", lambda payload: SimpleNamespace(cfg=payload.cfg))
+    monkeypatch.setattr(engine, "_RUNTIMES", {})
+    first = engine._ClientPayload(cfg="first", federation=None, model=None, device="cpu")
+    alive = weakref.ref(first)
+    assert engine._runtime(first).cfg == "first"
+    del first
+    gc.collect()
+    assert alive() is not None  # held by the cache while its runtime is the current one
+    second = engine._ClientPayload(cfg="second", federation=None, model=None, device="cpu")
+    assert engine._runtime(second).cfg == "second"
+    gc.collect()
+    assert alive() is None  # one run per process: the first is released once replaced
