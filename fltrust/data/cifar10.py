@@ -7,14 +7,16 @@ Two layouts are read from ``<data root>/cifar10/``:
     pickled dict with ``b"data"`` (N, 3072) uint8 (channel-major, so a reshape gives NCHW) and
     ``b"labels"``. Unpickling can run code: only read batches from the official archive
     (``fltrust data fetch cifar10`` checks its SHA-256).
-(b) a generic ``.npz`` (plain arrays, no pickle): ``x_train`` uint8 (N, 32, 32, 3) NHWC,
+(b) one or several ``.npz`` parts (plain arrays, no pickle): ``x_train`` uint8 (N, 32, 32, 3) NHWC,
     ``y_train`` (N,), ``x_test``, ``y_test`` and optionally ``client_train`` / ``client_test``
-    (source-client ids, which become natural clients). The shared ``cifar10_subset.npz`` is one
-    (26,666 real images of a federated PFLlib partition; NOT the official train/test split, see its
-    PROVENANCE.md).
+    (source-client ids, which become natural clients). Every ``*.npz`` in the folder is read, in
+    sorted name order, and the parts are concatenated split by split; client ids are global, so one
+    client may have rows in several parts. The shared mirror has three parts of one federated PFLlib
+    partition (clients 0-49, clients 50-99, and a fill of client 75's train images): 59,799 of the
+    60,000 real images, NOT the official train/test split (see its PROVENANCE.md).
 
-The official batches win when both are present. ``train_files`` may pick the npz
-(``["name.npz"]``) or name the batch files to read (with ``test_files``, default ``test_batch``).
+The official batches win when both are present. ``train_files`` may pick npz parts
+(``["name.npz", ...]``) or name the batch files to read (with ``test_files``, default ``test_batch``).
 
 Pixels are scaled as torchvision's ``ToTensor`` + ``Normalize(0.5, 0.5)`` did for the fairness
 authors (fairness spec 6.5): :math:`x' = (x/255 - 0.5)/0.5 \\in [-1, 1]` (the paper says [0, 1]).
@@ -142,8 +144,16 @@ def _parse_npz(path: Path) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
     return {k: v for k, v in arrays.items() if k in NPZ_REQUIRED + ("client_train", "client_test")}, {}
 
 
-def _load_npz(path: Path, folder: Path) -> DatasetBundle:
-    arrays, _ = cached_arrays("cifar10_npz", [path], lambda: _parse_npz(path), disk=False)
+def _load_npz(paths: list[Path], folder: Path) -> DatasetBundle:
+    """Read the npz ``paths`` (each checked and cached on its own) and concatenate them by split."""
+    parts = [cached_arrays("cifar10_npz", [path], lambda path=path: _parse_npz(path), disk=False)[0] for path in paths]
+    with_ids = ["client_train" in part for part in parts]
+    if any(with_ids) and not all(with_ids):
+        bare = next(p.name for p, has in zip(paths, with_ids) if not has)
+        raise DatasetError(
+            f"{bare}: no client_train/client_test while other npz parts have them; give every part client ids or none"
+        )
+    arrays = {key: np.concatenate([part[key] for part in parts]) for key in parts[0]}
     groups: dict[str, np.ndarray | None] = {"train": None, "test": None}
     group_names = None
     if "client_train" in arrays:
@@ -166,34 +176,35 @@ def _load_npz(path: Path, folder: Path) -> DatasetBundle:
         input_shape=INPUT_SHAPE,
         group_names=group_names,
         class_names=list(CLASS_NAMES),
-        source={"loader": "cifar10", "layout": "npz", "folder": str(folder), "files": [file_record(path, folder)]},
+        source={
+            "loader": "cifar10",
+            "layout": "npz",
+            "folder": str(folder),
+            "files": [file_record(path, folder) for path in paths],
+        },
     )
 
 
 # -- entry point -------------------------------------------------------------------------------
 
-def find_cifar10(folder: Path) -> tuple[str, Path]:
-    """Which layout ``folder`` holds: ``("python_batches", batch folder)`` or ``("npz", file)``.
+def find_cifar10(folder: Path) -> tuple[str, list[Path]]:
+    """Which layout ``folder`` holds: ``("python_batches", [batch folder])`` or ``("npz", parts)``.
 
     Raises
     ------
     DatasetNotFoundError
-        If neither the six official batches nor exactly one ``.npz`` is present.
+        If neither the six official batches nor any ``.npz`` is present.
     """
     batch_dir = _batch_folder(folder)
     if batch_dir is not None:
-        return "python_batches", batch_dir
+        return "python_batches", [batch_dir]
     npz = sorted(folder.glob("*.npz")) if folder.is_dir() else []
-    if len(npz) == 1:
-        return "npz", npz[0]
-    if len(npz) > 1:
-        raise DatasetError(
-            f"{folder}: several .npz files {[p.name for p in npz]}; pick one with data.train_files=['<name>.npz']"
-        )
+    if npz:
+        return "npz", npz
     raise DatasetNotFoundError(
         f"CIFAR-10 not found in {folder}: expected the official python batches "
         f"({', '.join(TRAIN_BATCHES + TEST_BATCHES)}) in {folder / BATCHES_DIR} or {folder}, "
-        f"or one .npz with arrays {list(NPZ_REQUIRED)}; run `fltrust data fetch cifar10`"
+        f"or .npz parts with arrays {list(NPZ_REQUIRED)}; run `fltrust data fetch cifar10`"
     )
 
 
@@ -210,8 +221,9 @@ def load_cifar10(
     folder : str or Path
         The ``cifar10`` folder.
     train_files : list of str, optional
-        ``["<name>.npz"]`` picks an npz in ``folder``; otherwise python batch names, read from
-        ``folder/cifar-10-batches-py`` if that exists, else ``folder``.
+        ``["<name>.npz", ...]`` picks npz parts in ``folder`` (default: every ``*.npz`` there);
+        otherwise python batch names, read from ``folder/cifar-10-batches-py`` if that exists,
+        else ``folder``.
     test_files : list of str, optional
         Python batch names of the test split (default ``["test_batch"]``); not used with an npz.
 
@@ -224,16 +236,14 @@ def load_cifar10(
     folder = Path(folder)
     if train_files:
         if all(name.endswith(".npz") for name in train_files):
-            if len(train_files) != 1 or test_files:
-                raise DatasetError(
-                    "cifar10: with an npz give exactly one data.train_files entry and no data.test_files"
-                )
-            return _load_npz(require_files(folder, train_files, "CIFAR-10 npz")[0], folder)
+            if test_files:
+                raise DatasetError("cifar10: with npz parts give only data.train_files, no data.test_files")
+            return _load_npz(require_files(folder, train_files, "CIFAR-10 npz"), folder)
         batch_dir = folder / BATCHES_DIR if (folder / BATCHES_DIR).is_dir() else folder
         return _load_batches(batch_dir, folder, list(train_files), list(test_files or TEST_BATCHES))
     if test_files:
         raise DatasetError("cifar10: data.test_files needs data.train_files (python batch names)")
     layout, where = find_cifar10(folder)
     if layout == "python_batches":
-        return _load_batches(where, folder, list(TRAIN_BATCHES), list(TEST_BATCHES))
+        return _load_batches(where[0], folder, list(TRAIN_BATCHES), list(TEST_BATCHES))
     return _load_npz(where, folder)

@@ -136,12 +136,15 @@ SPECS: dict[str, DatasetSpec] = {
         instructions=(
             "download https://www.cs.toronto.edu/~kriz/cifar-10-python.tar.gz and extract it so that "
             "{folder}/cifar-10-batches-py/ holds data_batch_1 ... data_batch_5 and test_batch; "
-            "or place one .npz with arrays x_train (uint8 N,32,32,3), y_train, x_test, y_test "
-            "(optional client_train, client_test) in {folder}/"
+            "or place .npz parts with arrays x_train (uint8 N,32,32,3), y_train, x_test, y_test "
+            "(optional client_train, client_test) in {folder}/ (every *.npz there is read)"
         ),
         known_sha256={
-            # The project's shared 26,666-image subset (datasets/cifar10/PROVENANCE.md).
+            # The project's shared mirror of one PFLlib partition (datasets/cifar10/PROVENANCE.md):
+            # clients 0-49 (26,666 images), clients 50-99 (32,199), and 934 recovered client-75 train images.
             "cifar10_subset.npz": "07d4bcbc21085ab7b22368283d79ddcbc0a7b89536d4e8a0e4575628c492eb39",
+            "cifar10_subset_part2.npz": "2df52ab8fd947721a9bcf4fba44e2c9a632141adc6eb891341ed5cfe8ca7acdb",
+            "cifar10_client75_train_fill.npz": "6e35f463eb67fe9c037ab2bed59657b6bf6b9415ce0d76fa11a95d21f5b61f19",
         },
     ),
     "femnist": DatasetSpec(

@@ -122,22 +122,63 @@ def test_nothing_there_says_what_is_expected(tmp_path):
         load_cifar10(tmp_path / "cifar10")
 
 
-def test_two_npz_files_need_a_choice(tmp_path):
-    write_npz(tmp_path / "cifar10" / "a.npz")
-    write_npz(tmp_path / "cifar10" / "b.npz")
+def test_several_npz_parts_are_concatenated_in_name_order(tmp_path):
+    b = write_npz(tmp_path / "cifar10" / "b_part2.npz", seed=1)
+    a = write_npz(tmp_path / "cifar10" / "a_part1.npz", seed=0)
 
-    with pytest.raises(DatasetError, match=r"several \.npz files"):
+    bundle = load_cifar10(tmp_path / "cifar10")
+
+    assert (len(bundle.train), len(bundle.test)) == (12, 6)
+    np.testing.assert_allclose(bundle.train.x[:6], cifar10.normalise(a["x_train"].transpose(0, 3, 1, 2)))
+    np.testing.assert_allclose(bundle.train.x[6:], cifar10.normalise(b["x_train"].transpose(0, 3, 1, 2)))
+    # client ids are global: client 7 of both parts is one natural client
+    assert bundle.group_names == ["client_3", "client_7", "client_12", "client_40"]
+    np.testing.assert_array_equal(bundle.train.groups, [1, 0, 1, 0, 2, 1] * 2)
+    assert [f["path"] for f in bundle.source["files"]] == ["a_part1.npz", "b_part2.npz"]
+
+
+def test_npz_parts_can_be_chosen_and_a_part_may_have_an_empty_split(tmp_path):
+    write_npz(tmp_path / "cifar10" / "a.npz")
+    fill = write_npz(tmp_path / "cifar10" / "fill.npz", seed=2)
+    fill["x_test"], fill["y_test"], fill["client_test"] = fill["x_test"][:0], fill["y_test"][:0], fill["client_test"][:0]
+    np.savez(tmp_path / "cifar10" / "fill.npz", **fill)
+    write_npz(tmp_path / "cifar10" / "other.npz")
+
+    bundle = load_cifar10(tmp_path / "cifar10", train_files=["a.npz", "fill.npz"])
+
+    assert (len(bundle.train), len(bundle.test)) == (12, 3)
+
+
+def test_npz_parts_must_agree_on_client_ids(tmp_path):
+    write_npz(tmp_path / "cifar10" / "a.npz")
+    write_npz(tmp_path / "cifar10" / "b.npz", clients=False)
+
+    with pytest.raises(DatasetError, match=r"b\.npz: no client_train/client_test while other npz parts have them"):
         load_cifar10(tmp_path / "cifar10")
 
 
 @pytest.mark.realdata
-def test_real_cifar10_subset(mk):
+def test_real_cifar10_all_parts(mk):
     folder = mk.real_folder("cifar10", "cifar10_subset.npz")
 
     bundle = load_cifar10(folder)
 
-    assert (len(bundle.train), len(bundle.test)) == (19_981, 6_685)
+    # PROVENANCE.md addendum: 59,799 distinct images in three parts, 100 clients (75 has train data again)
+    assert len(bundle.train) + len(bundle.test) == 59_799
+    assert (len(bundle.train), len(bundle.test)) == (19_981 + 23_849 + 934, 6_685 + 8_350)
     assert bundle.train.x.min() == -1.0 and bundle.train.x.max() == 1.0
+    assert len(bundle.group_names) == 100
+    counts = np.bincount(np.concatenate([bundle.train.y, bundle.test.y]), minlength=10).tolist()
+    assert counts == [6000, 5999 + 1, 6000, 5999 + 1, 5993 + 6, 5994 + 5, 5992 + 8, 5981 + 11, 4907 + 902, 6000]
+
+
+@pytest.mark.realdata
+def test_real_cifar10_first_part_alone(mk):
+    folder = mk.real_folder("cifar10", "cifar10_subset.npz")
+
+    bundle = load_cifar10(folder, train_files=["cifar10_subset.npz"])
+
+    assert (len(bundle.train), len(bundle.test)) == (19_981, 6_685)
     assert len(bundle.group_names) == 50
     counts = np.bincount(bundle.train.y, minlength=10).tolist()
     assert counts == [1201, 1982, 2081, 2484, 1589, 2367, 2734, 2168, 1968, 1407]  # PROVENANCE.md
