@@ -120,6 +120,23 @@ class DatasetSpec:
         return {**self.known_sha256, **archive}
 
 
+SUMS_DIR = Path(__file__).with_name("known_sha256")
+
+
+def read_known_sums(name: str) -> dict[str, str]:
+    """The known SHA-256 of a dataset's files, from ``known_sha256/<name>.sha256`` (``sha256sum``
+    format, ``#`` comments), by path relative to the dataset folder; empty when there is no list.
+
+    >>> len(read_known_sums("femnist"))
+    120
+    """
+    path = SUMS_DIR / f"{name}.sha256"
+    if not path.is_file():
+        return {}
+    pairs = (line.split(maxsplit=1) for line in path.read_text().splitlines() if line.strip() and not line.startswith("#"))
+    return {rel.strip(): digest for digest, rel in pairs}
+
+
 SPECS: dict[str, DatasetSpec] = {
     "cifar10": DatasetSpec(
         name="cifar10",
@@ -160,6 +177,8 @@ SPECS: dict[str, DatasetSpec] = {
             "leaf/data/femnist/data/train/*.json to {folder}/train/ and "
             "leaf/data/femnist/data/test/*.json to {folder}/test/"
         ),
+        # the shared mirror's 120 shards (three LEAF runs), as its PROVENANCE.md lists them
+        known_sha256=read_known_sums("femnist"),
     ),
     "nsl_kdd": DatasetSpec(
         name="nsl_kdd",

@@ -72,7 +72,7 @@ def test_chosen_shards(tiny):
 def test_missing_split_folder_is_explained(tmp_path, mk):
     mk.write_json(tmp_path / "femnist" / "train" / "a.json", mk.leaf_shard({"u": (images(1, 0.5), [0])}))
 
-    with pytest.raises(DatasetNotFoundError, match=r"femnist/test: no LEAF \*\.json files found"):
+    with pytest.raises(DatasetNotFoundError, match=r"femnist/test: no LEAF \*\.json or \*\.json\.gz files found"):
         load_femnist(tmp_path / "femnist")
 
 
@@ -96,14 +96,100 @@ def test_inconsistent_counts_and_bad_json(tiny, mk):
         load_femnist(tiny)
 
 
+def write_gz(path, obj):
+    import gzip
+    import json
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with gzip.open(path, "wt", encoding="utf-8") as handle:
+        json.dump(obj, handle)
+    return path
+
+
+def test_gzipped_shards_and_one_copy_per_writer(tiny, mk):
+    # a second LEAF run ("r2_", gzipped) holds f_a with 5 samples (more than the 4 of run 1), f_b with 2
+    # (equal to run 1: the tie goes to the first file in sorted path order, run 1's) and a new writer f_e
+    r2_train = {"f_a": (images(4, 0.7), [1, 2, 3, 4]), "f_b": (images(1, 0.6), [7]), "f_e": (images(1, 0.8), [8])}
+    r2_test = {"f_a": (images(1, 0.6), [5]), "f_b": (images(1, 0.6), [6]), "f_e": (images(1, 0.8), [9])}
+    write_gz(tiny / "train" / "r2_all_data_0_niid_train_9.json.gz", mk.leaf_shard(r2_train))
+    write_gz(tiny / "test" / "r2_all_data_0_niid_test_9.json.gz", mk.leaf_shard(r2_test))
+
+    bundle = load_femnist(tiny)
+
+    names = bundle.group_names
+    assert sorted(names) == ["f_a", "f_b", "f_c", "f_d", "f_e"]
+    per_writer = {w: (int((bundle.train.groups == names.index(w)).sum()), int((bundle.test.groups == names.index(w)).sum()))
+                  for w in names}
+    assert per_writer == {"f_a": (4, 1), "f_b": (1, 1), "f_c": (2, 1), "f_d": (0, 1), "f_e": (1, 1)}
+    fa = bundle.train.y[bundle.train.groups == names.index("f_a")]
+    np.testing.assert_array_equal(fa, [1, 2, 3, 4])  # run 2's copy of f_a
+    fb = bundle.test.y[bundle.test.groups == names.index("f_b")]
+    np.testing.assert_array_equal(fb, [1])  # run 1's copy of f_b (tie)
+    assert bundle.source["duplicate_copies_dropped"] == 2
+    assert len(bundle.train) == 8 and len(bundle.test) == 5
+
+
+def test_copy_key_pairs_train_and_test_files():
+    from pathlib import Path
+
+    assert femnist.copy_key(Path("a_all_data_1_niid_train_9.json")) == femnist.copy_key(
+        Path("a_all_data_1_niid_test_9.json.gz")
+    )
+    assert femnist.copy_key(Path("a_all_data_1_niid_train_9.json")) != femnist.copy_key(
+        Path("b_all_data_1_niid_train_9.json")
+    )
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (lambda s: s.update(num_samples=s["num_samples"][:1]), r"'num_samples' must list one count per entry of 'users' \(1 counts for 2 users\)"),
+        (lambda s: s.update(users=["f_x", "f_x", "f_y"], num_samples=[2, 2, 1]), r"user 'f_x' is listed 2 times"),
+        (lambda s: s["user_data"]["f_x"].update(y=[3.7, 1]), r"user 'f_x' row 0: label 3.7 is not an integer"),
+        (lambda s: s["user_data"]["f_y"]["x"][0].__setitem__(5, float("nan")), r"user 'f_y' row 0: pixels must be finite"),
+        (lambda s: s["user_data"]["f_x"]["x"][1].__setitem__(0, 1e30), r"user 'f_x' row 1: pixels must be finite and lie in \[0, 1\].*1e\+30"),
+        (lambda s: s["user_data"]["f_x"].update(y=[0, 62]), r"user 'f_x' row 1: label 62 must lie in 0..61"),
+    ],
+)
+def test_malformed_shard_is_one_error_naming_file_user_and_row(tiny, mk, change, message):
+    shard = mk.leaf_shard({"f_x": (images(2, 0.5), [0, 1]), "f_y": (images(1, 0.5), [2])})
+    change(shard)
+    path = tiny / "train" / "all_data_3_niid_train_9.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    import json
+
+    path.write_text(json.dumps(shard))  # json writes a NaN pixel as the bare token NaN, which json.load reads back
+
+    with pytest.raises(DatasetError, match=r"all_data_3_niid_train_9\.json: " + message):
+        load_femnist(tiny)
+
+
 @pytest.mark.realdata
-def test_real_femnist_subset(mk):
+def test_real_femnist_three_leaf_runs(mk):
     folder = mk.real_folder("femnist", "train", "test")
 
     bundle = load_femnist(folder)
 
-    assert len(bundle.group_names) == 110
-    assert (len(bundle.train), len(bundle.test)) == (14_697, 1_695)
-    assert set(np.unique(bundle.train.groups)) == set(np.unique(bundle.test.groups)) == set(range(110))
+    # PROVENANCE.md addendum: flic + slz + adarsh = 311 distinct writers. Keeping each writer's
+    # largest copy gives 42,531 / 4,883 samples; the addendum's 42,167 / 4,842 are the totals of
+    # its priority rule (flic > slz > adarsh), which keeps some truncated copies (f2261_76: 28 of 173).
+    assert len(bundle.group_names) == 311
+    assert (len(bundle.train), len(bundle.test)) == (42_531, 4_883)
+    assert bundle.source["duplicate_copies_dropped"] == 13
+    assert set(np.unique(bundle.train.groups)) == set(np.unique(bundle.test.groups)) == set(range(311))
     assert len(np.unique(bundle.train.y)) == len(np.unique(bundle.test.y)) == 62
     assert bundle.train.x.min() >= 0 and bundle.train.x.max() <= 1
+    f2261 = bundle.group_names.index("f2261_76")
+    assert int((bundle.train.groups == f2261).sum()) + int((bundle.test.groups == f2261).sum()) == 173
+
+
+@pytest.mark.realdata
+def test_real_femnist_first_run_alone(mk):
+    folder = mk.real_folder("femnist", "train", "test")
+    train = sorted(f"train/{p.name}" for p in (folder / "train").glob("all_data_*.json"))
+    test = sorted(f"test/{p.name}" for p in (folder / "test").glob("all_data_*.json"))
+
+    bundle = load_femnist(folder, train_files=train, test_files=test)
+
+    assert len(bundle.group_names) == 110
+    assert (len(bundle.train), len(bundle.test)) == (14_697, 1_695)

@@ -168,7 +168,13 @@ def test_dataset_info_on_the_real_root(mk):
     assert kdd["found"] and (kdd["train_samples"], kdd["test_samples"]) == (125_973, 22_544)
     assert all(f["known"] for f in kdd["files"] if f["path"].endswith(".txt"))
     if info["femnist"]["found"]:
-        assert info["femnist"]["natural_clients"] == 110
+        femnist = info["femnist"]
+        assert (femnist["natural_clients"], femnist["train_samples"], femnist["test_samples"]) == (311, 42_531, 4_883)
+        assert all(f["known"] for f in femnist["files"] if ".json" in f["path"])
+    if info["cifar10"]["found"]:
+        cifar = info["cifar10"]
+        assert (cifar["natural_clients"], cifar["train_samples"] + cifar["test_samples"]) == (100, 59_799)
+        assert all(f["known"] for f in cifar["files"] if f["path"].endswith(".npz"))
 
 
 def test_femnist_stand_in_has_as_many_writers_as_the_local_subset(tmp_path):
