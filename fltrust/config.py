@@ -110,6 +110,14 @@ class DataConfig:
         Training samples of a synthetic dataset (test gets a quarter).
     max_train_samples, max_test_samples : int or None
         Seeded subsample for quick runs (``None`` = all).
+    pooled_train_samples : int or None
+        Pool the loaded train and test splits and draw a new train split of this many samples
+        (seeded); the rest becomes the test split (from which the server's auxiliary set is drawn).
+        For data whose own split is not the authors': the CIFAR-10 mirror is a federated
+        partition's per-client shares (59,799 images), so 50,000 are drawn for the clients, as the
+        authors gave the official 50,000 training images to theirs, and the other 9,799 play the
+        10,000-image test batch; FEMNIST iid pools the writers' samples as the authors' builder did.
+        ``None`` (default) keeps the loader's split.
     allow_synthetic_fallback : bool
         If the real files are missing, use the synthetic stand-in (and say so) instead of failing.
     """
@@ -124,6 +132,7 @@ class DataConfig:
     synthetic_samples: int = 2000
     max_train_samples: int | None = None
     max_test_samples: int | None = None
+    pooled_train_samples: int | None = None
     allow_synthetic_fallback: bool = False
 
     def __post_init__(self) -> None:
@@ -133,6 +142,7 @@ class DataConfig:
         _positive("data", "synthetic_samples", self.synthetic_samples)
         _positive("data", "max_train_samples", self.max_train_samples)
         _positive("data", "max_test_samples", self.max_test_samples)
+        _positive("data", "pooled_train_samples", self.pooled_train_samples)
 
 
 @dataclass(frozen=True)

@@ -1,5 +1,6 @@
 """ExperimentConfig: loading, overrides, validation messages that name the field."""
 
+import json
 import math
 
 import pytest
@@ -159,3 +160,15 @@ def test_tiny_config_merges_sections_key_by_key():
     assert (cfg.strategy.name, cfg.strategy.clients_per_round) == ("ditto", 3)
     assert cfg.metrics.fairness.enabled and not cfg.metrics.trust.enabled
     assert (cfg.data.name, cfg.partition.num_clients, cfg.training.rounds) == ("synthetic_nsl_kdd", 6, 3)
+
+
+def test_config_hash_of_a_committed_paper_result_is_pinned():
+    # Run ids of committed results embed this hash: a refactor that changes it orphans them.
+    from pathlib import Path
+
+    repo = Path(__file__).resolve().parents[1]
+    cfg = ExperimentConfig.from_yaml(repo / "papers_repro/fairness_analytics/configs/fedavg_nslkdd_100c_iid.yaml")
+    result = json.loads((repo / "papers_repro/fairness_analytics/results/fedavg_nslkdd_100c_iid.json").read_text())
+
+    assert cfg.config_hash() == "6c465e01a4"
+    assert result["run_ids"][0] == f"fedavg_nslkdd_100c_iid-{cfg.config_hash()}-s0-r0"

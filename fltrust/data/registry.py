@@ -373,6 +373,41 @@ def _subsample(split: ArraySplit, limit: int | None, rng: np.random.Generator) -
     return split.subset(np.sort(rng.choice(len(split), size=limit, replace=False)))
 
 
+def pool_and_split(bundle: DatasetBundle, train_samples: int, seed: int) -> DatasetBundle:
+    """Pool ``bundle``'s train and test splits and draw ``train_samples`` of them (seeded) as the
+    new train split; the rest, in pool order, is the new test split (``data.pooled_train_samples``).
+
+    Raises
+    ------
+    DatasetError
+        If the pool holds fewer than ``train_samples + 1`` samples.
+    """
+    train, test = bundle.train, bundle.test
+    total = len(train) + len(test)
+    if train_samples >= total:
+        raise DatasetError(
+            f"data.pooled_train_samples={train_samples} needs a larger pool: {bundle.name} has "
+            f"{total} samples (train + test); use at most {total - 1}"
+        )
+    if (train.groups is None) != (test.groups is None) or set(train.extras) != set(test.extras):
+        raise DatasetError(f"data.pooled_train_samples: {bundle.name}'s train and test splits carry different columns")
+    pool = ArraySplit(
+        x=np.concatenate([train.x, test.x]),
+        y=np.concatenate([train.y, test.y]),
+        groups=None if train.groups is None else np.concatenate([train.groups, test.groups]),
+        extras={k: np.concatenate([train.extras[k], test.extras[k]]) for k in train.extras},
+    )
+    chosen = np.zeros(total, dtype=bool)
+    chosen[np.random.default_rng(seed).choice(total, size=train_samples, replace=False)] = True
+    return dataclasses.replace(
+        bundle,
+        train=pool.subset(np.flatnonzero(chosen)),
+        test=pool.subset(np.flatnonzero(~chosen)),
+        source={**bundle.source, "pooled": {"train_samples": train_samples, "test_samples": total - train_samples,
+                                            "seed": seed}},
+    )
+
+
 def load_dataset(cfg: DataConfig, *, seed: int = 0) -> DatasetBundle:
     """Load the dataset a :class:`~fltrust.config.DataConfig` describes.
 
@@ -381,8 +416,8 @@ def load_dataset(cfg: DataConfig, *, seed: int = 0) -> DatasetBundle:
     cfg : DataConfig
         Dataset name, root and options (see the module docstring).
     seed : int
-        Seed of every random step here: synthetic generation, the N-BaIoT split and balancing, and
-        the ``max_*_samples`` subsample.
+        Seed of every random step here: synthetic generation, the N-BaIoT split and balancing, the
+        ``pooled_train_samples`` redraw and the ``max_*_samples`` subsample.
 
     Returns
     -------
@@ -421,6 +456,8 @@ def load_dataset(cfg: DataConfig, *, seed: int = 0) -> DatasetBundle:
             bundle = dataclasses.replace(
                 bundle, source={**bundle.source, "requested": cfg.name, "fallback_reason": str(exc)}
             )
+    if cfg.pooled_train_samples is not None:
+        bundle = pool_and_split(bundle, cfg.pooled_train_samples, seed)
     if cfg.max_train_samples is not None or cfg.max_test_samples is not None:
         rng = np.random.default_rng(seed)
         bundle = dataclasses.replace(

@@ -184,3 +184,22 @@ def test_femnist_stand_in_has_as_many_writers_as_the_local_subset(tmp_path):
     with pytest.warns(UserWarning, match="SYNTHETIC"):
         bundle = load_dataset(DataConfig(name="femnist", root=str(tmp_path), allow_synthetic_fallback=True))
     assert bundle.synthetic and len(bundle.group_names) == FALLBACK_FEMNIST_WRITERS == 110
+
+
+def test_pooled_train_samples_redraws_the_split_from_the_pool():
+    from fltrust.data.registry import pool_and_split
+
+    cfg = DataConfig(name="synthetic_cifar10", synthetic_samples=40)
+    bundle = load_dataset(cfg, seed=0)
+    total = len(bundle.train) + len(bundle.test)
+
+    pooled = load_dataset(DataConfig(name="synthetic_cifar10", synthetic_samples=40, pooled_train_samples=45), seed=0)
+
+    assert (len(pooled.train), len(pooled.test)) == (45, total - 45)
+    pool_y = np.concatenate([bundle.train.y, bundle.test.y])
+    np.testing.assert_array_equal(np.sort(np.concatenate([pooled.train.y, pooled.test.y])), np.sort(pool_y))
+    assert pooled.source["pooled"] == {"train_samples": 45, "test_samples": total - 45, "seed": 0}
+    again = pool_and_split(bundle, 45, seed=0)
+    np.testing.assert_array_equal(again.train.x, pooled.train.x)
+    with pytest.raises(DatasetError, match=rf"data.pooled_train_samples={total} needs a larger pool.*at most {total - 1}"):
+        pool_and_split(bundle, total, seed=0)
