@@ -188,6 +188,7 @@ class PartitionConfig:
     aux_fraction: float = 1.0
     aux_max_samples: int | None = None
     aux_source: str = "test"
+    client_splits: list[float] | None = None
     seed: int | None = None
 
     def __post_init__(self) -> None:
@@ -201,6 +202,14 @@ class PartitionConfig:
             raise ConfigError("partition.val_fraction must be < 1 so that clients keep training data")
         _fraction("partition", "aux_fraction", self.aux_fraction)
         _positive("partition", "aux_max_samples", self.aux_max_samples)
+        if self.client_splits is not None:
+            shares = list(self.client_splits)
+            if len(shares) != 3 or any(not isinstance(v, (int, float)) or v < 0 for v in shares) \
+                    or abs(sum(shares) - 1) > 1e-9 or shares[0] <= 0 or shares[2] <= 0:
+                raise ConfigError(
+                    f"partition.client_splits={self.client_splits!r} must be three shares [train, val, test] that are "
+                    "non-negative and sum to 1, with train and test above 0 (FederatedScope: [0.6, 0.2, 0.2])"
+                )
 
 
 @dataclass(frozen=True)

@@ -125,6 +125,46 @@ def train_val_split(
     return indices[permutation[n_val:]], indices[permutation[:n_val]]
 
 
+def three_way_split(
+    indices: np.ndarray, shares: list[float], rng: np.random.Generator
+) -> tuple[np.ndarray, np.ndarray]:
+    """FederatedScope's per-client ``[train, val, test]`` split; returns ``(train, test)``.
+
+    FederatedScope's LEAF loader calls scikit-learn's ``train_test_split`` twice per client:
+    :math:`n_{train} = \lfloor s_{train} n \rfloor`, then of the remaining :math:`r` rows
+    :math:`n_{val} = \lfloor s_{val} / (s_{val} + s_{test}) \cdot r \rfloor` form its validation
+    part and the rest its test part. fltrust measures a client on the test part, so that part
+    takes the place of :func:`train_val_split`'s validation set; the validation part is left out.
+    With a test share above 0 the test part always holds at least one row.
+
+    Parameters
+    ----------
+    indices : np.ndarray
+        The client's sample indices.
+    shares : list of float
+        ``[train, val, test]`` summing to 1 (``partition.client_splits``).
+    rng : np.random.Generator
+        Source of the permutation.
+
+    Returns
+    -------
+    train_idx, test_idx : np.ndarray
+
+    Examples
+    --------
+    >>> tr, te = three_way_split(np.arange(10), [0.6, 0.2, 0.2], np.random.default_rng(0))
+    >>> len(tr), len(te)
+    (6, 2)
+    """
+    indices = np.asarray(indices, dtype=np.int64)
+    n = len(indices)
+    n_train = int(math.floor(shares[0] * n))
+    rest = n - n_train
+    n_val = int(math.floor(shares[1] / (shares[1] + shares[2]) * rest))
+    permutation = indices[rng.permutation(n)]
+    return permutation[:n_train], permutation[n_train + n_val:]
+
+
 def select_aux(n_test: int, fraction: float, max_samples: int | None, rng: np.random.Generator) -> np.ndarray:
     """Draw the server's auxiliary set D from the test split.
 
@@ -272,7 +312,7 @@ def build_client_splits(
     """Partition the training split into clients and hold out each client's validation part.
 
     Steps: :func:`make_partitioner` → ``partition(y, groups)`` → :func:`train_val_split` of every
-    client with ``cfg.val_fraction`` → :func:`class_counts`; when ``n_test`` is given, also
+    client with ``cfg.val_fraction`` (or :func:`three_way_split` with ``cfg.client_splits``) → :func:`class_counts`; when ``n_test`` is given, also
     :func:`select_aux` with ``cfg.aux_fraction`` / ``cfg.aux_max_samples``. The aux set comes
     from the test split, so it is disjoint from all client data (see the module docstring), unless
     ``cfg.aux_source == "client_pool"``: then it is drawn from the clients' pooled training and
@@ -305,7 +345,10 @@ def build_client_splits(
     val_rng = np.random.default_rng([partition_seed, VAL_STREAM])
     train, val = [], []
     for indices in partitions:
-        train_idx, val_idx = train_val_split(indices, cfg.val_fraction, val_rng)
+        if cfg.client_splits is not None:
+            train_idx, val_idx = three_way_split(indices, list(cfg.client_splits), val_rng)
+        else:
+            train_idx, val_idx = train_val_split(indices, cfg.val_fraction, val_rng)
         train.append(train_idx)
         val.append(val_idx)
 

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from fltrust.config import PartitionConfig
+from fltrust.config import ConfigError, PartitionConfig
 from fltrust.partition import (
     ClientSplits,
     DirichletPartitioner,
@@ -223,3 +223,32 @@ def test_build_client_splits_natural_records_groups_and_num_classes() -> None:
         assert (len(train), len(val)) == (9, 1)
     assert splits.class_counts.shape == (3, 3) and splits.class_counts[:, 2].sum() == 0
     assert splits.aux is None
+
+
+
+def test_three_way_split_has_federatedscope_sizes():
+    from fltrust.partition.splits import three_way_split
+
+    # n = 17: train floor(0.6 * 17) = 10; rest 7: val floor(0.5 * 7) = 3 (left out); test 4
+    train, test = three_way_split(np.arange(100, 117), [0.6, 0.2, 0.2], np.random.default_rng(3))
+    assert (len(train), len(test)) == (10, 4)
+    assert not set(train.tolist()) & set(test.tolist())
+    assert set(train.tolist()) | set(test.tolist()) <= set(range(100, 117))
+    # n = 2: train 1, rest 1 -> val 0, test 1
+    assert [len(a) for a in three_way_split(np.arange(2), [0.6, 0.2, 0.2], np.random.default_rng(0))] == [1, 1]
+
+
+def test_client_splits_replace_val_fraction_in_build_client_splits():
+    y = np.repeat(np.arange(4), 25)
+    cfg = PartitionConfig(num_clients=4, scheme="iid", val_fraction=0.5, client_splits=[0.6, 0.2, 0.2])
+
+    splits = build_client_splits(y, None, cfg, seed=0)
+
+    assert [len(t) for t in splits.train] == [15] * 4  # floor(0.6 * 25)
+    assert [len(v) for v in splits.val] == [5] * 4  # rest 10: 5 validation rows left out, 5 held out
+
+
+@pytest.mark.parametrize("bad", [[0.6, 0.4], [0.6, 0.3, 0.2], [1.0, 0.0, 0.0], [0.6, -0.1, 0.5]])
+def test_client_splits_must_be_three_shares_summing_to_one(bad):
+    with pytest.raises(ConfigError, match=r"partition.client_splits=.* must be three shares \[train, val, test\]"):
+        PartitionConfig(client_splits=bad)
