@@ -11,8 +11,8 @@ CIFAR-10 comes from a mirror of one federated partition (59,799 of the 60,000 im
 per-client shares rather than the official train/test split), so its images are pooled and
 50,000 are drawn for the clients, as the authors gave the official 50,000 training images to
 theirs; the other 9,799 stand in for the 10,000-image test batch the authors used as D.
-FEMNIST: the local copy has 110 writers in these configs (the 311-writer paper-scale setup is
-the next step). With the full datasets, :func:`condition_config` with
+FEMNIST: 205 of the 311 writers of the local copy (three LEAF runs); iid pools them and draws
+205 x 221 samples, as the authors' builder. With the full datasets, :func:`condition_config` with
 ``full_data=True`` gives the paper's settings unchanged.
 """
 
@@ -49,6 +49,8 @@ class DatasetSetup:
     q: float
     ditto_lambda: float
     ditto_lr: float
+    # iid: pool the dataset and draw this many samples per client (the authors' FEMNIST random_split)
+    iid_samples_per_client: int | None = None
     # what this machine's data forces us to change (None = paper setting holds)
     local_num_clients: int | None = None
     local_aux_max_samples: int | None = None
@@ -81,13 +83,16 @@ DATASETS: dict[str, DatasetSetup] = {
         DatasetSetup(
             "femnist_205c", "FEMNIST (205C)", "femnist", "femnist_cnn", 205, 0.025, 5,
             "natural", 0.0, 25 / 221, 0.1, 1.0, q=0.0005, ditto_lambda=0.836, ditto_lr=0.02,
-            local_num_clients=110,
+            iid_samples_per_client=221,
             local_aux_max_samples=500,
             local_notes=(
-                "FEMNIST subset has 110 writers, so 110 clients (5 per round) instead of 205",
-                "iid: the 110 writers' 14,697 training samples pooled and split iid (~134 per client, paper 221)",
-                "server aux set = 500 samples of the writers' LEAF test split (CPU budget), disjoint from client "
-                "data; the authors drew 46,873 samples from the client pool itself (fairness spec 6.6)",
+                "FEMNIST: 205 of the 311 writers of three LEAF runs (niid: drawn with the seed, each with its LEAF "
+                "training rows; the authors' 205 writers came from TFF's 3,400)",
+                "iid: all 47,414 samples of the 311 writers pooled, 205 x 221 drawn for the clients as the authors' "
+                "random_split, the remaining 2,109 held out",
+                "server aux set = 500 held-out samples (niid: the writers' LEAF test rows), disjoint from client data; "
+                "the authors' D (iid: 46,873 samples from the client pool itself, niid: 4,654 from other writers) "
+                "costs 10-90x more FedSV evaluations per round than this CPU allows",
             ),
         ),
         DatasetSetup(
@@ -140,6 +145,8 @@ def condition_config(strategy: str, dataset_key: str, setting: str, *, full_data
         data["max_train_samples"] = d.local_max_train_samples
     if not full_data and d.local_pooled_train_samples is not None:
         data["pooled_train_samples"] = d.local_pooled_train_samples
+    if setting == "iid" and d.iid_samples_per_client is not None:
+        data["pooled_train_samples"] = clients * d.iid_samples_per_client
     if d.data == "nsl_kdd":
         # the authors' HF copy = KDDTrain+ u KDDTrain+_20Percent, KDDTest+ u KDDTest-21, their fixed
         # min-max table, and their one-hot encoding of every split on its own (fairness spec 6.7);

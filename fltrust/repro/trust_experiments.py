@@ -30,9 +30,9 @@ Local adaptations (stored in every configuration's ``run.deviations``, printed u
   DP-SGD was measured at about 7 s per client update of ConvNet2 on this CPU (Opacus per-sample
   gradients; it also swaps BatchNorm for GroupNorm). The FactSheet records the same facts
   either way (DP on, epsilon), so only the model-dependent metrics can differ.
-- CPU budget: ConvNet2 has 6.6 M parameters and this machine has two cores. Experiments 2 and 3
-  are shrunk by a :class:`CpuScale` (fewer training samples per writer, and for experiment 3
-  fewer rounds); ``full_scale=True`` gives the paper's settings unchanged.
+- Scale: experiments 1-3 run at the paper's settings (N writers of the 311-writer pool, every
+  writer's rows, the paper's rounds). :class:`CpuScale` remains the one place to shrink an
+  experiment that would not fit a machine; ``full_scale=True`` ignores it.
 
 One run per experiment; its FactSheet is then scored in every requested scoring mode
 (:func:`run_trust_experiment`). The FactSheet statistics differ by mode (capped or uncapped CVs,
@@ -101,6 +101,9 @@ TRAINING = {
 }
 """FederatedScope example config of the prototype (trust spec 7.1): SGD lr 0.01, batch 10, one
 local epoch, grad_clip 5 (momentum and weight decay 0, FederatedScope's defaults)."""
+
+FEDERATEDSCOPE_SPLITS = (0.6, 0.2, 0.2)
+"""FederatedScope's per-client ``data.splits`` [train, val, test] (trust spec 7.1)."""
 
 NBAIOT_SYNTHETIC_SAMPLES = 20_000
 """Training rows of the synthetic N-BaIoT stand-in (the test split gets a quarter)."""
@@ -200,12 +203,13 @@ class TrustExperiment:
 
 
 _FEMNIST_NOTES = (
-    "FEMNIST: the 110-writer LEAF subset on this machine (LEAF niid sampling fraction 0.05, like FederatedScope's "
-    "subsample 0.05); the N clients are N writers drawn with the run seed",
+    "FEMNIST: the 311-writer pool of three LEAF runs on this machine (LEAF niid sampling fraction 0.05, like "
+    "FederatedScope's subsample 0.05; one copy per writer id); the N clients are N writers drawn with the run seed, "
+    "each with all of its LEAF training rows",
     "FEMNIST pixels in [0, 1] as LEAF stores them; FederatedScope's Normalize(0.1307, 0.3081) transform is not applied",
-    "client test data = a 20 % hold-out of each writer's samples (fltrust's validation split; FederatedScope split "
-    "each client 0.6/0.2/0.2); performance = mean accuracy of the global model received in the last round on the "
-    "last round's participants",
+    "each client's rows split 0.6/0.2/0.2 into train/validation/test as FederatedScope's data.splits "
+    "(partition.client_splits); performance = mean accuracy of the global model received in the last round on the "
+    "last round's participants' test parts; the server's auxiliary set = 500 of the writers' LEAF test rows",
 )
 _DP_NOTE = (
     "DP mechanism: the paper does not say; the prototype reads FederatedScope's NbAFL switch (clients clip their "
@@ -235,25 +239,11 @@ EXPERIMENTS: dict[str, TrustExperiment] = {
         TrustExperiment(
             "exp2", "FEMNIST, 50 clients, 60 % per round, 25 rounds, DP epsilon 20", "Fig. 4", "femnist", "FEMNIST",
             50, 0.6, 25, True, "server", 20.0, "fedavg", "convnet2",
-            scale=CpuScale(
-                max_train_samples=4000,
-                reason="CPU budget: the training split is subsampled to 4,000 of 14,697 samples (seeded), so each "
-                "writer keeps about 27 % of its samples; N = 50, 60 % per round and 25 rounds as in the paper "
-                "(full scale: 750 ConvNet2 client updates of ~1.1 s each on this 2-core machine, ~15 min)",
-            ),
             notes=_FEMNIST_NOTES + (_DP_NOTE.format(eps=20.0),),
         ),
         TrustExperiment(
             "exp3", "FEMNIST, 100 clients, 40 % per round, 50 rounds, DP epsilon 6", "Fig. 4", "femnist", "FEMNIST",
             100, 0.4, 50, True, "server", 6.0, "fedavg", "convnet2",
-            scale=CpuScale(
-                rounds=20,
-                max_train_samples=3000,
-                reason="CPU budget: 20 rounds instead of 50, and the training split subsampled to 3,000 of 14,697 "
-                "samples (seeded; each writer keeps about 20 % of its samples); N = 100 and 40 % per round as in the "
-                "paper (full scale: 2,000 ConvNet2 client updates, over 40 min on this 2-core machine). Fewer rounds "
-                "raise the expected selection CV from 0.17 to 0.27",
-            ),
             notes=_FEMNIST_NOTES + (_DP_NOTE.format(eps=6.0),),
         ),
         TrustExperiment(
@@ -327,8 +317,8 @@ def experiment_dict(name: str, *, full_scale: bool = False) -> dict[str, Any]:
         data["balance"] = True
     if scale is not None and scale.max_train_samples is not None:
         data["max_train_samples"] = scale.max_train_samples
-    partition: dict[str, Any] = {"num_clients": e.num_clients, "scheme": "natural", "val_fraction": 0.2,
-                                 "aux_max_samples": 500}
+    partition: dict[str, Any] = {"num_clients": e.num_clients, "scheme": "natural",
+                                 "client_splits": list(FEDERATEDSCOPE_SPLITS), "aux_max_samples": 500}
     training = dict(TRAINING, rounds=e.rounds if scale is None or scale.rounds is None else scale.rounds)
     privacy: dict[str, Any] = {"mode": e.privacy}
     if e.epsilon is not None:

@@ -5,6 +5,8 @@ Runs use the synthetic N-BaIoT stand-in with a tiny MLP, so this file needs no d
 
 from __future__ import annotations
 
+import dataclasses
+
 import json
 import math
 from pathlib import Path
@@ -45,7 +47,7 @@ def test_committed_configs_equal_the_generated_ones(tmp_path):
 PAPER_SETUPS = {
     "exp1": ("femnist", 10, 5, 5, 5, "none", None, "fedavg", "convnet2", False),
     "exp2": ("femnist", 50, 30, 25, 25, "server", 20.0, "fedavg", "convnet2", False),
-    "exp3": ("femnist", 100, 40, 20, 50, "server", 6.0, "fedavg", "convnet2", False),
+    "exp3": ("femnist", 100, 40, 50, 50, "server", 6.0, "fedavg", "convnet2", False),
     "exp4": ("synthetic_n_baiot", 9, 6, 20, 20, "none", None, "fedavg", "nbaiot_mlp_50_50", False),
     "exp5": ("synthetic_n_baiot", 9, 8, 20, 20, "local", 4.0, "fedmedian", "nbaiot_mlp_100_80_70_50", True),
 }
@@ -77,17 +79,25 @@ def test_committed_config_has_the_paper_setup(name):
         assert any("SYNTHETIC" in d for d in cfg.run.deviations)
 
 
-def test_cpu_scale_is_recorded_as_a_deviation():
-    # Execute
-    scaled = {name: e.scale for name, e in te.EXPERIMENTS.items() if e.scale is not None}
-    configs = {name: te.experiment_config(name) for name in scaled}
+def test_experiments_run_at_the_paper_scale_and_a_cpu_scale_is_recorded_as_a_deviation(monkeypatch):
+    # Assert: no experiment is shrunk; every client splits its rows as FederatedScope does
+    assert all(e.scale is None for e in te.EXPERIMENTS.values())
+    for name in te.EXPERIMENTS:
+        cfg = te.experiment_config(name)
+        assert cfg.data.max_train_samples is None
+        assert cfg.partition.client_splits == [0.6, 0.2, 0.2]
 
-    # Assert: only the two large DP experiments are shrunk, and each says how in its deviations
-    assert set(scaled) == {"exp2", "exp3"}
-    for name, scale in scaled.items():
-        assert scale.reason in configs[name].run.deviations
-        assert configs[name].data.max_train_samples == scale.max_train_samples
-    assert configs["exp3"].training.rounds == 20
+    # Prepare: a shrunk experiment 3, as a machine that cannot run it would define it
+    scale = te.CpuScale(rounds=7, max_train_samples=900, reason="test budget")
+    monkeypatch.setitem(te.EXPERIMENTS, "exp3", dataclasses.replace(te.EXPERIMENTS["exp3"], scale=scale))
+
+    # Execute
+    cfg = te.experiment_config("exp3")
+
+    # Assert: the scale is applied and stated
+    assert (cfg.training.rounds, cfg.data.max_train_samples) == (7, 900)
+    assert "test budget" in cfg.run.deviations
+    assert te.experiment_config("exp3", full_scale=True).training.rounds == 50
 
 
 @pytest.mark.parametrize("name", list(te.EXPERIMENTS))
