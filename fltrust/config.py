@@ -370,15 +370,23 @@ class PrivacyConfig:
     mode : str
         ``"none"``; ``"local"`` = DP-SGD on every client with Opacus, noise calibrated so that
         a client that trains in every round spends at most ``target_epsilon``; ``"server"`` =
-        server-side fixed clipping of client updates plus Gaussian noise on their mean.
+        server-side fixed clipping of client updates plus Gaussian noise on their mean;
+        ``"nbafl"`` = NbAFL as FederatedScope implements it (:class:`fltrust.fl.privacy.NbAFL`):
+        the server clips the broadcast weights and, when ``rounds > sqrt(N) * K``, adds noise; each
+        client trains with a proximal term and adds Gaussian noise to the model it uploads.
     target_epsilon, delta : float
-        Privacy budget.
+        Privacy budget. NbAFL: ``target_epsilon`` is FederatedScope's ``nbafl.epsilon`` (default
+        100 there) and ``delta`` is unused.
     max_grad_norm : float
         Local DP: per-sample gradient clipping norm.
     clipping_norm : float
         Server DP: clipping norm of each client update.
     noise_multiplier : float or None
         Server DP: noise multiplier; ``None`` = calibrated to ``target_epsilon`` over the run.
+    nbafl_mu, nbafl_w_clip, nbafl_constant : float
+        NbAFL: FederatedScope's ``nbafl.mu`` (proximal factor, >= 0), ``nbafl.w_clip`` (weight
+        clipping threshold) and ``nbafl.constant`` (the noise constant c), with its defaults 0, 1
+        and 30. The FederatedTrust prototype's example configs use mu 0.01, w_clip 0.1, constant 1.
     secure_aggregation : str or None
         ``"secagg+"``: the server only learns the weighted sum of the clients' updates, through
         Flower's SecAgg+ protocol (``SecAggPlusWorkflow`` + ``secaggplus_mod``; Bell et al. 2020);
@@ -404,6 +412,9 @@ class PrivacyConfig:
     max_grad_norm: float = 1.0
     clipping_norm: float = 1.0
     noise_multiplier: float | None = None
+    nbafl_mu: float = 0.0
+    nbafl_w_clip: float = 1.0
+    nbafl_constant: float = 30.0
     secure_aggregation: str | None = None
     secagg_num_shares: float = 1.0
     secagg_reconstruction_threshold: float = 0.67
@@ -411,7 +422,7 @@ class PrivacyConfig:
     secagg_quantization_range: int = 4194304
 
     def __post_init__(self) -> None:
-        _choice("privacy", "mode", self.mode, ("none", "local", "server"))
+        _choice("privacy", "mode", self.mode, ("none", "local", "server", "nbafl"))
         _choice("privacy", "secure_aggregation", self.secure_aggregation, (None, "none", "secagg+"))
         _fraction("privacy", "secagg_num_shares", self.secagg_num_shares)
         _fraction("privacy", "secagg_reconstruction_threshold", self.secagg_reconstruction_threshold)
@@ -422,6 +433,9 @@ class PrivacyConfig:
         _positive("privacy", "max_grad_norm", self.max_grad_norm)
         _positive("privacy", "clipping_norm", self.clipping_norm)
         _positive("privacy", "noise_multiplier", self.noise_multiplier, allow_zero=True)
+        _positive("privacy", "nbafl_mu", self.nbafl_mu, allow_zero=True)
+        _positive("privacy", "nbafl_w_clip", self.nbafl_w_clip)
+        _positive("privacy", "nbafl_constant", self.nbafl_constant)
 
 
 @dataclass(frozen=True)
@@ -810,6 +824,11 @@ class ExperimentConfig:
             raise ConfigError(
                 f"privacy.mode='server' clips and averages updates (FedAvg); it cannot wrap strategy.name={self.strategy.name!r}"
             )
+        if self.privacy.mode == "nbafl" and self.strategy.name == "fedprox":
+            raise ConfigError("privacy.mode='nbafl' has its own proximal term (privacy.nbafl_mu); "
+                              "use strategy.name=fedavg instead of fedprox")
+        if self.privacy.mode == "nbafl" and self.run.engine == "flower":
+            raise ConfigError("privacy.mode='nbafl' runs in the in-process engine only; set run.engine=inprocess")
         self._check_robust(per_round)
         self._check_attack()
         self._check_secure_aggregation()

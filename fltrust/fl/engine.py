@@ -36,7 +36,8 @@ from fltrust.core.evaluation import get_params, set_params
 from fltrust.core.io import atomic_torch_save
 from fltrust.core.records import Params, RoundRecord, RunInfo
 from fltrust.federation import Federation, sample_clients
-from fltrust.fl.privacy import calibrate_noise, epsilon_from_history, merge_history, server_dp_aggregate
+from fltrust.fl.privacy import (NbAFL, calibrate_noise, epsilon_from_history, merge_history, nbafl_from_config,
+                                server_dp_aggregate, trainable_mask)
 from fltrust.fl.strategies import ClientResult, build_strategy
 from fltrust.fl.training import LocalDP, LocalTrainer, num_batches
 from fltrust.fl.vectorized import BatchedEvaluator, ClientGroup, VectorTrainer, vectorize_reason
@@ -44,6 +45,9 @@ from fltrust.models import count_parameters
 from fltrust.runs import RunRecorder
 
 log = logging.getLogger("fltrust")
+
+NBAFL_NOISE_OFFSET = 1000
+"""Seed offset of a client's NbAFL upload noise (training streams use offsets 0 and 1)."""
 
 
 class _Client:
@@ -67,6 +71,11 @@ class _Client:
             key = str(self.client_id)
             engine.dp_history[key] = merge_history(engine.dp_history.get(key, []), history)
             return new, loss
+        if engine.nbafl is not None and private:  # NbAFL: proximal term, then noise on the upload
+            new, loss = engine.trainer.train(params, self.x, self.y, seed=self.seed(seed_offset),
+                                             **kwargs, **engine.nbafl.train_kwargs(params))
+            rng = np.random.default_rng(self.seed(NBAFL_NOISE_OFFSET + seed_offset))
+            return engine.nbafl.perturb_upload(new, engine.trainable, self.num_samples, rng), loss
         return engine.trainer.train(params, self.x, self.y, seed=self.seed(seed_offset), **kwargs)
 
     def train_loss_of(self, params: Params) -> float:
@@ -99,6 +108,8 @@ class Engine:
         self.per_round = cfg.clients_per_round()
         self.local_dp = self._local_dp()
         self.server_noise = self._server_noise()
+        self.nbafl = self._nbafl()
+        self.trainable = trainable_mask(model)
         self.dp_history: dict[str, list[list[float]]] = {}
         self.evaluator, self.vector = self._vectorized()
 
@@ -138,6 +149,14 @@ class Engine:
         rate = self.per_round / self.fed.num_clients
         return calibrate_noise(p.target_epsilon, p.delta, rate, self.cfg.training.rounds)
 
+    def _nbafl(self) -> NbAFL | None:
+        if self.cfg.privacy.mode != "nbafl":
+            return None
+        t = self.cfg.training
+        return nbafl_from_config(self.cfg.privacy, rounds=t.rounds, num_clients=self.fed.num_clients,
+                                 clients_per_round=self.per_round, local_epochs=t.local_epochs,
+                                 client_sizes=[len(i) for i in self.fed.train_index])
+
     # -- privacy --------------------------------------------------------------------------
     def epsilon_spent(self, rounds_done: int) -> float | None:
         p = self.cfg.privacy
@@ -147,6 +166,8 @@ class Engine:
         if p.mode == "server":
             rate = self.per_round / self.fed.num_clients
             return epsilon_from_history([[self.server_noise, rate, rounds_done]], p.delta)
+        if p.mode == "nbafl":  # no accounting: the epsilon NbAFL's noise scales are derived from
+            return p.target_epsilon
         return None
 
     # -- one round ------------------------------------------------------------------------
@@ -167,6 +188,9 @@ class Engine:
         ids, faults = self.inject_faults(round_, ids, global_params)  # drop-outs, failures (fltrust.faults)
         if not len(ids):
             return self.empty_round(round_, global_params, aux_before, faults)
+        if self.nbafl is not None:  # NbAFL: the clients receive the clipped (and maybe noised) model
+            global_params = self.nbafl.broadcast(global_params, self.trainable,
+                                                 np.random.default_rng([self.seed, round_, 14]))
         model_bytes = int(sum(p.nbytes for p in global_params))
         start = time.perf_counter()
         clients = [_Client(self, int(cid), round_) for cid in ids]

@@ -1,6 +1,6 @@
 """Differential privacy bookkeeping: noise calibration and the epsilon actually spent.
 
-Two mechanisms (``privacy.mode``):
+Three mechanisms (``privacy.mode``):
 
 - ``"local"``: DP-SGD on every client with Opacus (Abadi et al. 2016). The noise multiplier is
   calibrated once so that a client selected in *every* round (``rounds * local_epochs`` epochs at
@@ -10,17 +10,24 @@ Two mechanisms (``privacy.mode``):
   gets Gaussian noise with standard deviation ``noise_multiplier * clipping_norm / m``
   (Flower's ``DifferentialPrivacyServerSideFixedClipping``, McMahan et al. 2018). Epsilon is the
   RDP bound of the subsampled Gaussian mechanism with sampling rate ``m / C`` over the rounds run.
+- ``"nbafl"``: noising before model aggregation (Wei et al. 2020) exactly as FederatedScope runs it,
+  where the FederatedTrust prototype ran; see :class:`NbAFL`. No accounting: the record reports the
+  nominal ``target_epsilon`` that the noise scales are derived from.
 
-All accounting uses Opacus's RDP accountant.
+The accounting of ``local`` and ``server`` uses Opacus's RDP accountant.
 """
 
 from __future__ import annotations
 
+import math
 import warnings
+from dataclasses import dataclass
 
 import numpy as np
+from torch import nn
 
 from fltrust.config import PrivacyConfig
+from fltrust.core.records import Params
 from fltrust.fl.aggregation import clip_update
 
 
@@ -96,6 +103,121 @@ def server_dp_aggregate(
     return new, {"update_norms": norms, "noise_std": std}
 
 
+@dataclass(frozen=True)
+class NbAFL:
+    r"""NbAFL (Wei et al. 2020) as FederatedScope implements it (``privacy.mode: nbafl``).
+
+    Reference: FederatedScope ``federatedscope/core/trainers/trainer_nbafl.py`` (commit
+    480b67de851df2fa02b7cc2189f1803d947998d7; v0.2.0 has the same formulas), with its ``nbafl``
+    options in ``federatedscope/core/configs/cfg_differential_privacy.py`` and the broadcast hook
+    in ``federatedscope/core/workers/server.py`` (``broadcast_model_para``). The FederatedTrust
+    prototype's FEMNIST configs (ningxie1991/FederatedTrust) set mu 0.01, w_clip 0.1, constant 1.
+    What it does, per round:
+
+    1. **Broadcast** (the server, before the clients train): every entry of every trainable
+       parameter tensor of the global model is clipped to ``[-w_clip, w_clip]``
+       (``w / max(1, |w| / w_clip)``, element-wise, not a norm clip); then, only when
+       ``T > sqrt(N) * K``, Gaussian noise with standard deviation
+
+       .. math:: \sigma_D = \frac{2\, w_{clip}\, c\, \sqrt{T^2 - K^2 N}}{m\, N\, \varepsilon}
+
+       is added to each of those entries. This is the model the clients receive.
+    2. **Local training** (each sampled client k): the usual loss plus the proximal term
+       :math:`\tfrac{\mu}{2} \lVert w - w_0 \rVert^2` around the received model :math:`w_0`
+       (FederatedScope's ``proximal_regularizer``), so its gradient is :math:`\mu (w - w_0)`.
+    3. **Upload**: Gaussian noise with standard deviation
+
+       .. math:: \sigma_U = \frac{w_{clip}\, T\, c}{n_k\, \varepsilon}
+
+       is added to every entry of the trainable parameters of the trained model, which is what
+       the client sends (and what its performance is measured with). The server aggregates the
+       noisy models with the configured strategy; that aggregate is the round's global model
+       (the one evaluated), and the next round's broadcast clips and noises it again.
+
+    Symbols: ``w_clip`` = ``nbafl_w_clip``, ``c`` = ``nbafl_constant``, ``mu`` = ``nbafl_mu``,
+    epsilon = ``target_epsilon`` (FederatedScope's ``nbafl.epsilon``), T = ``training.rounds``
+    (``federate.total_round_num``), N = clients, K = clients per round (FederatedScope's ``L``:
+    ``sample_client_num``), n_k = the client's training samples, m = the smallest
+    ``local_epochs * n_k`` over all clients (FederatedScope's ``min`` of the clients' join-in
+    ``num_sample``, epoch mode). Buffers (BatchNorm running statistics) are neither clipped nor
+    noised, as FederatedScope touches only ``model.parameters()``.
+
+    FederatedScope's server noise also needs ``federate.join_in_info: ['num_sample']``; without it
+    (as in the FederatedTrust example configs) only the clipping happens. Here the condition
+    ``T > sqrt(N) K`` alone decides. For FederatedTrust's experiments 2 (N=50, K=30, T=25) and 3
+    (N=100, K=40, T=50) it is false, so they get no server noise either way.
+
+    Examples
+    --------
+    >>> nb = NbAFL(mu=0.0, w_clip=1.0, constant=30.0, epsilon=10.0, rounds=5, num_clients=4,
+    ...            clients_per_round=2, min_samples=100)
+    >>> round(nb.upload_std(100), 6)  # 1 * 5 * 30 / (100 * 10)
+    0.15
+    >>> nb.broadcast_std()  # T = 5 > sqrt(4) * 2 = 4
+    0.045
+    """
+
+    mu: float
+    w_clip: float
+    constant: float
+    epsilon: float
+    rounds: int
+    num_clients: int
+    clients_per_round: int
+    min_samples: int
+
+    def upload_std(self, num_samples: int) -> float:
+        """Client-side noise std ``w_clip * T * c / (n_k * epsilon)`` for a client with ``num_samples``."""
+        return self.w_clip * self.rounds * self.constant / (num_samples * self.epsilon)
+
+    def broadcast_std(self) -> float:
+        """Server-side noise std; 0.0 unless ``T > sqrt(N) * K`` (FederatedScope's condition)."""
+        t, n, k = self.rounds, self.num_clients, self.clients_per_round
+        if not t > math.sqrt(n) * k:
+            return 0.0
+        return 2 * self.w_clip * self.constant * math.sqrt(t**2 - k**2 * n) / (self.min_samples * n * self.epsilon)
+
+    def train_kwargs(self, received: Params) -> dict:
+        """``LocalTrainer.train`` keywords of the proximal term around the received model."""
+        return {"proximal_center": received, "proximal_mu": self.mu}
+
+    def perturb_upload(self, params: Params, trainable: list[bool], num_samples: int,
+                       rng: np.random.Generator) -> Params:
+        """The trained model plus upload noise (:meth:`upload_std`) on its trainable entries."""
+        return _add_noise(params, trainable, self.upload_std(num_samples), rng)
+
+    def broadcast(self, params: Params, trainable: list[bool], rng: np.random.Generator) -> Params:
+        """The model the clients receive: trainable entries clipped to ``[-w_clip, w_clip]``,
+        plus broadcast noise (:meth:`broadcast_std`) when FederatedScope's condition holds."""
+        clipped = [np.clip(p, -self.w_clip, self.w_clip) if t else p.copy() for p, t in zip(params, trainable)]
+        return _add_noise(clipped, trainable, self.broadcast_std(), rng)
+
+
+def nbafl_from_config(privacy: PrivacyConfig, *, rounds: int, num_clients: int, clients_per_round: int,
+                      local_epochs: int, client_sizes: list[int]) -> NbAFL:
+    """The :class:`NbAFL` of a run (``m`` = ``local_epochs * min(client_sizes)``)."""
+    return NbAFL(mu=privacy.nbafl_mu, w_clip=privacy.nbafl_w_clip, constant=privacy.nbafl_constant,
+                 epsilon=privacy.target_epsilon, rounds=rounds, num_clients=num_clients,
+                 clients_per_round=clients_per_round, min_samples=local_epochs * max(1, min(client_sizes)))
+
+
+def trainable_mask(model: nn.Module) -> list[bool]:
+    """For each ``state_dict`` entry of ``model``: is it a trainable parameter (not a buffer)?"""
+    trainable = {name for name, _ in model.named_parameters()}
+    return [name in trainable for name in model.state_dict()]
+
+
+def _add_noise(params: Params, trainable: list[bool], std: float, rng: np.random.Generator) -> Params:
+    """Gaussian noise N(0, std^2) on every entry of the trainable floating-point arrays (copies)."""
+    out = []
+    for p, t in zip(params, trainable):
+        if t and std > 0 and np.issubdtype(p.dtype, np.floating):
+            out.append((p.astype(np.float64) + rng.normal(0.0, std, size=p.shape)).astype(p.dtype))
+        else:
+            out.append(p.copy())
+    return out
+
+
 def describe(privacy: PrivacyConfig) -> str:
     """One-line description for logs and FactSheets."""
     if privacy.mode == "none":
@@ -104,6 +226,11 @@ def describe(privacy: PrivacyConfig) -> str:
         return (
             f"local DP-SGD (Opacus, RDP accountant), target epsilon {privacy.target_epsilon}, "
             f"delta {privacy.delta}, max grad norm {privacy.max_grad_norm}"
+        )
+    if privacy.mode == "nbafl":
+        return (
+            f"NbAFL as in FederatedScope (weights clipped to {privacy.nbafl_w_clip}, proximal mu "
+            f"{privacy.nbafl_mu}, Gaussian noise with constant {privacy.nbafl_constant}), epsilon {privacy.target_epsilon}"
         )
     return (
         f"server-side fixed clipping (norm {privacy.clipping_norm}) + Gaussian noise, "

@@ -41,6 +41,8 @@ sequentially, ``on`` raises):
 
 - local DP-SGD (``privacy.mode: local``): Opacus trains one client at a time with per-sample
   gradients and Poisson sampling;
+- NbAFL (``privacy.mode: nbafl``): the client's proximal term and upload noise are added by the
+  sequential path (:class:`fltrust.fl.privacy.NbAFL`);
 - models with BatchNorm buffers (``convnet2``): batch statistics and running-stat updates per
   client are not replayed here (evaluation of such models is still batched);
 - ``clients_per_round == 1`` (nothing to stack);
@@ -87,6 +89,8 @@ def vectorize_reason(cfg: ExperimentConfig, model: nn.Module, clients_per_round:
         return "training.vectorize is off"
     if cfg.privacy.mode == "local":
         return "local DP-SGD (Opacus) trains one client at a time"
+    if cfg.privacy.mode == "nbafl":
+        return "NbAFL's proximal term and upload noise are added client by client (sequential path)"
     if clients_per_round < 2:
         return "one client per round"
     if has_buffers(model):
