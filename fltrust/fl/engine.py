@@ -24,6 +24,7 @@ model and the observers and hands them to an engine (this one, or :mod:`fltrust.
 from __future__ import annotations
 
 import logging
+import math
 import time
 from typing import Any
 
@@ -158,6 +159,16 @@ class Engine:
                                  client_sizes=[len(i) for i in self.fed.train_index])
 
     # -- privacy --------------------------------------------------------------------------
+    def nbafl_norms(self, received: Params, new: Params, num_samples: list[int]) -> dict[str, float]:
+        """NbAFL's expected upload and aggregate noise norms, the norm of the aggregated model's
+        trainable entries and of the round's change to them (``server_metrics``)."""
+        pairs = [(r, n) for r, n, t in zip(received, new, self.trainable) if t]
+        entries = int(sum(n.size for _, n in pairs))
+        norms = self.nbafl.noise_norms(num_samples, entries)
+        return {"nbafl_upload_noise_norm": norms["upload"], "nbafl_aggregate_noise_norm": norms["aggregate"],
+                "weight_norm": float(math.sqrt(sum(float(np.sum(np.square(n, dtype=np.float64))) for _, n in pairs))),
+                "update_norm": float(math.sqrt(sum(float(np.sum(np.square(n - r, dtype=np.float64))) for r, n in pairs)))}
+
     def epsilon_spent(self, rounds_done: int) -> float | None:
         p = self.cfg.privacy
         if p.mode == "local":
@@ -241,6 +252,8 @@ class Engine:
         eps = self.epsilon_spent(round_)
         if eps is not None:
             server["epsilon"] = eps
+        if self.nbafl is not None:  # how much noise this round added, against the size of the model
+            server.update(self.nbafl_norms(global_params, new_params, [c.num_samples for c in clients]))
         server.update(self.round_extras(faults, ids))
         return RoundRecord(
             round=round_, client_ids=ids, client_metrics={k: np.asarray(v, dtype=float) for k, v in rows.items()},

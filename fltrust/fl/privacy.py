@@ -177,6 +177,20 @@ class NbAFL:
             return 0.0
         return 2 * self.w_clip * self.constant * math.sqrt(t**2 - k**2 * n) / (self.min_samples * n * self.epsilon)
 
+    def noise_norms(self, num_samples: list[int], trainable_entries: int) -> dict[str, float]:
+        """Expected L2 norms of a round's upload noise: per upload (mean over the round's
+        clients) and on their sample-weighted mean, ``sqrt(d * sum_k (n_k / n)^2 sigma_k^2)``
+        over the ``d`` trainable entries (how much noise one FedAvg round adds to the model).
+
+        >>> NbAFL(mu=0, w_clip=1, constant=30, epsilon=10, rounds=5, num_clients=4, clients_per_round=2,
+        ...       min_samples=100).noise_norms([100, 100], 100)
+        {'upload': 1.5, 'aggregate': 1.0606601717798212}
+        """
+        stds = np.array([self.upload_std(n) for n in num_samples])
+        weights = np.asarray(num_samples, dtype=float) / float(sum(num_samples))
+        return {"upload": float(stds.mean() * math.sqrt(trainable_entries)),
+                "aggregate": float(math.sqrt(trainable_entries * float(np.sum((weights * stds) ** 2))))}
+
     def train_kwargs(self, received: Params) -> dict:
         """``LocalTrainer.train`` keywords of the proximal term around the received model."""
         return {"proximal_center": received, "proximal_mu": self.mu}

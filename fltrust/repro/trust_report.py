@@ -17,7 +17,7 @@ RESULTS.md has, in order: a header naming the regenerating command (``fltrust re
 a loud banner for quick runs and a SYNTHETIC banner for experiments on generated data; per
 experiment the trust and pillar table (``paper | ours per mode | Δ``) and the metric table; the
 matches per mode, split into configuration-driven and coincidental (model-dependent) ones; the
-DP calibration check of experiments 2-3 (:func:`dp_calibration`, NbAFL comparison); the
+noise against model norm of the NbAFL experiments 2-3 (:func:`dp_noise_frame`); the
 extended-mode scores (:func:`extended_frame`); the attack ablation (:func:`load_ablation`); the
 time per experiment; the paper's internal inconsistencies; every deviation from the paper's
 setting; the experiments not run.
@@ -45,8 +45,8 @@ __all__ = [
     "ResultsError",
     "ablation_markdown",
     "comparison_frame",
-    "dp_calibration",
     "dp_markdown",
+    "dp_noise_frame",
     "extended_frame",
     "extended_markdown",
     "load_ablation",
@@ -299,109 +299,66 @@ def _experiment_heading(res: dict[str, Any]) -> str:
 # Differential privacy: our server-side calibration vs NbAFL (Wei et al. 2020)
 # ---------------------------------------------------------------------------------------------
 
-CONVNET2_PARAMETERS = 6_603_902
-FEMNIST_TRAIN_PER_WRITER = 14_697 / 110 * 0.8
-"""Training rows of a writer of the 110-writer LEAF subset at full scale (80 % of its rows; about 107)."""
-CONVNET2_FC1_INIT_STD = 1.0 / math.sqrt(3 * 3136)
-"""Standard deviation of ConvNet2's first dense layer at PyTorch's default initialisation
-(uniform in +-1/sqrt(fan_in), fan_in 64 x 7 x 7): the scale of the weights the noise lands on."""
+FEMNIST_CHANCE = 1 / 62
+"""Accuracy of a model that guesses among FEMNIST's 62 classes."""
+COLLAPSE_ACCURACY = 3 * FEMNIST_CHANCE
+"""A DP run whose final server accuracy stays below this has collapsed to about chance."""
 
 
-def dp_calibration(results: Sequence[dict[str, Any]], *, delta: float = 1e-5, clip: float = 1.0,
-                   samples_per_client: float = FEMNIST_TRAIN_PER_WRITER) -> list[dict[str, Any]]:
-    r"""Noise of the server-side DP runs against the NbAFL formula, per DP experiment.
+def _mean(values: Sequence[Any]) -> float:
+    finite = [float(v) for v in values if v is not None and math.isfinite(float(v))]
+    return float(sum(finite) / len(finite)) if finite else float("nan")
 
-    Per experiment with ``privacy: server`` (m clients per round of N, T rounds, target epsilon):
 
-    - ``z_rdp``: our noise multiplier, :func:`fltrust.fl.privacy.calibrate_noise` (RDP accountant of
-      the subsampled Gaussian mechanism, q = m / N, over all T rounds; client-level DP, clip C);
-      ``std_ours`` = z C / m per coordinate of the averaged model (``server_dp_aggregate``);
-    - ``z_linear``: the same client-level guarantee by the classical Gaussian mechanism per round,
-      epsilon / T each, composed linearly (no RDP, no subsampling): z = sqrt(2 ln(1.25/delta)) T / epsilon;
-    - NbAFL (Wei et al. 2020, Theorem 1; record-level DP with sensitivity 2C / n of a client's
-      locally trained model, n its training rows): per upload
-      :math:`\sigma_U = c\,T\,2C / (n\,arepsilon)`, c = sqrt(2 ln(1.25/delta)); on the mean of
-      the m uploads sigma_U / sqrt(m);
-    - FederatedScope's NbAFL (``scale_u = w_clip T constant / (n epsilon)``) with its defaults
-      (w_clip 1, constant 30) and with its FEMNIST example script (w_clip 0.1, constant 1).
+def dp_noise_frame(results: Sequence[dict[str, Any]]) -> pd.DataFrame:
+    """Noise against model size per NbAFL experiment, from each result's ``dp_trace``.
 
-    ``noise_norm`` = std x sqrt(d), d = ConvNet2's parameter count, against an update of norm <= C.
+    Columns: ``experiment``, ``m / N, T, epsilon`` parts, ``final_aux_accuracy``, ``collapsed``
+    (final accuracy below :data:`COLLAPSE_ACCURACY`), and the per-round means of the expected
+    noise norm on the aggregate (``noise``), of the model's own change (``update``) with the
+    noise in it, their ratio, and the model's weight norm in the first and last round.
     """
-    from fltrust.fl.privacy import calibrate_noise
-
-    c = math.sqrt(2 * math.log(1.25 / delta))
     rows = []
     for res in results:
-        s = res["settings"]
-        if s.get("privacy") != "server":
+        trace = res.get("dp_trace")
+        if not trace:
             continue
-        m, n_clients, rounds, eps = s["clients_per_round"], s["num_clients"], s["rounds"], float(s["epsilon"])
-        z = calibrate_noise(eps, delta, m / n_clients, rounds)
-        z_lin = c * rounds / eps
-        std = z * clip / m
-        nbafl_upload = c * rounds * 2 * clip / (samples_per_client * eps)
-        fs_default = 1.0 * rounds * 30.0 / (samples_per_client * eps)
-        fs_femnist = 0.1 * rounds * 1.0 / (samples_per_client * eps)
+        s = res["settings"]
+        acc = res.get("final_aux_accuracy")
+        noise, update = _mean(trace["nbafl_aggregate_noise_norm"]), _mean(trace["update_norm"])
         rows.append({
-            "experiment": res["experiment"], "m": m, "N": n_clients, "T": rounds, "epsilon": eps,
-            "final_aux_accuracy": res.get("final_aux_accuracy"),
-            "z_rdp": z, "std_ours": std, "noise_norm_ours": std * math.sqrt(CONVNET2_PARAMETERS),
-            "z_linear": z_lin, "std_linear": z_lin * clip / m,
-            "nbafl_upload": nbafl_upload, "nbafl_mean": nbafl_upload / math.sqrt(m),
-            "fs_default_mean": fs_default / math.sqrt(m), "fs_femnist_mean": fs_femnist / math.sqrt(m),
+            "experiment": res["experiment"], "m": s["clients_per_round"], "N": s["num_clients"],
+            "T": s["rounds"], "epsilon": s["epsilon"], "final_aux_accuracy": acc,
+            "collapsed": acc is not None and acc < COLLAPSE_ACCURACY,
+            "noise": noise, "update": update, "noise_over_update": noise / update if update else float("nan"),
+            "upload_noise": _mean(trace["nbafl_upload_noise_norm"]),
+            "weight_norm_first": trace["weight_norm"][0], "weight_norm_last": trace["weight_norm"][-1],
         })
-    return rows
+    return pd.DataFrame(rows)
 
 
 def dp_markdown(results: Sequence[dict[str, Any]]) -> list[str]:
-    """RESULTS.md section on the DP runs of experiments 2-3 (:func:`dp_calibration`)."""
-    rows = dp_calibration(results)
-    if not rows:
+    """RESULTS.md section on the NbAFL runs of experiments 2-3 (:func:`dp_noise_frame`)."""
+    frame = dp_noise_frame(results)
+    if frame.empty:
         return []
-    out = ["## Differential privacy of experiments 2-3: the runs collapse to chance accuracy", "",
-           "**The DP runs of experiments 2 and 3 end at chance accuracy** (FEMNIST has 62 classes, chance ≈ 0.016; "
-           "server accuracy below), so their performance, accuracy-variation, CLEVER and feature-importance values "
-           "describe a destroyed model, and the paper's 0.93 performance of experiment 2 is not reproduced.", "",
-           "Calibration check (`fltrust.repro.trust_report.dp_calibration`; δ = 1e-5, clip C = 1, d = "
-           f"{CONVNET2_PARAMETERS:,} ConvNet2 parameters, n = {FEMNIST_TRAIN_PER_WRITER:.0f} training rows per "
-           "writer at full scale). Std = Gaussian noise per coordinate of the *averaged* model per round.", ""]
-    header = ["exp", "m / N, T, ε", "server acc.", "ours: z (RDP, all T rounds)", "ours: std on mean",
-              "‖noise‖ on mean", "per-round Gaussian, ε/T each: z / std", "NbAFL Thm 1 (C = 1): upload / mean",
-              "FederatedScope NbAFL defaults (w_clip 1, constant 30): mean", "FederatedScope FEMNIST script "
-              "(w_clip 0.1, constant 1): mean"]
-    table = []
-    for r in rows:
-        table.append([r["experiment"], f"{r['m']} / {r['N']}, {r['T']}, {r['epsilon']:g}",
-                      _fmt(r["final_aux_accuracy"], 3), f"{r['z_rdp']:.3f}", f"{r['std_ours']:.4f}",
-                      f"{r['noise_norm_ours']:.0f}", f"{r['z_linear']:.2f} / {r['std_linear']:.3f}",
-                      f"{r['nbafl_upload']:.3f} / {r['nbafl_mean']:.4f}", f"{r['fs_default_mean']:.4f}",
-                      f"{r['fs_femnist_mean']:.5f}"])
+    collapsed = frame[frame["collapsed"]]["experiment"].tolist()
+    verdict = ("**" + " and ".join(collapsed) + " collapse to about chance accuracy**" if collapsed
+               else "**No DP run collapses**")
+    out = ["## Differential privacy of experiments 2-3: NbAFL noise against the model", "",
+           f"{verdict} (final server accuracy below {COLLAPSE_ACCURACY:.3f} = 3 x chance over 62 classes counts as "
+           "collapsed). NbAFL as FederatedScope implements it (`privacy.mode: nbafl`), with the prototype's constants: "
+           "every upload gets Gaussian noise of std w_clip T c / (n_k ε) per trainable entry; the table compares the "
+           "expected norm of that noise on the round's weighted mean of uploads with the norm of the model's actual "
+           "change in the round (noise included) and with the model's own norm. Per-round values are means over the "
+           "rounds (`dp_trace` in each result).", ""]
+    header = ["exp", "m / N, T, ε", "server acc.", "collapsed", "‖noise‖ per upload", "‖noise‖ on the mean",
+              "‖change‖ per round", "noise / change", "‖w‖ round 1 → T"]
+    table = [[r.experiment, f"{r.m} / {r.N}, {r.T}, {r.epsilon:g}", _fmt(r.final_aux_accuracy, 3),
+              "yes" if r.collapsed else "no", f"{r.upload_noise:.2f}", f"{r.noise:.2f}", f"{r.update:.2f}",
+              f"{r.noise_over_update:.2f}", f"{r.weight_norm_first:.1f} → {r.weight_norm_last:.1f}"]
+             for r in frame.itertuples()]
     out += markdown_table(header, table) + [""]
-    out += [
-        "Findings:",
-        "",
-        "- **No calibration bug.** `calibrate_noise` and `server_dp_aggregate` implement client-level DP-FedAvg "
-        "(McMahan et al. 2018, Flower's fixed-clipping server DP) correctly: the noise multiplier z is the smallest "
-        "one whose RDP ε over all T rounds at sampling rate q = m/N reaches the target, and std = z C / m on the "
-        "mean. Accounting over all rounds with RDP is the *least* strict of the options: spending ε/T per round "
-        "with the classical Gaussian mechanism would need a z about 6-9× larger (column 'per-round Gaussian'). "
-        "`fltrust/fl/privacy.py` is unchanged.",
-        "- **Why ε = 20 destroys the model here**: with client-level sensitivity C = 1 and only m = 30-40 clients "
-        "per round, the noise on the mean has norm z C √d / m ≈ 90-110 while the mean clipped update has norm ≤ 1, "
-        f"and the per-coordinate std (0.036-0.044 per round) is 3-4× ConvNet2's dense-layer weight scale "
-        f"({CONVNET2_FC1_INIT_STD:.4f}) in every single round. DP-FedAvg needs thousands of clients per round "
-        "for a 6.6 M-parameter model at these ε; the paper's setting has 30-40.",
-        "- **NbAFL is a different guarantee, not a looser accounting.** Wei et al.'s σ_U = c T ΔS / ε uses the "
-        "*record-level* sensitivity ΔS = 2C / n of a client's locally trained model (n = its training rows, an "
-        "assumption about local training rather than a clipped quantity), so its noise shrinks with n; with C = 1 "
-        "it gives a per-coordinate std on the mean of the same order as ours (column 'NbAFL Thm 1') and would "
-        "equally swamp ConvNet2. FederatedScope's implementation drops c and the factor 2 and uses a free "
-        "`constant`: with its defaults the noise is larger than ours, with its FEMNIST example script "
-        "(w_clip 0.1, constant 1) about 90-170× smaller, which a model survives. The paper states only ε = 20, "
-        "so which of these it ran is unknown; its 0.93 performance is consistent only with a small w_clip x "
-        "constant, i.e. with a noise level that the stated ε alone does not determine.",
-        "",
-    ]
     return out
 
 

@@ -186,3 +186,17 @@ def test_upload_noise_in_a_run_has_the_formula_std(tmp_path):
     # sigma_U = w_clip * T * c / (n_k * eps) = 0.5 * 3 * 30 / (n_k * 5) = 9 / n_k
     assert diff.size == 45_141
     assert diff.std() == pytest.approx(9.0 / n_k, rel=0.02)
+
+
+def test_a_run_records_the_noise_against_the_model_norm(tmp_path):
+    """Every round reports NbAFL's expected noise norms (formula) and the model's own norms."""
+    privacy = {"mode": "nbafl", "target_epsilon": 5.0, "nbafl_w_clip": 0.5, "nbafl_constant": 30.0}
+    record = run_experiment(tiny(privacy=privacy), out_dir=tmp_path)
+    for r in record.rounds[1:]:
+        sizes = r.client_metrics["num_samples"]
+        stds = 0.5 * 3 * 30 / (sizes * 5.0)  # sigma_U = w_clip * T * c / (n_k * eps), T = 3 rounds
+        weights = sizes / sizes.sum()
+        s = r.server_metrics
+        assert s["nbafl_upload_noise_norm"] == pytest.approx(stds.mean() * math.sqrt(45_141))
+        assert s["nbafl_aggregate_noise_norm"] == pytest.approx(math.sqrt(45_141 * np.sum((weights * stds) ** 2)))
+        assert s["weight_norm"] > 0 and s["update_norm"] > 0

@@ -252,3 +252,10 @@ def test_client_splits_replace_val_fraction_in_build_client_splits():
 def test_client_splits_must_be_three_shares_summing_to_one(bad):
     with pytest.raises(ConfigError, match=r"partition.client_splits=.* must be three shares \[train, val, test\]"):
         PartitionConfig(client_splits=bad)
+
+
+def test_three_way_split_refuses_a_one_row_client():
+    from fltrust.partition.splits import three_way_split
+
+    with pytest.raises(PartitionError, match="needs at least 2 samples per client"):
+        three_way_split(np.arange(1), [0.6, 0.2, 0.2], np.random.default_rng(0))
