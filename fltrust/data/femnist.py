@@ -9,8 +9,9 @@ Each shard is an object with keys ``users`` (writer ids), ``num_samples`` and
 writer's samples into train and test, so a writer appears in both splits.
 
 And/or TensorFlow Federated's federated EMNIST, ``<data root>/femnist/fed_emnist_train.h5`` and
-``fed_emnist_test.h5`` (:data:`TFF_H5_FILES`; ``fltrust data fetch femnist`` downloads them): all
-3,400 writers of LEAF's FEMNIST with at least two samples, 671,585 / 77,483 samples, 62 classes.
+``fed_emnist_test.h5`` (:data:`TFF_H5_FILES`; ``fltrust data fetch femnist`` downloads them):
+3,400 writers, 671,585 / 77,483 samples, 62 classes (TFF's figures: LEAF's preprocessing of EMNIST
+grouped by writer, writers with fewer than two samples dropped, every writer in both splits).
 Layout (TFF's ``HDF5ClientData``): a group ``examples`` with one subgroup per writer id holding
 ``pixels`` (float32, n x 28 x 28) and ``label`` (int32, n). Pixels follow LEAF's convention (TFF
 built the files from LEAF's preprocessing: 8-bit gray / 255, background 1.0, ink 0.0) and labels
