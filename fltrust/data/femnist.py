@@ -8,6 +8,17 @@ Each shard is an object with keys ``users`` (writer ids), ``num_samples`` and
 ``user_data = {user: {"x": [[784 floats in 0..1], ...], "y": [int, ...]}}``. LEAF splits every
 writer's samples into train and test, so a writer appears in both splits.
 
+And/or TensorFlow Federated's federated EMNIST, ``<data root>/femnist/fed_emnist_train.h5`` and
+``fed_emnist_test.h5`` (:data:`TFF_H5_FILES`; ``fltrust data fetch femnist`` downloads them):
+3,400 writers, 671,585 / 77,483 samples, 62 classes (TFF's figures: LEAF's preprocessing of EMNIST
+grouped by writer, writers with fewer than two samples dropped, every writer in both splits).
+Layout (TFF's ``HDF5ClientData``): a group ``examples`` with one subgroup per writer id holding
+``pixels`` (float32, n x 28 x 28) and ``label`` (int32, n). Pixels follow LEAF's convention (TFF
+built the files from LEAF's preprocessing: 8-bit gray / 255, background 1.0, ink 0.0) and labels
+LEAF's class order, so they are read unchanged and checked like a shard. Writers of one h5 file are
+read in sorted id order, as TFF lists them. Reading them needs ``h5py`` (pinned in
+``requirements.txt``); it is imported only when an h5 file is read.
+
 Several LEAF runs
 -----------------
 LEAF samples writers independently in every run, so shards of two runs (file names with different
@@ -16,7 +27,9 @@ different samples (the last writer drawn into a shard is truncated). A writer's 
 samples in one train/test shard pair (the file names equal once ``_train_``/``_test_`` and ``.gz``
 are dropped). :func:`load_femnist` keeps **one copy per writer id: the one with the most samples**
 (train + test); ties go to the copy whose first file comes first in sorted path order. Every
-other copy is dropped, and ``source["duplicate_copies_dropped"]`` counts them.
+other copy is dropped, and ``source["duplicate_copies_dropped"]`` counts them. A train/test h5
+pair is one more copy of each of its writers, so a writer id found both in LEAF shards and in the
+h5 files is kept once, from whichever copy is larger.
 
 Output
 ------
@@ -25,7 +38,8 @@ Output
 - y: int64 in 0..61: 0-9 digits, 10-35 ``A``-``Z``, 36-61 ``a``-``z`` (:data:`CLASS_NAMES`).
 - groups: writer index, the same index in train and test; ``group_names`` are the writer ids.
   Writers are numbered in order of first appearance, reading the train shards and then the test
-  shards in natural file-name order (``all_data_2`` before ``all_data_10``).
+  shards in natural file-name order (``all_data_2`` before ``all_data_10``), each split's TFF h5
+  file after its LEAF shards.
 
 Parsing the JSON is slow (tens of MB of decimal text), so each split is parsed once and cached
 (:mod:`fltrust.data.cache`).
@@ -33,10 +47,12 @@ Parsing the JSON is slow (tens of MB of decimal text), so each split is parsed o
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import json
 import re
 import string
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -57,24 +73,30 @@ def _natural_key(path: Path) -> list[Any]:
 
 
 SHARD_SUFFIXES = (".json", ".json.gz")
+TFF_H5_FILES = {"train": "fed_emnist_train.h5", "test": "fed_emnist_test.h5"}
+"""TensorFlow Federated's federated EMNIST (62 classes) by split, in the ``femnist`` folder itself."""
 
 
 def shard_files(folder: Path, split: str) -> list[Path]:
-    """The LEAF ``*.json`` and ``*.json.gz`` shards of one split in natural name order.
+    """The files one split is read from: the LEAF ``*.json`` and ``*.json.gz`` shards of
+    ``folder/split`` in natural name order, then TFF's ``folder/fed_emnist_<split>.h5`` if present.
 
     Raises
     ------
     DatasetNotFoundError
-        If ``folder/split`` holds no shard.
+        If there is neither a shard nor the h5 file.
     """
     where = folder / split
     paths = sorted((p for p in where.iterdir() if p.name.endswith(SHARD_SUFFIXES)), key=_natural_key) \
         if where.is_dir() else []
+    h5 = folder / TFF_H5_FILES[split]
+    if h5.is_file():
+        paths.append(h5)
     if not paths:
         raise DatasetNotFoundError(
-            f"femnist/{split}: no LEAF *.json or *.json.gz files found in {where}; expected the output of "
-            f"LEAF's femnist preprocess.sh (data/{split}/*.json, keys users/num_samples/user_data) "
-            f"copied to {where}; see `fltrust data fetch femnist`"
+            f"femnist/{split}: no LEAF *.json or *.json.gz files found in {where} and no {h5}; expected the "
+            f"output of LEAF's femnist preprocess.sh (data/{split}/*.json, keys users/num_samples/user_data) "
+            f"copied to {where}, or TensorFlow Federated's {h5.name}; see `fltrust data fetch femnist`"
         )
     return paths
 
@@ -114,46 +136,142 @@ def _check_user(path: Path, user: str, x: np.ndarray, y_raw: np.ndarray) -> np.n
     return y
 
 
+def _leaf_users(path: Path) -> Iterator[tuple[str, int | None, np.ndarray, np.ndarray]]:
+    """``(user, num_samples, x (n, 784) float64, raw labels)`` of each user of a LEAF shard."""
+    shard = _read_shard(path)
+    if not isinstance(shard, dict) or not {"users", "user_data"} <= set(shard):
+        raise DatasetError(
+            f"{path.name}: expected a LEAF object with keys 'users', 'num_samples', 'user_data'"
+        )
+    users = shard["users"]
+    counts = shard.get("num_samples", [None] * len(users))
+    if not isinstance(users, list) or not isinstance(counts, list) or len(counts) != len(users):
+        raise DatasetError(
+            f"{path.name}: 'num_samples' must list one count per entry of 'users' "
+            f"({len(counts) if isinstance(counts, list) else 'no list'} counts for "
+            f"{len(users) if isinstance(users, list) else 'no list of'} users)"
+        )
+    repeated = [u for u in dict.fromkeys(users) if users.count(u) > 1]
+    if repeated:
+        raise DatasetError(f"{path.name}: user {repeated[0]!r} is listed {users.count(repeated[0])} times in 'users'")
+    for user, count in zip(users, counts):
+        record = shard["user_data"].get(user)
+        if not isinstance(record, dict) or "x" not in record or "y" not in record:
+            raise DatasetError(f"{path.name}: user_data[{user!r}] must hold 'x' and 'y'")
+        try:
+            x = np.asarray(record["x"], dtype=np.float64)
+            y_raw = np.asarray(record["y"])
+        except (TypeError, ValueError) as exc:
+            raise DatasetError(f"{path.name}: user {user!r} has non-numeric x or y ({exc})") from exc
+        yield user, count, x, y_raw
+
+
+def _import_h5py(path: Path) -> Any:
+    """h5py, imported only when an h5 file is read (the rest of fltrust does not need it)."""
+    try:
+        import h5py
+    except ImportError as exc:
+        raise DatasetError(
+            f"{path.name}: reading TensorFlow Federated's h5 files needs h5py, which is not installed; "
+            f"install the pinned version (`pip install h5py==3.16.0`, as in requirements.txt)"
+        ) from exc
+    return h5py
+
+
+TFF_LAYOUT = ("expected TensorFlow Federated's federated EMNIST layout: a group 'examples' with one group per "
+              "writer holding the datasets 'pixels' (n x 28 x 28) and 'label' (n)")
+
+
+@contextlib.contextmanager
+def _tff_h5_writers(path: Path) -> Iterator[tuple[Any, Any]]:
+    """The open file's ``examples`` group and a function giving a writer's checked ``(pixels, label)``
+    datasets (names, numeric dtypes, shapes; no pixel is read)."""
+    h5py = _import_h5py(path)
+    try:
+        handle = h5py.File(path, "r")
+    except OSError as exc:
+        raise unreadable(path, f"not a readable HDF5 file ({exc})", "femnist") from exc
+    with handle:
+        examples = handle.get("examples")
+        if not isinstance(examples, h5py.Group):
+            raise DatasetError(f"{path.name}: no group 'examples'; {TFF_LAYOUT}")
+
+        def datasets(user: str) -> tuple[Any, Any]:
+            group = examples[user]
+            pixels = group.get("pixels") if isinstance(group, h5py.Group) else None
+            label = group.get("label") if isinstance(group, h5py.Group) else None
+            if not isinstance(pixels, h5py.Dataset) or not isinstance(label, h5py.Dataset):
+                raise DatasetError(f"{path.name}: examples/{user} lacks the dataset 'pixels' or 'label'; {TFF_LAYOUT}")
+            if pixels.dtype.kind not in "iuf" or label.dtype.kind not in "iuf":
+                raise DatasetError(
+                    f"{path.name}: user {user!r} pixels and label must be numeric, got {pixels.dtype} and {label.dtype}"
+                )
+            if pixels.ndim != 3 or pixels.shape[1:] != INPUT_SHAPE[1:]:
+                raise DatasetError(f"{path.name}: user {user!r} pixels must be n x 28 x 28 images, got shape {pixels.shape}")
+            if label.shape not in {(len(pixels),), (len(pixels), 1)}:
+                raise DatasetError(
+                    f"{path.name}: user {user!r} has {len(pixels)} images but labels of shape {label.shape}; they must agree"
+                )
+            return pixels, label
+
+        yield examples, datasets
+
+
+def check_tff_h5(path: Path) -> dict[str, int]:
+    """Check that a file is in TFF's federated EMNIST layout (module docstring) without reading pixels.
+
+    Parameters
+    ----------
+    path : Path
+        ``fed_emnist_train.h5`` or ``fed_emnist_test.h5``.
+
+    Returns
+    -------
+    dict
+        ``{"writers", "samples"}``.
+
+    Raises
+    ------
+    DatasetError
+        Not HDF5, not that layout (the message names the file and writer), or h5py missing.
+    """
+    with _tff_h5_writers(path) as (examples, datasets):
+        samples = sum(len(datasets(user)[0]) for user in examples)
+        return {"writers": len(examples), "samples": int(samples)}
+
+
+def _tff_h5_users(path: Path) -> Iterator[tuple[str, int | None, np.ndarray, np.ndarray]]:
+    """``(user, n, x (n, 784) float64, labels (n,))`` of each writer of a TFF federated EMNIST h5
+    file in sorted writer-id order, as TFF lists them; ``label`` may be stored as (n,) or (n, 1)."""
+    with _tff_h5_writers(path) as (examples, datasets):
+        for user in sorted(examples):
+            pixels, label = datasets(user)
+            try:
+                x = np.asarray(pixels[()], dtype=np.float64).reshape(len(pixels), PIXELS)
+                y_raw = np.asarray(label[()]).reshape(len(pixels))
+            except OSError as exc:
+                raise unreadable(path, f"cannot read examples/{user} ({exc})", "femnist") from exc
+            yield user, len(x), x, y_raw
+
+
 def _parse_shards(paths: list[Path]) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
-    """Read LEAF shards into ``x`` float32 (N, 784), ``y`` int64, ``writer`` str and ``shard``
-    (index into ``paths``) per sample."""
+    """Read LEAF shards and TFF h5 files into ``x`` float32 (N, 784), ``y`` int64, ``writer`` str and
+    ``shard`` (index into ``paths``) per sample."""
     xs, ys, writers, shards = [], [], [], []
     for number, path in enumerate(paths):
-        shard = _read_shard(path)
-        if not isinstance(shard, dict) or not {"users", "user_data"} <= set(shard):
-            raise DatasetError(
-                f"{path.name}: expected a LEAF object with keys 'users', 'num_samples', 'user_data'"
-            )
-        users = shard["users"]
-        counts = shard.get("num_samples", [None] * len(users))
-        if not isinstance(users, list) or not isinstance(counts, list) or len(counts) != len(users):
-            raise DatasetError(
-                f"{path.name}: 'num_samples' must list one count per entry of 'users' "
-                f"({len(counts) if isinstance(counts, list) else 'no list'} counts for "
-                f"{len(users) if isinstance(users, list) else 'no list of'} users)"
-            )
-        repeated = [u for u in dict.fromkeys(users) if users.count(u) > 1]
-        if repeated:
-            raise DatasetError(f"{path.name}: user {repeated[0]!r} is listed {users.count(repeated[0])} times in 'users'")
-        for user, count in zip(users, counts):
-            record = shard["user_data"].get(user)
-            if not isinstance(record, dict) or "x" not in record or "y" not in record:
-                raise DatasetError(f"{path.name}: user_data[{user!r}] must hold 'x' and 'y'")
-            try:
-                x = np.asarray(record["x"], dtype=np.float64)
-                y_raw = np.asarray(record["y"])
-            except (TypeError, ValueError) as exc:
-                raise DatasetError(f"{path.name}: user {user!r} has non-numeric x or y ({exc})") from exc
-            y = _check_user(path, user, x, y_raw)
-            if y.shape != (len(x),) or (count is not None and count != len(x)):
-                raise DatasetError(
-                    f"{path.name}: user {user!r} has {len(x)} images, {len(y)} labels, "
-                    f"num_samples {count}; they must agree"
-                )
-            xs.append(x.astype(np.float32))
-            ys.append(y)
-            writers.append(np.full(len(y), user, dtype=object))
-            shards.append(np.full(len(y), number, dtype=np.int64))
+        reader = _tff_h5_users if path.suffix == ".h5" else _leaf_users
+        with contextlib.closing(reader(path)) as users:
+            for user, count, x, y_raw in users:
+                y = _check_user(path, user, x, y_raw)
+                if y.shape != (len(x),) or (count is not None and count != len(x)):
+                    raise DatasetError(
+                        f"{path.name}: user {user!r} has {len(x)} images, {len(y)} labels, "
+                        f"num_samples {count}; they must agree"
+                    )
+                xs.append(x.astype(np.float32))
+                ys.append(y)
+                writers.append(np.full(len(y), user, dtype=object))
+                shards.append(np.full(len(y), number, dtype=np.int64))
     if not xs:
         raise DatasetError(f"{paths[0].parent}: the LEAF shards hold no users")
     arrays = {
@@ -166,12 +284,15 @@ def _parse_shards(paths: list[Path]) -> tuple[dict[str, np.ndarray], dict[str, A
 
 
 def copy_key(path: Path) -> str:
-    """The train/test pair a shard belongs to: its name without ``_train_``/``_test_`` and ``.gz``.
+    """The train/test pair a shard belongs to: its name without ``_train_``/``_test_`` (before
+    ``.h5``: ``_train``/``_test``) and ``.gz``.
 
     >>> copy_key(Path("train/slz_all_data_3_niid_05_keep_0_train_9.json.gz"))
     'slz_all_data_3_niid_05_keep_0_9.json'
+    >>> copy_key(Path("fed_emnist_test.h5"))
+    'fed_emnist.h5'
     """
-    return re.sub(r"_(train|test)_", "_", path.name.removesuffix(".gz"))
+    return re.sub(r"_(?:train|test)(_|\.h5$)", r"\1", path.name.removesuffix(".gz"))
 
 
 def keep_largest_copies(
@@ -217,30 +338,35 @@ def load_femnist(
     train_files: list[str] | None = None,
     test_files: list[str] | None = None,
 ) -> DatasetBundle:
-    """Load FEMNIST from LEAF JSON shards, one copy per writer id (module docstring).
+    """Load FEMNIST from LEAF JSON shards and/or TFF's h5 files, one copy per writer id (module docstring).
 
     Parameters
     ----------
     folder : str or Path
-        The ``femnist`` folder with ``train/`` and ``test/``.
+        The ``femnist`` folder with ``train/`` and ``test/`` and/or ``fed_emnist_train.h5`` and
+        ``fed_emnist_test.h5``.
     train_files, test_files : list of str, optional
-        Shards to read, relative to ``folder`` (for example ``["train/all_data_0_niid_05_keep_0_train_9.json"]``);
-        default: every ``*.json`` and ``*.json.gz`` of ``train/`` and ``test/``.
+        Files to read, relative to ``folder`` (for example ``["train/all_data_0_niid_05_keep_0_train_9.json"]``
+        or ``["fed_emnist_train.h5"]``); default: every ``*.json`` and ``*.json.gz`` of ``train/`` and
+        ``test/``, then ``fed_emnist_<split>.h5`` when present (:func:`shard_files`).
 
     Returns
     -------
     DatasetBundle
-        x float32 (N, 1, 28, 28) in [0, 1]; 62 classes; groups = writer index.
+        x float32 (N, 1, 28, 28) in [0, 1]; 62 classes; groups = writer index. ``source["layout"]``
+        is ``"tff_h5"`` when only h5 files were read and ``"leaf+tff_h5"`` when both kinds were.
     """
     folder = Path(folder)
     chosen = {"train": train_files, "test": test_files}
     paths = {
-        s: require_files(folder, chosen[s], "FEMNIST LEAF shards") if chosen[s] else shard_files(folder, s)
+        s: require_files(folder, chosen[s], "FEMNIST LEAF shards or TFF h5 files") if chosen[s] else shard_files(folder, s)
         for s in SPLITS
     }
     parsed = {s: cached_arrays("femnist_leaf_v2", paths[s], lambda s=s: _parse_shards(paths[s]))[0] for s in SPLITS}
     masks, dropped = keep_largest_copies(parsed, paths, folder)
-    raw = {s: {k: v[masks[s]] for k, v in parsed[s].items()} for s in SPLITS}
+    raw = {s: {k: v if masks[s].all() else v[masks[s]] for k, v in parsed[s].items()} for s in SPLITS}
+    h5_read = {p.suffix == ".h5" for s in SPLITS for p in paths[s]}
+    layout = {} if True not in h5_read else {"layout": "tff_h5" if h5_read == {True} else "leaf+tff_h5"}
     writer_ids = list(dict.fromkeys(np.concatenate([raw["train"]["writer"], raw["test"]["writer"]]).tolist()))
     index = {w: i for i, w in enumerate(writer_ids)}
     splits = {
@@ -265,5 +391,6 @@ def load_femnist(
             "train_files": [file_record(p, folder) for p in paths["train"]],
             "test_files": [file_record(p, folder) for p in paths["test"]],
             "duplicate_copies_dropped": dropped,
+            **layout,
         },
     )

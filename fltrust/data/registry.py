@@ -169,13 +169,21 @@ SPECS: dict[str, DatasetSpec] = {
         title="FEMNIST (LEAF, Caldas et al. 2018)",
         folder="femnist",
         synthetic="synthetic_femnist",
-        fetch="manual",
+        fetch="download",
+        # TensorFlow Federated's federated EMNIST (3,400 writers, 62 classes), the h5 pair that TFF's
+        # emnist.load_data(only_digits=False) read up to v0.18.0 (tensorflow_federated/python/simulation/
+        # datasets/emnist.py: URL and sha256 there; TFF publishes no size). Later TFF releases read the
+        # same writers from emnist_all.sqlite.lzma, for which TFF publishes no checksum.
+        url="https://storage.googleapis.com/tff-datasets-public/fed_emnist.tar.bz2",
+        archive="fed_emnist.tar.bz2",
+        archive_sha256="fe1ed5a502cea3a952eb105920bff8cffb32836b5173cb18a57a32c3606f3ea0",
         instructions=(
-            "FEMNIST is built with LEAF in several steps (it downloads NIST Special Database 19): "
-            "git clone https://github.com/TalwalkarLab/leaf && cd leaf/data/femnist && "
-            "./preprocess.sh -s niid --sf 0.05 -k 0 -t sample --tf 0.9 ; then copy "
-            "leaf/data/femnist/data/train/*.json to {folder}/train/ and "
-            "leaf/data/femnist/data/test/*.json to {folder}/test/"
+            "download https://storage.googleapis.com/tff-datasets-public/fed_emnist.tar.bz2 (TensorFlow "
+            "Federated's federated EMNIST, sha256 fe1ed5a502cea3a952eb105920bff8cffb32836b5173cb18a57a32c3606f3ea0) "
+            "to {folder}/fed_emnist.tar.bz2 and extract it there, so that {folder}/fed_emnist_train.h5 and "
+            "{folder}/fed_emnist_test.h5 exist; or build LEAF shards (git clone https://github.com/TalwalkarLab/leaf "
+            "&& cd leaf/data/femnist && ./preprocess.sh -s niid --sf 0.05 -k 0 -t sample --tf 0.9) and copy "
+            "leaf/data/femnist/data/train/*.json to {folder}/train/ and leaf/data/femnist/data/test/*.json to {folder}/test/"
         ),
         # the shared mirror's 120 shards (three LEAF runs), as its PROVENANCE.md lists them
         known_sha256=read_known_sums("femnist"),

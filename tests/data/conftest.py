@@ -122,6 +122,23 @@ def write_json(path: Path, obj: object) -> Path:
     return path
 
 
+def write_tff_h5(path: Path, writers: dict[str, tuple[np.ndarray, list[int]]], label_column: bool = False) -> Path:
+    """A federated EMNIST h5 file in TFF's layout from ``{writer: (x (n, 784), y)}``: group ``examples``,
+    one group per writer with ``label`` int32 (n,) (``label_column``: (n, 1)) and ``pixels`` float32
+    (n, 28, 28). Needs h5py (tests that call it skip without it)."""
+    import h5py
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with h5py.File(path, "w") as handle:
+        examples = handle.create_group("examples")
+        for writer, (x, y) in writers.items():
+            group = examples.create_group(writer)
+            labels = np.asarray(y, dtype=np.int32)
+            group.create_dataset("label", data=labels.reshape(-1, 1) if label_column else labels)
+            group.create_dataset("pixels", data=np.asarray(x, dtype=np.float32).reshape(-1, 28, 28))
+    return path
+
+
 # -- N-BaIoT -----------------------------------------------------------------------------------
 
 def n_baiot_sample_rows(name: str, count: int, seed: int) -> np.ndarray:
@@ -195,6 +212,7 @@ def mk() -> SimpleNamespace:
         write_cifar_batches=write_cifar_batches,
         leaf_shard=leaf_shard,
         write_json=write_json,
+        write_tff_h5=write_tff_h5,
         write_n_baiot_csv=write_n_baiot_csv,
         write_n_baiot_uci=write_n_baiot_uci,
         write_n_baiot_flat=write_n_baiot_flat,

@@ -193,3 +193,135 @@ def test_real_femnist_first_run_alone(mk):
 
     assert len(bundle.group_names) == 110
     assert (len(bundle.train), len(bundle.test)) == (14_697, 1_695)
+
+
+# -- TensorFlow Federated's federated EMNIST h5 files ------------------------------------------
+
+@pytest.fixture
+def h5py_module():
+    return pytest.importorskip("h5py", reason="h5py is not installed (pinned in requirements.txt); the TFF h5 tests need it")
+
+
+@pytest.fixture
+def tff(tmp_path, mk, h5py_module):
+    """TFF's fed_emnist_{train,test}.h5 with writers f_b, f_a, f_c (written out of order)."""
+    folder = tmp_path / "tff" / "femnist"
+    mk.write_tff_h5(folder / "fed_emnist_train.h5", {
+        "f_b": (images(2, 0.25), [61, 3]), "f_a": (images(3, 1.0), [0, 10, 36]), "f_c": (images(1, 0.5), [9]),
+    })
+    mk.write_tff_h5(folder / "fed_emnist_test.h5", {
+        "f_c": (images(1, 0.75), [35]), "f_a": (images(1, 0.125), [1]), "f_b": (images(1, 0.0), [2]),
+    })
+    return folder
+
+
+def test_tff_h5_files_are_read_as_stored(tff):
+    bundle = load_femnist(tff)
+
+    # writers in sorted id order (as TFF lists them), the same index in train and test
+    assert bundle.group_names == ["f_a", "f_b", "f_c"]
+    np.testing.assert_array_equal(bundle.train.groups, [0, 0, 0, 1, 1, 2])
+    np.testing.assert_array_equal(bundle.test.groups, [0, 1, 2])
+    np.testing.assert_array_equal(bundle.train.y, [0, 10, 36, 61, 3, 9])
+    np.testing.assert_array_equal(bundle.test.y, [1, 2, 35])
+    assert bundle.train.x.shape == (6, 1, 28, 28) and bundle.train.x.dtype == np.float32
+    # pixels unchanged: f_b's second image has first pixel 0.1 (float32) and background 0.25
+    assert bundle.train.x[4, 0, 0, 0] == np.float32(0.1) and bundle.train.x[4, 0, 27, 27] == np.float32(0.25)
+    assert bundle.test.x[0, 0, 5, 5] == np.float32(0.125)
+    assert [r["path"] for r in bundle.source["train_files"]] == ["fed_emnist_train.h5"]
+    assert bundle.source["layout"] == "tff_h5" and bundle.source["duplicate_copies_dropped"] == 0
+
+
+def test_tff_h5_labels_stored_as_a_column_and_chosen_files(tff, mk):
+    mk.write_tff_h5(tff / "fed_emnist_test.h5", {"f_a": (images(2, 0.5), [7, 8])}, label_column=True)
+
+    bundle = load_femnist(tff, train_files=["fed_emnist_train.h5"], test_files=["fed_emnist_test.h5"])
+
+    np.testing.assert_array_equal(bundle.test.y, [7, 8])
+    np.testing.assert_array_equal(bundle.test.groups, [0, 0])
+
+
+def test_leaf_shards_and_tff_h5_keep_one_copy_per_writer(tiny, mk, h5py_module):
+    # the h5 pair holds f_a with 6 samples (LEAF: 4) and f_b with 1 (LEAF: 2), and a new writer f_z
+    mk.write_tff_h5(tiny / "fed_emnist_train.h5", {"f_a": (images(5, 0.7), [1, 2, 3, 4, 5]), "f_z": (images(1, 0.7), [6])})
+    mk.write_tff_h5(tiny / "fed_emnist_test.h5", {"f_a": (images(1, 0.7), [7]), "f_b": (images(1, 0.7), [8]),
+                                                  "f_z": (images(1, 0.7), [9])})
+
+    bundle = load_femnist(tiny)
+
+    names = bundle.group_names
+    assert names == ["f_b", "f_c", "f_a", "f_z", "f_d"]  # f_a's kept copy is read after the LEAF shards
+    np.testing.assert_array_equal(bundle.train.y[bundle.train.groups == names.index("f_a")], [1, 2, 3, 4, 5])
+    np.testing.assert_array_equal(bundle.test.y[bundle.test.groups == names.index("f_b")], [1])  # LEAF's copy
+    assert bundle.source["duplicate_copies_dropped"] == 2 and bundle.source["layout"] == "leaf+tff_h5"
+    assert (len(bundle.train), len(bundle.test)) == (1 + 2 + 5 + 1, 1 + 1 + 1 + 1 + 1)
+
+
+def test_check_tff_h5_counts_writers_and_samples(tff):
+    assert femnist.check_tff_h5(tff / "fed_emnist_train.h5") == {"writers": 3, "samples": 6}
+
+
+def _bad_h5(h5py, path, change):
+    with h5py.File(path, "w") as handle:
+        group = handle.create_group("examples").create_group("f_x")
+        group.create_dataset("label", data=np.array([0, 1], dtype=np.int32))
+        group.create_dataset("pixels", data=np.full((2, 28, 28), 0.5, dtype=np.float32))
+        change(handle, group)
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (lambda h, g: h.move("examples", "data"), r"no group 'examples'; expected TensorFlow Federated's"),
+        (lambda h, g: g.move("label", "labels"), r"examples/f_x lacks the dataset 'pixels' or 'label'"),
+        (lambda h, g: (g.__delitem__("pixels"), g.create_dataset("pixels", data=np.zeros((2, 27, 28)))),
+         r"user 'f_x' pixels must be n x 28 x 28 images, got shape \(2, 27, 28\)"),
+        (lambda h, g: (g.__delitem__("label"), g.create_dataset("label", data=np.array([b"a", b"b"]))),
+         r"user 'f_x' pixels and label must be numeric"),
+        (lambda h, g: (g.__delitem__("label"), g.create_dataset("label", data=np.array([0, 1, 2]))),
+         r"user 'f_x' has 2 images but labels of shape \(3,\)"),
+        (lambda h, g: g["label"].__setitem__(1, 62), r"user 'f_x' row 1: label 62 must lie in 0..61"),
+        (lambda h, g: g["pixels"].__setitem__((1, 3, 3), 1.5), r"user 'f_x' row 1: pixels must be finite and lie in \[0, 1\].*1\.5"),
+    ],
+)
+def test_malformed_tff_h5_is_one_error_naming_file_and_writer(tff, h5py_module, change, message):
+    _bad_h5(h5py_module, tff / "fed_emnist_train.h5", change)
+
+    with pytest.raises(DatasetError, match=r"fed_emnist_train\.h5: " + message):
+        load_femnist(tff)
+
+
+def test_a_file_that_is_not_hdf5_is_unreadable(tff):
+    (tff / "fed_emnist_test.h5").write_bytes(b"not an hdf5 file")
+
+    with pytest.raises(DatasetError, match=r"fed_emnist_test\.h5: not a readable HDF5 file .*re-fetch it"):
+        load_femnist(tff)
+
+
+def test_without_h5py_the_h5_path_says_what_to_install(tmp_path, monkeypatch):
+    import sys
+
+    folder = tmp_path / "femnist"
+    folder.mkdir()
+    for name in femnist.TFF_H5_FILES.values():
+        (folder / name).write_bytes(b"")
+    monkeypatch.setitem(sys.modules, "h5py", None)  # import h5py now raises ImportError
+
+    with pytest.raises(DatasetError, match=r"fed_emnist_train\.h5: reading TensorFlow Federated's h5 files needs h5py.*h5py==3\.16\.0"):
+        load_femnist(folder)
+
+
+def test_fltrust_data_imports_without_h5py():
+    import subprocess
+    import sys
+
+    code = ("import sys; sys.modules['h5py'] = None; import fltrust.data, fltrust.data.fetch, fltrust.data.femnist; "
+            "print('imported')")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+
+    assert result.returncode == 0 and result.stdout.strip() == "imported", result.stderr
+
+
+def test_missing_files_name_both_layouts(tmp_path):
+    with pytest.raises(DatasetNotFoundError, match=r"femnist/train: no LEAF .* and no .*fed_emnist_train\.h5"):
+        load_femnist(tmp_path / "femnist")

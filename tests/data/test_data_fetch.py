@@ -12,9 +12,10 @@ import io
 import tarfile
 import zipfile
 
+import numpy as np
 import pytest
 
-from fltrust.data import SPECS, DatasetError, fetch, fetch_dataset, load_cifar10, load_n_baiot
+from fltrust.data import SPECS, DatasetError, fetch, fetch_dataset, load_cifar10, load_femnist, load_n_baiot
 
 
 def test_manual_nsl_kdd_names_files_and_folder(tmp_path):
@@ -26,12 +27,23 @@ def test_manual_nsl_kdd_names_files_and_folder(tmp_path):
     assert str(tmp_path / "nsl_kdd") in message and "unb.ca" in message
 
 
-def test_manual_femnist_explains_leaf(tmp_path):
-    with pytest.raises(DatasetError, match=r"preprocess\.sh.*femnist/train/.*femnist/test/"):
+def test_offline_femnist_names_the_archive_its_url_and_where_to_put_it(tmp_path):
+    with pytest.raises(DatasetError) as info:
         fetch_dataset("femnist", tmp_path)
 
+    message = str(info.value)
+    assert "\n" not in message and message.startswith("could not download femnist from " + SPECS["femnist"].url)
+    assert "https://storage.googleapis.com/tff-datasets-public/fed_emnist.tar.bz2" in message
+    folder = tmp_path / "femnist"
+    for path in ("fed_emnist.tar.bz2", "fed_emnist_train.h5", "fed_emnist_test.h5", "train/", "test/"):
+        assert f"{folder}/{path}" in message
+    assert SPECS["femnist"].archive_sha256 in message and "preprocess.sh" in message  # the LEAF route too
 
-@pytest.mark.parametrize("name, expected", [("cifar10", "cifar-10-batches-py"), ("n_baiot", "benign_traffic.csv")])
+
+@pytest.mark.parametrize(
+    "name, expected",
+    [("cifar10", "cifar-10-batches-py"), ("n_baiot", "benign_traffic.csv"), ("femnist", "fed_emnist.tar.bz2")],
+)
 def test_offline_download_says_where_to_put_the_files(tmp_path, name, expected):
     with pytest.raises(DatasetError) as info:
         fetch_dataset(name, tmp_path)
@@ -121,3 +133,79 @@ def test_n_baiot_zip_is_unpacked_and_missing_unrar_is_explained(tmp_path, mk, mo
     (folder / "Ecobee_Thermostat" / "mirai_attacks.rar").unlink()  # as if the user extracted it elsewhere
     assert fetch_dataset("n_baiot", tmp_path / "root") == folder
     assert load_n_baiot(folder).group_names == ["Danmini_Doorbell", "Ecobee_Thermostat"]
+
+
+# -- FEMNIST: TensorFlow Federated's federated EMNIST ------------------------------------------
+
+@pytest.fixture
+def tff_archive(tmp_path, mk):
+    """A tiny fed_emnist.tar.bz2 in TFF's layout (the two h5 files at the top), as bytes."""
+    pytest.importorskip("h5py", reason="h5py is not installed (pinned in requirements.txt); the TFF h5 tests need it")
+    src = tmp_path / "src"
+    pixels = np.linspace(0, 1, 4 * 784).reshape(4, 784)
+    mk.write_tff_h5(src / "fed_emnist_train.h5", {"f0001_02": (pixels[:2], [61, 0]), "f0000_14": (pixels[2:3], [10])})
+    mk.write_tff_h5(src / "fed_emnist_test.h5", {"f0000_14": (pixels[3:], [36]), "f0001_02": (pixels[:1], [5])})
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w:bz2") as tar:
+        for name in ("fed_emnist_train.h5", "fed_emnist_test.h5"):
+            tar.add(src / name, arcname=name)
+    return buffer.getvalue(), pixels
+
+
+def test_femnist_download_is_verified_and_read_as_tff_h5(tmp_path, tff_archive, monkeypatch):
+    payload, pixels = tff_archive
+    spec = dataclasses.replace(SPECS["femnist"], archive_sha256=hashlib.sha256(payload).hexdigest())
+    monkeypatch.setitem(SPECS, "femnist", spec)
+    calls = _serve(monkeypatch, payload)
+
+    folder = fetch_dataset("femnist", tmp_path / "root")
+
+    assert calls == ["https://storage.googleapis.com/tff-datasets-public/fed_emnist.tar.bz2"]
+    assert folder == tmp_path / "root" / "femnist" and (folder / "fed_emnist.tar.bz2").is_file()
+    bundle = load_femnist(folder)
+    assert bundle.group_names == ["f0000_14", "f0001_02"]
+    np.testing.assert_array_equal(bundle.train.y, [10, 61, 0])
+    np.testing.assert_array_equal(bundle.test.y, [36, 5])
+    np.testing.assert_array_equal(bundle.train.groups, [0, 1, 1])
+    np.testing.assert_array_equal(bundle.train.x.reshape(3, 784), pixels[[2, 0, 1]].astype(np.float32))
+    assert fetch_dataset("femnist", tmp_path / "root") == folder and len(calls) == 1  # already there
+
+
+def test_femnist_checksum_mismatch_is_one_error_and_removes_the_archive(tmp_path, tff_archive, monkeypatch):
+    _serve(monkeypatch, tff_archive[0])  # the spec keeps TFF's published sha256
+
+    with pytest.raises(DatasetError) as info:
+        fetch_dataset("femnist", tmp_path / "root")
+
+    message = str(info.value)
+    assert "\n" not in message and "fed_emnist.tar.bz2: sha256 " in message
+    assert "differs from the published fe1ed5a502cea3a952eb105920bff8cffb32836b5173cb18a57a32c3606f3ea0" in message
+    assert not (tmp_path / "root" / "femnist" / "fed_emnist.tar.bz2").exists()
+    assert not (tmp_path / "root" / "femnist" / "fed_emnist_train.h5").exists()
+
+
+def test_femnist_archive_whose_h5_is_not_tff_layout_is_rejected(tmp_path, mk, monkeypatch):
+    h5py = pytest.importorskip("h5py", reason="h5py is not installed (pinned in requirements.txt); the TFF h5 tests need it")
+    src = tmp_path / "src"
+    mk.write_tff_h5(src / "fed_emnist_train.h5", {"f0000_14": (np.ones((1, 784)), [1])})
+    with h5py.File(src / "fed_emnist_test.h5", "w") as handle:
+        handle.create_group("clients")
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w:bz2") as tar:
+        for name in ("fed_emnist_train.h5", "fed_emnist_test.h5"):
+            tar.add(src / name, arcname=name)
+    payload = buffer.getvalue()
+    monkeypatch.setitem(SPECS, "femnist", dataclasses.replace(SPECS["femnist"], archive_sha256=hashlib.sha256(payload).hexdigest()))
+    _serve(monkeypatch, payload)
+
+    with pytest.raises(DatasetError, match=r"fed_emnist_test\.h5: no group 'examples'; expected TensorFlow Federated's"):
+        fetch_dataset("femnist", tmp_path / "root")
+
+
+def test_femnist_leaf_shards_in_place_are_not_downloaded_again(tmp_path, mk):
+    folder = tmp_path / "femnist"
+    shard = mk.leaf_shard({"f_a": (np.ones((1, 784)), [3])})
+    mk.write_json(folder / "train" / "all_data_0_niid_train_9.json", shard)
+    mk.write_json(folder / "test" / "all_data_0_niid_test_9.json", shard)
+
+    assert fetch_dataset("femnist", tmp_path) == folder  # the offline downloader was never called
