@@ -18,6 +18,7 @@ Options of ``DataConfig`` and where they act
 - ``scaling``: NSL-KDD only, ``"fit_train"`` or the authors' ``"fixed"`` table (synthetic NSL-KDD is
   generated in [0, 1] and only records it).
 - ``balance``: N-BaIoT only.
+- ``standin_calibration``: synthetic N-BaIoT only (also as the fallback of ``n_baiot``).
 - ``synthetic_samples``: synthetic training size; the test split gets a quarter.
 - ``max_train_samples``/``max_test_samples``: seeded uniform subsample without replacement, original
   order kept, applied after loading and scaling.
@@ -243,6 +244,11 @@ def _check_options(cfg: DataConfig) -> None:
         raise DatasetError(f"data.scaling={cfg.scaling!r} only applies to NSL-KDD; use 'fit_train' for {cfg.name}")
     if cfg.balance and base != "n_baiot":
         raise DatasetError(f"data.balance=true only applies to N-BaIoT; set it to false for {cfg.name}")
+    if cfg.standin_calibration != "none" and base != "n_baiot":
+        raise DatasetError(
+            f"data.standin_calibration={cfg.standin_calibration!r} only applies to synthetic N-BaIoT; "
+            f"use 'none' for {cfg.name}"
+        )
     if cfg.name == "n_baiot" and (cfg.train_files or cfg.test_files):
         raise DatasetError(
             "data.train_files/test_files are not used by n_baiot (it reads every device's CSVs); remove them"
@@ -351,6 +357,8 @@ def _synthetic(name: str, cfg: DataConfig, seed: int, *, fallback: bool = False)
     kwargs: dict[str, Any] = {"seed": seed}
     if name == "synthetic_n_baiot":
         kwargs["balance"] = cfg.balance
+        if cfg.standin_calibration != "none":
+            kwargs["calibration"] = cfg.standin_calibration
     if name == "synthetic_femnist" and fallback:
         kwargs["num_writers"] = FALLBACK_FEMNIST_WRITERS
     bundle = GENERATORS[name](cfg.synthetic_samples, **kwargs)
