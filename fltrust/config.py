@@ -120,6 +120,10 @@ class DataConfig:
         ``None`` (default) keeps the loader's split.
     allow_synthetic_fallback : bool
         If the real files are missing, use the synthetic stand-in (and say so) instead of failing.
+    standin_calibration : str
+        Synthetic N-BaIoT only: ``"none"`` (the default stand-in) or ``"real_partial"`` (each class
+        gets the per-feature mean and std of the real ``real_partial/`` rows,
+        :func:`fltrust.data.synthetic.synthetic_n_baiot`).
     """
 
     name: str = "synthetic_nsl_kdd"
@@ -134,9 +138,11 @@ class DataConfig:
     max_test_samples: int | None = None
     pooled_train_samples: int | None = None
     allow_synthetic_fallback: bool = False
+    standin_calibration: str = "none"
 
     def __post_init__(self) -> None:
         _choice("data", "name", self.name, DATASETS)
+        _choice("data", "standin_calibration", self.standin_calibration, ("none", "real_partial"))
         _choice("data", "onehot_order", self.onehot_order, ("global", "per_split", "per_partition"))
         _choice("data", "scaling", self.scaling, ("fit_train", "fixed"))
         _positive("data", "synthetic_samples", self.synthetic_samples)

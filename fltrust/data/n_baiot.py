@@ -21,12 +21,34 @@ Output
   seeded random draw of its majority class (50/50 benign/attack per client, trust experiment 5).
 - x: float32 (N, 115), standardised per column with the mean and standard deviation of the training
   split, :math:`x' = (x - \\mu_j)/\\sigma_j` (a constant column keeps :math:`\\sigma_j = 1`).
+
+Partial real files (``real_partial/``)
+--------------------------------------
+``<n_baiot folder>/real_partial/`` may hold real 115-feature files of single devices that are not a
+complete UCI archive (the shared mirror: devices 1, 3 and 5, see its PROVENANCE.md).
+:func:`load_n_baiot` never reads them: they are too few devices for the federated experiments, and
+configurations that fall back to the synthetic stand-in must keep doing so.
+:func:`load_n_baiot_real_partial` reads them as raw rows (no split, no scaling), for ``fltrust data
+info`` and for the stand-in comparison (:mod:`fltrust.data.n_baiot_compare`). File names carry the UCI
+identity, device number n = 1..9:
+
+- ``<n>.<traffic>.zip`` (traffic ``benign``, ``gafgyt.<attack>`` or ``mirai.<attack>``): a zip with
+  exactly one CSV member (its own name may be generic, ``tcp.csv``), read in memory, never extracted;
+  a member larger than :data:`MAX_ZIP_MEMBER_BYTES` uncompressed is refused (zip bomb guard);
+- ``<n>.<traffic>.csv``: the same CSV, uncompressed;
+- ``<n>.benign+<family>.<attack>[.<note>].csv``: a labelled CSV, the 115 features then a column
+  ``Normal`` (1 = benign row, 0 = attack row of that attack).
 """
 
 from __future__ import annotations
 
+import io
+import re
+import zipfile
+import zlib
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import numpy as np
 import pandas as pd
@@ -126,38 +148,53 @@ def find_files(folder: Path) -> dict[str, list[tuple[str, Path]]]:
 
 def _parse_csv(path: Path) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
     """Read one N-BaIoT CSV into ``x`` float32 (N, 115), checking the header and the values."""
-    try:
-        header = tuple(str(c).strip() for c in pd.read_csv(path, nrows=0).columns)
-    except (OSError, ValueError) as exc:
-        raise unreadable(path, f"cannot read as CSV ({exc})", "n_baiot") from exc
-    if header != FEATURE_NAMES:
-        raise DatasetError(
-            f"{path.name}: expected the {NUM_FEATURES}-column N-BaIoT header "
-            f"({FEATURE_NAMES[0]}, ..., {FEATURE_NAMES[-1]}), "
-            f"got {len(header)} columns starting {list(header[:3])}"
-        )
-    try:
-        values = pd.read_csv(path, dtype=np.float64).to_numpy()
-    except ValueError:  # a non-numeric field or a ragged row
-        values = None
-    if values is None or not np.isfinite(values).all():
-        raise _first_bad_value(path)
+    values = _read_numeric_csv(lambda: path, path.name, FEATURE_NAMES, path)
     return {"x": values.astype(np.float32)}, {"rows": len(values)}
 
 
-def _first_bad_value(path: Path) -> DatasetError:
+def _read_numeric_csv(
+    open_source: Callable[[], Path | IO[bytes]], name: str, columns: tuple[str, ...], where: Any
+) -> np.ndarray:
+    """float64 values of a CSV whose header must be ``columns`` and whose fields must be finite numbers.
+
+    ``open_source`` gives a fresh path or byte stream per read; ``name`` is used in messages,
+    ``where`` in the "unreadable" message.
+    """
+    try:
+        header = tuple(str(c).strip() for c in pd.read_csv(open_source(), nrows=0).columns)
+    except (OSError, ValueError) as exc:
+        raise unreadable(where, f"cannot read as CSV ({exc})", "n_baiot") from exc
+    if header != columns:
+        extra = "" if columns == FEATURE_NAMES else f" then {list(columns[NUM_FEATURES:])}"
+        raise DatasetError(
+            f"{name}: expected the {NUM_FEATURES}-column N-BaIoT header "
+            f"({FEATURE_NAMES[0]}, ..., {FEATURE_NAMES[-1]}){extra}, "
+            f"got {len(header)} columns starting {list(header[:3])}"
+        )
+    try:
+        values = pd.read_csv(open_source(), dtype=np.float64).to_numpy()
+    except ValueError:  # a non-numeric field or a ragged row
+        values = None
+    if values is None or not np.isfinite(values).all():
+        raise _first_bad_value(open_source(), name, columns)
+    return values
+
+
+def _first_bad_value(
+    source: Path | IO[bytes], name: str, columns: tuple[str, ...] = FEATURE_NAMES
+) -> DatasetError:
     """Describe the first field of a rejected CSV that is not a finite number."""
     try:
-        frame = pd.read_csv(path, dtype=str, keep_default_na=False)
+        frame = pd.read_csv(source, dtype=str, keep_default_na=False)
     except ValueError as exc:
-        return DatasetError(f"{path.name}: malformed CSV ({exc}); expected {NUM_FEATURES} fields per line")
+        return DatasetError(f"{name}: malformed CSV ({exc}); expected {len(columns)} fields per line")
     numbers = frame.apply(pd.to_numeric, errors="coerce").to_numpy(dtype=np.float64)
     bad = np.argwhere(~np.isfinite(numbers))
     if len(bad) == 0:
-        return DatasetError(f"{path.name}: cannot parse as {NUM_FEATURES} numeric columns")
+        return DatasetError(f"{name}: cannot parse as {len(columns)} numeric columns")
     row, col = (int(i) for i in bad[0])
     return DatasetError(
-        f"{path.name} line {row + 2}: column {FEATURE_NAMES[col]} = {str(frame.iat[row, col])!r} "
+        f"{name} line {row + 2}: column {columns[col]} = {str(frame.iat[row, col])!r} "
         f"is not a finite number"
     )
 
@@ -275,3 +312,212 @@ def load_n_baiot(
             "test_fraction": test_fraction,
         },
     )
+
+
+# -- partial real files (real_partial/) --------------------------------------------------------
+
+REAL_PARTIAL_DIR = "real_partial"
+"""Subfolder of the N-BaIoT folder with partial real files (module docstring)."""
+
+MAX_ZIP_MEMBER_BYTES = 512 * 1024**2
+"""Largest uncompressed CSV read from a zip (512 MiB; the largest UCI CSV is far below it, the
+mirror's gafgyt tcp/udp members are about 58 MB)."""
+
+LABEL_COLUMN = "Normal"
+"""Label column of a labelled CSV: 1 = benign, 0 = attack."""
+
+META_COLUMNS = ("device", "traffic", "label", "file")
+"""Columns of :func:`load_n_baiot_real_partial` before the 115 features."""
+
+_ATTACK = rf"gafgyt\.(?:{'|'.join(GAFGYT_ATTACKS)})|mirai\.(?:{'|'.join(MIRAI_ATTACKS)})"
+_UNLABELLED_NAME = re.compile(rf"(?P<n>[1-9])\.(?P<traffic>benign|{_ATTACK})\.(?:csv|zip)")
+_LABELLED_NAME = re.compile(rf"(?P<n>[1-9])\.benign\+(?P<traffic>{_ATTACK})(?:\.[A-Za-z0-9_-]+)?\.csv")
+
+
+def find_real_partial_files(folder: str | Path) -> list[tuple[str, str, Path]]:
+    """``(device, traffic, path)`` of every partial real file in ``<folder>/real_partial``, by name.
+
+    ``traffic`` is ``"benign"``, ``"<family>.<attack>"`` or, for a labelled CSV,
+    ``"benign+<family>.<attack>"``. Other files (``SHA256SUMS``, notes) are ignored, but a ``.csv``
+    or ``.zip`` whose name does not follow the module docstring is an error.
+
+    Parameters
+    ----------
+    folder : str or Path
+        The ``n_baiot`` folder.
+
+    Returns
+    -------
+    list of tuple
+        Sorted by file name.
+
+    Raises
+    ------
+    DatasetNotFoundError
+        If ``real_partial/`` is absent or holds no such file.
+    DatasetError
+        If a ``.csv``/``.zip`` there has a name the loader cannot place.
+    """
+    base = Path(folder) / REAL_PARTIAL_DIR
+    found = []
+    for path in sorted(base.iterdir()) if base.is_dir() else []:
+        if not path.is_file() or path.suffix.lower() not in (".csv", ".zip"):
+            continue
+        match = _UNLABELLED_NAME.fullmatch(path.name) or _LABELLED_NAME.fullmatch(path.name)
+        if match is None:
+            raise DatasetError(
+                f"{path}: cannot tell its device and traffic from the name; rename it "
+                f"<n>.<traffic>.zip, <n>.<traffic>.csv or <n>.benign+<family>.<attack>[.<note>].csv "
+                f"(n = device number 1-9, traffic = benign, gafgyt.<attack> or mirai.<attack>)"
+            )
+        labelled = match.re is _LABELLED_NAME
+        traffic = f"benign+{match['traffic']}" if labelled else match["traffic"]
+        found.append((DEVICES[int(match["n"]) - 1], traffic, path))
+    if not found:
+        raise DatasetNotFoundError(
+            f"no partial real N-BaIoT files in {base}: expected <n>.<traffic>.zip (one CSV inside), "
+            f"<n>.<traffic>.csv or a labelled <n>.benign+<family>.<attack>.csv"
+        )
+    return found
+
+
+def read_zip_member(path: Path, max_bytes: int = MAX_ZIP_MEMBER_BYTES) -> tuple[str, bytes]:
+    """Name and bytes of the single CSV member of a zip, read in memory (never extracted).
+
+    Parameters
+    ----------
+    path : Path
+        The zip file.
+    max_bytes : int
+        Refuse a member whose declared uncompressed size is larger. :mod:`zipfile` never inflates
+        past the declared size and then checks the CRC, so a member that understates its size fails
+        as corrupt instead of filling memory.
+
+    Returns
+    -------
+    name, data : str, bytes
+        The member's name inside the zip and its content.
+
+    Raises
+    ------
+    DatasetError
+        Not a readable zip, not exactly one ``.csv`` member, or a member over ``max_bytes``.
+    """
+    try:
+        with zipfile.ZipFile(path) as archive:
+            members = [m for m in archive.infolist() if not m.is_dir()]
+            if len(members) != 1 or not members[0].filename.lower().endswith(".csv"):
+                raise DatasetError(
+                    f"{path}: expected exactly one CSV member, found {[m.filename for m in members]}; "
+                    f"put one N-BaIoT CSV in each zip"
+                )
+            member = members[0]
+            if member.file_size > max_bytes:
+                raise DatasetError(
+                    f"{path}: member {member.filename} is larger than {max_bytes:,} bytes uncompressed "
+                    f"(declared {member.file_size:,}); refused as a possible zip bomb (not an N-BaIoT CSV)"
+                )
+            with archive.open(member) as handle:
+                data = handle.read()
+    except (zipfile.BadZipFile, zlib.error, EOFError, OSError, NotImplementedError, RuntimeError) as exc:
+        raise unreadable(path, f"cannot read as a zip ({exc})", "n_baiot") from exc
+    return member.filename, data
+
+
+def _parse_real_partial(path: Path, traffic: str) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+    """``x`` float32 (N, 115) and ``y`` (0 benign, 1 attack) of one partial real file."""
+    if path.suffix.lower() == ".zip":
+        member, data = read_zip_member(path)
+        values = _read_numeric_csv(lambda: io.BytesIO(data), f"{path.name}:{member}", FEATURE_NAMES, path)
+        y = np.full(len(values), 0 if traffic == "benign" else 1, dtype=np.int64)
+    elif traffic.startswith("benign+"):
+        values = _read_numeric_csv(lambda: path, path.name, FEATURE_NAMES + (LABEL_COLUMN,), path)
+        normal = values[:, -1]
+        if not np.isin(normal, (0, 1)).all():
+            row = int(np.flatnonzero(~np.isin(normal, (0, 1)))[0])
+            raise DatasetError(
+                f"{path.name} line {row + 2}: column {LABEL_COLUMN} = {float(normal[row]):g}; "
+                f"expected 1 (benign) or 0 (attack)"
+            )
+        values, y = values[:, :-1], (normal == 0).astype(np.int64)
+    else:
+        values = _read_numeric_csv(lambda: path, path.name, FEATURE_NAMES, path)
+        y = np.full(len(values), 0 if traffic == "benign" else 1, dtype=np.int64)
+    return {"x": values.astype(np.float32), "y": y}, {"rows": len(values)}
+
+
+def load_n_baiot_real_partial(folder: str | Path) -> pd.DataFrame:
+    """Every row of the partial real files in ``<folder>/real_partial`` (module docstring), unscaled.
+
+    Parameters
+    ----------
+    folder : str or Path
+        The ``n_baiot`` folder.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per traffic row, files in name order and rows in file order. Columns
+        :data:`META_COLUMNS` -- ``device`` (name), ``traffic`` (``"benign"`` or
+        ``"<family>.<attack>"``, also for the rows of a labelled CSV), ``label`` (0 benign, 1 attack),
+        ``file`` (path relative to ``folder``) -- then the 115 :data:`FEATURE_NAMES` as float32.
+
+    Raises
+    ------
+    DatasetNotFoundError
+        No partial real files.
+    DatasetError
+        A file is unreadable, has another header, a non-numeric value, a bad label or (zip) not
+        exactly one CSV member.
+    """
+    folder = Path(folder)
+    parts = []
+    for device, traffic, path in find_real_partial_files(folder):
+        # disk=False: these parse in well under a second, and a disk entry would copy ~48 MB per flood file
+        arrays = cached_arrays("n_baiot_real_partial", [path], lambda p=path, t=traffic: _parse_real_partial(p, t),
+                               options={"traffic": traffic}, disk=False)[0]
+        attack = traffic.removeprefix("benign+")
+        meta = pd.DataFrame({
+            "device": device,
+            "traffic": np.where(arrays["y"] == 0, "benign", attack),
+            "label": arrays["y"].astype(np.int8),
+            "file": str(path.relative_to(folder)),
+        })
+        parts.append(pd.concat([meta, pd.DataFrame(np.array(arrays["x"]), columns=list(FEATURE_NAMES))], axis=1))
+    frame = pd.concat(parts, ignore_index=True)
+    for column in ("device", "traffic", "file"):
+        frame[column] = frame[column].astype("category")
+    return frame
+
+
+def real_partial_summary(frame: pd.DataFrame) -> dict[str, Any]:
+    """Row counts of :func:`load_n_baiot_real_partial`'s frame (``fltrust data info``).
+
+    Parameters
+    ----------
+    frame : pandas.DataFrame
+        The partial real rows.
+
+    Returns
+    -------
+    dict
+        ``rows``, ``benign_rows``, ``attack_rows``, ``devices`` (device -> traffic -> rows, in
+        :data:`DEVICES` order) and ``files`` (relative path -> rows).
+
+    Examples
+    --------
+    >>> rows = pd.DataFrame({"device": ["Danmini_Doorbell"] * 3, "traffic": ["benign", "benign", "gafgyt.scan"],
+    ...                      "label": [0, 0, 1], "file": ["real_partial/a.csv"] * 3})
+    >>> real_partial_summary(rows)["devices"]
+    {'Danmini_Doorbell': {'benign': 2, 'gafgyt.scan': 1}}
+    """
+    devices: dict[str, dict[str, int]] = {}
+    for (device, traffic), n in frame.groupby(["device", "traffic"], observed=True).size().items():
+        devices.setdefault(str(device), {})[str(traffic)] = int(n)
+    return {
+        "rows": len(frame),
+        "benign_rows": int((frame["label"] == 0).sum()),
+        "attack_rows": int((frame["label"] == 1).sum()),
+        "devices": {d: devices[d] for d in DEVICES if d in devices},
+        "files": {str(k): int(v) for k, v in frame.groupby("file", observed=True).size().items()},
+    }

@@ -18,6 +18,7 @@ Options of ``DataConfig`` and where they act
 - ``scaling``: NSL-KDD only, ``"fit_train"`` or the authors' ``"fixed"`` table (synthetic NSL-KDD is
   generated in [0, 1] and only records it).
 - ``balance``: N-BaIoT only.
+- ``standin_calibration``: synthetic N-BaIoT only (also as the fallback of ``n_baiot``).
 - ``synthetic_samples``: synthetic training size; the test split gets a quarter.
 - ``max_train_samples``/``max_test_samples``: seeded uniform subsample without replacement, original
   order kept, applied after loading and scaling.
@@ -34,6 +35,8 @@ naming the file and both hashes, and is recorded in ``source["checksum_mismatch"
 ``dataset.json``). In strict mode -- environment variable ``FLTRUST_STRICT=1``, set by the CLI's
 ``--strict`` option and inherited by papermill kernels -- it is a :class:`DatasetError` instead.
 When a loader rejects a corrupt file, the message also names any known file whose hash differs.
+The N-BaIoT ``real_partial/`` files (no training set, never loaded by :func:`load_dataset`) have known
+sums too: ``data info`` marks them, and the stand-in comparison refuses files that differ.
 """
 
 from __future__ import annotations
@@ -221,6 +224,16 @@ SPECS: dict[str, DatasetSpec] = {
             "gafgyt_attacks.rar / mirai_attacks.rar into <device>/gafgyt_attacks/ and <device>/mirai_attacks/ "
             "(for example with unrar or 7z)"
         ),
+        known_sha256={
+            # The shared mirror's partial real files (datasets/n_baiot/PROVENANCE.md, addendum 2026-12-01),
+            # read by n_baiot.load_n_baiot_real_partial, never by load_n_baiot.
+            "real_partial/1.benign+gafgyt.scan.Danmini_Doorbell.csv":
+                "b6103be32edebeb7c32558046bc7f34c749ea5c6d27be86dceaf75ce6c1278f7",
+            "real_partial/3.gafgyt.tcp.zip": "f0547f7362970f3e9286576fe268e0f227ce59ec33066f087d7301ff35c94301",
+            "real_partial/3.gafgyt.udp.zip": "d9deb57b0d55624fc84731ff3d377fdf20ce55852ac7d7af6a60163b3bdeab5c",
+            "real_partial/5.gafgyt.tcp.zip": "bfb449ece299e8ca489b68d0cdca25753ddb19c37147817891df2e7b8986907d",
+            "real_partial/5.gafgyt.udp.zip": "07f757d4d4d32ad07c78402f56976c6a7d861ce414574e19aa0e5a15db04298b",
+        },
     ),
 }
 """The real datasets by name."""
@@ -258,6 +271,11 @@ def _check_options(cfg: DataConfig) -> None:
         raise DatasetError(f"data.scaling={cfg.scaling!r} only applies to NSL-KDD; use 'fit_train' for {cfg.name}")
     if cfg.balance and base != "n_baiot":
         raise DatasetError(f"data.balance=true only applies to N-BaIoT; set it to false for {cfg.name}")
+    if cfg.standin_calibration != "none" and base != "n_baiot":
+        raise DatasetError(
+            f"data.standin_calibration={cfg.standin_calibration!r} only applies to synthetic N-BaIoT; "
+            f"use 'none' for {cfg.name}"
+        )
     if cfg.name == "n_baiot" and (cfg.train_files or cfg.test_files):
         raise DatasetError(
             "data.train_files/test_files are not used by n_baiot (it reads every device's CSVs); remove them"
@@ -366,6 +384,8 @@ def _synthetic(name: str, cfg: DataConfig, seed: int, *, fallback: bool = False)
     kwargs: dict[str, Any] = {"seed": seed}
     if name == "synthetic_n_baiot":
         kwargs["balance"] = cfg.balance
+        if cfg.standin_calibration != "none":
+            kwargs["calibration"] = cfg.standin_calibration
     if name == "synthetic_femnist" and fallback:
         kwargs["num_writers"] = FALLBACK_FEMNIST_WRITERS
     bundle = GENERATORS[name](cfg.synthetic_samples, **kwargs)
@@ -527,7 +547,10 @@ def dataset_info(root: str | os.PathLike[str] | None = None, *, count: bool = Tr
         ``files`` (see :func:`file_listing`), ``checksum_mismatch`` (files whose SHA-256 differs
         from the known one, see :func:`checksum_mismatches`), and with ``count`` the ``layout``,
         ``train_samples``, ``test_samples``, ``natural_clients``; ``problem`` holds the loader's
-        message when the dataset is missing or unreadable. Mismatches are reported here, never
+        message when the dataset is missing or unreadable. N-BaIoT with ``count`` also has
+        ``real_partial``: :func:`fltrust.data.n_baiot.real_partial_summary` of the partial real files
+        (rows per device and traffic; not a training set), or ``{"problem": ...}``, or None without
+        such files. Mismatches are reported here, never
         warned about or raised (the caller decides: ``fltrust data info --strict`` fails).
     """
     entries = []
@@ -563,7 +586,20 @@ def dataset_info(root: str | os.PathLike[str] | None = None, *, count: bool = Tr
                     test_samples=len(bundle.test),
                     natural_clients=None if bundle.group_names is None else len(bundle.group_names),
                 )
+            if name == "n_baiot":
+                entry["real_partial"] = _n_baiot_real_partial_info(folder)
         else:
             entry["found"] = bool(entry["files"])
         entries.append(entry)
     return entries
+
+
+def _n_baiot_real_partial_info(folder: Path) -> dict[str, Any] | None:
+    """Row counts of N-BaIoT's partial real files for :func:`dataset_info` (None: there are none)."""
+    try:
+        summary = n_baiot.real_partial_summary(n_baiot.load_n_baiot_real_partial(folder))
+    except DatasetNotFoundError:
+        return None
+    except DatasetError as exc:
+        return {"problem": str(exc)}
+    return {**summary, "use": "stand-in comparison only (fltrust.data.n_baiot_compare); not a training set"}

@@ -19,7 +19,9 @@ generator                   imitates
                             protocol_type/service/flag in the global order; 46.5 % attacks (as
                             KDDTrain+); the same ``extras`` as the real loader
 ``synthetic_n_baiot``       115 standardised features, 9 devices as natural clients with
-                            device- and attack-specific means, about 80 % attack traffic
+                            device- and attack-specific means, about 80 % attack traffic;
+                            ``calibration="real_partial"`` gives each class the real rows'
+                            per-feature mean and standard deviation
 ==========================  ================================================================
 """
 
@@ -31,6 +33,7 @@ import numpy as np
 
 from fltrust.data import cifar10, femnist, n_baiot, nsl_kdd
 from fltrust.data.base import ArraySplit, DatasetBundle, DatasetError
+from fltrust.data.n_baiot_calibration import REAL_PARTIAL_CLASS_STATS
 
 
 def _sizes(n_train: int, n_test: int | None) -> tuple[int, int]:
@@ -176,8 +179,17 @@ def _device_traffic(device: str) -> list[str]:
     return labels
 
 
+N_BAIOT_CALIBRATIONS = ("none", "real_partial")
+"""Values of ``synthetic_n_baiot(calibration=...)`` (config ``data.standin_calibration``)."""
+
+
 def synthetic_n_baiot(
-    n_train: int = 2000, *, seed: int = 0, n_test: int | None = None, balance: bool = False
+    n_train: int = 2000,
+    *,
+    seed: int = 0,
+    n_test: int | None = None,
+    balance: bool = False,
+    calibration: str = "none",
 ) -> DatasetBundle:
     """N-BaIoT-shaped traffic: 9 devices as natural clients, about 80 % attacks.
 
@@ -187,7 +199,18 @@ def synthetic_n_baiot(
     uniform among the device's real attack files), else benign. ``balance=True`` balances each
     device 50/50 in each split as :func:`fltrust.data.n_baiot.balance_per_group`. Features are then
     standardised with the training statistics, as the real loader does.
+
+    ``calibration="real_partial"`` (default ``"none"``: the rows above, unchanged) maps the same
+    draws, per class c and feature j, to the real rows' class mean :math:`m_{cj}` and standard
+    deviation :math:`s_{cj}` (:mod:`fltrust.data.n_baiot_calibration`, from ``real_partial/``) before
+    the standardisation: :math:`x' = m_{cj} + s_{cj} (x - \\bar x_{cj}) / \\hat s_{cj}`, with
+    :math:`\\bar x_{cj}, \\hat s_{cj}` the class mean and standard deviation of the training split
+    (applied to both splits). The device and attack structure is kept, the marginal shapes stay Gaussian.
     """
+    if calibration not in N_BAIOT_CALIBRATIONS:
+        raise DatasetError(
+            f"synthetic_n_baiot calibration={calibration!r} is not known; choose one of {list(N_BAIOT_CALIBRATIONS)}"
+        )
     n_train, n_test = _sizes(n_train, n_test)
     rng = np.random.default_rng(seed)
     devices = n_baiot.DEVICES
@@ -211,6 +234,9 @@ def synthetic_n_baiot(
         return x[keep], y[keep], groups[keep], attack[keep].astype(str)
 
     train, test = draw(n_train), draw(n_test)
+    if calibration == "real_partial":
+        x_raw = _calibrate_to_real_partial(train[0], train[1], [(train[0], train[1]), (test[0], test[1])])
+        train, test = (x_raw[0], *train[1:]), (x_raw[1], *test[1:])
     x_train, x_test = n_baiot.standardise(train[0], test[0])
     return DatasetBundle(
         name="synthetic_n_baiot",
@@ -221,8 +247,30 @@ def synthetic_n_baiot(
         synthetic=True,
         group_names=list(devices),
         class_names=list(n_baiot.CLASS_NAMES),
-        source={**_source("synthetic_n_baiot", seed, len(train[1]), len(test[1])), "balance": balance},
+        source={**_source("synthetic_n_baiot", seed, len(train[1]), len(test[1])), "balance": balance,
+                **({"calibration": calibration} if calibration != "none" else {})},
     )
+
+
+def _calibrate_to_real_partial(
+    x_fit: np.ndarray, y_fit: np.ndarray, splits: list[tuple[np.ndarray, np.ndarray]]
+) -> list[np.ndarray]:
+    """Each split's rows with class c moved to the real class mean and std (``synthetic_n_baiot``)."""
+    table = np.array([REAL_PARTIAL_CLASS_STATS[f] for f in n_baiot.FEATURE_NAMES], dtype=np.float64)
+    out = [x.astype(np.float64, copy=True) for x, _ in splits]
+    for label in (0, 1):
+        fit = x_fit[y_fit == label]
+        if len(fit) < 2:
+            raise DatasetError(
+                f"synthetic_n_baiot calibration needs at least 2 {n_baiot.CLASS_NAMES[label]} training rows, "
+                f"got {len(fit)}; raise data.synthetic_samples"
+            )
+        mean, std = fit.mean(axis=0), fit.std(axis=0)
+        target_mean, target_std = table[:, 2 * label], table[:, 2 * label + 1]
+        for x, (_, y) in zip(out, splits):
+            rows = y == label
+            x[rows] = target_mean + target_std * (x[rows] - mean) / std
+    return out
 
 
 GENERATORS: dict[str, Callable[..., DatasetBundle]] = {

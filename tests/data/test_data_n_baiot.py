@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import zipfile
+
 import numpy as np
 import pytest
 
@@ -146,3 +148,208 @@ def test_shared_format_sample_has_the_documented_header(mk):
     header = (folder / "demonstrate_structure.csv").read_text().strip().split(",")
 
     assert tuple(header) == n_baiot.FEATURE_NAMES
+
+
+# -- partial real files (real_partial/) ----------------------------------------------------------
+
+def csv_text(rows, label=None):
+    """A UCI-header CSV of ``rows``; with ``label`` (one value per row) a final ``Normal`` column."""
+    header = list(n_baiot.FEATURE_NAMES) + ([n_baiot.LABEL_COLUMN] if label is not None else [])
+    lines = [",".join(header)]
+    for i, row in enumerate(rows):
+        fields = [repr(float(v)) for v in row] + ([str(label[i])] if label is not None else [])
+        lines.append(",".join(fields))
+    return "\n".join(lines) + "\n"
+
+
+def write_zip(path, members):
+    """A zip with ``{member name: text}`` (deflated)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_DEFLATED) as archive:
+        for name, text in members.items():
+            archive.writestr(name, text)
+    return path
+
+
+@pytest.fixture
+def partial(tmp_path):
+    """An n_baiot folder with real_partial/: a device-3 tcp zip (3 rows) and a labelled Danmini CSV (2 + 1)."""
+    rng = np.random.default_rng(0)
+    rows = {"tcp": rng.uniform(0, 100, (3, 115)), "danmini": rng.uniform(0, 100, (3, 115))}
+    folder = tmp_path / "partial" / "n_baiot"
+    write_zip(folder / "real_partial" / "3.gafgyt.tcp.zip", {"tcp.csv": csv_text(rows["tcp"])})
+    (folder / "real_partial" / "1.benign+gafgyt.scan.Danmini_Doorbell.csv").write_text(
+        csv_text(rows["danmini"], label=[1, 1, 0]))
+    (folder / "real_partial" / "SHA256SUMS").write_text("ignored\n")
+    return folder, rows
+
+
+def test_real_partial_reads_the_zip_and_the_labelled_csv(partial):
+    folder, rows = partial
+
+    frame = n_baiot.load_n_baiot_real_partial(folder)
+
+    assert list(frame.columns) == list(n_baiot.META_COLUMNS) + list(n_baiot.FEATURE_NAMES)
+    # files in name order: the labelled Danmini CSV, then the device-3 zip
+    assert frame["device"].tolist() == ["Danmini_Doorbell"] * 3 + ["Ennio_Doorbell"] * 3
+    assert frame["traffic"].tolist() == ["benign", "benign", "gafgyt.scan"] + ["gafgyt.tcp"] * 3
+    assert frame["label"].tolist() == [0, 0, 1, 1, 1, 1]  # Normal=1 is benign (label 0)
+    assert frame["file"].tolist()[-1] == "real_partial/3.gafgyt.tcp.zip"
+    features = frame[list(n_baiot.FEATURE_NAMES)].to_numpy()
+    assert features.dtype == np.float32
+    np.testing.assert_array_equal(features, np.concatenate([rows["danmini"], rows["tcp"]]).astype(np.float32))
+    assert n_baiot.real_partial_summary(frame) == {
+        "rows": 6, "benign_rows": 2, "attack_rows": 4,
+        "devices": {"Danmini_Doorbell": {"benign": 2, "gafgyt.scan": 1}, "Ennio_Doorbell": {"gafgyt.tcp": 3}},
+        "files": {"real_partial/1.benign+gafgyt.scan.Danmini_Doorbell.csv": 3, "real_partial/3.gafgyt.tcp.zip": 3},
+    }
+
+
+def test_real_partial_files_leave_load_n_baiot_unchanged(uci, partial, tmp_path):
+    before = load_n_baiot(uci, seed=0)
+    (uci / "real_partial").mkdir()
+    for path in (partial[0] / "real_partial").iterdir():
+        (uci / "real_partial" / path.name).write_bytes(path.read_bytes())
+
+    after = load_n_baiot(uci, seed=0)
+
+    np.testing.assert_array_equal(before.train.x, after.train.x)
+    assert before.group_names == after.group_names
+    assert [r["path"] for r in after.source["files"]] == [r["path"] for r in before.source["files"]]
+    # a folder holding only real_partial/ is still "not found" for the federated loader
+    with pytest.raises(DatasetNotFoundError):
+        load_n_baiot(partial[0])
+
+
+def test_data_info_counts_the_partial_real_rows(partial):
+    from fltrust.data import dataset_info
+
+    info = {e["name"]: e for e in dataset_info(partial[0].parent)}["n_baiot"]
+
+    assert not info["found"] and "N-BaIoT not found" in info["problem"]
+    assert info["real_partial"]["rows"] == 6 and info["real_partial"]["benign_rows"] == 2
+    assert info["real_partial"]["devices"]["Ennio_Doorbell"] == {"gafgyt.tcp": 3}
+    files = {f["path"]: f for f in info["files"]}
+    assert files["real_partial/3.gafgyt.tcp.zip"]["known"] is False  # a fixture, not the mirror's file
+    assert files["real_partial/SHA256SUMS"]["known"] is None
+
+
+def test_zip_needs_exactly_one_csv_member(partial):
+    folder, rows = partial
+    path = folder / "real_partial" / "3.gafgyt.tcp.zip"
+
+    write_zip(path, {"tcp.csv": csv_text(rows["tcp"]), "udp.csv": csv_text(rows["tcp"])})
+    two = r"3\.gafgyt\.tcp\.zip: expected exactly one CSV member, found \['tcp\.csv', 'udp\.csv'\]"
+    with pytest.raises(DatasetError, match=two):
+        n_baiot.load_n_baiot_real_partial(folder)
+
+    write_zip(path, {"tcp.txt": csv_text(rows["tcp"])})
+    with pytest.raises(DatasetError, match=r"3\.gafgyt\.tcp\.zip: expected exactly one CSV member"):
+        n_baiot.load_n_baiot_real_partial(folder)
+
+    path.write_bytes(b"PK\x03\x04 not really a zip")
+    with pytest.raises(DatasetError, match=r"3\.gafgyt\.tcp\.zip: cannot read as a zip"):
+        n_baiot.load_n_baiot_real_partial(folder)
+
+
+def test_zip_member_size_is_bounded(partial):
+    path = partial[0] / "real_partial" / "3.gafgyt.tcp.zip"
+    size = zipfile.ZipFile(path).infolist()[0].file_size
+
+    name, data = n_baiot.read_zip_member(path, max_bytes=size)
+    assert name == "tcp.csv" and len(data) == size
+
+    with pytest.raises(DatasetError, match=rf"member tcp\.csv is larger than {size - 1:,} bytes .*zip bomb"):
+        n_baiot.read_zip_member(path, max_bytes=size - 1)
+
+
+def test_zip_member_that_understates_its_size_is_rejected_not_truncated(partial, monkeypatch):
+    path = partial[0] / "real_partial" / "3.gafgyt.tcp.zip"
+    size = zipfile.ZipFile(path).infolist()[0].file_size
+    real_infolist = zipfile.ZipFile.infolist
+
+    def understated(self):
+        members = real_infolist(self)
+        members[0].file_size = 10  # what a zip bomb's central directory may claim
+        return members
+
+    monkeypatch.setattr(zipfile.ZipFile, "infolist", understated)
+    # zipfile stops inflating at the claimed 10 bytes and the CRC check then fails
+    with pytest.raises(DatasetError, match=r"3\.gafgyt\.tcp\.zip: cannot read as a zip \(Bad CRC-32"):
+        n_baiot.read_zip_member(path, max_bytes=size - 1)
+
+
+def test_bad_rows_inside_a_zip_and_a_bad_label_are_named(partial):
+    folder, rows = partial
+    text = csv_text(rows["tcp"]).replace("MI_dir_L5_weight", "weight", 1)
+    write_zip(folder / "real_partial" / "3.gafgyt.tcp.zip", {"tcp.csv": text})
+    with pytest.raises(DatasetError, match=r"3\.gafgyt\.tcp\.zip:tcp\.csv: expected the 115-column N-BaIoT header"):
+        n_baiot.load_n_baiot_real_partial(folder)
+
+    lines = csv_text(rows["tcp"]).splitlines()
+    fields = lines[2].split(",")
+    fields[2] = "oops"
+    lines[2] = ",".join(fields)
+    write_zip(folder / "real_partial" / "3.gafgyt.tcp.zip", {"tcp.csv": "\n".join(lines) + "\n"})
+    with pytest.raises(DatasetError, match=r"tcp\.zip:tcp\.csv line 3: column MI_dir_L5_variance = 'oops'"):
+        n_baiot.load_n_baiot_real_partial(folder)
+
+    (folder / "real_partial" / "3.gafgyt.tcp.zip").unlink()
+    (folder / "real_partial" / "1.benign+gafgyt.scan.Danmini_Doorbell.csv").write_text(
+        csv_text(rows["danmini"], label=[1, 2, 0]))
+    with pytest.raises(DatasetError, match=r"Doorbell\.csv line 3: column Normal = 2; expected 1 \(benign\) or 0"):
+        n_baiot.load_n_baiot_real_partial(folder)
+
+    (folder / "real_partial" / "1.benign+gafgyt.scan.Danmini_Doorbell.csv").write_text(csv_text(rows["danmini"]))
+    with pytest.raises(DatasetError, match=r"header \(MI_dir_L5_weight, \.\.\., HpHp_L0\.01_pcc\) then \['Normal'\]"):
+        n_baiot.load_n_baiot_real_partial(folder)
+
+
+def test_real_partial_names_must_carry_device_and_traffic(partial, tmp_path):
+    folder, rows = partial
+    write_zip(folder / "real_partial" / "tcp.zip", {"tcp.csv": csv_text(rows["tcp"])})
+    with pytest.raises(DatasetError, match=r"tcp\.zip: cannot tell its device and traffic from the name"):
+        n_baiot.load_n_baiot_real_partial(folder)
+
+    with pytest.raises(DatasetNotFoundError, match="no partial real N-BaIoT files"):
+        n_baiot.load_n_baiot_real_partial(tmp_path / "empty")
+
+
+@pytest.mark.realdata
+def test_real_partial_files_of_the_mirror(mk):
+    folder = mk.real_folder("n_baiot", "real_partial/3.gafgyt.tcp.zip", "real_partial/5.gafgyt.udp.zip",
+                            "real_partial/1.benign+gafgyt.scan.Danmini_Doorbell.csv")
+
+    frame = n_baiot.load_n_baiot_real_partial(folder)
+
+    summary = n_baiot.real_partial_summary(frame)
+    # row counts of PROVENANCE.md (addendum 2026-12-01), sections A1-A5
+    assert summary["devices"] == {
+        "Danmini_Doorbell": {"benign": 3050, "gafgyt.scan": 250},
+        "Ennio_Doorbell": {"gafgyt.tcp": 101_536, "gafgyt.udp": 103_933},
+        "Provision_PT_737E_Security_Camera": {"gafgyt.tcp": 104_510, "gafgyt.udp": 104_011},
+    }
+    danmini = frame[frame["device"] == "Danmini_Doorbell"]
+    assert (danmini["label"].to_numpy() == np.repeat([0, 1], [3050, 250])).all()  # benign rows first
+    # PROVENANCE A1: MI_dir_L5_weight >= 1 and MI_dir_L5_mean in [60, 873.5] in the device-3 tcp file
+    tcp3 = frame[frame["file"] == "real_partial/3.gafgyt.tcp.zip"]
+    assert tcp3["MI_dir_L5_weight"].min() >= 1.0
+    assert (tcp3["MI_dir_L5_mean"].min(), round(float(tcp3["MI_dir_L5_mean"].max()), 1)) == (60.0, 873.5)
+    # the mirror's first benign sample file holds Danmini benign rows 0-298 (PROVENANCE D)
+    sample = np.loadtxt(folder / "benign_traffic.csv", delimiter=",", skiprows=1, max_rows=5)
+    np.testing.assert_allclose(danmini[list(n_baiot.FEATURE_NAMES)].to_numpy()[:5], sample, rtol=1e-6)
+
+
+@pytest.mark.realdata
+def test_known_checksums_cover_the_partial_real_files(mk):
+    from fltrust.data import SPECS
+    from fltrust.data.registry import file_listing
+
+    folder = mk.real_folder("n_baiot", "real_partial/SHA256SUMS")
+
+    listed = {f["path"]: f for f in file_listing("n_baiot", folder)}
+
+    sums = dict(line.split()[::-1] for line in (folder / "real_partial" / "SHA256SUMS").read_text().splitlines())
+    for name, digest in sums.items():
+        assert SPECS["n_baiot"].known_sha256[f"real_partial/{name}"] == digest
+        assert listed[f"real_partial/{name}"]["known"] is True
