@@ -62,6 +62,24 @@ __all__ = [
 
 REGENERATE = "fltrust repro trust"
 REPORTED_FILE = PAPER_DIR / "reported.yaml"
+STANDIN_COMPARISON_FILE = PAPER_DIR / "n_baiot_standin_vs_real.md"
+"""The N-BaIoT stand-in against the real rows (``python -m fltrust.viz.n_baiot`` writes it)."""
+
+
+def standin_summary(path: str | Path = STANDIN_COMPARISON_FILE) -> str | None:
+    """The ``## Summary`` paragraph of the stand-in comparison, or None when the file is absent."""
+    path = Path(path)
+    if not path.is_file():
+        return None
+    lines = path.read_text(encoding="utf-8").splitlines()
+    if "## Summary" not in lines:
+        return None
+    body = []
+    for line in lines[lines.index("## Summary") + 1:]:
+        if line.startswith("## "):
+            break
+        body.append(line)
+    return "\n".join(body).strip() or None
 
 RESULT_KEYS = (
     "experiment", "title", "figure", "synthetic", "quick", "complete", "run_id", "elapsed_s",
@@ -555,6 +573,10 @@ def results_markdown(
             "the real data.**",
             "",
         ]
+        summary = standin_summary() if "n_baiot" in stand_ins else None
+        if summary:
+            out += ["**How far the N-BaIoT stand-in is from real traffic** (`papers_repro/federatedtrust/"
+                    "n_baiot_standin_vs_real.md`, `figures/n_baiot_standin_vs_real.png`): " + summary, ""]
     out += [
         "Scoring modes (`fltrust.trust.scoring`): **prototype** = the authors' released code (HEAD b67a59c); "
         "**paper mode** = the normalisations that best reproduce the paper's numbers (5796d0b-era ranges, "

@@ -501,3 +501,12 @@ def test_ablation_markdown_and_figure(tmp_path, hand_results, reported):
     assert "| fedmedian | fedmedian | – | 0.975 | – | 0.933 | 0.976 | 0.000 | – | 0.571 | 0.674 |" in text
     assert "### Variant: 7 of 9 clients per round" in text
     assert path.stat().st_size > 0
+
+
+def test_standin_summary_is_read_from_the_comparison_file(tmp_path):
+    path = tmp_path / "cmp.md"
+    path.write_text("# title\n\n## Summary\n\nThe stand-in is far.\nSecond line.\n\n## Distance\n\ntable\n")
+
+    assert tr.standin_summary(path) == "The stand-in is far.\nSecond line."
+    assert tr.standin_summary(tmp_path / "missing.md") is None
+    assert tr.standin_summary(tr.STANDIN_COMPARISON_FILE).startswith("The synthetic N-BaIoT stand-in")
