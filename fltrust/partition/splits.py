@@ -128,7 +128,7 @@ def train_val_split(
 def three_way_split(
     indices: np.ndarray, shares: list[float], rng: np.random.Generator
 ) -> tuple[np.ndarray, np.ndarray]:
-    """FederatedScope's per-client ``[train, val, test]`` split; returns ``(train, test)``.
+    r"""FederatedScope's per-client ``[train, val, test]`` split; returns ``(train, test)``.
 
     FederatedScope's LEAF loader calls scikit-learn's ``train_test_split`` twice per client:
     :math:`n_{train} = \lfloor s_{train} n \rfloor`, then of the remaining :math:`r` rows
