@@ -272,3 +272,19 @@ def test_audit_key_settings_are_checked(tmp_path, monkeypatch):
     monkeypatch.setenv("FLTRUST_AUDIT_KEY", "k")
     with pytest.raises(ValueError, match="not both"):
         audit_key()
+
+
+def test_a_diverged_run_audits_its_finite_rounds_and_its_reason(tmp_path):
+    from fltrust.config import ExperimentConfig
+    from fltrust.experiment import run_experiment
+    from fltrust.runs import audit_run
+
+    cfg = ExperimentConfig.tiny(training={"learning_rate": 1e30, "rounds": 3},
+                                run={"name": "dv", "progress": False, "device": "cpu", "torch_threads": 1})
+    record = run_experiment(cfg, out_dir=tmp_path)
+    assert record.status == "diverged" and record.summary["diverged_round"] == 1
+    result = audit_run(record.path)
+    assert result.ok and result.lines[-1] == "the run diverged at round 1: there is no final model"
+    _edit_line(record.path, 1, lambda d: d["observations"]["diverged"].update(reason="a cosmic ray"))
+    result = audit_run(record.path)
+    assert not result.ok and "rounds.jsonl round 1: edited after the run: observations.diverged.reason" in result.lines

@@ -219,7 +219,8 @@ def test_a_checkpoint_of_another_seed_is_not_resumed(tmp_path, caplog):
 @pytest.mark.parametrize("sections", [
     {"strategy": {"name": "ditto", "ditto_epochs": 1}, "metrics": {"fairness": {"enabled": True}}},
     {"privacy": {"mode": "local", "target_epsilon": 5.0}},
-], ids=["ditto-fairness", "local-dp"])
+    {"metrics": {"trust": {"enabled": True, "mode": "extended", "clever_samples": 0, "shap_samples": 0}}},
+], ids=["ditto-fairness", "local-dp", "trust-extended"])
 def test_resume_is_bit_identical_with_strategy_observer_and_dp_state(tmp_path, sections):
     cfg = tiny(training={"rounds": 4}, **sections)
     full = run_experiment(cfg, out_dir=tmp_path / "full")
