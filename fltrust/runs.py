@@ -426,6 +426,7 @@ class RunRecorder:
         False is returned: the caller starts from round 0.
         """
         last, head = state.get("round"), state.get("record_chain")
+        last = last if isinstance(last, int) else -1
         kept: list[str] = []
         problem = None
         try:
@@ -433,9 +434,7 @@ class RunRecorder:
         except OSError as exc:
             lines, problem = [], f"cannot read it ({exc.strerror or exc})"
         previous = ""
-        for line in lines:
-            if problem or len(kept) > (last if isinstance(last, int) else -1):
-                break
+        for line in lines[:last + 1]:
             try:
                 data = json.loads(line)
                 integrity = data.pop(INTEGRITY)
@@ -444,12 +443,13 @@ class RunRecorder:
                 break
             if data.get("round") != len(kept):
                 problem = f"line {len(kept) + 1} holds round {data.get('round')}, not {len(kept)}"
-            elif not isinstance(integrity, dict) or record_link(previous, data, self.key) != integrity.get("link"):
+                break
+            if not isinstance(integrity, dict) or record_link(previous, data, self.key) != integrity.get("link"):
                 problem = f"round {len(kept)} does not verify (edited, or the audit key changed)"
-            else:
-                previous = integrity["link"]
-                kept.append(line)
-        if problem is None and (not isinstance(last, int) or len(kept) != last + 1 or previous != head):
+                break
+            previous = integrity["link"]
+            kept.append(line)
+        if problem is None and (last < 0 or len(kept) != last + 1 or previous != head):
             problem = f"it holds {len(kept)} verified rounds, the checkpoint is after round {last}"
         if problem is None and "global_params" in state:
             recorded = json.loads(kept[-1]).get("server_metrics", {}).get("model_hash")
