@@ -37,7 +37,7 @@ from fltrust.core.records import RunInfo
 from fltrust.data.base import DatasetBundle
 from fltrust.federation import Federation, prepare_federation, resolve_device
 from fltrust.models import build_model
-from fltrust.runs import RunDiverged, RunFolder, RunRecord, RunRecorder, load_run, locked
+from fltrust.runs import RunDiverged, RunFolder, RunRecord, RunRecorder, load_final_model, load_run, locked
 
 log = logging.getLogger("fltrust")
 
@@ -332,7 +332,7 @@ def defence_comparison(cfg: ExperimentConfig, defences: Sequence[str] = ("krum",
             return {"run_id": record.run_id, "path": str(record.path), "strategy": run_cfg.strategy.name,
                     "status": record.summary.get("status"), "test_accuracy": float("nan"),
                     "attack_success_rate": float("nan"), "final_aux_accuracy": float("nan")}
-        state = torch.load(Path(record.path) / "final_model.pt", map_location=fed.x_test.device)
+        state = load_final_model(Path(record.path) / "final_model.pt", map_location=fed.x_test.device)
         model.load_state_dict(state)
         asr = None
         if plan is not None and plan.kind == "backdoor":

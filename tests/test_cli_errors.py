@@ -283,3 +283,84 @@ def test_sigint_during_a_run_exits_130_with_one_line(tmp_path):
             proc.kill()
     assert proc.returncode == 130, err
     assert err.strip().splitlines() == ["fltrust: interrupted; rerun the same command to resume"], err
+
+
+# -- files a user can be handed never run code (issue 18) --------------------------------------
+
+class PlantedPayload:
+    """Unpickling it runs a shell command that creates ``marker``."""
+
+    def __init__(self, marker):
+        self.marker = marker
+
+    def __reduce__(self):
+        return (os.system, (f"touch '{self.marker}'",))
+
+
+def test_a_planted_checkpoint_is_one_warning_and_the_run_starts_over(tmp_path, capsys, caplog):
+    import torch
+
+    config, out = write_config(tmp_path, training={"rounds": 2}), tmp_path / "runs"
+    assert main(["run", str(config), "--out", str(out)]) == 0
+    (folder,) = out.iterdir()
+    (folder / "summary.json").unlink()
+    marker = tmp_path / "payload-ran"
+    torch.save({"config_hash": "x", "payload": PlantedPayload(marker)}, folder / "checkpoint.pt")
+    capsys.readouterr()
+
+    with caplog.at_level("WARNING", logger="fltrust"):  # the CLI prints it as "WARNING <message>"
+        assert main(["run", str(config), "--out", str(out)]) == 0
+    assert not marker.exists()
+    assert [r.getMessage() for r in caplog.records if "checkpoint" in r.getMessage()] == [
+        f"{folder / 'checkpoint.pt'}: not a plain-data checkpoint: it references posix.system, which fltrust "
+        "never writes (a file from an older fltrust, or a planted one); it was not unpickled, so nothing in it ran; "
+        "starting the run from round 0"]
+    assert main(["audit", str(folder)]) == 0
+
+
+def test_a_planted_final_model_fails_the_audit_in_one_line_not_exit_70(tmp_path, capsys):
+    import torch
+
+    config, out = write_config(tmp_path), tmp_path / "runs"
+    assert main(["run", str(config), "--out", str(out)]) == 0
+    (folder,) = out.iterdir()
+    marker = tmp_path / "payload-ran"
+    torch.save(PlantedPayload(marker), folder / "final_model.pt")
+    capsys.readouterr()
+
+    assert main(["audit", str(folder)]) == 1
+    captured = capsys.readouterr()
+    assert not marker.exists() and captured.err == ""
+    assert f"{folder / 'final_model.pt'}: not a plain-data final model: it references posix.system" in captured.out
+    assert "weights_only" not in captured.out
+
+
+def test_a_planted_cifar_batch_is_one_data_error_in_run_and_data_info(tmp_path, capsys):
+    import pickle
+
+    import numpy as np
+
+    folder = tmp_path / "data" / "cifar10" / "cifar-10-batches-py"
+    folder.mkdir(parents=True)
+    for name in [f"data_batch_{i}" for i in range(1, 6)] + ["test_batch"]:  # the official layout
+        (folder / name).write_bytes(pickle.dumps({b"data": np.zeros((2, 3072), np.uint8), b"labels": [0, 1]}))
+    marker = tmp_path / "payload-ran"
+    batch = {b"data": np.zeros((2, 3072), np.uint8), b"labels": [1, 2], b"x": PlantedPayload(marker)}
+    (folder / "data_batch_2").write_bytes(pickle.dumps(batch))
+    config = write_config(tmp_path, data={"name": "cifar10"}, model={"name": "cifar_cnn"})
+
+    code = main(["run", str(config), "--data-dir", str(tmp_path / "data"), "--out", str(tmp_path / "runs")])
+
+    assert code == 2 and not marker.exists()
+    assert (f"fltrust: data error: {folder / 'data_batch_2'}: not a CIFAR-10 python batch: it references "
+            "posix.system, which an official batch never does") in one_line_error(capsys)
+    assert main(["data", "info", "--json", "--data-dir", str(tmp_path / "data")]) == 0
+    assert "data_batch_2: not a CIFAR-10 python batch: it references posix.system" in capsys.readouterr().out
+    assert not marker.exists()
+
+
+def test_an_unreadable_audit_key_file_is_one_line(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("FLTRUST_AUDIT_KEY_FILE", str(tmp_path / "nope.key"))
+
+    assert main(["run", str(write_config(tmp_path)), "--out", str(tmp_path / "runs")]) == 2
+    assert f"FLTRUST_AUDIT_KEY_FILE={tmp_path / 'nope.key'}: cannot read the audit key file" in one_line_error(capsys)

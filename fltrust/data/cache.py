@@ -14,6 +14,11 @@ modification time (``cp -p``, ``rsync -t``, ``os.utime``) therefore gets a new e
 provenance (``file_record``, written to a run's ``dataset.json``) is the hash of what was parsed.
 Deleting the cache directory is always safe. Writes are atomic (a temporary file in the same
 directory, then :func:`os.replace`), so an interrupted run never leaves a half-written entry behind.
+The ``.json`` records the SHA-256 of the cached arrays (:func:`arrays_sha256`); an entry whose
+arrays no longer match it (edited, or damaged on disk) is discarded with a warning and the source
+is parsed again, so a run never uses, or records the fingerprint of, anything but the parse of its
+source. (Like any unkeyed hash, this catches accidents and casual edits, not someone who also
+rewrites the recorded hash.)
 
 Hashing cost and the SHA-256 memo
 ---------------------------------
@@ -52,8 +57,9 @@ from fltrust.data.base import DatasetError
 CACHE_ENV = "FLTRUST_CACHE"
 """Environment variable that overrides the cache directory."""
 
-CACHE_VERSION = 2
-"""Bumped when the layout of cached entries changes (old entries are then simply ignored)."""
+CACHE_VERSION = 3
+"""Bumped when the layout of cached entries changes (old entries are then simply ignored).
+3: the ``.json`` is ``{"arrays_sha256": ..., "meta": ...}``."""
 
 MEMORY_CACHE_BYTES = 2 * 1024**3
 """Upper bound on the bytes of parsed arrays kept in memory (least recently used are dropped)."""
@@ -248,17 +254,38 @@ def _remember(key: str, entry: tuple[Arrays, dict[str, Any]]) -> None:
         total -= sum(a.nbytes for a in old.values())
 
 
+def arrays_sha256(arrays: Arrays) -> str:
+    """SHA-256 of named arrays: name, dtype, shape and bytes of each, in name order.
+
+    >>> a = {"x": np.zeros(2, np.float32)}
+    >>> arrays_sha256(a) == arrays_sha256({"x": np.zeros(2, np.float32)}) != arrays_sha256({"x": np.ones(2, np.float32)})
+    True
+    """
+    digest = hashlib.sha256()
+    for name in sorted(arrays):
+        array = np.ascontiguousarray(arrays[name])
+        digest.update(f"{name}\0{array.dtype.str}{array.shape}\0".encode())
+        digest.update(array.tobytes())
+    return digest.hexdigest()
+
+
 def _read_disk(key: str) -> tuple[Arrays, dict[str, Any]] | None:
     npz_path = cache_dir() / f"{key}.npz"
     meta_path = cache_dir() / f"{key}.json"
     if not (npz_path.is_file() and meta_path.is_file()):
         return None
     try:
-        meta = json.loads(meta_path.read_text())
+        record = json.loads(meta_path.read_text())
+        recorded, meta = record["arrays_sha256"], record["meta"]
         with np.load(npz_path, allow_pickle=False) as data:
             arrays = {name: data[name] for name in data.files}
-    except (OSError, ValueError, KeyError) as exc:
+    except (OSError, ValueError, KeyError, TypeError) as exc:
         warnings.warn(f"ignoring unreadable dataset cache entry {npz_path}: {exc}", RuntimeWarning, stacklevel=3)
+        return None
+    if arrays_sha256(arrays) != recorded:
+        warnings.warn(f"ignoring dataset cache entry {npz_path}: its arrays changed after they were written (their "
+                      f"sha256 differs from the one in {meta_path.name}); parsing the source again",
+                      RuntimeWarning, stacklevel=3)
         return None
     return arrays, meta
 
@@ -271,4 +298,5 @@ def _write_disk(key: str, arrays: Arrays, meta: dict[str, Any]) -> None:
         warnings.warn(f"could not write dataset cache file {npz_path}: {exc}", RuntimeWarning, stacklevel=3)
         return
     # The JSON is written last: an entry counts only when both files exist.
-    _try_atomic_write(cache_dir() / f"{key}.json", json.dumps(meta, sort_keys=True).encode())
+    record = {"arrays_sha256": arrays_sha256(arrays), "meta": meta}
+    _try_atomic_write(cache_dir() / f"{key}.json", json.dumps(record, sort_keys=True).encode())

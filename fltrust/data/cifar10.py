@@ -5,8 +5,10 @@ Two layouts are read from ``<data root>/cifar10/``:
 (a) the official python batches (the torchvision layout): ``data_batch_1`` ... ``data_batch_5`` and
     ``test_batch`` in ``cifar10/cifar-10-batches-py/`` or directly in ``cifar10/``. Each batch is a
     pickled dict with ``b"data"`` (N, 3072) uint8 (channel-major, so a reshape gives NCHW) and
-    ``b"labels"``. Unpickling can run code: only read batches from the official archive
-    (``fltrust data fetch cifar10`` checks its SHA-256).
+    ``b"labels"``. They are read with a restricted unpickler that rebuilds only what the official
+    files hold (dicts, lists, bytes, str, numbers and uint8 numpy arrays), so a planted batch
+    cannot run code; the official files' SHA-256 (:data:`OFFICIAL_SHA256`) are known checksums of
+    the registry (a mismatch warns, and fails in strict mode).
 (b) one or several ``.npz`` parts (plain arrays, no pickle): ``x_train`` uint8 (N, 32, 32, 3) NHWC,
     ``y_train`` (N,), ``x_test``, ``y_test`` and optionally ``client_train`` / ``client_test``
     (source-client ids, which become natural clients). Every ``*.npz`` in the folder is read, in
@@ -56,14 +58,59 @@ def _batch_folder(folder: Path) -> Path | None:
     return None
 
 
+OFFICIAL_SHA256 = {
+    # SHA-256 of the files in the official cifar-10-python.tar.gz, as three independent public
+    # projects pin them (torchvision pins the MD5s: data_batch_1 c99cafc152244af753f735de768cd75f, ...).
+    "data_batch_1": "54636561a3ce25bd3e19253c6b0d8538147b0ae398331ac4a2d86c6d987368cd",
+    "data_batch_2": "766b2cef9fbc745cf056b3152224f7cf77163b330ea9a15f9392beb8b89bc5a8",
+    "data_batch_3": "0f00d98ebfb30b3ec0ad19f9756dc2630b89003e10525f5e148445e82aa6a1f9",
+    "data_batch_4": "3f7bb240661948b8f4d53e36ec720d8306f5668bd0071dcb4e6c947f78e9682b",
+    "data_batch_5": "d91802434d8376bbaeeadf58a737e3a1b12ac839077e931237e0dcd43adcb154",
+    "test_batch": "f53d8d457504f7cff4ea9e021afcf0e0ad8e24a91f3fc42091b8adef61157831",
+    "batches.meta": "f962466ef690d46b226450fb9aadc74ba4bc64a76aa526b5827fe4bc5c7125cb",
+}
+"""SHA-256 of the official python batches by file name (the registry's known checksums)."""
+
+
+class _Refused(pickle.UnpicklingError):
+    """A batch references something an official batch never does (it is not built)."""
+
+
+class _BatchUnpickler(pickle.Unpickler):
+    """Rebuilds only what an official batch holds: the pickle's own dicts, lists, bytes, str and
+    numbers, and numpy arrays (``_reconstruct``, ``ndarray``, ``dtype``; ``numpy.core`` as the
+    official files were written, ``numpy._core`` as NumPy 2 writes them). Any other global -- a
+    class, ``os.system`` -- is refused before it is looked up, so nothing in the file runs."""
+
+    ALLOWED = {("numpy.core.multiarray", "_reconstruct"), ("numpy._core.multiarray", "_reconstruct"),
+               ("numpy", "ndarray"), ("numpy", "dtype")}
+
+    def find_class(self, module: str, name: str) -> Any:
+        if (module, name) not in self.ALLOWED:
+            raise _Refused(f"it references {module}.{name}, which an official batch never does; it was "
+                           "refused, so nothing in the file ran")
+        if name == "_reconstruct":
+            try:
+                from numpy._core.multiarray import _reconstruct
+            except ImportError:  # NumPy 1
+                from numpy.core.multiarray import _reconstruct
+            return _reconstruct
+        return getattr(np, name)
+
+    def persistent_load(self, pid: Any) -> Any:
+        raise _Refused("it holds a persistent reference, which an official batch never does")
+
+
 def _parse_batches(paths: list[Path]) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
-    """Concatenate python batches into ``x`` uint8 (N, 3, 32, 32) and ``y`` int64."""
+    """Concatenate python batches into ``x`` uint8 (N, 3, 32, 32) and ``y`` int64 (restricted unpickler)."""
     images, labels = [], []
     for path in paths:
         try:
             with open(path, "rb") as handle:
-                batch = pickle.load(handle, encoding="bytes")
-        except Exception as exc:  # noqa: BLE001 - EOFError, UnpicklingError, ... : any failure is a bad file
+                batch = _BatchUnpickler(handle, encoding="bytes").load()
+        except _Refused as exc:  # not corrupt: planted, or not a CIFAR-10 batch at all
+            raise DatasetError(f"{path}: not a CIFAR-10 python batch: {exc}") from None
+        except Exception as exc:  # noqa: BLE001 - EOFError, ValueError, ... : any failure is a bad file
             raise unreadable(path, f"not a CIFAR-10 python batch ({type(exc).__name__}: {exc})", "cifar10") from exc
         if not isinstance(batch, dict) or b"data" not in batch or b"labels" not in batch:
             raise DatasetError(f"{path.name}: expected a pickled dict with keys b'data' and b'labels'")

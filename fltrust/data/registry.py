@@ -28,8 +28,9 @@ Options of ``DataConfig`` and where they act
 Known checksums (data integrity)
 --------------------------------
 Every file a real dataset is loaded from whose SHA-256 is known (:attr:`DatasetSpec.known_sha256`:
-the four NSL-KDD text files, the shared CIFAR-10 subset npz) is compared with it after loading; the
-hash compared is the one of the content that was parsed (the parse cache is keyed on it). A mismatch
+the four NSL-KDD text files, the official CIFAR-10 batches, the shared CIFAR-10 subset npz) is
+compared with it after loading; the hash compared is the one of the content that was parsed (the
+parse cache is keyed on it). A mismatch
 (a truncated download, a file edited in place, another release) is a :class:`DataIntegrityWarning`
 naming the file and both hashes, and is recorded in ``source["checksum_mismatch"]`` (so in the run's
 ``dataset.json``). In strict mode -- environment variable ``FLTRUST_STRICT=1``, set by the CLI's
@@ -165,6 +166,9 @@ SPECS: dict[str, DatasetSpec] = {
             "cifar10_subset.npz": "07d4bcbc21085ab7b22368283d79ddcbc0a7b89536d4e8a0e4575628c492eb39",
             "cifar10_subset_part2.npz": "2df52ab8fd947721a9bcf4fba44e2c9a632141adc6eb891341ed5cfe8ca7acdb",
             "cifar10_client75_train_fill.npz": "6e35f463eb67fe9c037ab2bed59657b6bf6b9415ce0d76fa11a95d21f5b61f19",
+            # The official python batches, in cifar-10-batches-py/ or directly in the folder.
+            **{f"{prefix}{name}": digest for name, digest in cifar10.OFFICIAL_SHA256.items()
+               for prefix in (f"{cifar10.BATCHES_DIR}/", "")},
         },
     ),
     "femnist": DatasetSpec(

@@ -34,7 +34,6 @@ from torch import nn
 
 from fltrust.config import ExperimentConfig, config_yaml
 from fltrust.core.evaluation import get_params, set_params
-from fltrust.core.io import atomic_torch_save
 from fltrust.core.records import Params, RoundRecord, RunInfo
 from fltrust.federation import Federation, sample_clients
 from fltrust.fl.privacy import (NbAFL, calibrate_noise, epsilon_from_history, merge_history, nbafl_from_config,
@@ -43,7 +42,7 @@ from fltrust.fl.strategies import ClientResult, build_strategy
 from fltrust.fl.training import LocalDP, LocalTrainer, num_batches
 from fltrust.fl.vectorized import BatchedEvaluator, ClientGroup, VectorTrainer, vectorize_reason
 from fltrust.models import count_parameters
-from fltrust.runs import RunRecorder
+from fltrust.runs import RunFolderError, RunRecorder, read_checkpoint, write_checkpoint
 
 log = logging.getLogger("fltrust")
 
@@ -273,19 +272,15 @@ class Engine:
         cfg = self.cfg
         folder = recorder.folder
         start_time = time.perf_counter()
+        identity = checkpoint_identity(cfg, info, (dataset_extra or {}).get("fingerprint"))
         state = None
         if resume and folder.checkpoint.is_file():
-            state = _load_checkpoint(folder.checkpoint)
-            if state is not None and state.get("config_hash") != cfg.config_hash():
-                log.warning("checkpoint of %s belongs to another config; restarting", info.run_id)
-                state = None
-        if state is not None:
+            state = _load_checkpoint(folder.checkpoint, identity)
+        if state is not None and recorder.resume(info, state):  # the records are read back from rounds.jsonl
             global_params = state["global_params"]
             self.strategy.load_state_dict(state["strategy"])
             self.dp_history = state["dp_history"]
             elapsed_before = state["wall_time_s"]
-            recorder.start(info, "", {}, resumed=[RoundRecord.from_json(r) for r in state["records"]],
-                           observer_state=state["observers"])
             log.info("resuming %s after round %d", info.run_id, recorder.records[-1].round)
         else:
             recorder.start(info, config_yaml(cfg), {"dataset": self.fed.bundle.summary(),
@@ -307,8 +302,8 @@ class Engine:
                 global_params = record.global_params_after
                 aux_before = (record.server_metrics["aux_loss"], record.server_metrics["aux_accuracy"])
                 if cfg.run.checkpoint:
-                    atomic_torch_save(folder.checkpoint, {
-                        "config_hash": cfg.config_hash(), "global_params": global_params,
+                    write_checkpoint(folder.checkpoint, {
+                        "format": CHECKPOINT_FORMAT, "identity": identity, "global_params": global_params,
                         "strategy": self.strategy.state_dict(), "dp_history": self.dp_history,
                         "wall_time_s": elapsed_before + time.perf_counter() - start_time,
                         **recorder.state_dict(),
@@ -451,14 +446,37 @@ def system_figures(model: nn.Module, records: list[RoundRecord], params: Params)
             "bytes_down_total": total("bytes_received"), "train_time_s_total": total("train_time_s")}
 
 
-def _load_checkpoint(path) -> dict | None:
-    """A checkpoint, or None (with a warning naming the file) when it cannot be read."""
+CHECKPOINT_FORMAT = 2
+"""Layout of ``checkpoint.pt``: plain data only (tensors, dicts, lists, numbers, strings), read with
+``torch.load(weights_only=True)``. Checkpoints of format 1 pickled numpy arrays and are not resumed."""
+
+
+def checkpoint_identity(cfg: ExperimentConfig, info: RunInfo, data_fingerprint: str | None) -> dict[str, Any]:
+    """Everything that makes a run, stored in its checkpoint and compared before resuming: the
+    run id (name, config hash, seed, repeat), the config hash, seed and repeat, and the data
+    fingerprint. A checkpoint copied from another seed, repeat, config or data is not resumed."""
+    return {"run_id": info.run_id, "config_hash": cfg.config_hash(), "seed": int(cfg.run.seed),
+            "repeat": int(cfg.run.repeat), "data_fingerprint": data_fingerprint}
+
+
+def _load_checkpoint(path, identity: dict[str, Any]) -> dict | None:
+    """The checkpoint at ``path`` if it is plain data and belongs to this run; otherwise None, with
+    one warning naming the file and why the run starts from round 0."""
     try:
-        return torch.load(path, weights_only=False)
-    except Exception as exc:  # noqa: BLE001 - any unreadable checkpoint: start over, say so
-        log.warning("checkpoint %s is unreadable (%s: %s); starting the run from round 0",
-                    path, type(exc).__name__, exc)
+        state = read_checkpoint(path)
+    except RunFolderError as exc:
+        log.warning("%s; starting the run from round 0", exc)
         return None
+    if state.get("format") != CHECKPOINT_FORMAT or not isinstance(state.get("identity"), dict):
+        log.warning("checkpoint %s has another layout (an older fltrust); starting the run from round 0", path)
+        return None
+    theirs = state["identity"]
+    differs = [key for key in identity if theirs.get(key) != identity[key]]
+    if differs:
+        what = ", ".join(f"{key} {theirs.get(key)!r} instead of {identity[key]!r}" for key in differs)
+        log.warning("checkpoint %s belongs to another run (%s); starting the run from round 0", path, what[:300])
+        return None
+    return state
 
 
 def _progress(cfg: ExperimentConfig, first: int):

@@ -97,6 +97,30 @@ _QUIET_MESSAGES = (
 )
 
 
+LOOPBACK = "127.0.0.1"
+
+
+@contextlib.contextmanager
+def _ray_on_loopback():
+    """While ``ray.init`` starts a local cluster, make Ray take 127.0.0.1 as this node's address.
+
+    On Linux Ray takes the address of the outward interface (``ray.init(_node_ip_address=
+    "127.0.0.1")`` is turned into it), and the GCS, raylet, object manager, agents, workers and
+    the driver then listen on every interface: anyone who reaches one can submit code. In its
+    single-machine mode (the default on macOS and Windows, ``ray_constants.ENABLE_RAY_CLUSTER``
+    false) the node address is 127.0.0.1 and every server binds loopback only. That mode is switched
+    on for the start-up only; a cluster named by ``flower.ray_address`` is left as it is.
+    """
+    from ray._private import ray_constants
+
+    previous = getattr(ray_constants, "ENABLE_RAY_CLUSTER", True)
+    ray_constants.ENABLE_RAY_CLUSTER = False
+    try:
+        yield
+    finally:
+        ray_constants.ENABLE_RAY_CLUSTER = previous
+
+
 class _QuietFilter(logging.Filter):
     def filter(self, record: logging.LogRecord) -> bool:
         text = record.getMessage()
@@ -322,7 +346,8 @@ class FlowerEngine(Engine):
     Settings come from the config's ``flower`` section (:class:`fltrust.config.FlowerConfig`):
     ``num_cpus`` / ``num_gpus`` per ClientApp (fractional GPUs share one device),
     ``num_supernodes`` (must equal ``partition.num_clients``) and ``ray_address`` (an existing Ray
-    cluster, whose workers must be able to import fltrust; ``None`` starts a local Ray).
+    cluster, whose workers must be able to import fltrust; ``None`` starts a local Ray whose servers
+    listen on 127.0.0.1 only, see :func:`_ray_on_loopback`).
 
     Resuming an interrupted Flower run restarts it from round 0. Flower shuts Ray down at the
     end of the simulation, a Ray session started by the caller included.
@@ -359,8 +384,18 @@ class FlowerEngine(Engine):
         # Ray workers inherit the environment, not this process's sys.path (Flower does the same)
         pythonpath = os.pathsep.join([p for p in sys.path if p] + [os.environ.get("PYTHONPATH", "")]).strip(os.pathsep)
         env = {"PYTHONPATH": pythonpath, "FLWR_TELEMETRY_ENABLED": os.environ.get("FLWR_TELEMETRY_ENABLED", "0")}
-        ray.init(address=self.cfg.flower.ray_address, include_dashboard=False, logging_level=logging.WARNING,
-                 runtime_env={"env_vars": env})
+        options = dict(include_dashboard=False, logging_level=logging.WARNING, runtime_env={"env_vars": env})
+        if self.cfg.flower.ray_address is not None:  # the user's cluster: its nodes listen where they were started
+            ray.init(address=self.cfg.flower.ray_address, **options)
+            return
+        with _ray_on_loopback():
+            ray.init(_node_ip_address=LOOPBACK, **options)
+        node = ray.util.get_node_ip_address()
+        if node != LOOPBACK:  # a Ray release that no longer honours _ray_on_loopback: fail closed
+            ray.shutdown()
+            raise RuntimeError(f"Ray started its local cluster on {node}, not on {LOOPBACK}, so anyone who reaches "
+                               "this machine could run code in it; fltrust does not run there. Start Ray yourself "
+                               "(`ray start --head --node-ip-address ...`) and pass flower.ray_address")
 
     def _payload(self) -> _ClientPayload:
         model = copy.deepcopy(self.model).to("cpu")

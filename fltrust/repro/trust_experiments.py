@@ -59,7 +59,7 @@ import yaml
 
 from fltrust.config import ExperimentConfig
 from fltrust.core.io import to_plain
-from fltrust.runs import RunRecord
+from fltrust.runs import RunRecord, load_final_model
 from fltrust.trust.report import TrustReport
 
 REPO = Path(__file__).resolve().parents[2]
@@ -453,8 +453,6 @@ def mode_factsheet(record: RunRecord, mode: str, *, device: str = "auto") -> dic
     dict
         The FactSheet.
     """
-    import torch
-
     from fltrust.core.records import RunSummary
     from fltrust.experiment import prepare_experiment
     from fltrust.trust.factsheet import get_field, load_factsheet, save_factsheet, set_field
@@ -500,7 +498,7 @@ def mode_factsheet(record: RunRecord, mode: str, *, device: str = "auto") -> dic
         observer.on_run_start(info)
         for round_record in record.rounds:
             observer.on_round_end(round_record)
-        state = torch.load(record.path / "final_model.pt", map_location="cpu", weights_only=True)
+        state = load_final_model(record.path / "final_model.pt")
         summary = RunSummary(
             info=info,
             rounds=record.rounds,

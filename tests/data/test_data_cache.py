@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 
 import numpy as np
@@ -175,3 +176,32 @@ def test_a_file_that_changes_during_the_parse_is_not_cached(fresh_cache, tmp_pat
     with pytest.raises(cache.DatasetError, match="changed while it was being read"):
         cache.cached_arrays("k", [path], build)
     assert not list(fresh_cache.glob("k-*"))
+
+
+def test_an_edited_entry_is_discarded_and_the_source_parsed_again(fresh_cache, kdd_folder):
+    """Issue 18, item 8: all labels of the cached parse set to 'normal' must not reach a run."""
+    first = load_nsl_kdd(kdd_folder)
+    cache.clear_memory_cache()
+    (entry,) = [p for p in fresh_cache.glob("nsl_kdd_file-*.npz")
+                if json.loads(p.with_suffix(".json").read_text())["meta"] == {"rows": 2}]  # KDDTrain+.txt
+    with np.load(entry) as data:
+        arrays = {name: data[name] for name in data.files}
+    assert arrays["attack"].tolist() == ["normal", "neptune"]
+    arrays["attack"][:] = "normal"
+    np.savez(entry, **arrays)
+
+    with pytest.warns(RuntimeWarning, match=r"nsl_kdd_file-.*\.npz: its arrays changed after they were written"):
+        again = load_nsl_kdd(kdd_folder)
+
+    np.testing.assert_array_equal(again.train.y, first.train.y)
+    assert again.train.y.tolist() == [0, 1]  # normal, attack: parsed from the source again
+    with np.load(entry) as data:
+        assert data["attack"].tolist() == ["normal", "neptune"]  # and the entry rewritten
+
+
+def test_arrays_sha256_covers_names_dtypes_shapes_and_bytes():
+    base = {"x": np.arange(4, dtype=np.int32)}
+    variants = [{"y": np.arange(4, dtype=np.int32)}, {"x": np.arange(4, dtype=np.int64)},
+                {"x": np.arange(4, dtype=np.int32).reshape(2, 2)}, {"x": np.array([0, 1, 2, 4], np.int32)}]
+    assert len({cache.arrays_sha256(a) for a in [base, *variants]}) == 5
+    assert cache.arrays_sha256(base) == cache.arrays_sha256({"x": np.arange(4, dtype=np.int32)})

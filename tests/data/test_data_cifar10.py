@@ -182,3 +182,99 @@ def test_real_cifar10_first_part_alone(mk):
     assert len(bundle.group_names) == 50
     counts = np.bincount(bundle.train.y, minlength=10).tolist()
     assert counts == [1201, 1982, 2081, 2484, 1589, 2367, 2734, 2168, 1968, 1407]  # PROVENANCE.md
+
+
+# -- the python batches are unpickled with a restricted unpickler (issue 18, item 2) --------------
+
+def py2_batch(data: np.ndarray, labels: list[int]) -> bytes:
+    """The bytes of an official batch: a Python 2 cPickle (protocol 2) of a dict of py2 str keys,
+    whose array goes through ``numpy.core.multiarray._reconstruct`` (hand-assembled opcodes; a
+    Python 3 pickler writes neither py2 strings nor the ``numpy.core`` path)."""
+    import struct
+
+    def string(value: bytes) -> bytes:  # SHORT_BINSTRING / BINSTRING: py2 str, bytes under encoding="bytes"
+        return (b"U" + bytes([len(value)]) if len(value) < 256 else b"T" + struct.pack("<i", len(value))) + value
+
+    def integer(value: int) -> bytes:  # BININT1 / BININT
+        return b"K" + bytes([value]) if 0 <= value < 256 else b"J" + struct.pack("<i", value)
+
+    dtype = b"cnumpy\ndtype\n" + string(b"u1") + integer(0) + integer(1) + b"\x87R" + (
+        b"(" + integer(3) + string(b"|") + b"NNN" + integer(-1) + integer(-1) + integer(0) + b"tb")
+    array = (b"cnumpy.core.multiarray\n_reconstruct\ncnumpy\nndarray\n" + integer(0) + b"\x85" + string(b"b")
+             + b"\x87R(" + integer(1) + integer(data.shape[0]) + integer(data.shape[1]) + b"\x86" + dtype
+             + b"\x89" + string(np.ascontiguousarray(data).tobytes()) + b"tb")
+    items = (string(b"batch_label") + string(b"training batch 1 of 5") + string(b"labels") + b"](" +
+             b"".join(integer(v) for v in labels) + b"e" + string(b"data") + array)
+    return b"\x80\x02}(" + items + b"u."
+
+
+def test_official_batches_load_through_the_restricted_unpickler(tmp_path, fresh_cache):
+    import pickle
+
+    rng = np.random.default_rng(3)
+    folder = tmp_path / "cifar10" / "cifar-10-batches-py"
+    folder.mkdir(parents=True)
+    x = rng.integers(0, 256, size=(12, 3072), dtype=np.uint8)
+    y = [int(v) for v in rng.integers(0, 10, size=12)]
+    for i, name in enumerate(cifar10.TRAIN_BATCHES + cifar10.TEST_BATCHES):
+        (folder / name).write_bytes(py2_batch(x[2 * i:2 * i + 2], y[2 * i:2 * i + 2]))
+    assert pickle.loads((folder / "test_batch").read_bytes(), encoding="bytes")[b"labels"] == y[10:]
+
+    bundle = load_cifar10(tmp_path / "cifar10")
+
+    np.testing.assert_array_equal(bundle.train.y, y[:10])
+    np.testing.assert_array_equal(bundle.test.y, y[10:])
+    assert bundle.train.x[9, 2, 31, 31] == pytest.approx(x[9, 3071] / 255 / 0.5 - 1, abs=1e-6)
+
+
+class PlantedPayload:
+    """What an attacker puts in a batch: unpickling it runs a shell command that creates ``marker``."""
+
+    def __init__(self, marker):
+        self.marker = marker
+
+    def __reduce__(self):
+        import os
+
+        return (os.system, (f"touch '{self.marker}'",))
+
+
+@pytest.mark.parametrize("where", ["payload", "labels"])
+def test_a_planted_batch_is_one_data_error_and_never_runs(tmp_path, mk, fresh_cache, where):
+    import pickle
+
+    from fltrust.data import dataset_info
+
+    folder = tmp_path / "root" / "cifar10" / "cifar-10-batches-py"
+    mk.write_cifar_batches(folder)
+    marker = tmp_path / "payload-ran"
+    batch = {b"data": np.zeros((2, 3072), np.uint8), b"labels": [1, 2]}
+    if where == "payload":
+        batch[b"extra"] = PlantedPayload(marker)
+    else:
+        batch[b"labels"] = PlantedPayload(marker)
+    (folder / "data_batch_3").write_bytes(pickle.dumps(batch))
+
+    with pytest.raises(DatasetError) as info:
+        load_cifar10(tmp_path / "root" / "cifar10")
+    assert str(info.value) == (f"{folder / 'data_batch_3'}: not a CIFAR-10 python batch: it references posix.system, "
+                               "which an official batch never does; it was refused, so nothing in the file ran")
+    entry = {e["name"]: e for e in dataset_info(tmp_path / "root")}["cifar10"]  # fltrust data info
+    assert entry["found"] is False and "data_batch_3: not a CIFAR-10 python batch" in entry["problem"]
+    assert not marker.exists()
+
+
+def test_a_batch_that_is_not_the_official_file_is_a_known_checksum_mismatch(tmp_path, mk, fresh_cache, monkeypatch):
+    from fltrust.config import DataConfig
+    from fltrust.data import DataIntegrityWarning, load_dataset
+
+    monkeypatch.delenv("FLTRUST_STRICT", raising=False)
+    mk.write_cifar_batches(tmp_path / "cifar10" / "cifar-10-batches-py")
+    with pytest.warns(DataIntegrityWarning, match="cifar-10-batches-py/data_batch_1: sha256 .* differs from the known "
+                                                  "54636561a3ce25bd3e19253c6b0d8538147b0ae398331ac4a2d86c6d987368cd"):
+        bundle = load_dataset(DataConfig(name="cifar10", root=str(tmp_path)))
+    assert {m["path"] for m in bundle.source["checksum_mismatch"]} == {
+        f"cifar-10-batches-py/{name}" for name in cifar10.TRAIN_BATCHES + cifar10.TEST_BATCHES}
+    monkeypatch.setenv("FLTRUST_STRICT", "1")
+    with pytest.raises(DatasetError, match="strict mode"):
+        load_dataset(DataConfig(name="cifar10", root=str(tmp_path)))

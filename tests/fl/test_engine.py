@@ -142,3 +142,173 @@ def test_three_rounds_per_synthetic_family(tmp_path, data, model, partition):
     cfg = tiny(data=data, model={"name": model}, partition=partition)
     record = run_experiment(cfg, out_dir=tmp_path)
     assert len(record.rounds) == 4 and record.summary["synthetic"] is True
+
+
+# -- checkpoints: plain data, this run's only, the records not rewritten (issue 18, items 1, 5, 12) --
+
+class PlantedPayload:
+    """What an attacker pickles into checkpoint.pt: unpickling it creates ``marker`` (any code could run)."""
+
+    def __init__(self, marker):
+        self.marker = marker
+
+    def __reduce__(self):
+        import os
+
+        return (os.system, (f"touch '{self.marker}'",))
+
+
+class Crash(BaseObserver):
+    """Interrupts a run at the end of round ``at`` (before that round is written)."""
+
+    name = "crash"
+
+    def __init__(self, at=2):
+        self.at = at
+
+    def on_round_end(self, record):
+        if record.round == self.at:
+            raise KeyboardInterrupt
+
+
+def _same_run(a, b):
+    """Bit-identical records (timing aside) and final models."""
+    import torch
+
+    assert _without_timing(a) == _without_timing(b)
+    final_a, final_b = torch.load(a.path / "final_model.pt"), torch.load(b.path / "final_model.pt")
+    assert list(final_a) == list(final_b) and all(torch.equal(final_a[k], final_b[k]) for k in final_a)
+
+
+def test_a_planted_checkpoint_is_never_unpickled(tmp_path, caplog):
+    import torch
+
+    cfg = tiny()
+    clean = run_experiment(cfg, out_dir=tmp_path / "clean")
+    record = run_experiment(cfg, out_dir=tmp_path / "runs")
+    marker = tmp_path / "payload-ran"
+    (record.path / "summary.json").unlink()
+    torch.save({"config_hash": cfg.config_hash(), "payload": PlantedPayload(marker)}, record.path / "checkpoint.pt")
+
+    with caplog.at_level("WARNING", logger="fltrust"):
+        again = run_experiment(cfg, out_dir=tmp_path / "runs")
+    assert not marker.exists()
+    warning = " ".join(r.getMessage() for r in caplog.records if r.levelname == "WARNING")
+    assert f"{record.path / 'checkpoint.pt'}: not a plain-data checkpoint: it references posix.system" in warning
+    assert "nothing in it ran; starting the run from round 0" in warning
+    _same_run(again, clean)
+
+
+def test_a_checkpoint_of_another_seed_is_not_resumed(tmp_path, caplog):
+    import shutil
+
+    cfg0, cfg1 = tiny(training={"rounds": 4}), tiny(training={"rounds": 4}, run={"seed": 1})
+    full = run_experiment(cfg0, out_dir=tmp_path / "full")
+    for cfg in (cfg0, cfg1):
+        with pytest.raises(KeyboardInterrupt):
+            run_experiment(cfg, observers=[Crash()], out_dir=tmp_path / "runs")
+    seed0, seed1 = tmp_path / "runs" / cfg0.run_id(), tmp_path / "runs" / cfg1.run_id()
+    shutil.copy(seed1 / "checkpoint.pt", seed0 / "checkpoint.pt")
+
+    with caplog.at_level("WARNING", logger="fltrust"):
+        resumed = run_experiment(cfg0, out_dir=tmp_path / "runs")
+    assert "belongs to another run (run_id" in caplog.text and "seed 1 instead of 0" in caplog.text
+    _same_run(resumed, full)
+
+
+@pytest.mark.parametrize("sections", [
+    {"strategy": {"name": "ditto", "ditto_epochs": 1}, "metrics": {"fairness": {"enabled": True}}},
+    {"privacy": {"mode": "local", "target_epsilon": 5.0}},
+    {"metrics": {"trust": {"enabled": True, "mode": "extended", "clever_samples": 0, "shap_samples": 0}}},
+], ids=["ditto-fairness", "local-dp", "trust-extended"])
+def test_resume_is_bit_identical_with_strategy_observer_and_dp_state(tmp_path, sections):
+    cfg = tiny(training={"rounds": 4}, **sections)
+    full = run_experiment(cfg, out_dir=tmp_path / "full")
+    with pytest.raises(KeyboardInterrupt):
+        run_experiment(cfg, observers=[Crash(3)], out_dir=tmp_path / "resumed")
+    resumed = run_experiment(cfg, out_dir=tmp_path / "resumed")
+    _same_run(resumed, full)
+
+
+def test_resume_drops_a_cut_line_and_restarts_when_the_records_were_edited(tmp_path, caplog):
+    from fltrust.runs import audit_run
+
+    cfg = tiny(training={"rounds": 4})
+    full = run_experiment(cfg, out_dir=tmp_path / "full")
+    folder = tmp_path / "runs" / cfg.run_id()
+    with pytest.raises(KeyboardInterrupt):
+        run_experiment(cfg, observers=[Crash()], out_dir=tmp_path / "runs")
+    rounds = folder / "rounds.jsonl"
+    with open(rounds, "a") as handle:  # what a kill during the write of round 2 leaves
+        handle.write('{"round": 2, "client_ids": [0, 3')
+    resumed = run_experiment(cfg, out_dir=tmp_path / "runs")
+    _same_run(resumed, full)
+    assert audit_run(folder).ok
+
+    with pytest.raises(KeyboardInterrupt):
+        run_experiment(cfg, observers=[Crash()], out_dir=tmp_path / "again", force=True)
+    folder = tmp_path / "again" / cfg.run_id()
+    lines = (folder / "rounds.jsonl").read_text().splitlines()
+    edited = json.loads(lines[1])
+    edited["server_metrics"]["aux_accuracy"] = 0.999
+    (folder / "rounds.jsonl").write_text("\n".join([lines[0], json.dumps(edited)]) + "\n")
+    with caplog.at_level("WARNING", logger="fltrust"):
+        again = run_experiment(cfg, out_dir=tmp_path / "again")
+    assert "rounds.jsonl does not continue checkpoint.pt: round 1 does not verify" in caplog.text
+    _same_run(again, full)
+
+
+def test_rounds_are_appended_and_the_checkpoint_holds_no_history(tmp_path, monkeypatch):
+    import fltrust.runs
+    from fltrust.runs import read_checkpoint
+
+    rewrites = []
+    original = fltrust.runs.atomic_write_text
+    monkeypatch.setattr(fltrust.runs, "atomic_write_text",
+                        lambda path, text: (rewrites.append(path.name), original(path, text))[1])
+    cfg = tiny(training={"rounds": 6})
+    with pytest.raises(KeyboardInterrupt):
+        run_experiment(cfg, observers=[Crash(6)], out_dir=tmp_path)
+    assert rewrites.count("rounds.jsonl") == 1  # emptied at the start, then one appended line per round
+    state = read_checkpoint(tmp_path / cfg.run_id() / "checkpoint.pt")
+    assert "records" not in state and state["round"] == 5
+    assert len((tmp_path / cfg.run_id() / "rounds.jsonl").read_text().splitlines()) == 6
+
+
+@pytest.mark.slow
+def test_resume_after_kill_9_is_bit_identical(tmp_path):
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+    from pathlib import Path
+
+    import yaml
+
+    data = tiny(training={"rounds": 40}).to_dict()
+    data["run"]["torch_threads"] = 1
+    config = tmp_path / "cfg.yaml"
+    config.write_text(yaml.safe_dump(data))
+    cfg = ExperimentConfig.from_dict(data)
+    full = run_experiment(cfg, out_dir=tmp_path / "full")
+    out = tmp_path / "killed"
+    repo = Path(__file__).resolve().parents[2]
+    env = {**os.environ, "PYTHONPATH": str(repo)}
+    proc = subprocess.Popen([sys.executable, "-m", "fltrust", "run", str(config), "--out", str(out)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env, cwd=repo)
+    rounds = out / cfg.run_id() / "rounds.jsonl"
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and proc.poll() is None:
+            if rounds.is_file() and len(rounds.read_text().splitlines()) >= 6:
+                break
+            time.sleep(0.01)
+        assert proc.poll() is None, "the run ended before it could be killed"
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert not (out / cfg.run_id() / "summary.json").exists()
+    _same_run(run_experiment(cfg, out_dir=out), full)
