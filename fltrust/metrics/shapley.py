@@ -12,20 +12,17 @@ Two layers, kept apart so that the game theory can be tested without models:
    model, :func:`coalition_utilities` evaluates all needed coalition models with *one* call of
    :func:`fltrust.core.evaluation.evaluate_many`, and :func:`federated_shapley` ties both together.
 
-Methods of :func:`federated_shapley` and their cost (one coalition model evaluated on the aux set
-per coalition; measured by ``benchmarks/fedsv.py``):
+Methods of :func:`federated_shapley`, by the coalition models a round of m participants evaluates
+on the aux set (times and errors: ``benchmarks/fedsv.py``):
 
-=================  ==========================================  ===============================
-``method``         coalition models per round, m participants  error
-=================  ==========================================  ===============================
-``"exact"``        ``2^m - 1`` (31 at 5, 1,023 at 10); refused  none
-                   above ``exact_max_players``
-``"monte_carlo"``  up to ``1 + P (m - 1)``, P = 200 by default   standard error ~ 1/sqrt(P)
-``"permutation"``  at most ``m + 1 + P (m - 2)``, P = 10 by      standard error ~ 1/sqrt(P),
-                   default (91 at 10 participants)             reported per participant
-``"auto"``         ``"exact"`` up to ``auto_exact_players``
-                   (6: 63 models), else ``"permutation"``
-=================  ==========================================  ===============================
+- ``"exact"``: all ``2^m - 1`` (31 at 5, 1,023 at 10); no error; refused above
+  ``exact_max_players``.
+- ``"monte_carlo"``: every prefix of P uniform orders, up to ``1 + P (m - 1)`` (P = 200 by
+  default); error ~ 1/sqrt(P), large in FedSV rounds.
+- ``"permutation"``: :func:`permutation_shapley`, at most ``m + 1 + P (m - 2)`` (P = 10 by
+  default: 91 at 10 participants); error ~ 1/sqrt(P), a standard error per participant.
+- ``"auto"``: ``"exact"`` up to ``auto_exact_players`` participants (6: 63 models), else
+  ``"permutation"``.
 
 The FedSV of round k (paper Eqs. 3-5, fairness spec 3), for a participant n of S_k,
 m = |S_k|:
@@ -627,14 +624,14 @@ def permutation_shapley(
     # other positions, whose gains do not move when a constant is added to every utility.
     later = np.ones_like(gains, dtype=bool)
     later[np.arange(num_permutations), permutations[:, 0]] = False
-    counts = np.maximum(later.sum(axis=0), 1)
-    centred_u = np.where(later, gain_u - (gain_u * later).sum(axis=0) / counts, 0.0)
-    centred_v = np.where(later, gain_v - (gain_v * later).sum(axis=0) / counts, 0.0)
+    samples = later.sum(axis=0)  # |Q_n|
+    divisor = np.maximum(samples, 1)  # a player first in every walk: the control variate's value
+    centred_u = np.where(later, gain_u - (gain_u * later).sum(axis=0) / divisor, 0.0)
+    centred_v = np.where(later, gain_v - (gain_v * later).sum(axis=0) / divisor, 0.0)
     spread = float((centred_v * centred_v).sum())
     beta = float((centred_u * centred_v).sum()) / spread if spread > 0 else 1.0
     residual = np.where(later, gain_u - beta * gain_v, 0.0)
-    samples = later.sum(axis=0)
-    mean_residual = residual.sum(axis=0) / np.maximum(samples, 1)
+    mean_residual = residual.sum(axis=0) / divisor
     phi = singles / m + (m - 1) / m * mean_residual + beta * (mean_game_shapley(singles) - singles / m)
     squares = np.where(later, (residual - mean_residual) ** 2, 0.0).sum(axis=0)
     with np.errstate(divide="ignore", invalid="ignore"):
