@@ -24,8 +24,9 @@ estimator with truncation (a walk stops once ``|U(S) - U(prefix)| <= tol |U(S)|`
 the exact run's coalition utilities, so they show models and errors but no time.
 
 Columns: coalition models evaluated, wall seconds for the round's FedSV (coalition averaging,
-stacked evaluation on D, the estimator), CPU seconds / threads (about the wall time on idle
-cores; the machine's other load shows in the difference), and errors in % of the value range
+stacked evaluation on D, the estimator), CPU seconds / threads (on idle cores about the wall
+time; on a loaded machine both grow, so compare the rows of one run: a method's share of the
+exact row's time carries over), and errors in % of the value range
 ``max(phi) - min(phi)`` of the exact values: ``err`` of the timed run (seed 0), ``worst`` over
 ``--seeds`` seeds (re-sampled on the exact run's coalition utilities, no new evaluations), and
 ``2SE``, twice the largest reported standard error (in % of the estimated range where no exact
