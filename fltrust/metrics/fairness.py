@@ -31,6 +31,7 @@ from :class:`fltrust.core.records.RoundRecord` objects of any FL engine.
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
@@ -43,7 +44,7 @@ from fltrust.config import ConfigError, ExperimentConfig, FairnessConfig
 from fltrust.core.observers import BaseObserver
 from fltrust.core.records import RoundRecord, RunInfo, RunSummary
 from fltrust.metrics.jain import MetricInputError, jain_index
-from fltrust.metrics.shapley import SHAPLEY_METHODS, federated_shapley
+from fltrust.metrics.shapley import AUTO_EXACT_PLAYERS, SAMPLER_PERMUTATIONS, SHAPLEY_METHODS, federated_shapley
 
 __all__ = [
     "FairnessObserver",
@@ -144,12 +145,26 @@ class FairnessSettings:
         NaN), f_r is 1 when the reward ratios sum to exactly 0. ``"all_zero_is_one"``
         (corrected): ``J(all zero) = 1`` for both, ``J(empty) = NaN``. A mode-level item of
         spec 9; it has no field in :class:`fltrust.config.FairnessConfig`.
-    shapley : {"exact", "monte_carlo"}
-        FedSV over all coalitions or by permutation sampling.
+    shapley : {"exact", "monte_carlo", "permutation", "auto"}
+        How FedSV is computed (:func:`fltrust.metrics.shapley.federated_shapley`). ``"exact"``
+        (default): all ``2^m - 1`` coalitions (1,023 coalition models at 10 participants).
+        ``"monte_carlo"``: every prefix of ``shapley_permutations`` uniform orders.
+        ``"permutation"``: guided permutation sampling with a control variate,
+        ``shapley_sampler_permutations`` orders (at most ``m + 1 + P (m - 2)`` models: 91 at 10
+        participants), standard errors recorded. ``"auto"``: exact up to
+        ``shapley_auto_exact_players`` participants, ``"permutation"`` above.
     shapley_permutations : int
-        Monte Carlo budget per round.
+        ``"monte_carlo"`` budget per round.
     exact_max_players : int
-        Rounds with more participants use Monte Carlo even when ``shapley="exact"``.
+        ``shapley="exact"``: rounds with more participants switch to ``"monte_carlo"``, with a
+        warning naming this setting.
+    shapley_auto_exact_players : int
+        ``shapley="auto"``: exact up to this many participants (default 6: 63 models).
+    shapley_sampler_permutations : int
+        ``"permutation"`` budget per round (default 10).
+    shapley_truncation : float
+        ``"permutation"``: a walk stops when the remaining gain ``|U(S) - U(prefix)|`` is at
+        most this fraction of ``|U(S)|`` (0, default: never).
     notion_weights : tuple of 4 float
         Weights of (f_j, f_g, f_r, f_o) in F_T (paper Eq. 12), normalised to sum 1.
     """
@@ -164,6 +179,9 @@ class FairnessSettings:
     shapley: str = "exact"
     shapley_permutations: int = 200
     exact_max_players: int = 10
+    shapley_auto_exact_players: int = AUTO_EXACT_PLAYERS
+    shapley_sampler_permutations: int = SAMPLER_PERMUTATIONS
+    shapley_truncation: float = 0.0
     notion_weights: tuple[float, float, float, float] = (0.25, 0.25, 0.25, 0.25)
 
     def __post_init__(self) -> None:
@@ -180,8 +198,13 @@ class FairnessSettings:
         _check_choice("shapley", self.shapley, SHAPLEY_METHODS)
         if self.shapley_permutations < 1:
             raise ConfigError(f"metrics.fairness.shapley_permutations={self.shapley_permutations} must be >= 1")
-        if self.exact_max_players < 1:
-            raise ConfigError(f"metrics.fairness.exact_max_players={self.exact_max_players} must be >= 1")
+        for name in ("exact_max_players", "shapley_auto_exact_players", "shapley_sampler_permutations"):
+            if getattr(self, name) < 1:
+                raise ConfigError(f"metrics.fairness.{name}={getattr(self, name)} must be >= 1")
+        if not (math.isfinite(self.shapley_truncation) and self.shapley_truncation >= 0):
+            raise ConfigError(
+                f"metrics.fairness.shapley_truncation={self.shapley_truncation!r} must be a number >= 0 (0 = off)"
+            )
         weights = tuple(float(w) for w in self.notion_weights)
         if len(weights) != 4 or any(w < 0 for w in weights) or sum(weights) <= 0:
             raise ConfigError(
@@ -203,6 +226,9 @@ class FairnessSettings:
             shapley=config.shapley,
             shapley_permutations=config.shapley_permutations,
             exact_max_players=config.exact_max_players,
+            shapley_auto_exact_players=config.shapley_auto_exact_players,
+            shapley_sampler_permutations=config.shapley_sampler_permutations,
+            shapley_truncation=config.shapley_truncation,
             notion_weights=tuple(config.notion_weights),
         )
 
@@ -999,7 +1025,17 @@ class FairnessObserver(BaseObserver):
         weights = None
         if self.settings.coalition_weighting == "fedavg":
             weights = self._client_metric(record, self.coalition_weight_key, m)
-        method = self.settings.shapley if m <= self.settings.exact_max_players else "monte_carlo"
+        method = self.settings.shapley
+        if method == "exact" and m > self.settings.exact_max_players:
+            warnings.warn(
+                f"FedSV of {m} participants: more than metrics.fairness.exact_max_players="
+                f"{self.settings.exact_max_players}, so shapley='exact' runs 'monte_carlo' "
+                f"({self.settings.shapley_permutations} permutations, up to "
+                f"{1 + self.settings.shapley_permutations * (m - 1):,} coalition models per round); "
+                "set metrics.fairness.shapley: auto for the faster 'permutation' estimator",
+                stacklevel=2,
+            )
+            method = "monte_carlo"
         ref_loss = float(record.server_metrics["aux_loss_before"])
 
         fedsv = federated_shapley(
@@ -1012,11 +1048,17 @@ class FairnessObserver(BaseObserver):
             include_empty=self.settings.shapley_include_empty,
             weights=weights,
             method=method,
-            num_permutations=self.settings.shapley_permutations,
+            num_permutations=(
+                self.settings.shapley_permutations if method == "monte_carlo"
+                else self.settings.shapley_sampler_permutations
+            ),
             seed=[self.seed, int(record.round)],
             batch_size=self.batch_size,
             loss_scaling=self.loss_scaling,
             chunk_size=self.aux_batch_size,
+            exact_max_players=self.settings.exact_max_players,
+            auto_exact_players=self.settings.shapley_auto_exact_players,
+            truncation=self.settings.shapley_truncation,
         )
         shapley = self.cumulative_shapley.copy()
         shapley[ids] += fedsv.phi
@@ -1045,6 +1087,10 @@ class FairnessObserver(BaseObserver):
             ref_loss=ref_loss,
             cumulative_shapley=shapley.tolist(),
         )
+        if fedsv.num_permutations is not None:  # sampled rounds only: exact rounds keep their keys
+            out["shapley_permutations"] = fedsv.num_permutations
+        if fedsv.stderr is not None:
+            out.update(shapley_stderr=fedsv.stderr.tolist(), shapley_truncated=fedsv.num_truncated)
         return out
 
     def on_run_end(self, summary: RunSummary) -> dict[str, Any]:
