@@ -23,6 +23,8 @@ Example
 ...                                    "partition": {"num_clients": 4}})
 >>> cfg.partition.num_clients
 4
+
+Spec and bug references ("fairness spec §N", "trust spec §N", "Bn") are defined in ``docs/references.md``.
 """
 
 from __future__ import annotations

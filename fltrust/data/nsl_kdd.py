@@ -49,6 +49,8 @@ faithful-only option (``data.onehot_order="per_split"``, what produced the publi
 ``"per_partition"`` encodes a client's train and validation rows together); the loader itself
 always returns the global order, and :func:`fltrust.federation.prepare_federation` applies the
 permutation to each encoded set.
+
+Spec and bug references ("fairness spec §N", "trust spec §N", "Bn") are defined in ``docs/references.md``.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 r"""Federated Fairness Analytics: the four fairness notions, general fairness F_T, and the observer.
 
 Paper: Federated Fairness Analytics (Eqs. 2-13); facts about the authors' code:
-``shared/specs/fairness_analytics.md`` ("spec" below). All notions are *indices*: in
+``docs/references.md`` ("spec" below). All notions are *indices*: in
 ``[0, 1]`` for well-behaved input, higher = fairer.
 
 =================  =====================================================================

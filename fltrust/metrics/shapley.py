@@ -50,6 +50,8 @@ Switches (``include_empty``, coalition weights) and where the authors' code diff
 - Paper Eq. 3 omits the binomial weights; the code (and this module) has them.
 - Coalition model: unweighted mean (paper Eq. 4 and the code), or FedAvg-weighted
   (``weights`` = the clients' numbers of samples or batches), the corrected option.
+
+Spec and bug references ("fairness spec §N", "trust spec §N", "Bn") are defined in ``docs/references.md``.
 """
 
 from __future__ import annotations
