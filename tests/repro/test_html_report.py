@@ -156,6 +156,7 @@ def test_cli_report_and_repro_write_the_page(monkeypatch, tmp_path, capsys):
 
 
 def test_cli_report_all_needs_a_paper_for_a_batch_folder(tmp_path, capsys):
+    (tmp_path / "results").mkdir()  # a batch folder (a folder without results/ is refused before this check)
     assert cli.main(["report", "--from", str(tmp_path)]) == 2
     assert "give the paper" in capsys.readouterr().err
 
