@@ -42,16 +42,19 @@ Systems (each runs in its own child process; ``torch.set_num_threads(1)`` in eve
     round's clients trained side by side as one stacked model (``training.vectorize: auto``) or
     one after another (``off``).
 
-Columns: ``total`` = the system's wall time from its first call (Ray start-up, model and strategy
-set-up, the initial evaluation) to the end of the last round, per round; ``steady`` = median
-seconds of rounds 2.. (round k: from the end of round k-1 to the end of round k, evaluation
-included); ``CPU s`` = CPU seconds of the child process and its live descendants (Ray's
-processes) over the same span; ``x pfl`` = pfl's steady s/round over the system's (how many times
-faster; against the bare PyTorch loop when pfl is absent); ``acc`` = the final global model's
-accuracy on the auxiliary set (a check that every system trained). With ``--repeats`` the systems
-run in turn, the order reversed every other repeat, and the table holds medians. The machine's load
-average is printed: on a shared machine compare systems of one run, not runs of different days.
-Speed is measured here, never asserted in tests.
+Columns: ``s/round total`` = the system's wall time from its first call (Ray start-up, model and
+strategy set-up, the initial evaluation) to the end of the last round, per round; ``s/round
+steady`` = median wall seconds of rounds 2.. (round k: from the end of round k-1 to the end of
+round k, evaluation included); ``CPU s/round steady`` = the same median in CPU seconds of the
+child process and its live descendants (Ray's processes); ``CPU s run`` = CPU seconds over the
+whole span of ``total``; ``x pfl`` = pfl's steady s/round over the system's, in wall and in CPU
+seconds (how many times faster; against the bare PyTorch loop when pfl is absent); ``final acc``
+= the final global model's accuracy on the auxiliary set (a check that every system trained).
+With ``--repeats`` the systems run in turn, the order reversed every other repeat, and the table
+holds medians. The machine's load average is printed: on a busy machine wall times follow the
+other processes (each system here uses one thread: its CPU seconds are what it takes on an idle
+core), so compare systems of one run, not runs of different days. Speed is measured here, never
+asserted in tests.
 """
 
 from __future__ import annotations
@@ -167,21 +170,24 @@ def cpu_seconds() -> float:
 
 
 class Clock:
-    """Wall-clock stamps: the start, then the end of the initial evaluation and of every round."""
+    """Wall-clock and CPU stamps: the start, then the end of the initial evaluation and of every round."""
 
     def __init__(self) -> None:
-        self.start, self.stamps, self.cpu0 = time.perf_counter(), [], cpu_seconds()
-        self.cpu: float | None = None
+        self.start, self.cpu0 = time.perf_counter(), cpu_seconds()
+        self.stamps: list[float] = []
+        self.cpus: list[float] = []
 
     def stamp(self) -> None:
         self.stamps.append(time.perf_counter())
+        self.cpus.append(cpu_seconds())
 
     def result(self, acc: float, rounds: int) -> dict:
-        rounds_s = list(np.diff(self.stamps)) if len(self.stamps) > 1 else []
-        cpu = self.cpu if self.cpu is not None else cpu_seconds()
-        return {"total_s": (self.stamps[-1] - self.start) / rounds, "rounds_s": [float(t) for t in rounds_s],
-                "steady_s": float(statistics.median(rounds_s[1:] or rounds_s)), "cpu_s": cpu - self.cpu0,
-                "accuracy": float(acc)}
+        rounds_s = [float(t) for t in np.diff(self.stamps)]
+        rounds_cpu = [float(t) for t in np.diff(self.cpus)]
+        return {"total_s": (self.stamps[-1] - self.start) / rounds, "rounds_s": rounds_s,
+                "steady_s": statistics.median(rounds_s[1:] or rounds_s),
+                "steady_cpu_s": statistics.median(rounds_cpu[1:] or rounds_cpu),
+                "cpu_s": self.cpus[-1] - self.cpu0, "accuracy": float(acc)}
 
 
 # --------------------------------------------------------------------------------------------
@@ -341,9 +347,7 @@ def run_flower(w: Workload, rounds: int, seed: int) -> dict:
         def evaluate(server_round, arrays):
             model.load_state_dict(arrays.to_torch_state_dict())
             final["accuracy"] = accuracy(model, w.x_aux, w.y_aux)
-            clock.stamp()
-            if server_round == rounds:  # Flower shuts Ray down after the last round: count its CPU now
-                clock.cpu = cpu_seconds()
+            clock.stamp()  # before Flower shuts Ray down after the last round: its CPU is still counted
             return MetricRecord({"accuracy": final["accuracy"]})
 
         strategy = FedAvg(fraction_train=PER_ROUND / CLIENTS, fraction_evaluate=0.0, min_train_nodes=PER_ROUND,
@@ -435,29 +439,33 @@ def main() -> None:
             result = run_child(system, args.rounds, args.seed, args.timeout)
             if result is not None:
                 runs[system].append(result)
-                print(f"  {system}: steady {result['steady_s']:.3f} s/round, total {result['total_s']:.3f}, "
-                      f"CPU {result['cpu_s']:.1f} s, acc {result['accuracy']:.4f}", file=sys.stderr, flush=True)
+                print(f"  {system}: steady {result['steady_s']:.3f} s/round ({result['steady_cpu_s']:.3f} CPU s), "
+                      f"total {result['total_s']:.3f}, acc {result['accuracy']:.4f}", file=sys.stderr, flush=True)
     load_after = os.getloadavg()
-    med = {s: {k: statistics.median(r[k] for r in rs) for k in ("total_s", "steady_s", "cpu_s", "accuracy")}
-           for s, rs in runs.items() if rs}
+    keys = ("total_s", "steady_s", "steady_cpu_s", "cpu_s", "accuracy")
+    med = {s: {k: statistics.median(r[k] for r in rs) for k in keys} for s, rs in runs.items() if rs}
     base = "pfl" if "pfl" in med else "torch" if "torch" in med else None
     synthetic = any(r["synthetic"] for rs in runs.values() for r in rs)
-    header = (f"{'system':<24} {'s/round total':>13} {'s/round steady':>14} {'CPU s':>7} "
-              f"{'x ' + (base or '-'):>8} {'acc':>7}")
-    ratio_note = f"x {base}: {base}'s steady s/round / the system's" if base else "no pfl or bare PyTorch run: no ratio"
+    x = f"x {base or '-'}"
+    header = (f"{'system':<24} {'s/round':>8} {'s/round':>8} {'CPU s/round':>11} {'CPU s':>6} {x:>7} {x:>7} "
+              f"{'final':>7}\n{'':<24} {'total':>8} {'steady':>8} {'steady':>11} {'run':>6} {'wall':>7} {'CPU':>7} "
+              f"{'acc':>7}")
     print(header)
-    print("-" * len(header))
+    print("-" * len(header.splitlines()[0]))
     for s in systems:
         if s not in med:
-            print(f"{LABELS[s]:<24} {'(no result)':>13}")
+            print(f"{LABELS[s]:<24} {'(no result)':>17}")
             continue
         m = med[s]
-        ratio = f"{med[base]['steady_s'] / m['steady_s']:.2f}x" if base else "-"
-        print(f"{LABELS[s]:<24} {m['total_s']:>13.3f} {m['steady_s']:>14.3f} {m['cpu_s']:>7.1f} {ratio:>8} "
-              f"{m['accuracy']:>7.4f}")
+        wall = f"{med[base]['steady_s'] / m['steady_s']:.2f}" if base else "-"
+        cpu = f"{med[base]['steady_cpu_s'] / m['steady_cpu_s']:.2f}" if base else "-"
+        print(f"{LABELS[s]:<24} {m['total_s']:>8.3f} {m['steady_s']:>8.3f} {m['steady_cpu_s']:>11.3f} "
+              f"{m['cpu_s']:>6.1f} {wall:>7} {cpu:>7} {m['accuracy']:>7.4f}")
+    ratio_note = (f"x {base}: {base}'s steady s/round (wall, CPU) / the system's" if base
+                  else "no pfl or bare PyTorch run: no ratio")
     print(f"\n{args.rounds} rounds, {args.repeats} repeat(s), {'SYNTHETIC stand-in' if synthetic else 'real'} NSL-KDD; "
-          f"{ratio_note}; load average {load_before[0]:.2f} before, "
-          f"{load_after[0]:.2f} after (1 min), {os.cpu_count()} CPUs")
+          f"{ratio_note}; Flower's CPU includes its Ray processes (two ClientApps in parallel); load average "
+          f"{load_before[0]:.2f} before, {load_after[0]:.2f} after (1 min), {os.cpu_count()} CPUs")
     if args.json:
         Path(args.json).write_text(json.dumps({"runs": runs, "load": [load_before, load_after]}, indent=2))
 
