@@ -209,6 +209,21 @@ def fused_adam(device: torch.device | str) -> bool:
     (:class:`LocalTrainer`) and the stacked path (:class:`fltrust.fl.vectorized.VectorTrainer`)
     both follow this choice, so that they share Adam's rounding. Elsewhere (CUDA) the default
     kernel, as CUDA-graph capture of the stacked steps needs it. Opacus's DP-SGD keeps the default.
+
+    Parameters
+    ----------
+    device : torch.device or str
+        The device the model trains on.
+
+    Returns
+    -------
+    bool
+        True on CPU.
+
+    Examples
+    --------
+    >>> fused_adam("cpu"), fused_adam("cuda")
+    (True, False)
     """
     return torch.device(device).type == "cpu"
 

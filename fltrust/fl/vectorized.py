@@ -269,7 +269,16 @@ class StackedOptimizer:
         self.update(params, grad, ka)
 
     def update(self, params: torch.Tensor, grad: torch.Tensor, ka: int) -> None:
-        """:meth:`step` without its ``no_grad`` context (the trainer's loop runs under one)."""
+        """:meth:`step` without its ``no_grad`` context (the trainer's loop runs under one).
+
+        Parameters
+        ----------
+        params, grad : Tensor (ka, N)
+            The active clients' rows of the parameter buffer (updated in place) and their gradient
+            (consumed: weight decay may be added to it).
+        ka : int
+            Number of active clients (a prefix of the stack).
+        """
         self.steps += 1
         if self.fused:
             self._step_t.fill_(self.steps)
