@@ -7,6 +7,8 @@ keeps the in-process engine fast on a GPU. Local DP-SGD goes through Opacus, whi
 own (Poisson-sampling) DataLoader. The reported loss is accumulated on the device (no host
 synchronisation per step).
 
+Adam runs ``torch.optim.Adam(fused=True)``'s kernel on CPU (:func:`fused_adam`).
+
 This is the *sequential* path (one client after another). Where it applies, the in-process engine
 trains a round's clients side by side instead (:mod:`fltrust.fl.vectorized`), with the same batch
 orders and optimiser math.
@@ -63,13 +65,15 @@ class LocalTrainer:
         )
 
     # -- training -------------------------------------------------------------------------
-    def _optimizer(self, parameters, lr: float | None = None, plain_sgd: bool = False) -> torch.optim.Optimizer:
+    def _optimizer(self, parameters, lr: float | None = None, plain_sgd: bool = False,
+                   private: bool = False) -> torch.optim.Optimizer:
         t = self.training
         lr = t.learning_rate if lr is None else lr
         if plain_sgd:
             return torch.optim.SGD(parameters, lr=lr)
         if t.optimizer == "adam":
-            return torch.optim.Adam(parameters, lr=lr, weight_decay=t.weight_decay)
+            fused = fused_adam(self.device) and not private  # Opacus wraps the default kernel
+            return torch.optim.Adam(parameters, lr=lr, weight_decay=t.weight_decay, fused=fused or None)
         return torch.optim.SGD(parameters, lr=lr, momentum=t.momentum, weight_decay=t.weight_decay)
 
     def train(
@@ -160,7 +164,7 @@ class LocalTrainer:
         loader = torch.utils.data.DataLoader(
             dataset, batch_size=min(self.training.batch_size, len(y)), shuffle=True, generator=generator
         )
-        optimizer = self._optimizer(model.parameters())
+        optimizer = self._optimizer(model.parameters(), private=True)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # Opacus warns about secure RNG in research mode
             engine = PrivacyEngine(accountant="rdp")
@@ -194,6 +198,34 @@ class LocalTrainer:
         history = [list(h) for h in engine.accountant.history]
         trained = private_model._module if hasattr(private_model, "_module") else private_model
         return get_params(trained), last_loss, history
+
+
+def fused_adam(device: torch.device | str) -> bool:
+    """Whether Adam runs ``torch.optim.Adam(fused=True)``'s kernel on ``device`` (CPU: yes).
+
+    The same element-wise math as the default single-tensor kernel, in one pass over a tensor
+    instead of eight (on CPU about 2.5x faster for the stacked clients' buffer); the two round
+    differently (about 0.3 % of the entries by one ulp per step). The sequential path
+    (:class:`LocalTrainer`) and the stacked path (:class:`fltrust.fl.vectorized.VectorTrainer`)
+    both follow this choice, so that they share Adam's rounding. Elsewhere (CUDA) the default
+    kernel, as CUDA-graph capture of the stacked steps needs it. Opacus's DP-SGD keeps the default.
+
+    Parameters
+    ----------
+    device : torch.device or str
+        The device the model trains on.
+
+    Returns
+    -------
+    bool
+        True on CPU.
+
+    Examples
+    --------
+    >>> fused_adam("cpu"), fused_adam("cuda")
+    (True, False)
+    """
+    return torch.device(device).type == "cpu"
 
 
 def num_batches(num_samples: int, batch_size: int) -> int:
