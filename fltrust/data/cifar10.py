@@ -5,10 +5,11 @@ Two layouts are read from ``<data root>/cifar10/``:
 (a) the official python batches (the torchvision layout): ``data_batch_1`` ... ``data_batch_5`` and
     ``test_batch`` in ``cifar10/cifar-10-batches-py/`` or directly in ``cifar10/``. Each batch is a
     pickled dict with ``b"data"`` (N, 3072) uint8 (channel-major, so a reshape gives NCHW) and
-    ``b"labels"``. They are read with a restricted unpickler that rebuilds only what the official
-    files hold (dicts, lists, bytes, str, numbers and uint8 numpy arrays), so a planted batch
-    cannot run code; the official files' SHA-256 (:data:`OFFICIAL_SHA256`) are known checksums of
-    the registry (a mismatch warns, and fails in strict mode).
+    ``b"labels"``. Unpickling can run code, so a batch is only read when it is an official file:
+    its SHA-256 must equal the official one (:data:`OFFICIAL_SHA256`), checked before anything is
+    unpickled; any other file is one data error naming it (save your own images as an npz, which
+    needs no pickle). Even then it is read with a restricted unpickler that rebuilds only what the
+    official files hold (dicts, lists, bytes, str, numbers and uint8 numpy arrays).
 (b) one or several ``.npz`` parts (plain arrays, no pickle): ``x_train`` uint8 (N, 32, 32, 3) NHWC,
     ``y_train`` (N,), ``x_test``, ``y_test`` and optionally ``client_train`` / ``client_test``
     (source-client ids, which become natural clients). Every ``*.npz`` in the folder is read, in
@@ -35,7 +36,7 @@ from typing import Any
 import numpy as np
 
 from fltrust.data.base import ArraySplit, DatasetBundle, DatasetError, unreadable
-from fltrust.data.cache import DatasetNotFoundError, cached_arrays, file_record, require_files
+from fltrust.data.cache import DatasetNotFoundError, cached_arrays, file_record, file_sha256, require_files
 
 CLASS_NAMES = ["airplane", "automobile", "bird", "cat", "deer", "dog", "frog", "horse", "ship", "truck"]
 INPUT_SHAPE = (3, 32, 32)
@@ -132,9 +133,25 @@ def _check_labels(y: np.ndarray, where: str) -> None:
         raise DatasetError(f"{where}: labels must lie in 0..9, found {int(y.min())}..{int(y.max())}")
 
 
+def check_official(paths: list[Path]) -> None:
+    """Refuse (one :class:`DatasetError`) any python batch that is not an official file, before it
+    is unpickled: its name must be an official batch's and its SHA-256 that batch's."""
+    for path in paths:
+        expected = OFFICIAL_SHA256.get(path.name)
+        digest = file_sha256(path)
+        if digest != expected:
+            why = (f"sha256 {digest} differs from the official {path.name}'s {expected}" if expected
+                   else f"{path.name!r} is not an official batch name ({', '.join(TRAIN_BATCHES + TEST_BATCHES)})")
+            raise DatasetError(
+                f"{path}: {why}; python batches run code when unpickled, so only the official files are read: "
+                "re-fetch them with `fltrust data fetch cifar10`, or save your own images as an npz (no pickle)"
+            )
+
+
 def _load_batches(batch_dir: Path, folder: Path, train_files: list[str], test_files: list[str]) -> DatasetBundle:
     train_paths = require_files(batch_dir, train_files, "CIFAR-10 python batches")
     test_paths = require_files(batch_dir, test_files, "CIFAR-10 python batches")
+    check_official(train_paths + test_paths)
     splits = {}
     for split, paths in (("train", train_paths), ("test", test_paths)):
         arrays, _ = cached_arrays("cifar10_batches", paths, lambda paths=paths: _parse_batches(paths), disk=False)

@@ -36,6 +36,16 @@ def _isolated_cache_and_no_network(
     monkeypatch.setattr(fetch, "_download", offline)
 
 
+@pytest.fixture(autouse=True)
+def official_test_batches(monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
+    """A per-test copy of the official batch sums, which :func:`write_cifar_batch` extends."""
+    from fltrust.data import cifar10
+
+    sums = dict(cifar10.OFFICIAL_SHA256)
+    monkeypatch.setattr(cifar10, "OFFICIAL_SHA256", sums)
+    return sums
+
+
 @pytest.fixture
 def fresh_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """An empty cache directory and an empty memory cache for this test only."""
@@ -85,10 +95,19 @@ def write_lines(path: Path, lines: list[str]) -> Path:
 # -- CIFAR-10 ----------------------------------------------------------------------------------
 
 def write_cifar_batch(path: Path, data: np.ndarray, labels: list[int]) -> None:
-    """A python batch like the official ones: pickled dict with b'data' (N, 3072) and b'labels'."""
+    """A python batch like the official ones: pickled dict with b'data' (N, 3072) and b'labels'.
+
+    The loader reads only batches whose SHA-256 is the official file's; the fixture
+    ``official_test_batches`` lets a test's own batches pass that check by adding their sums to a
+    per-test copy of :data:`fltrust.data.cifar10.OFFICIAL_SHA256`.
+    """
+    from fltrust.data import cifar10
+    from fltrust.data.cache import file_sha256
+
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "wb") as handle:
         pickle.dump({b"batch_label": b"test", b"labels": labels, b"data": data}, handle)
+    cifar10.OFFICIAL_SHA256[path.name] = file_sha256(path)
 
 
 def write_cifar_batches(folder: Path, per_batch: int = 2, test: int = 3, seed: int = 0) -> dict[str, np.ndarray]:

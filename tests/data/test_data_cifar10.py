@@ -255,26 +255,38 @@ def test_a_planted_batch_is_one_data_error_and_never_runs(tmp_path, mk, fresh_ca
         batch[b"labels"] = PlantedPayload(marker)
     (folder / "data_batch_3").write_bytes(pickle.dumps(batch))
 
+    # the planted file is not the official one: refused by its checksum, before it is unpickled
+    with pytest.raises(DatasetError, match=r"data_batch_3: sha256 [0-9a-f]{64} differs from the official "
+                                           r"data_batch_3's .*only the official files are read"):
+        load_cifar10(tmp_path / "root" / "cifar10")
+    entry = {e["name"]: e for e in dataset_info(tmp_path / "root")}["cifar10"]  # fltrust data info
+    assert entry["found"] is False and "data_batch_3: sha256" in entry["problem"]
+    assert not marker.exists()
+
+    # and were its checksum listed as official, the restricted unpickler still refuses it
+    from fltrust.data.cache import file_sha256
+
+    cifar10.OFFICIAL_SHA256["data_batch_3"] = file_sha256(folder / "data_batch_3")
     with pytest.raises(DatasetError) as info:
         load_cifar10(tmp_path / "root" / "cifar10")
     assert str(info.value) == (f"{folder / 'data_batch_3'}: not a CIFAR-10 python batch: it references posix.system, "
                                "which an official batch never does; it was refused, so nothing in the file ran")
-    entry = {e["name"]: e for e in dataset_info(tmp_path / "root")}["cifar10"]  # fltrust data info
-    assert entry["found"] is False and "data_batch_3: not a CIFAR-10 python batch" in entry["problem"]
     assert not marker.exists()
 
 
-def test_a_batch_that_is_not_the_official_file_is_a_known_checksum_mismatch(tmp_path, mk, fresh_cache, monkeypatch):
+def test_a_batch_that_is_not_the_official_file_is_refused_before_unpickling(tmp_path, mk, fresh_cache,
+                                                                           official_test_batches):
     from fltrust.config import DataConfig
-    from fltrust.data import DataIntegrityWarning, load_dataset
+    from fltrust.data import load_dataset
 
-    monkeypatch.delenv("FLTRUST_STRICT", raising=False)
     mk.write_cifar_batches(tmp_path / "cifar10" / "cifar-10-batches-py")
-    with pytest.warns(DataIntegrityWarning, match="cifar-10-batches-py/data_batch_1: sha256 .* differs from the known "
-                                                  "54636561a3ce25bd3e19253c6b0d8538147b0ae398331ac4a2d86c6d987368cd"):
-        bundle = load_dataset(DataConfig(name="cifar10", root=str(tmp_path)))
-    assert {m["path"] for m in bundle.source["checksum_mismatch"]} == {
-        f"cifar-10-batches-py/{name}" for name in cifar10.TRAIN_BATCHES + cifar10.TEST_BATCHES}
-    monkeypatch.setenv("FLTRUST_STRICT", "1")
-    with pytest.raises(DatasetError, match="strict mode"):
+    official_test_batches["data_batch_1"] = "54636561a3ce25bd3e19253c6b0d8538147b0ae398331ac4a2d86c6d987368cd"
+
+    with pytest.raises(DatasetError, match=r"cifar-10-batches-py/data_batch_1: sha256 [0-9a-f]{64} differs from the "
+                                           r"official data_batch_1's 54636561a3ce25bd3e19253c6b0d8538147b0ae398331ac4a2d86c6d987368cd"):
         load_dataset(DataConfig(name="cifar10", root=str(tmp_path)))
+    # a batch under a name no official file has is refused too
+    mk.write_cifar_batch(tmp_path / "cifar10" / "cifar-10-batches-py" / "my_batch", np.zeros((1, 3072), np.uint8), [0])
+    del official_test_batches["my_batch"]  # the writer lists every batch it writes as official
+    with pytest.raises(DatasetError, match="'my_batch' is not an official batch name"):
+        load_cifar10(tmp_path / "cifar10", train_files=["my_batch"])
