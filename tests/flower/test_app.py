@@ -11,6 +11,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import math
+import os
 import re
 import subprocess
 import sys
@@ -155,7 +156,7 @@ def test_reruns_never_overwrite_and_the_run_holds_its_lock(tmp_path, monkeypatch
 
     first, second = run_folders(tmp_path)
     assert first != second and all((f / "summary.json").is_file() for f in (first, second))
-    assert holders == [__import__("os").getpid()] * 4  # rounds 0 and 1 of both runs, under the lock
+    assert holders == [os.getpid()] * 4  # rounds 0 and 1 of both runs, under the lock
     assert not (first / ".holder.json").exists()  # released at the end
 
 
@@ -274,7 +275,9 @@ import app
 run_simulation(server_app=app.server, client_app=app.client, num_supernodes=4,
                backend_config={{"client_resources": {{"num_cpus": 1}}}})
 """
-    done = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), str(tmp_path)]), "FLWR_TELEMETRY_ENABLED": "0"}
+    done = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, env=env, capture_output=True, text=True,
+                          timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
     [folder] = run_folders(tmp_path)
     assert "round 3: F_T" in done.stdout and f"run folder: {folder}" in done.stdout
@@ -284,6 +287,48 @@ run_simulation(server_app=app.server, client_app=app.client, num_supernodes=4,
     assert all(0 <= r.observations["fairness"]["F_T"] <= 1 and r.observations["trust"]["trust_score"] > 0
                for r in record.rounds[1:])
     assert json.loads((folder / "factsheet.json").read_text())["project"]["overview"].startswith("quickstart: Net (")
-    cli = subprocess.run([sys.executable, "-m", "fltrust", "audit", str(folder)], capture_output=True, text=True)
+    cli = subprocess.run([sys.executable, "-m", "fltrust", "audit", str(folder)], env=env, capture_output=True,
+                         text=True, timeout=120)
     assert cli.returncode == 0, cli.stdout + cli.stderr
     assert not math.isnan(record.summary["observers"]["trust"]["trust_score"])
+
+
+EXAMPLE = REPO / "examples" / "flower_app"
+
+
+def test_the_example_app_imports_nothing_of_fltrust_but_fltrust_flower():
+    import ast
+
+    for path in (EXAMPLE / "fltrust_flower_app").glob("*.py"):
+        tree = ast.parse(path.read_text())
+        names = {a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
+        names |= {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module}
+        roots = {name.split(".")[0] for name in names}
+        assert roots <= {"__future__", "logging", "flwr", "torch", "fltrust", "fltrust_flower_app"}, (path, roots)
+        assert {n for n in names if n.startswith("fltrust.")} <= {"fltrust.flower"}, path
+
+
+def test_the_example_app_on_the_local_grid(tmp_path, monkeypatch):
+    import tomllib
+
+    monkeypatch.syspath_prepend(str(EXAMPLE))
+    for name in [m for m in sys.modules if m.startswith("fltrust_flower_app")]:
+        monkeypatch.delitem(sys.modules, name)
+    from fltrust_flower_app import client_app, server_app
+
+    run_config = tomllib.loads((EXAMPLE / "pyproject.toml").read_text())["tool"]["flwr"]["app"]["config"]
+    run_config.update({"num-server-rounds": 2, "synthetic-samples": 600, "out-dir": str(tmp_path / "runs"),
+                       "partition": "dirichlet", "min-nodes": 4})
+    grid = LocalGrid(client_app.app, 4, run_config)
+    server_app.app(grid=grid, context=Context(run_id=1, node_id=0, node_config={}, state=RecordDict(),
+                                              run_config=run_config))
+
+    [folder] = run_folders(tmp_path)
+    from fltrust.runs import audit_run, load_run
+
+    record = load_run(folder)
+    assert [r.round for r in record.rounds] == [0, 1, 2] and audit_run(folder).ok
+    assert all(0 <= r.observations["fairness"]["F_T"] <= 1 for r in record.rounds[1:])
+    fs = json.loads((folder / "factsheet.json").read_text())
+    assert fs["configuration"]["training_model"] == "MLPClassifier"
+    assert fs["configuration"]["local_update_steps"] == 1 and fs["participants"]["client_num"] == 4
