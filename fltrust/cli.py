@@ -25,6 +25,8 @@ code  meaning
 4     run-folder error: the run folder is in use by another process, or a file in it is corrupt
 70    internal error (a bug): ``internal error: <type>: <message>``; rerun with ``-v``
 130   interrupted (Ctrl-C); rerunning the same command resumes after the last finished round
+141   the reader of the output went away (``fltrust data info | head -1``): the command stops
+      quietly, without a message, as Unix tools killed by SIGPIPE do (128 + 13)
 ====  =====================================================================================
 
 An exception with an integer attribute ``exit_code`` is reported with its message and that code.
@@ -35,16 +37,24 @@ differs from the known one is then an error instead of a warning (:mod:`fltrust.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import errno
 import json
 import logging
 import os
+import select
 import sys
 import traceback
 import warnings
 from pathlib import Path
 
 from fltrust.config import ConfigError, load_config, parse_overrides
+
+
+class UsageError(Exception):
+    """A bad command-line argument; the message names the option and the fix (exit 2)."""
+
+    exit_code = 2
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
@@ -56,7 +66,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     try:
         cfg = load_config(args.config, overrides)
     except ConfigError as exc:
-        if str(exc).startswith(str(args.config)) or "does not exist" in str(exc) or "cannot be read" in str(exc):
+        if str(args.config) in str(exc):  # the message names the file already
             raise
         raise ConfigError(f"{args.config}: {exc}") from exc
     record = run_experiment(cfg, out_dir=args.out, device=args.device, force=args.force)
@@ -115,6 +125,14 @@ def _cmd_repro(args: argparse.Namespace) -> int:
 def _cmd_report(args: argparse.Namespace) -> int:
     from fltrust.repro.html_report import write_reports
 
+    if args.batch_dir is not None:
+        batch = Path(args.batch_dir)
+        if not batch.is_dir():
+            raise UsageError(f"--from {args.batch_dir}: no such folder; pass the --out folder of a `fltrust repro` batch")
+        if not (batch / "results").is_dir():
+            raise UsageError(f"--from {args.batch_dir}: not a batch folder (it has no results/ folder); pass the "
+                             "--out folder of a `fltrust repro` batch")
+
     for path in write_reports(args.paper, args.out, quick=args.quick, batch_dir=args.batch_dir,
                               compact_figures=not args.original_figures):
         print(f"wrote {path}")
@@ -122,13 +140,43 @@ def _cmd_report(args: argparse.Namespace) -> int:
 
 
 def _cmd_audit(args: argparse.Namespace) -> int:
-    from fltrust.runs import audit_run
+    from fltrust.runs import RunFolder, audit_run
+
+    run = Path(args.run)
+    if not run.is_dir():
+        what = "is a file" if run.exists() else "does not exist"
+        raise UsageError(f"audit {args.run}: {what}; pass a run folder (<out>/<run id>, made by `fltrust run`)")
+    folder = RunFolder(run)
+    missing = [p.name for p in (folder.config, folder.rounds) if not p.is_file()]
+    if missing:
+        raise UsageError(f"audit {args.run}: not a run folder (it has no {' and no '.join(missing)}); pass "
+                         "<out>/<run id>, a folder made by `fltrust run`")
 
     result = audit_run(args.run)
     for line in result.lines:
         print(f"{args.run}: {line}")
     print(f"{args.run}: {'OK' if result.ok else 'FAILED'}")
     return 0 if result.ok else 1
+
+
+def _at_least_one(text: str) -> int:
+    """argparse type: an integer >= 1 (``--jobs``, ``--repeats``)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{value} must be at least 1")
+    return value
+
+
+def _resolve_data_dir(path: str) -> str:
+    """``--data-dir`` as an absolute path; a symbolic link loop is a usage error."""
+    try:
+        return str(Path(path).resolve())
+    except (RuntimeError, OSError) as exc:  # Python 3.11: RuntimeError("Symlink loop from ...")
+        why = "a symbolic link loop" if "loop" in str(exc).lower() else str(exc)
+        raise UsageError(f"--data-dir {path}: cannot resolve the path ({why}); point it at the data folder") from None
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -171,12 +219,12 @@ def build_parser() -> argparse.ArgumentParser:
     repro.add_argument("paper", choices=["fairness", "trust"])
     repro.add_argument("--quick", action="store_true", help="small CPU-sized version")
     repro.add_argument("--conditions", default="*", help="glob over condition/experiment names")
-    repro.add_argument("--repeats", type=int, default=None, help="repeats per condition (fairness)")
+    repro.add_argument("--repeats", type=_at_least_one, default=None, help="repeats per condition (fairness)")
     repro.add_argument("--mode", default=None, help="fairness: faithful|corrected; trust: prototype|paper")
     repro.add_argument("--device", choices=["cpu", "cuda", "auto"], default="auto",
                        help="auto (default): CUDA when available, else CPU")
     repro.add_argument("--out", default=None, help="folder for run folders and executed notebooks")
-    repro.add_argument("--jobs", type=int, default=1, metavar="N",
+    repro.add_argument("--jobs", type=_at_least_one, default=1, metavar="N",
                        help="run N conditions at once (parallel kernels; the cores are shared out, "
                             "several runs may share one GPU)")
     repro.add_argument("--strict", action="store_true", help=STRICT_HELP)
@@ -202,10 +250,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 EXIT_OK, EXIT_FAILURES, EXIT_USAGE, EXIT_FILESYSTEM, EXIT_RUN_FOLDER, EXIT_INTERNAL, EXIT_INTERRUPTED = 0, 1, 2, 3, 4, 70, 130
+EXIT_BROKEN_PIPE = 141
 EXIT_CODES_HELP = (
     "exit codes: 0 success, 1 some batch conditions failed, 2 usage/config/data error, "
     "3 filesystem error (permission, full disk, --out under a file), 4 run folder in use or corrupt, "
-    "70 internal error, 130 interrupted (rerun the same command to resume); -v shows tracebacks"
+    "70 internal error, 130 interrupted (rerun the same command to resume), 141 output pipe closed "
+    "(e.g. by head); -v shows tracebacks"
 )
 STRICT_HELP = "a data file whose SHA-256 differs from the known one is an error, not a warning (sets FLTRUST_STRICT=1)"
 
@@ -234,12 +284,14 @@ def describe_error(exc: BaseException, args: argparse.Namespace | None = None) -
     """Exit code and the one-line message of a failure: THE place that maps errors to messages."""
     from fltrust.config import ConfigError
     from fltrust.data.base import DatasetError
+    from fltrust.runs import RunFolderError
 
     out = getattr(args, "out", None)
-    if isinstance(exc, KeyboardInterrupt) or type(exc).__name__ == "RunInterrupted":
-        round_ = getattr(exc, "round", None)
+    if isinstance(exc, KeyboardInterrupt):
+        round_ = getattr(exc, "round", None)  # an interrupt that knows its last finished round says so
         after = f" after round {round_}" if isinstance(round_, int) else ""
-        return EXIT_INTERRUPTED, f"interrupted{after}; rerun the same command to resume"
+        detail = f" ({exc.args[0]})" if exc.args and isinstance(exc.args[0], str) else ""  # e.g. a batch's jobs
+        return EXIT_INTERRUPTED, f"interrupted{after}{detail}; rerun the same command to resume"
     code = getattr(exc, "exit_code", None)
     if isinstance(code, int) and not isinstance(code, bool) and not isinstance(exc, SystemExit):
         return code, f"error: {exc}"
@@ -247,14 +299,19 @@ def describe_error(exc: BaseException, args: argparse.Namespace | None = None) -
         return EXIT_USAGE, f"config error: {exc}"
     if isinstance(exc, DatasetError):
         return EXIT_USAGE, f"data error: {exc}"
-    if type(exc).__name__ == "RunFolderError":
+    if isinstance(exc, RunFolderError):
         return EXIT_RUN_FOLDER, f"error: {exc}"
+    if isinstance(exc, BrokenPipeError) and _stdout_closed():
+        return EXIT_BROKEN_PIPE, ""
     if isinstance(exc, OSError):
         name = exc.filename or out
         where = f" {name}" if name else ""
         if exc.errno in (errno.ENOSPC, errno.EDQUOT):
             return EXIT_FILESYSTEM, (f"error: no space left on device while writing{where}; "
                                      "free some space or pass --out a folder on another disk")
+        if isinstance(exc, PermissionError) and _is_input(exc.filename, out):
+            return EXIT_FILESYSTEM, (f"error: cannot read {exc.filename}: permission denied; make it readable "
+                                     "(chmod u+r) or pass another file")
         if isinstance(exc, PermissionError) or exc.errno == errno.EROFS:
             why = "read-only file system" if exc.errno == errno.EROFS else "permission denied"
             return EXIT_FILESYSTEM, (f"error: cannot write{where}: {why}; pass --out a writable folder "
@@ -264,11 +321,41 @@ def describe_error(exc: BaseException, args: argparse.Namespace | None = None) -
             return EXIT_FILESYSTEM, (f"error: cannot create the folder{where}: {blocker} is a regular file, "
                                      "not a folder; pass --out a folder path")
         if isinstance(exc, FileNotFoundError):
+            if exc.filename is None and _from_fltrust(exc):  # a deliberate message, e.g. "<run>/config.yaml is missing"
+                return EXIT_USAGE, f"error: {exc}"
             return EXIT_USAGE, f"error:{where}: no such file or folder" + (f" ({exc})" if _from_fltrust(exc) else "")
         return EXIT_FILESYSTEM, f"error:{where}: {exc.strerror or exc}"
     if isinstance(exc, (ValueError, RuntimeError, KeyError, LookupError)) and _from_fltrust(exc):
         return EXIT_USAGE, f"error: {exc.args[0] if isinstance(exc, KeyError) and exc.args else exc}"
     return EXIT_INTERNAL, f"internal error: {type(exc).__name__}: {exc} (run with -v for the traceback)"
+
+
+def _stdout_closed() -> bool:
+    """Whether standard output is a pipe whose reader went away (``poll`` reports an error on it),
+    so that a broken pipe elsewhere (a socket, a child process) is still reported."""
+    try:
+        poller = select.poll()
+        poller.register(sys.stdout.fileno(), select.POLLOUT)
+    except (AttributeError, ValueError, OSError):  # no poll (Windows), or stdout is not a file (tests)
+        return False
+    return any(events & (select.POLLERR | select.POLLHUP) for _, events in poller.poll(0))
+
+
+def _is_input(filename: str | None, out: str | None) -> bool:
+    """Whether a permission error on ``filename`` was a read of an existing input file.
+
+    A write fails on a file or folder about to be made (atomic writes create a new temporary
+    file) or inside ``--out``; an existing regular file elsewhere was being read.
+    """
+    if not filename or not os.path.isfile(filename):
+        return False
+    if out is None:
+        return True
+    try:
+        Path(filename).resolve().relative_to(Path(out).resolve())
+    except (ValueError, OSError, RuntimeError):
+        return True
+    return False
 
 
 def _one_line_warnings(message, category, filename, lineno, file=None, line=None) -> None:
@@ -286,29 +373,33 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=level, format="%(levelname)s %(message)s")
     for handler in logging.getLogger().handlers:
         handler.setLevel(level)  # a run raises the fltrust logger to INFO for its log file only
-    if args.data_dir:
-        os.environ["FLTRUST_DATA"] = str(Path(args.data_dir).resolve())
-    previous_strict = os.environ.get("FLTRUST_STRICT")
+    previous_strict, previous_data = os.environ.get("FLTRUST_STRICT"), os.environ.get("FLTRUST_DATA")
     if args.strict:
         os.environ["FLTRUST_STRICT"] = "1"  # read by fltrust.data.registry, inherited by notebook kernels
     previous_showwarning = warnings.showwarning
     if not args.verbose:
         warnings.showwarning = _one_line_warnings
     try:
+        if args.data_dir:
+            os.environ["FLTRUST_DATA"] = _resolve_data_dir(args.data_dir)
         return int(args.func(args) or 0)
     except (Exception, KeyboardInterrupt) as exc:  # noqa: BLE001 - every failure becomes one line
         code, message = describe_error(exc, args)
+        if code == EXIT_BROKEN_PIPE:  # nobody reads stdout any more: no message, and no second EPIPE at exit
+            with contextlib.suppress(AttributeError, ValueError, OSError):
+                os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            return code
         if args.verbose:
             traceback.print_exc()
         print(f"fltrust: {message}", file=sys.stderr)
         return code
     finally:
         warnings.showwarning = previous_showwarning
-        if args.strict:
-            if previous_strict is None:
-                os.environ.pop("FLTRUST_STRICT", None)
+        for name, previous in (("FLTRUST_STRICT", previous_strict), ("FLTRUST_DATA", previous_data)):
+            if previous is None:  # --strict and --data-dir do not leak out of main (tests call it in-process)
+                os.environ.pop(name, None)
             else:
-                os.environ["FLTRUST_STRICT"] = previous_strict
+                os.environ[name] = previous
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -23,6 +23,8 @@ Example
 ...                                    "partition": {"num_clients": 4}})
 >>> cfg.partition.num_clients
 4
+
+Spec and bug references ("fairness spec §N", "trust spec §N", "Bn") are defined in ``docs/references.md``.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ import functools
 import hashlib
 import json
 import math
+import re
 import types
 import typing
 from dataclasses import dataclass, field, fields
@@ -40,8 +43,9 @@ from typing import Any
 
 import yaml
 
-if typing.TYPE_CHECKING:
-    from fltrust.settings import FairnessSettings, TrustSettings
+# the metrics' settings (built from metrics.fairness / metrics.trust below) and the one bounded
+# repr of error messages; fltrust.settings imports nothing heavy
+from fltrust.settings import SHOW_MAX_CHARS, FairnessSettings, SettingsError, TrustSettings, show
 
 
 class ConfigError(ValueError):
@@ -50,7 +54,7 @@ class ConfigError(ValueError):
 
 def _choice(section: str, name: str, value: Any, allowed: tuple[Any, ...]) -> None:
     if value not in allowed:
-        raise ConfigError(f"{section}.{name}={value!r} is not allowed; choose one of {list(allowed)}")
+        raise ConfigError(f"{section}.{name}={show(value)} is not allowed; choose one of {list(allowed)}")
 
 
 def _positive(section: str, name: str, value: Any, *, allow_zero: bool = False) -> None:
@@ -58,7 +62,12 @@ def _positive(section: str, name: str, value: Any, *, allow_zero: bool = False) 
         return
     if (value < 0) if allow_zero else (value <= 0):
         bound = ">= 0" if allow_zero else "> 0"
-        raise ConfigError(f"{section}.{name}={value!r} must be {bound}")
+        raise ConfigError(f"{section}.{name}={show(value)} must be {bound}")
+
+
+def _at_most(section: str, name: str, value: Any, limit: int, why: str) -> None:
+    if value is not None and value > limit:
+        raise ConfigError(f"{section}.{name}={show(value)} is too large: at most {limit:,} ({why})")
 
 
 def _fraction(section: str, name: str, value: Any, *, allow_zero: bool = False) -> None:
@@ -66,7 +75,7 @@ def _fraction(section: str, name: str, value: Any, *, allow_zero: bool = False) 
         return
     low_ok = value >= 0 if allow_zero else value > 0
     if not (low_ok and value <= 1):
-        raise ConfigError(f"{section}.{name}={value!r} must lie in {'[0' if allow_zero else '(0'}, 1]")
+        raise ConfigError(f"{section}.{name}={show(value)} must lie in {'[0' if allow_zero else '(0'}, 1]")
 
 
 AUX_SOURCES = ("test", "client_pool")
@@ -95,7 +104,7 @@ class DataConfig:
     root : str or None
         Data root; ``None`` means ``$FLTRUST_DATA``, else ``./data``.
     train_files, test_files : list of str or None
-        Files (relative to the dataset folder) to read; ``None`` = the loader's default.
+        Files (relative to the dataset folder, no ``..``) to read; ``None`` = the loader's default.
         NSL-KDD default: ``KDDTrain+.txt`` / ``KDDTest+.txt``; the fairness paper used the union
         with ``KDDTrain+_20Percent.txt`` / ``KDDTest-21.txt``.
     onehot_order : str
@@ -110,7 +119,8 @@ class DataConfig:
     balance : bool
         N-BaIoT: balance benign/attack 50/50 per client (trust experiment 5).
     synthetic_samples : int
-        Training samples of a synthetic dataset (test gets a quarter).
+        Training samples of a synthetic dataset (test gets a quarter); at most 2 GiB of float32
+        features (e.g. 139,810 CIFAR-10-shaped or 3,520,464 NSL-KDD-shaped samples).
     max_train_samples, max_test_samples : int or None
         Seeded subsample for quick runs (``None`` = all).
     pooled_train_samples : int or None
@@ -149,9 +159,35 @@ class DataConfig:
         _choice("data", "onehot_order", self.onehot_order, ("global", "per_split", "per_partition"))
         _choice("data", "scaling", self.scaling, ("fit_train", "fixed"))
         _positive("data", "synthetic_samples", self.synthetic_samples)
+        _check_synthetic_size(self.name, self.synthetic_samples)
+        for name in ("train_files", "test_files"):
+            _check_relative_files(name, getattr(self, name))
         _positive("data", "max_train_samples", self.max_train_samples)
         _positive("data", "max_test_samples", self.max_test_samples)
         _positive("data", "pooled_train_samples", self.pooled_train_samples)
+
+
+SYNTHETIC_MAX_BYTES = 2 * 1024**3
+"""Largest synthetic stand-in (float32 features of the train split plus its test quarter)."""
+
+
+def _check_synthetic_size(dataset: str, samples: int) -> None:
+    """``data.synthetic_samples`` within :data:`SYNTHETIC_MAX_BYTES` for the dataset's input shape."""
+    from fltrust.data.specs import input_spec
+
+    shape, _ = input_spec(dataset)
+    limit = SYNTHETIC_MAX_BYTES // (5 * math.prod(shape))  # 4 bytes per value, 1.25 x for the test quarter
+    _at_most("data", "synthetic_samples", samples, limit,
+             f"{SYNTHETIC_MAX_BYTES // 1024**3} GiB of float32 features for {dataset.removeprefix('synthetic_')} inputs")
+
+
+def _check_relative_files(name: str, files: list[str] | None) -> None:
+    """``data.train_files`` / ``data.test_files`` name files inside the dataset folder."""
+    for i, file in enumerate(files or []):
+        parts = Path(file).parts
+        if not file or Path(file).is_absolute() or ".." in parts or file.startswith("~"):
+            raise ConfigError(f"data.{name}[{i}]={show(file)} must be a path relative to the dataset folder "
+                              f"(e.g. 'KDDTrain+.txt'), without '..'; use data.root to read another folder")
 
 
 @dataclass(frozen=True)
@@ -460,11 +496,22 @@ class FairnessConfig:
     mode : str
         ``"faithful"`` (what produced the paper's Table 3) or ``"corrected"``.
     shapley : str
-        ``"exact"`` (all coalitions) or ``"monte_carlo"`` (permutation sampling).
+        ``"exact"`` (all coalitions), ``"monte_carlo"`` (plain permutation sampling),
+        ``"permutation"`` (guided permutation sampling with a control variate: about 91 coalition
+        models instead of 1,023 at 10 participants) or ``"auto"`` (exact up to
+        ``shapley_auto_exact_players`` participants, else ``"permutation"``); see
+        :func:`fltrust.metrics.shapley.federated_shapley`.
     shapley_permutations : int
-        Monte Carlo budget (permutations per round).
+        ``"monte_carlo"`` budget (permutations per round).
     exact_max_players : int
-        With ``shapley="exact"``, rounds with more participants fall back to Monte Carlo.
+        With ``shapley="exact"``, rounds with more participants fall back to Monte Carlo (with a
+        warning).
+    shapley_auto_exact_players : int
+        ``shapley="auto"``: exact up to this many participants.
+    shapley_sampler_permutations : int
+        ``"permutation"`` budget (permutations per round).
+    shapley_truncation : float
+        ``"permutation"``: truncation tolerance, a fraction of ``|U(S)|`` (0 = off).
     sensitive_attributes : list of int or None
         Attribute positions of the group-fairness notion (``None`` = per dataset/strategy as the
         authors coded, fairness spec 4).
@@ -485,6 +532,9 @@ class FairnessConfig:
     shapley: str = "exact"
     shapley_permutations: int = 200
     exact_max_players: int = 10
+    shapley_auto_exact_players: int = 6
+    shapley_sampler_permutations: int = 10
+    shapley_truncation: float = 0.0
     sensitive_attributes: list[int] | None = None
     shapley_include_empty: bool | None = None
     coalition_weighting: str | None = None
@@ -569,15 +619,13 @@ class TrustConfig:
 def _settings(section: str, build):
     """Build a settings object; its :class:`~fltrust.settings.SettingsError` becomes a ConfigError
     naming the YAML key (``metrics.fairness.reward='lifetime' is not allowed; ...``)."""
-    from fltrust.settings import SettingsError
-
     try:
         return build()
     except SettingsError as exc:
         raise ConfigError(f"{section}.{exc.field}{exc.detail}") from None
 
 
-def fairness_settings(config: FairnessConfig) -> "FairnessSettings":
+def fairness_settings(config: FairnessConfig) -> FairnessSettings:
     """The :class:`~fltrust.settings.FairnessSettings` of a ``metrics.fairness`` section.
 
     The one place the YAML keys become the fairness observer's settings (``enabled`` is the
@@ -596,20 +644,20 @@ def fairness_settings(config: FairnessConfig) -> "FairnessSettings":
     >>> fairness_settings(FairnessConfig(mode="corrected", reward="instantaneous")).nonpositive_policy
     'exclude'
     """
-    from fltrust.settings import FairnessSettings
-
     attributes = None if config.sensitive_attributes is None else tuple(config.sensitive_attributes)
     return _settings("metrics.fairness", lambda: FairnessSettings(
         mode=config.mode, shapley_include_empty=config.shapley_include_empty,
         coalition_weighting=config.coalition_weighting, nonpositive_policy=config.nonpositive_policy,
         reward=config.reward, group_metric=config.group_metric, shapley=config.shapley,
         shapley_permutations=config.shapley_permutations, exact_max_players=config.exact_max_players,
-        notion_weights=tuple(config.notion_weights), sensitive_attributes=attributes,
-        aux_batch_size=config.aux_batch_size,
+        shapley_auto_exact_players=config.shapley_auto_exact_players,
+        shapley_sampler_permutations=config.shapley_sampler_permutations,
+        shapley_truncation=config.shapley_truncation, notion_weights=tuple(config.notion_weights),
+        sensitive_attributes=attributes, aux_batch_size=config.aux_batch_size,
     ))
 
 
-def trust_settings(config: TrustConfig) -> "TrustSettings":
+def trust_settings(config: TrustConfig) -> TrustSettings:
     """The :class:`~fltrust.settings.TrustSettings` of a ``metrics.trust`` section.
 
     Every key but ``enabled`` carries over by name; the statistic switches take the mode's
@@ -628,8 +676,6 @@ def trust_settings(config: TrustConfig) -> "TrustSettings":
     >>> trust_settings(TrustConfig(mode="fixed", clever_samples=0)).clever_samples
     0
     """
-    from fltrust.settings import TrustSettings
-
     values = {f.name: getattr(config, f.name) for f in dataclasses.fields(config) if f.name != "enabled"}
     settings = _settings("metrics.trust", lambda: TrustSettings(**values))
     if config.declared:
@@ -718,7 +764,7 @@ class AttackConfig:
         _positive("attack", "target_label", self.target_label, allow_zero=True)
         if self.malicious_clients is not None:
             if any(c < 0 for c in self.malicious_clients) or len(set(self.malicious_clients)) != len(self.malicious_clients):
-                raise ConfigError(f"attack.malicious_clients={self.malicious_clients!r} must be distinct client ids >= 0")
+                raise ConfigError(f"attack.malicious_clients={show(self.malicious_clients)} must be distinct client ids >= 0")
         if self.kind != "none" and not (self.malicious_clients or self.num_malicious):
             raise ConfigError(f"attack.kind={self.kind!r} needs attack.num_malicious > 0 or attack.malicious_clients")
 
@@ -770,8 +816,8 @@ class FlowerConfig:
     num_supernodes : int or None
         Virtual SuperNodes of the simulation (``None`` = ``partition.num_clients``).
     ray_address : str or None
-        Address of an existing Ray cluster (``"auto"`` or ``"ray://host:10001"``); ``None``
-        starts a local Ray instance for the run.
+        Address of an existing Ray cluster: ``"auto"``, ``"host:port"`` or ``"ray://host:10001"``;
+        ``None`` starts a local Ray instance for the run.
     ditto_personal_store : str
         Where Ditto's personal models live between rounds: ``"server"`` (sent with each training
         message, as the fairness authors stored them) or ``"client"`` (Flower's per-node
@@ -788,7 +834,30 @@ class FlowerConfig:
         _positive("flower", "num_cpus", self.num_cpus)
         _positive("flower", "num_gpus", self.num_gpus, allow_zero=True)
         _positive("flower", "num_supernodes", self.num_supernodes)
+        _check_ray_address(self.ray_address)
         _choice("flower", "ditto_personal_store", self.ditto_personal_store, ("server", "client"))
+
+
+RAY_ADDRESS = re.compile(r"(ray://)?(?P<host>[A-Za-z0-9._-]+|\[[0-9A-Fa-f:.]+\]):(?P<port>[0-9]{1,5})")
+"""``flower.ray_address`` besides ``auto``: ``host:port`` or ``ray://host:port`` (a local Ray is the
+unset address, started on loopback by the Flower engine)."""
+
+
+def _check_ray_address(address: str | None) -> None:
+    if address is None or address == "auto":
+        return
+    match = RAY_ADDRESS.fullmatch(address)
+    if match is None or not 1 <= int(match["port"]) <= 65535:
+        raise ConfigError(f"flower.ray_address={show(address)} is not a Ray address; use 'auto', "
+                          f"'host:port' (e.g. '10.0.0.5:6379') or 'ray://host:port' (Ray Client, e.g. port 10001), "
+                          f"or leave it unset to start a local Ray")
+
+
+RUN_NAME_MAX = 100
+RUN_NAME = re.compile(rf"[A-Za-z0-9][A-Za-z0-9._-]{{0,{RUN_NAME_MAX - 1}}}")
+"""Allowed ``run.name``: it starts every run folder's name, so no separators, spaces, control characters."""
+TORCH_THREADS_MAX = 1024
+"""Largest ``run.torch_threads`` (far more threads make torch's thread pool crash)."""
 
 
 @dataclass(frozen=True)
@@ -798,7 +867,8 @@ class RunConfig:
     Attributes
     ----------
     name : str
-        Human-readable experiment name (first part of the run id).
+        Human-readable experiment name (first part of the run id and of the run folder's name):
+        1 to 100 letters, digits, ``.``, ``_`` or ``-``, starting with a letter or digit.
     seed : int
         Master seed (model init, sampling, splits); a repeat r uses ``seed + r``.
     repeat : int
@@ -816,8 +886,8 @@ class RunConfig:
     checkpoint : bool
         Write a checkpoint after every round so an interrupted run resumes.
     torch_threads : int or None
-        CPU threads for torch (``None`` = torch's default). Small models on few cores run
-        fastest with 1 thread per process.
+        CPU threads for torch, 1 to 1024 (``None`` = torch's default). Small models on few cores
+        run fastest with 1 thread per process.
     deviations : list of str
         Where this configuration departs from the paper it reproduces (stored with the run and
         printed under every table that uses it).
@@ -839,8 +909,11 @@ class RunConfig:
         _choice("run", "engine", self.engine, ("inprocess", "flower"))
         _positive("run", "repeat", self.repeat, allow_zero=True)
         _positive("run", "torch_threads", self.torch_threads)
-        if not self.name or any(c in self.name for c in "/\\ "):
-            raise ConfigError(f"run.name={self.name!r} must be non-empty without spaces or slashes")
+        _at_most("run", "torch_threads", self.torch_threads, TORCH_THREADS_MAX, "CPU threads of one process")
+        if not RUN_NAME.fullmatch(self.name):
+            raise ConfigError(
+                f"run.name={show(self.name)} must be 1 to {RUN_NAME_MAX} characters: letters, digits, '.', '_' and "
+                f"'-', starting with a letter or digit (it becomes the run folder's name)")
 
 
 @dataclass(frozen=True)
@@ -1059,35 +1132,39 @@ def _coerce(value: Any, hint: Any, path: str) -> Any:
                 return _coerce(value, arg, path)
             except ConfigError as exc:
                 errors.append(str(exc))
-        raise ConfigError(errors[0] if errors else f"{path}: invalid value {value!r}")
+        raise ConfigError(errors[0] if errors else f"{path}: invalid value {show(value)}")
     if origin is list:
         if isinstance(value, tuple):
             value = list(value)
         if not isinstance(value, list):
-            raise ConfigError(f"{path}={value!r} must be a list")
+            raise ConfigError(f"{path}={show(value)} must be a list")
         return [_coerce(v, args[0], f"{path}[{i}]") for i, v in enumerate(value)] if args else value
     if hint is float:
         if isinstance(value, str):  # YAML 1.1 reads 1e-3 (no decimal point) as a string
             try:
                 value = float(value.strip())
             except ValueError:
-                raise ConfigError(f"{path}={value!r} must be a number") from None
+                raise ConfigError(f"{path}={show(value)} must be a number") from None
         if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise ConfigError(f"{path}={value!r} must be a number")
+            raise ConfigError(f"{path}={show(value)} must be a number")
         if not math.isfinite(value):
-            raise ConfigError(f"{path}={value!r} must be a finite number (NaN and infinity are not allowed)")
+            raise ConfigError(f"{path}={show(value)} must be a finite number (NaN and infinity are not allowed)")
         return float(value)
     if hint is int:
         if isinstance(value, bool) or not isinstance(value, int):
-            raise ConfigError(f"{path}={value!r} must be an integer")
+            raise ConfigError(f"{path}={show(value)} must be an integer")
         return value
     if hint is bool:
         if not isinstance(value, bool):
-            raise ConfigError(f"{path}={value!r} must be true or false")
+            raise ConfigError(f"{path}={show(value)} must be true or false")
         return value
     if hint is str:
+        if isinstance(value, bool):  # YAML 1.1: unquoted on/off/yes/no/true/false are booleans
+            raise ConfigError(f"{path}={show(value)} must be a string; YAML reads an unquoted on, off, yes, no, "
+                              f"true or false as a boolean: quote it, e.g. {path}: 'on' (--set \"{path}='on'\")")
         if not isinstance(value, str):
-            raise ConfigError(f"{path}={value!r} must be a string")
+            hint = "; quote it: YAML read it as a number" if isinstance(value, (int, float)) else ""
+            raise ConfigError(f"{path}={show(value)} must be a string{hint}")
         return value
     return value
 
@@ -1103,7 +1180,7 @@ def _check_finite(obj: Any, prefix: str) -> None:
         items = value if isinstance(value, list) else [value]
         for item in items:
             if isinstance(item, float) and not math.isfinite(item):
-                raise ConfigError(f"{path}={value!r} must be a finite number (NaN and infinity are not allowed)")
+                raise ConfigError(f"{path}={show(value)} must be a finite number (NaN and infinity are not allowed)")
 
 
 @functools.lru_cache(maxsize=None)
@@ -1142,6 +1219,42 @@ def _check_model_fits_dataset(model: str, dataset: str) -> None:
     )
 
 
+class ConfigLoader(yaml.SafeLoader):
+    r"""``yaml.SafeLoader`` that rejects a key given twice in one mapping (PyYAML keeps the last).
+
+    Every config load uses it (:func:`load_config`, ``--set`` values). Keys brought in by a merge
+    key (``<<: *defaults``) may be overridden, as YAML intends.
+
+    Examples
+    --------
+    >>> yaml.load("a: 1\nb: 2", Loader=ConfigLoader)
+    {'a': 1, 'b': 2}
+    >>> try:
+    ...     yaml.load("a: 1\na: 2", Loader=ConfigLoader)
+    ... except yaml.YAMLError as exc:
+    ...     print(exc.problem)
+    duplicate key 'a' (lines 1 and 2): keep one of them
+    """
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        first_line: dict[Any, int] = {}
+        for key_node, _ in node.value:
+            if key_node.tag == "tag:yaml.org,2002:merge":
+                continue
+            key = self.construct_object(key_node, deep=True)
+            line = key_node.start_mark.line + 1
+            try:
+                if key in first_line:
+                    raise yaml.constructor.ConstructorError(
+                        "while constructing a mapping", node.start_mark,
+                        f"duplicate key {show(key)} (lines {first_line[key]} and {line}): keep one of them",
+                        key_node.start_mark)
+                first_line[key] = line
+            except TypeError:  # an unhashable key: SafeLoader's own error follows
+                continue
+        return super().construct_mapping(node, deep=deep)
+
+
 def parse_overrides(items: list[str] | tuple[str, ...]) -> dict[str, Any]:
     """Parse ``["training.rounds=3", "data.name=cifar10"]`` into a dict (values as YAML)."""
     out: dict[str, Any] = {}
@@ -1150,7 +1263,7 @@ def parse_overrides(items: list[str] | tuple[str, ...]) -> dict[str, Any]:
             raise ConfigError(f"override {item!r} must look like section.key=value")
         key, raw = item.split("=", 1)
         try:
-            out[key.strip()] = yaml.safe_load(raw) if raw.strip() else ""
+            out[key.strip()] = yaml.load(raw, Loader=ConfigLoader) if raw.strip() else ""
         except yaml.YAMLError as exc:
             raise ConfigError(
                 f"--set {item!r}: the value {raw!r} is not valid YAML ({_yaml_problem(exc)}); "
@@ -1181,16 +1294,22 @@ def apply_overrides(data: dict[str, Any], overrides: dict[str, Any]) -> None:
 def load_config(path: str | Path, overrides: dict[str, Any] | None = None) -> ExperimentConfig:
     """Load an :class:`ExperimentConfig` from YAML with optional dotted-path overrides."""
     path = Path(path)
+    if path.is_dir():
+        raise ConfigError(f"config file {str(path)!r} is a folder; pass an experiment YAML file")
     if not path.is_file():
         raise ConfigError(f"config file {str(path)!r} does not exist")
     try:
-        data = yaml.safe_load(path.read_text()) or {}
+        data = yaml.load(path.read_text(), Loader=ConfigLoader)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
         where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark is not None else str(path)
         raise ConfigError(f"{where}: invalid YAML: {_yaml_problem(exc)}; fix the syntax at that line") from None
     except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"config file {str(path)!r} cannot be read ({exc})") from None
+        why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        raise ConfigError(f"config file {str(path)!r} cannot be read ({why}); check its permissions and encoding") from None
+    if data is None:
+        raise ConfigError(f"config file {str(path)!r} is empty; write the experiment's sections into it "
+                          f"(see fltrust/configs/demo/*.yaml), or '{{}}' for all defaults")
     if not isinstance(data, dict):
         raise ConfigError(f"{path}: the top level must be a mapping of sections")
     apply_overrides(data, overrides or {})

@@ -4,6 +4,8 @@ Every engine (in-process, Flower) and every observer builder starts from the sam
 :class:`Federation`, so both engines train on identical client data -- including the poisoned
 training rows of a data-level attack (``attack.kind: label_flip | backdoor``, applied by
 :func:`fltrust.attacks.poison_federation`; ``Federation.attack`` holds the run's attack plan).
+
+Spec and bug references ("fairness spec §N", "trust spec §N", "Bn") are defined in ``docs/references.md``.
 """
 
 from __future__ import annotations

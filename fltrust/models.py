@@ -19,6 +19,8 @@ name                architecture (source)                                       
 Binary models with a single output emit one logit; the loss is BCE-with-logits and the
 prediction is ``logit > 0`` (the same as rounding the sigmoid at 0.5, as the authors did).
 All other models emit class logits and use cross-entropy.
+
+Spec and bug references ("fairness spec §N", "trust spec §N", "Bn") are defined in ``docs/references.md``.
 """
 
 from __future__ import annotations

@@ -26,6 +26,7 @@ fltrust.settings.SettingsError: FairnessSettings.reward='lifetime' is not allowe
 from __future__ import annotations
 
 import math
+import reprlib
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
@@ -35,7 +36,31 @@ __all__ = [
     "SettingsError",
     "TRUST_MODE_DEFAULTS",
     "TrustSettings",
+    "show",
 ]
+
+_REPR = reprlib.Repr()
+_REPR.maxlevel, _REPR.maxstring, _REPR.maxother, _REPR.maxlong = 2, 60, 60, 40
+_REPR.maxlist = _REPR.maxtuple = _REPR.maxdict = _REPR.maxset = 6
+SHOW_MAX_CHARS = 120
+
+
+def show(value: Any) -> str:
+    """``repr(value)`` for an error message, bounded in time and length, whatever ``value`` is.
+
+    Every settings and config error quotes the offending value through this helper, so a value
+    blown up by YAML aliases (a "billion laughs" list) or a huge string cannot turn into a huge
+    message.
+
+    Examples
+    --------
+    >>> show("fedavg"), show(0.5)
+    ("'fedavg'", '0.5')
+    >>> len(show(["x" * 1000] * 1000)) <= SHOW_MAX_CHARS
+    True
+    """
+    text = _REPR.repr(value)
+    return text if len(text) <= SHOW_MAX_CHARS else text[:SHOW_MAX_CHARS - 3] + "..."
 
 
 class SettingsError(ValueError):
@@ -53,16 +78,16 @@ class SettingsError(ValueError):
 
 def _choice(owner: str, name: str, value: Any, allowed: tuple[Any, ...]) -> None:
     if value not in allowed:
-        raise SettingsError(owner, name, f"={value!r} is not allowed; choose one of {list(allowed)}")
+        raise SettingsError(owner, name, f"={show(value)} is not allowed; choose one of {list(allowed)}")
 
 
 def _positive(owner: str, name: str, value: Any, *, allow_zero: bool = False) -> None:
     if value is None:
         return
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        raise SettingsError(owner, name, f"={value!r} must be a finite number")
+        raise SettingsError(owner, name, f"={show(value)} must be a finite number")
     if (value < 0) if allow_zero else (value <= 0):
-        raise SettingsError(owner, name, f"={value!r} must be {'>= 0' if allow_zero else '> 0'}")
+        raise SettingsError(owner, name, f"={show(value)} must be {'>= 0' if allow_zero else '> 0'}")
 
 
 def _resolve(settings: Any, defaults: dict[str, Any]) -> None:
@@ -81,8 +106,11 @@ NONPOSITIVE_POLICIES = ("raw", "exclude")
 REWARDS = ("instantaneous", "cumulative")
 GROUP_METRICS = ("authors", "equalized_odds")
 JAIN_ZERO_GUARDS = ("authors", "all_zero_is_one")
-SHAPLEY_METHODS = ("exact", "monte_carlo")
-"""FedSV methods of :func:`fltrust.metrics.shapley.federated_shapley` (a test pins the two lists equal)."""
+SHAPLEY_METHODS = ("exact", "monte_carlo", "permutation", "auto")
+"""FedSV methods of :func:`fltrust.metrics.shapley.federated_shapley` (a test pins the two lists
+equal, and the two defaults below to ``AUTO_EXACT_PLAYERS`` and ``SAMPLER_PERMUTATIONS`` there)."""
+AUTO_EXACT_PLAYERS = 6
+SAMPLER_PERMUTATIONS = 10
 
 FAIRNESS_MODE_DEFAULTS: dict[str, dict[str, Any]] = {
     "faithful": {
@@ -146,13 +174,26 @@ class FairnessSettings:
         NaN), f_r is 1 when the reward ratios sum to exactly 0. ``"all_zero_is_one"``
         (corrected): ``J(all zero) = 1`` for both, ``J(empty) = NaN``. A mode-level item of
         spec 9; the YAML configuration has no key for it.
-    shapley : {"exact", "monte_carlo"}
-        FedSV over all coalitions (``2^m - 1`` coalition models: 1,023 at 10 participants) or by
-        permutation sampling.
+    shapley : {"exact", "monte_carlo", "permutation", "auto"}
+        How FedSV is computed (:func:`fltrust.metrics.shapley.federated_shapley`). ``"exact"``
+        (default): all ``2^m - 1`` coalitions (1,023 coalition models at 10 participants).
+        ``"monte_carlo"``: every prefix of ``shapley_permutations`` uniform orders.
+        ``"permutation"``: guided permutation sampling with a control variate,
+        ``shapley_sampler_permutations`` orders (at most ``m + 1 + P (m - 2)`` models: 91 at 10
+        participants), standard errors recorded. ``"auto"``: exact up to
+        ``shapley_auto_exact_players`` participants, ``"permutation"`` above.
     shapley_permutations : int
-        Monte Carlo budget per round.
+        ``"monte_carlo"`` budget per round.
     exact_max_players : int
-        Rounds with more participants use Monte Carlo even when ``shapley="exact"``.
+        ``shapley="exact"``: rounds with more participants switch to ``"monte_carlo"``, with a
+        warning naming this setting.
+    shapley_auto_exact_players : int
+        ``shapley="auto"``: exact up to this many participants (default 6: 63 models).
+    shapley_sampler_permutations : int
+        ``"permutation"`` budget per round (default 10).
+    shapley_truncation : float
+        ``"permutation"``: a walk stops when the remaining gain ``|U(S) - U(prefix)|`` is at
+        most this fraction of ``|U(S)|`` (0, default: never).
     notion_weights : tuple of 4 float
         Weights of (f_j, f_g, f_r, f_o) in F_T (paper Eq. 12), normalised to sum 1.
     sensitive_attributes : tuple of int or None
@@ -175,6 +216,9 @@ class FairnessSettings:
     shapley: str = "exact"
     shapley_permutations: int = 200
     exact_max_players: int = 10
+    shapley_auto_exact_players: int = AUTO_EXACT_PLAYERS
+    shapley_sampler_permutations: int = SAMPLER_PERMUTATIONS
+    shapley_truncation: float = 0.0
     notion_weights: tuple[float, float, float, float] = (0.25, 0.25, 0.25, 0.25)
     sensitive_attributes: tuple[int, ...] | None = None
     aux_batch_size: int | None = None
@@ -192,20 +236,23 @@ class FairnessSettings:
         _choice(owner, "shapley", self.shapley, SHAPLEY_METHODS)
         _positive(owner, "shapley_permutations", self.shapley_permutations)
         _positive(owner, "exact_max_players", self.exact_max_players)
+        _positive(owner, "shapley_auto_exact_players", self.shapley_auto_exact_players)
+        _positive(owner, "shapley_sampler_permutations", self.shapley_sampler_permutations)
+        _positive(owner, "shapley_truncation", self.shapley_truncation, allow_zero=True)
         _positive(owner, "aux_batch_size", self.aux_batch_size)
         try:
             weights = tuple(float(w) for w in self.notion_weights)
         except (TypeError, ValueError):
             weights = ()
         if len(weights) != 4 or not all(math.isfinite(w) and w >= 0 for w in weights) or sum(weights) <= 0:
-            raise SettingsError(owner, "notion_weights", f"={list(self.notion_weights)} must be 4 non-negative numbers "
-                                "(f_j, f_g, f_r, f_o) with a positive sum")
+            raise SettingsError(owner, "notion_weights", f"={show(list(self.notion_weights))} must be 4 non-negative "
+                                "numbers (f_j, f_g, f_r, f_o) with a positive sum")
         object.__setattr__(self, "notion_weights", weights)
         if self.sensitive_attributes is not None:
             values = tuple(self.sensitive_attributes)
             if not values or not all(isinstance(a, int) and not isinstance(a, bool) for a in values):
-                raise SettingsError(owner, "sensitive_attributes", f"={list(values)} must be a non-empty list of "
-                                    "label values (integers), or None")
+                raise SettingsError(owner, "sensitive_attributes", f"={show(list(values))} must be a non-empty list "
+                                    "of label values (integers), or None")
             object.__setattr__(self, "sensitive_attributes", values)
 
     def to_dict(self) -> dict[str, Any]:
@@ -346,7 +393,13 @@ class TrustSettings:
         _positive(owner, "reference_samples", self.reference_samples)
         _positive(owner, "reputation_tolerance", self.reputation_tolerance, allow_zero=True)
         if not isinstance(self.declared, dict):  # its values: fltrust.trust.governance.validate_declarations
-            raise SettingsError(owner, "declared", f"={self.declared!r} must be a mapping")
+            raise SettingsError(owner, "declared", f"={show(self.declared)} must be a mapping")
+        for key, value in self.declared.items():  # scalars only: a YAML alias bomb never reaches str()/repr()
+            scalar = value is None or isinstance(value, (bool, int, float)) or (isinstance(value, str) and len(value) <= 64)
+            if not (isinstance(key, str) and scalar):
+                name = key if isinstance(key, str) and len(key) <= 64 else show(key)
+                raise SettingsError(owner, f"declared.{name}", f"={show(value)} must be a number or a word (at most "
+                                    "64 characters), e.g. testing_coverage: 0.8 or encryption: none")
         _positive(owner, "clever_samples", self.clever_samples, allow_zero=True)
         _positive(owner, "clever_nb_batches", self.clever_nb_batches)
         _positive(owner, "clever_batch_size", self.clever_batch_size)

@@ -1,6 +1,7 @@
 """The command line: run, data info, error messages and exit codes."""
 
 import json
+import os
 
 import pytest
 import yaml
@@ -38,9 +39,11 @@ def test_bad_config_gives_exit_2_and_names_the_field(tmp_path, capsys):
 
 
 def test_data_dir_accepted_after_the_subcommand(tmp_path, capsys):
+    before = os.environ.get("FLTRUST_DATA")
     code = main(["data", "info", "--json", "--data-dir", str(tmp_path)])
     rows = json.loads(capsys.readouterr().out)
     assert code == 0
+    assert os.environ.get("FLTRUST_DATA") == before  # --data-dir does not leak out of main
     assert {r["name"] for r in rows} == {"cifar10", "femnist", "nsl_kdd", "n_baiot"}
     assert not any(r["found"] for r in rows)
 

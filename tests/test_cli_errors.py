@@ -364,3 +364,320 @@ def test_an_unreadable_audit_key_file_is_one_line(tmp_path, capsys, monkeypatch)
 
     assert main(["run", str(write_config(tmp_path)), "--out", str(tmp_path / "runs")]) == 2
     assert f"FLTRUST_AUDIT_KEY_FILE={tmp_path / 'nope.key'}: cannot read the audit key file" in one_line_error(capsys)
+
+
+# -- hardening (issue 18, items 7 and 9-11): one line each, the right code ----------------------
+
+def must_not_be_called(what: str):
+    """A stand-in for a call the probe must never reach (it crashed or hung the old code)."""
+    def call(*args, **kwargs):
+        raise AssertionError(f"{what} was called: the bad value was not caught first")
+
+    return call
+
+
+def test_torch_threads_is_bounded(tmp_path, capsys, monkeypatch):
+    # before: torch.set_num_threads(100000) crashed the process (exit 139, no output)
+    import torch
+
+    monkeypatch.setattr(torch, "set_num_threads", must_not_be_called("torch.set_num_threads"))
+
+    code = main(["run", str(write_config(tmp_path)), "--set", "run.torch_threads=100000", "--out", str(tmp_path / "runs")])
+
+    assert code == 2
+    assert "run.torch_threads=100000 is too large: at most 1,024 (CPU threads of one process)" in one_line_error(capsys)
+    assert not (tmp_path / "runs").exists()
+
+
+def test_yaml_alias_bomb_in_declared_values_is_refused_in_one_short_line(tmp_path, capsys):
+    # before: the 9^6 strings the aliases stand for were repr'd into one multi-megabyte error line
+    levels = ["&l0 [" + ", ".join(["lol"] * 9) + "]"]
+    levels += [f"&l{i} [" + ", ".join([f"*l{i - 1}"] * 9) + "]" for i in range(1, 7)]
+    config = tmp_path / "bomb.yaml"
+    config.write_text(f"metrics:\n  trust:\n    declared:\n      testing_coverage: [{', '.join(levels)}]\n")
+
+    code = main(["run", str(config)])
+
+    assert code == 2
+    err = one_line_error(capsys)
+    assert "metrics.trust.declared.testing_coverage=[['lol'," in err and "must be a number or a word" in err
+    assert len(err) < 400, len(err)
+
+
+def test_data_dir_on_a_symbolic_link_loop_is_one_line(tmp_path, capsys):
+    # before: a 22-line RuntimeError traceback ("Symlink loop from ...") with exit 1
+    (tmp_path / "loop_a").symlink_to(tmp_path / "loop_b")
+    (tmp_path / "loop_b").symlink_to(tmp_path / "loop_a")
+
+    code = main(["run", str(write_config(tmp_path)), "--data-dir", str(tmp_path / "loop_a")])
+
+    assert code == 2
+    err = one_line_error(capsys)
+    assert f"--data-dir {tmp_path / 'loop_a'}: cannot resolve the path (a symbolic link loop)" in err
+
+
+@pytest.mark.parametrize("value", [r'"a\0b"', r'"two\nlines"', r'"tab\there"', '"a/b"', '"-flag"', "a" * 101],
+                         ids=["nul", "newline", "tab", "slash", "dash-first", "101-chars"])
+def test_run_name_must_be_a_safe_folder_name(tmp_path, capsys, value):
+    # before: a NUL gave exit 70, a newline made a folder with a newline in its name, 300 characters
+    # gave "File name too long" (exit 3) without naming the field
+    code = main(["run", str(write_config(tmp_path)), "--set", f"run.name={value}", "--out", str(tmp_path / "runs")])
+
+    assert code == 2
+    err = one_line_error(capsys)
+    assert "run.name=" in err and "must be 1 to 100 characters: letters, digits, '.', '_' and '-'" in err
+    assert not (tmp_path / "runs").exists()
+
+
+def test_a_100_character_run_name_is_fine():
+    from fltrust.config import ExperimentConfig
+
+    assert ExperimentConfig.from_dict({"run": {"name": "a" * 100}}).run.name == "a" * 100
+
+
+@pytest.mark.parametrize("files", ["[/etc/passwd]", "[../nsl_kdd/KDDTrain+.txt]", "[KDDTrain+.txt, sub/../../x]"])
+def test_data_files_must_stay_inside_the_dataset_folder(tmp_path, capsys, files):
+    # before: an absolute path was read (and failed with exit 70 after parsing); '..' left the folder
+    config = write_config(tmp_path, data={"name": "nsl_kdd"})
+
+    code = main(["run", str(config), "--set", f"data.train_files={files}", "--data-dir", str(tmp_path / "data")])
+
+    assert code == 2
+    err = one_line_error(capsys)
+    assert "data.train_files[" in err and "must be a path relative to the dataset folder" in err
+
+
+def test_synthetic_samples_is_bounded(tmp_path, capsys):
+    # before: MemoryError (exit 70) allocating 74.5 GiB
+    code = main(["run", str(write_config(tmp_path)), "--set", "data.synthetic_samples=10000000000"])
+
+    assert code == 2
+    err = one_line_error(capsys)
+    assert "data.synthetic_samples=10000000000 is too large: at most 3,520,464 (2 GiB" in err
+
+
+def test_unreadable_input_file_is_not_blamed_on_out(tmp_path, capsys, monkeypatch):
+    # before: "cannot write <input>: permission denied; pass --out a writable folder"
+    data_file = tmp_path / "data" / "nsl_kdd" / "KDDTrain+.txt"
+    data_file.parent.mkdir(parents=True)
+    data_file.write_text("")
+    fail_run_with(monkeypatch, PermissionError(errno.EACCES, "Permission denied", str(data_file)))
+
+    code = main(["run", str(write_config(tmp_path)), "--out", str(tmp_path / "runs")])
+
+    assert code == 3
+    err = one_line_error(capsys)
+    assert f"cannot read {data_file}: permission denied" in err and "--out" not in err
+
+
+def test_unreadable_config_file_names_it(tmp_path, capsys, monkeypatch):
+    config = write_config(tmp_path)
+    original = Path.read_text
+
+    def read_text(self, *args, **kwargs):
+        if self == config:
+            raise PermissionError(errno.EACCES, "Permission denied", str(self))
+        return original(self, *args, **kwargs)
+
+    monkeypatch.setattr(Path, "read_text", read_text)
+
+    assert main(["run", str(config)]) == 2
+    assert f"config file '{config}' cannot be read (Permission denied)" in one_line_error(capsys)
+
+
+def test_a_folder_as_config_file_says_so(tmp_path, capsys):
+    # before: "config file ... does not exist"
+    assert main(["run", str(tmp_path)]) == 2
+    err = one_line_error(capsys)
+    assert f"config file '{tmp_path}' is a folder; pass an experiment YAML file" in err
+    assert str(tmp_path) + ":" not in err.split("config error: ", 1)[1].split(" ")[0]  # named once, not twice
+
+
+@pytest.mark.parametrize("text", ["", "# only a comment\n"], ids=["empty", "comment-only"])
+def test_an_empty_config_file_is_an_error(tmp_path, capsys, text):
+    # before: it ran the default experiment, silently
+    config = tmp_path / "empty.yaml"
+    config.write_text(text)
+
+    assert main(["run", str(config), "--out", str(tmp_path / "runs")]) == 2
+    assert f"config file '{config}' is empty" in one_line_error(capsys)
+    assert not (tmp_path / "runs").exists()
+
+
+def test_duplicate_yaml_keys_name_the_key_and_both_lines(tmp_path, capsys):
+    # before: the last one won, silently
+    config = tmp_path / "dup.yaml"
+    config.write_text("training:\n  rounds: 1\nrun:\n  name: x\n  name: y\n")
+
+    assert main(["run", str(config)]) == 2
+    assert f"{config}:5:3: invalid YAML: duplicate key 'name' (lines 4 and 5)" in one_line_error(capsys)
+
+
+def test_duplicate_keys_in_a_set_value(tmp_path, capsys):
+    assert main(["run", str(write_config(tmp_path)), "--set", "training={rounds: 1, rounds: 2}"]) == 2
+    assert "duplicate key 'rounds' (lines 1 and 1)" in one_line_error(capsys)
+
+
+def test_a_yaml_boolean_for_a_string_field_says_to_quote_it(tmp_path, capsys):
+    # before: "run.name=True must be a string"
+    assert main(["run", str(write_config(tmp_path)), "--set", "run.name=on"]) == 2
+    err = one_line_error(capsys)
+    assert "run.name=True must be a string; YAML reads an unquoted on, off, yes, no, true or false" in err
+    assert "quote it" in err
+
+
+@pytest.mark.parametrize("option", [["--jobs", "0"], ["--jobs", "-1"], ["--repeats", "0"]])
+def test_jobs_and_repeats_must_be_at_least_one(capsys, option):
+    # before: --jobs 0 / -1 silently ran one job; --repeats 0 ended in a KeyError inside a notebook
+    with pytest.raises(SystemExit) as exit_:
+        main(["repro", "fairness", "--quick", "--conditions", "nothing-matches", *option])
+
+    assert exit_.value.code == 2
+    assert f"argument {option[0]}: {option[1]} must be at least 1" in capsys.readouterr().err
+
+
+def test_report_from_a_missing_or_non_batch_folder_is_an_error(tmp_path, capsys):
+    # before: an empty report, exit 0
+    out = tmp_path / "report.html"
+    assert main(["report", "fairness", "--from", str(tmp_path / "missing"), "--out", str(out)]) == 2
+    assert f"--from {tmp_path / 'missing'}: no such folder" in one_line_error(capsys)
+
+    assert main(["report", "fairness", "--from", str(tmp_path), "--out", str(out)]) == 2
+    assert "not a batch folder (it has no results/ folder)" in one_line_error(capsys)
+    assert not out.exists()
+
+
+@pytest.mark.parametrize("address", ["not_an_address", "10.0.0.1", "host:99999", "local"])
+def test_a_malformed_ray_address_names_the_field(tmp_path, capsys, address):
+    # before: exit 70 (ValueError: Invalid address format) once Ray was imported
+    code = main(["run", str(write_config(tmp_path)), "--set", "run.engine=flower", "--set",
+                 f"flower.ray_address={address}", "--out", str(tmp_path / "runs")])
+
+    assert code == 2
+    assert f"flower.ray_address='{address}' is not a Ray address" in one_line_error(capsys)
+    assert not (tmp_path / "runs").exists()
+
+
+def test_an_unreachable_ray_address_is_one_line_before_ray_starts(tmp_path, capsys, monkeypatch):
+    # before: ray.init retried for minutes (the probe was killed after 60 s)
+    pytest.importorskip("flwr")
+    from fltrust.flower.engine import FlowerEngine
+
+    monkeypatch.setattr(FlowerEngine, "_start_ray", must_not_be_called("ray.init"))
+
+    code = main(["run", str(write_config(tmp_path)), "--set", "run.engine=flower",
+                 "--set", "flower.ray_address=127.0.0.1:1", "--out", str(tmp_path / "runs")])
+
+    assert code == 2
+    assert one_line_error(capsys).strip() == (
+        "fltrust: config error: flower.ray_address='127.0.0.1:1': nothing answers at 127.0.0.1:1 (Connection refused); "
+        "start the cluster (`ray start --head`) or unset flower.ray_address for a local Ray")
+
+
+def test_flower_num_cpus_beyond_the_machine_is_one_line_before_ray_starts(tmp_path, capsys, monkeypatch):
+    # before: Ray started, Flower printed 7 tracebacks ("The ActorPool is empty") and hung
+    pytest.importorskip("flwr")
+    from fltrust.flower.engine import FlowerEngine, available_cpus
+
+    monkeypatch.setattr(FlowerEngine, "_start_ray", must_not_be_called("ray.init"))
+    cpus = available_cpus()
+
+    code = main(["run", str(write_config(tmp_path)), "--set", "run.engine=flower",
+                 "--set", f"flower.num_cpus={cpus + 62}", "--out", str(tmp_path / "runs")])
+
+    assert code == 2
+    assert one_line_error(capsys).strip() == (
+        f"fltrust: config error: flower.num_cpus={cpus + 62} asks more CPUs per ClientApp than the {cpus} available "
+        f"to this process, so no client could start; use flower.num_cpus <= {cpus}")
+
+
+def test_a_closed_output_pipe_stops_quietly_with_141(tmp_path):
+    # before: "fltrust: error:: Broken pipe" with exit 3 (`fltrust data info | head -1`)
+    env = {**os.environ, "PYTHONPATH": str(REPO), "FLTRUST_CACHE": str(tmp_path / "cache")}
+    proc = subprocess.Popen([sys.executable, "-m", "fltrust", "data", "info", "--data-dir", str(tmp_path)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, cwd=tmp_path)
+    proc.stdout.close()  # the reader is gone before the first line is written
+    err = proc.stderr.read().decode()
+    proc.wait(timeout=60)
+    proc.stderr.close()
+
+    assert proc.returncode == 141, err
+    assert err == ""
+
+
+@pytest.mark.parametrize("make, words", [
+    (lambda p: p / "missing", "does not exist"),
+    (lambda p: (p / "file.txt").write_text("x") and p / "file.txt", "is a file"),
+    (lambda p: p, "not a run folder (it has no config.yaml and no rounds.jsonl)"),
+], ids=["missing", "file", "folder"])
+def test_audit_of_something_that_is_not_a_run_folder(tmp_path, capsys, make, words):
+    # before: "fltrust: error:: no such file or folder (<run>/config.yaml is missing: ...)"
+    target = make(tmp_path)
+
+    assert main(["audit", str(target)]) == 2
+    err = one_line_error(capsys)
+    assert err.strip().startswith(f"fltrust: error: audit {target}: {words}") and "error::" not in err
+
+
+def test_exception_classes_are_matched_by_class_not_by_name():
+    # before: any exception *named* RunInterrupted or RunFolderError got exit 130 / 4
+    from fltrust.runs import RunFolderError
+
+    stranger = type("RunInterrupted", (Exception,), {})("not an interrupt")
+    impostor = type("RunFolderError", (Exception,), {})("not a run folder error")
+
+    assert cli.describe_error(stranger)[0] == 70
+    assert cli.describe_error(impostor)[0] == 70
+    assert cli.describe_error(RunFolderError("busy")) == (4, "error: busy")
+
+
+def test_nsl_kdd_infinity_is_a_data_error_naming_file_line_and_field(tmp_path, capsys, official_kdd):
+    # before: 'inf' passed, min-max scaling turned src_bytes into NaN and the run was reported as diverged
+    folder, _ = official_kdd
+    test_file = folder / "KDDTest+.txt"
+    lines = test_file.read_text().splitlines()
+    fields = lines[3].split(",")
+    fields[4] = "inf"
+    lines[3] = ",".join(fields)
+    test_file.write_text("\n".join(lines) + "\n")
+
+    code = main(["run", str(write_config(tmp_path, data={"name": "nsl_kdd"})), "--data-dir", str(tmp_path / "data"),
+                 "--out", str(tmp_path / "runs")])
+
+    assert code == 2
+    assert ("data error: KDDTest+.txt line 4: field 5 (src_bytes) = 'inf' is not a finite number"
+            in one_line_error(capsys))
+
+
+@pytest.mark.slow
+def test_sigint_during_a_flower_run_exits_130_and_stops_ray(tmp_path):
+    # before: the interrupt's line was printed, then the interpreter waited forever for Flower's
+    # ServerApp thread (polling for replies from the stopped runtime) until a second SIGINT
+    pytest.importorskip("flwr")
+    psutil = pytest.importorskip("psutil")
+    config = write_config(tmp_path, data={"synthetic_samples": 200}, partition={"num_clients": 2},
+                          training={"rounds": 400}, run={"engine": "flower", "torch_threads": 1, "device": "cpu"})
+    out = tmp_path / "runs"
+    env = {**os.environ, "PYTHONPATH": str(REPO), "FLTRUST_CACHE": str(tmp_path / "cache")}
+    proc = subprocess.Popen([sys.executable, "-m", "fltrust", "run", str(config), "--out", str(out)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=REPO,
+                            start_new_session=True, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    try:
+        deadline = time.monotonic() + 300  # Ray's start-up on a busy 2-core machine takes about a minute
+        while time.monotonic() < deadline and proc.poll() is None:
+            rounds = glob.glob(str(out / "*" / "rounds.jsonl"))
+            if rounds and len(Path(rounds[0]).read_text().splitlines()) >= 2:
+                break
+            time.sleep(0.1)
+        assert proc.poll() is None, proc.communicate()
+        ray_processes = psutil.Process(proc.pid).children(recursive=True)
+        os.killpg(proc.pid, signal.SIGINT)  # what a terminal's Ctrl-C does
+        _, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.communicate()
+    assert proc.returncode == 130, err
+    assert err.strip().splitlines()[-1] == "fltrust: interrupted; rerun the same command to resume", err
+    _, alive = psutil.wait_procs(ray_processes, timeout=30)
+    assert alive == [], [p.info for p in alive]

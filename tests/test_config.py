@@ -172,3 +172,68 @@ def test_config_hash_of_a_committed_paper_result_is_pinned():
 
     assert cfg.config_hash() == "6c465e01a4"
     assert result["run_ids"][0] == f"fedavg_nslkdd_100c_iid-{cfg.config_hash()}-s0-r0"
+
+
+# -- hardening (issue 18, item 11) ------------------------------------------------------------
+
+def test_config_loader_rejects_duplicate_keys_at_any_depth_and_keeps_merge_keys():
+    from fltrust.config import ConfigLoader
+
+    for text, key, lines in [("a: 1\nb: 2\na: 3\n", "a", (1, 3)), ("s:\n  k: 1\n  k: 2\n", "k", (2, 3)),
+                             ("s: {k: 1, k: 2}\n", "k", (1, 1))]:
+        with pytest.raises(yaml.YAMLError) as error:
+            yaml.load(text, Loader=ConfigLoader)
+        assert error.value.problem == f"duplicate key '{key}' (lines {lines[0]} and {lines[1]}): keep one of them"
+    # a merge key brings defaults that the mapping may override, as YAML intends
+    merged = yaml.load("base: &b {rounds: 1, batch_size: 8}\ntraining:\n  <<: *b\n  rounds: 3\n", Loader=ConfigLoader)
+    assert merged["training"] == {"rounds": 3, "batch_size": 8}
+
+
+def test_show_bounds_any_value():
+    from fltrust.config import SHOW_MAX_CHARS, show
+
+    nested: list = ["lol"] * 9
+    for _ in range(12):  # 9^13 strings if it were expanded
+        nested = [nested] * 9
+
+    assert show("fedavg") == "'fedavg'" and show(1e-3) == "0.001" and show(None) == "None"
+    assert len(show(nested)) <= SHOW_MAX_CHARS and len(show("x" * 10**6)) <= SHOW_MAX_CHARS
+
+
+def test_declared_values_must_be_short_scalars():
+    with pytest.raises(ConfigError, match=r"metrics\.trust\.declared\.encryption=\['he'\] must be a number or a word"):
+        ExperimentConfig.from_dict({"metrics": {"trust": {"declared": {"encryption": ["he"]}}}})
+    with pytest.raises(ConfigError, match=r"declared\.anonymisation='kkkk.*at most 64 characters"):
+        ExperimentConfig.from_dict({"metrics": {"trust": {"declared": {"anonymisation": "k" * 65}}}})
+    cfg = ExperimentConfig.from_dict({"metrics": {"trust": {"declared": {"testing_coverage": 0.8, "encryption": "he"}}}})
+    assert cfg.metrics.trust.declared == {"testing_coverage": 0.8, "encryption": "he"}
+
+
+@pytest.mark.parametrize("address, ok", [(None, True), ("auto", True), ("10.0.0.5:6379", True),
+                                         ("ray://head.example:10001", True), ("[::1]:6379", True),
+                                         ("local", False), ("10.0.0.5", False), ("h:0", False), ("h:65536", False),
+                                         ("http://h:80", False), ("h:80/x", False)])
+def test_ray_address_format(address, ok):
+    data = {"flower": {"ray_address": address}}
+    if ok:
+        assert ExperimentConfig.from_dict(data).flower.ray_address == address
+    else:
+        with pytest.raises(ConfigError, match=r"flower\.ray_address=.* is not a Ray address"):
+            ExperimentConfig.from_dict(data)
+
+
+def test_every_committed_config_and_generated_condition_passes_the_new_bounds():
+    # run.name's character set, the file, thread and size bounds must not reject what the kit ships
+    from pathlib import Path
+
+    from fltrust.repro.fairness import condition_configs
+    from fltrust.repro.fairness_conditions import all_conditions, condition_name
+    from fltrust.repro.trust_experiments import EXPERIMENTS, experiment_config
+
+    repo = Path(__file__).resolve().parents[1]
+    paths = sorted((repo / "papers_repro").glob("*/configs/*.yaml")) + sorted((repo / "fltrust" / "configs").rglob("*.yaml"))
+    assert len(paths) >= 30
+    names = [load_config(path).run.name for path in paths]
+    names += [cfg.run.name for c in all_conditions() for cfg in condition_configs(condition_name(*c), repeats=1)]
+    names += [experiment_config(name).run.name for name in EXPERIMENTS]
+    assert all(1 <= len(name) <= 100 for name in names)

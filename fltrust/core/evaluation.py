@@ -14,6 +14,8 @@ models are not evaluated one at a time; loss and predictions are computed on the
 :func:`evaluate_datasets` (one model, several datasets: the clients' rewards, the aux set) and
 :func:`evaluate_stacked` (model k on dataset k: the clients' performances) batch the engine's
 per-client evaluations the same way, with one device-to-host transfer per call.
+
+Spec and bug references ("fairness spec §N", "trust spec §N", "Bn") are defined in ``docs/references.md``.
 """
 
 from __future__ import annotations

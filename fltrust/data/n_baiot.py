@@ -38,6 +38,8 @@ identity, device number n = 1..9:
 - ``<n>.<traffic>.csv``: the same CSV, uncompressed;
 - ``<n>.benign+<family>.<attack>[.<note>].csv``: a labelled CSV, the 115 features then a column
   ``Normal`` (1 = benign row, 0 = attack row of that attack).
+
+Spec and bug references ("fairness spec §N", "trust spec §N", "Bn") are defined in ``docs/references.md``.
 """
 
 from __future__ import annotations

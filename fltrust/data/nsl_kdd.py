@@ -31,7 +31,10 @@ Features (122, float32)
 
 Labels and extras
 -----------------
-``y = 0`` for ``normal``, 1 for any attack; ``class_names = ["normal", "attack"]``.
+``y = 0`` for ``normal``, 1 for any attack; ``class_names = ["normal", "attack"]``. The label must
+be ``normal`` exactly, as in the official files and the fairness authors' code (``'normal'`` -> 0,
+anything else -> 1): a label that differs from it only in case or spaces (``Normal``, ``NORMAL``)
+is an error naming the line, since reading it either way would silently change the classes.
 ``extras`` keeps per-sample strings: ``attack`` (raw label), ``attack_category``
 (normal/DoS/Probe/R2L/U2R by :data:`ATTACK_CATEGORIES`, unknown names map to ``"unknown"``), and
 the raw ``protocol_type``, ``service`` and ``flag`` (needed by :func:`per_partition_column_order`).
@@ -49,6 +52,8 @@ faithful-only option (``data.onehot_order="per_split"``, what produced the publi
 ``"per_partition"`` encodes a client's train and validation rows together); the loader itself
 always returns the global order, and :func:`fltrust.federation.prepare_federation` applies the
 permutation to each encoded set.
+
+Spec and bug references ("fairness spec §N", "trust spec §N", "Bn") are defined in ``docs/references.md``.
 """
 
 from __future__ import annotations
@@ -145,7 +150,8 @@ def _parse_kdd_file(path: Path) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
     Raises
     ------
     DatasetError
-        Naming the file and line of the first malformed row or unknown category.
+        Naming the file and line of the first malformed row, empty, missing (``nan``) or infinite
+        value, unknown category or mis-spelt ``normal`` label.
     """
     dtypes: dict[str, Any] = {c: "float64" for c in CONTINUOUS_COLUMNS}
     dtypes.update({c: str for c in CATEGORICAL_COLUMNS + ("label",)})
@@ -154,19 +160,33 @@ def _parse_kdd_file(path: Path) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
         frame = pd.read_csv(path, header=None, names=list(FILE_COLUMNS), dtype=dtypes, skipinitialspace=True)
     except (ValueError, pd.errors.ParserError) as exc:
         raise _first_bad_line(path) or unreadable(path, f"cannot parse as NSL-KDD text ({exc})", "nsl_kdd") from exc
-    if frame.isna().to_numpy().any():  # short rows are padded with NaN by pandas
-        raise _first_bad_line(path) or DatasetError(f"{path.name}: empty fields; expected 43 per line")
+    missing = frame.isna().to_numpy()  # short rows are padded with NaN by pandas; 'nan', 'NA' read as NaN
+    if missing.any():
+        raise _first_bad_line(path) or _bad_cell(path, missing, "is empty or reads as a missing value")
     if len(frame) == 0:
         raise unreadable(path, "no rows; expected 43 comma-separated fields per line", "nsl_kdd")
+    numeric = frame.columns.isin(list(CONTINUOUS_COLUMNS) + ["difficulty"])
+    infinite = np.zeros(missing.shape, dtype=bool)
+    infinite[:, numeric] = ~np.isfinite(frame.loc[:, numeric].to_numpy(dtype=np.float64))
+    if infinite.any():  # 'inf' parses as a float, and min-max scaling would turn its column into NaN
+        raise _bad_cell(path, infinite, "is not a finite number")
     for column in CATEGORICAL_COLUMNS:
         values = frame[column].to_numpy(dtype=str)
         unknown = ~np.isin(values, CATEGORIES[column])
         if unknown.any():
             row = int(np.flatnonzero(unknown)[0])
             raise DatasetError(
-                f"{path.name} line {row + 1}: unknown {column} {str(values[row])!r}; "
+                f"{path.name} line {_line_of_row(path, row)[0]}: unknown {column} {str(values[row])!r}; "
                 f"expected one of {list(CATEGORIES[column])}"
             )
+    labels = frame["label"].to_numpy(dtype=str)
+    misspelt = (np.char.lower(np.char.strip(labels)) == "normal") & (labels != "normal")
+    if misspelt.any():
+        row = int(np.flatnonzero(misspelt)[0])
+        raise DatasetError(
+            f"{path.name} line {_line_of_row(path, row)[0]}: label {str(labels[row])!r}; the normal class is "
+            f"spelt 'normal' (lower case, as in the official files), any other label is an attack: fix the label"
+        )
     arrays = {
         "continuous": frame[list(CONTINUOUS_COLUMNS)].to_numpy(dtype=np.float64),
         **{c: frame[c].to_numpy(dtype=str) for c in CATEGORICAL_COLUMNS},
@@ -174,6 +194,25 @@ def _parse_kdd_file(path: Path) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
         "difficulty": frame["difficulty"].to_numpy(dtype=np.int64),
     }
     return arrays, {"rows": len(frame)}
+
+
+def _line_of_row(path: Path, row: int) -> tuple[int, list[str]]:
+    """Line number (1-based) and fields of data row ``row`` (pandas skips blank lines)."""
+    with open(path, encoding="utf-8", errors="replace") as handle:
+        rows = (item for item in enumerate(handle, start=1) if item[1].strip())
+        for index, (number, line) in enumerate(rows):
+            if index == row:
+                return number, line.rstrip("\r\n").split(",")
+    return row + 1, []
+
+
+def _bad_cell(path: Path, mask: np.ndarray, what: str) -> DatasetError:
+    """The error for the first True cell of ``mask`` (rows x :data:`FILE_COLUMNS`): file, line, field."""
+    row, column = (int(i) for i in np.argwhere(mask)[0])
+    number, fields = _line_of_row(path, row)
+    raw = fields[column].strip() if column < len(fields) else ""
+    return DatasetError(f"{path.name} line {number}: field {column + 1} ({FILE_COLUMNS[column]}) = {raw!r} {what}; "
+                        f"fix or remove that line")
 
 
 def _first_bad_line(path: Path) -> DatasetError | None:
@@ -191,11 +230,16 @@ def _first_bad_line(path: Path) -> DatasetError | None:
                 )
             for i in sorted(numeric):
                 try:
-                    float(fields[i])
+                    value = float(fields[i])
                 except ValueError:
                     return DatasetError(
                         f"{path.name} line {number}: field {i + 1} ({FILE_COLUMNS[i]}) = {fields[i]!r} "
                         f"is not a number"
+                    )
+                if not np.isfinite(value):
+                    return DatasetError(
+                        f"{path.name} line {number}: field {i + 1} ({FILE_COLUMNS[i]}) = {fields[i]!r} "
+                        f"is not a finite number; fix or remove that line"
                     )
     return None
 

@@ -36,6 +36,8 @@ Where ours and Flower's differ (``tests/fl/test_robust_aggregation.py`` checks e
   averages in the arrays' dtype, we average in float64 (float32-rounding differences).
 - Bulyan's second stage (mean of the beta values closest to the median) runs in the arrays' own
   dtype, exactly as Flower's: bit-identical results.
+
+Spec and bug references ("fairness spec §N", "trust spec §N", "Bn") are defined in ``docs/references.md``.
 """
 
 from __future__ import annotations

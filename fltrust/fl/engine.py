@@ -19,6 +19,8 @@ the round and the client id, so a run is deterministic on CPU and resumes exactl
 
 The engine knows nothing about metrics: :mod:`fltrust.experiment` builds the federation, the
 model and the observers and hands them to an engine (this one, or :mod:`fltrust.flower`).
+
+Spec and bug references ("fairness spec §N", "trust spec §N", "Bn") are defined in ``docs/references.md``.
 """
 
 from __future__ import annotations

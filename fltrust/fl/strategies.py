@@ -31,6 +31,8 @@ Byzantine-robust aggregation (:mod:`fltrust.fl.aggregation`, f = ``strategy.num_
 mean of the ``num_nodes_to_select`` lowest scores), ``trimmedmean`` (Yin et al. 2018; ``beta`` cut
 at each end of every coordinate), ``bulyan`` (El Mhamdi et al. 2018; recursive Krum selection, then
 the mean of the values closest to the coordinate median).
+
+Spec and bug references ("fairness spec §N", "trust spec §N", "Bn") are defined in ``docs/references.md``.
 """
 
 from __future__ import annotations

@@ -49,7 +49,9 @@ import copy
 import dataclasses
 import logging
 import os
+import socket
 import sys
+import threading
 import time
 import warnings
 from dataclasses import dataclass
@@ -59,7 +61,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from fltrust.config import ExperimentConfig, config_yaml
+from fltrust.config import RAY_ADDRESS, ConfigError, ExperimentConfig, FlowerConfig, config_yaml
 from fltrust.core.evaluation import get_params, set_params
 from fltrust.core.records import Params, RunInfo
 from fltrust.federation import Federation
@@ -362,6 +364,8 @@ class FlowerEngine(Engine):
         if supernodes is not None and supernodes != federation.num_clients:
             raise ValueError(f"flower.num_supernodes={supernodes} must equal the number of clients "
                              f"({federation.num_clients}): every client is one SuperNode")
+        check_ray_target(cfg.flower)  # before Ray starts: a client that cannot be placed hangs Ray
+        self._stop = threading.Event()  # set on Ctrl-C (or any error): the ServerApp thread gives up
         vectorize = getattr(cfg.training, "vectorize", "off")
         if vectorize != "off":
             # each ClientApp trains one client: the in-process engine's sequential client path
@@ -530,7 +534,12 @@ class FlowerEngine(Engine):
 
         cfg = self.cfg
         t = time.perf_counter()
-        self._start_ray()
+        try:
+            self._start_ray()
+        except ConnectionError as exc:  # flower.ray_address names no running cluster
+            reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            raise ConfigError(f"flower.ray_address={cfg.flower.ray_address!r}: cannot connect to a Ray cluster "
+                              f"({reason}); start one (`ray start --head`) or unset flower.ray_address") from None
         self.timings["ray_init_s"] = time.perf_counter() - t
         t = time.perf_counter()
         payload_ref = ray.put(payload)
@@ -551,6 +560,7 @@ class FlowerEngine(Engine):
 
         @app.main()
         def main(grid, context) -> None:
+            _stop_with(grid, self._stop)
             try:
                 if self._launched is not None:
                     self.timings["simulation_start_s"] = time.perf_counter() - self._launched
@@ -603,11 +613,16 @@ class FlowerEngine(Engine):
         self._error, self._final, self._aux, self._rounds = None, None, None, {}
         self.timings = {"flower_version": require_flower()}
         progress = _progress(cfg)
+        self._stop.clear()
         try:
             with _quiet_flower(verbose=log.isEnabledFor(logging.DEBUG)):
                 self._simulate(self._server_app(recorder, progress), self._payload())
+        except BaseException:  # Ctrl-C included: Flower stops its runtime, but its ServerApp thread waits on
+            self._stop.set()   # replies that never come, and would hold the interpreter at exit
+            raise
         finally:
             progress.close()
+            _shutdown_ray()
         if self._error is not None:
             raise self._error
         if self._final is None:
@@ -639,3 +654,76 @@ def _progress(cfg: ExperimentConfig):
 
     return tqdm(total=cfg.training.rounds, desc=f"{cfg.run.name} (flower)", unit="round",
                 disable=not cfg.run.progress, leave=False)
+
+
+# -- resources, interrupts and shutdown ----------------------------------------------------------
+def available_cpus() -> int:
+    """CPUs this process may run on (its affinity mask where the OS has one, else ``os.cpu_count()``)."""
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
+
+
+def check_ray_target(flower: FlowerConfig) -> None:
+    """Fail in one line, before Ray starts, where the run could never get going.
+
+    For a local Ray (``flower.ray_address`` unset), one ClientApp's ``flower.num_cpus`` and
+    ``flower.num_gpus`` must fit this machine (else Ray keeps waiting for a node that fits and
+    Flower prints a traceback per attempt). For a ``host:port`` cluster address, something must
+    answer there (a 5 s TCP connect; else ``ray.init`` retries for minutes).
+
+    Raises
+    ------
+    ConfigError
+        Naming the field, what it asks and what is available.
+    """
+    if flower.ray_address is None:
+        cpus = available_cpus()
+        if flower.num_cpus > cpus:
+            raise ConfigError(f"flower.num_cpus={flower.num_cpus:g} asks more CPUs per ClientApp than the {cpus} "
+                              f"available to this process, so no client could start; use flower.num_cpus <= {cpus}")
+        if flower.num_gpus > 0:
+            gpus = torch.cuda.device_count()
+            if flower.num_gpus > gpus:
+                raise ConfigError(f"flower.num_gpus={flower.num_gpus:g} asks more GPUs per ClientApp than the {gpus} "
+                                  f"this machine has, so no client could start; use flower.num_gpus <= {gpus}")
+        return
+    match = RAY_ADDRESS.fullmatch(flower.ray_address)
+    if match is None:  # "auto": Ray looks for a cluster on this machine (a ConnectionError if none)
+        return
+    host, port = match["host"].strip("[]"), int(match["port"])
+    try:
+        socket.create_connection((host, port), timeout=5).close()
+    except OSError as exc:
+        raise ConfigError(f"flower.ray_address={flower.ray_address!r}: nothing answers at {host}:{port} "
+                          f"({exc.strerror or type(exc).__name__}); start the cluster (`ray start --head`) "
+                          f"or unset flower.ray_address for a local Ray") from None
+
+
+class SimulationStopped(Exception):
+    """Raised in the ServerApp thread when the engine stops waiting for client replies."""
+
+
+def _stop_with(grid, stop: threading.Event) -> None:
+    """Make the ServerApp's waits for client replies give up once ``stop`` is set.
+
+    Flower's in-memory grid polls ``pull_messages`` for replies with no end when no timeout is
+    given; after a Ctrl-C its runtime is gone, no reply comes, and its (non-daemon) ServerApp
+    thread would keep the interpreter from exiting. Each poll now checks ``stop`` first.
+    """
+    pull = grid.pull_messages
+
+    def pull_messages(*args, **kwargs):
+        if stop.is_set():
+            raise SimulationStopped("the Flower engine stopped (interrupted or failed)")
+        return pull(*args, **kwargs)
+
+    grid.pull_messages = pull_messages
+
+
+def _shutdown_ray() -> None:
+    """Stop this process's Ray session, if any (Flower stops it after a finished simulation, not
+    after an interrupt or an error)."""
+    ray = sys.modules.get("ray")
+    if ray is not None and ray.is_initialized():
+        ray.shutdown()

@@ -1,7 +1,7 @@
 r"""Federated Fairness Analytics: the four fairness notions, general fairness F_T, and the observer.
 
 Paper: Federated Fairness Analytics (Eqs. 2-13); facts about the authors' code:
-``shared/specs/fairness_analytics.md`` ("spec" below). All notions are *indices*: in
+``docs/references.md`` ("spec" below). All notions are *indices*: in
 ``[0, 1]`` for well-behaved input, higher = fairer.
 
 =================  =====================================================================
@@ -31,6 +31,7 @@ from :class:`fltrust.core.records.RoundRecord` objects of any FL engine.
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -856,7 +857,17 @@ class FairnessObserver(BaseObserver):
         weights = None
         if self.settings.coalition_weighting == "fedavg":
             weights = self._client_metric(record, self.coalition_weight_key, m)
-        method = self.settings.shapley if m <= self.settings.exact_max_players else "monte_carlo"
+        method = self.settings.shapley
+        if method == "exact" and m > self.settings.exact_max_players:
+            warnings.warn(
+                f"FedSV of {m} participants: more than metrics.fairness.exact_max_players="
+                f"{self.settings.exact_max_players}, so shapley='exact' runs 'monte_carlo' "
+                f"({self.settings.shapley_permutations} permutations, up to "
+                f"{1 + self.settings.shapley_permutations * (m - 1):,} coalition models per round); "
+                "set metrics.fairness.shapley: auto for the faster 'permutation' estimator",
+                stacklevel=2,
+            )
+            method = "monte_carlo"
         ref_loss = float(record.server_metrics["aux_loss_before"])
 
         fedsv = federated_shapley(
@@ -869,11 +880,17 @@ class FairnessObserver(BaseObserver):
             include_empty=self.settings.shapley_include_empty,
             weights=weights,
             method=method,
-            num_permutations=self.settings.shapley_permutations,
+            num_permutations=(
+                self.settings.shapley_permutations if method == "monte_carlo"
+                else self.settings.shapley_sampler_permutations
+            ),
             seed=[self.seed, int(record.round)],
             batch_size=self.batch_size,
             loss_scaling=self.loss_scaling,
             chunk_size=self.aux_batch_size,
+            exact_max_players=self.settings.exact_max_players,
+            auto_exact_players=self.settings.shapley_auto_exact_players,
+            truncation=self.settings.shapley_truncation,
         )
         shapley = self.cumulative_shapley.copy()
         shapley[ids] += fedsv.phi
@@ -902,6 +919,10 @@ class FairnessObserver(BaseObserver):
             ref_loss=ref_loss,
             cumulative_shapley=shapley.tolist(),
         )
+        if fedsv.num_permutations is not None:  # sampled rounds only: exact rounds keep their keys
+            out["shapley_permutations"] = fedsv.num_permutations
+        if fedsv.stderr is not None:
+            out.update(shapley_stderr=fedsv.stderr.tolist(), shapley_truncated=fedsv.num_truncated)
         return out
 
     def on_run_end(self, summary: RunSummary) -> dict[str, Any]:

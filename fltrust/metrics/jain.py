@@ -6,6 +6,8 @@ coded (fairness spec 2.1): no clipping and no sign handling.
 
 This module also holds :class:`MetricInputError`, the error every function of
 :mod:`fltrust.metrics` raises on bad input.
+
+Spec and bug references ("fairness spec §N", "trust spec §N", "Bn") are defined in ``docs/references.md``.
 """
 
 from __future__ import annotations

@@ -1,4 +1,7 @@
-"""Label-skewed partitioning with per-class Dirichlet proportions (Hsu et al. 2019)."""
+"""Label-skewed partitioning with per-class Dirichlet proportions (Hsu et al. 2019).
+
+Spec and bug references ("fairness spec §N", "trust spec §N", "Bn") are defined in ``docs/references.md``.
+"""
 
 from __future__ import annotations
 

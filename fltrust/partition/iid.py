@@ -1,4 +1,7 @@
-"""IID partitioning: shuffle, then cut into C contiguous near-equal shards."""
+"""IID partitioning: shuffle, then cut into C contiguous near-equal shards.
+
+Spec and bug references ("fairness spec §N", "trust spec §N", "Bn") are defined in ``docs/references.md``.
+"""
 
 from __future__ import annotations
 

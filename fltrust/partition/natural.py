@@ -1,4 +1,7 @@
-"""Natural partitioning: one client per natural group (FEMNIST writer, N-BaIoT device)."""
+"""Natural partitioning: one client per natural group (FEMNIST writer, N-BaIoT device).
+
+Spec and bug references ("fairness spec §N", "trust spec §N", "Bn") are defined in ``docs/references.md``.
+"""
 
 from __future__ import annotations
 

@@ -15,6 +15,8 @@ everything: the partitioner uses ``np.random.default_rng(s)``, the per-client va
 splits ``np.random.default_rng([s, 1])`` (clients in order) and the aux draw
 ``np.random.default_rng([s, 2])``. The fairness authors left the validation splits and the
 NSL-KDD aux draw unseeded (fairness spec 4); here they are reproducible.
+
+Spec and bug references ("fairness spec §N", "trust spec §N", "Bn") are defined in ``docs/references.md``.
 """
 
 from __future__ import annotations

@@ -7,7 +7,12 @@ Behaviour shared by ``fltrust repro fairness`` and ``fltrust repro trust``:
 - a failing job is reported and the batch goes on; failures are listed at the end (and the
   command exits non-zero);
 - progress is shown with tqdm; every executed notebook is kept next to the results;
-- finally the summary notebook turns all available results into tables and figures.
+- finally the summary notebook turns all available results into tables and figures;
+- Ctrl-C (SIGINT) stops the batch within seconds: queued jobs are cancelled, the running kernels
+  (which run in their own sessions, so the terminal's SIGINT never reaches them) are killed with
+  their process groups and their connection files removed, and ``KeyboardInterrupt`` is raised
+  (``fltrust repro`` exits 130). Jobs that finished keep their results, so rerunning the same
+  command resumes.
 
 Output folders (``out_dir``):
 
@@ -22,7 +27,10 @@ from __future__ import annotations
 import contextlib
 import fnmatch
 import json
+import logging
 import os
+import signal
+import threading
 import time
 import traceback
 from dataclasses import dataclass, field
@@ -103,10 +111,63 @@ def execute_notebook(notebook: Path, output: Path, parameters: dict[str, Any]) -
         _papermill(notebook, output, parameters)
 
 
-def _papermill(notebook: Path, output: Path, parameters: dict[str, Any]) -> None:
+class KernelRegistry:
+    """The notebook kernels a batch started, so that an interrupted batch can stop them.
+
+    jupyter_client starts every kernel in its own session: the SIGINT of a Ctrl-C reaches the
+    batch, never its kernels. :meth:`manager_class` is the kernel manager class papermill uses;
+    it records each kernel it starts, and refuses to start one once the batch is stopping.
+    """
+
+    STOP_WAIT_S = 15.0
+    """How long :meth:`stop` waits for the job threads to notice their kernel died."""
+
+    def __init__(self) -> None:
+        self.stopping = threading.Event()
+        self._lock = threading.Lock()
+        self._managers: list[Any] = []
+
+    def manager_class(self) -> type:
+        """A subclass of jupyter_client's ``AsyncKernelManager`` bound to this registry."""
+        from jupyter_client.manager import AsyncKernelManager
+
+        registry = self
+
+        class TrackedKernelManager(AsyncKernelManager):
+            async def start_kernel(self, **kwargs: Any) -> None:
+                if registry.stopping.is_set():
+                    raise RuntimeError("the batch is stopping (interrupted); no new kernel is started")
+                with registry._lock:
+                    registry._managers.append(self)
+                await super().start_kernel(**kwargs)
+
+        return TrackedKernelManager
+
+    def kill_all(self) -> int:
+        """Kill every running kernel's process group and remove its connection file; returns how many."""
+        self.stopping.set()
+        with self._lock:
+            managers = list(self._managers)
+        killed = 0
+        for km in managers:
+            provisioner = getattr(km, "provisioner", None)
+            process = getattr(provisioner, "process", None)
+            if process is not None and process.poll() is None:  # alive and not reaped: its pid is still ours
+                group = getattr(provisioner, "pgid", None) or process.pid
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.killpg(group, signal.SIGKILL)
+                    killed += 1
+            if km.connection_file:
+                with contextlib.suppress(OSError):
+                    os.unlink(km.connection_file)
+        return killed
+
+
+def _papermill(notebook: Path, output: Path, parameters: dict[str, Any], kernels: KernelRegistry | None = None) -> None:
     import papermill
 
     output.parent.mkdir(parents=True, exist_ok=True)
+    extra = {} if kernels is None else {"kernel_manager_class": kernels.manager_class()}
     papermill.execute_notebook(
         str(notebook),
         str(output),
@@ -117,15 +178,18 @@ def _papermill(notebook: Path, output: Path, parameters: dict[str, Any]) -> None
         log_output=False,
         # keep the kernel's own start-up warnings (e.g. about its local TCP transport) out of the batch log
         extra_arguments=["--IPKernelApp.log_level=ERROR"],
+        **extra,
     )
 
 
-def _execute_job(job: NotebookJob) -> tuple[str, float, str | None]:
+def _execute_job(job: NotebookJob, kernels: KernelRegistry | None = None) -> tuple[str, float, str | None]:
     """Run one job; returns (name, seconds, error line or None). Never raises."""
     start = time.perf_counter()
     try:
-        _papermill(job.notebook, job.output_notebook, job.parameters)
+        _papermill(job.notebook, job.output_notebook, job.parameters, kernels)
     except Exception as exc:  # keep going; report at the end
+        if kernels is not None and kernels.stopping.is_set():  # its kernel was killed by an interrupt
+            return job.name, time.perf_counter() - start, "stopped (interrupted)"
         message = str(exc).strip().splitlines()
         (job.output_notebook.with_suffix(".error.txt")).write_text(traceback.format_exc())
         return job.name, time.perf_counter() - start, f"{type(exc).__name__}: {message[-1] if message else ''}"
@@ -154,24 +218,58 @@ def run_jobs(jobs: list[NotebookJob], *, title: str, parallel: int = 1) -> list[
     parallel = max(1, min(parallel, len(todo) or 1))
     threads = max(1, (os.cpu_count() or 1) // parallel) if parallel > 1 else None
     bar = tqdm(total=len(jobs), initial=skipped, desc=title, unit="job")
-    with kernel_environment(threads), ThreadPoolExecutor(max_workers=parallel) as pool:
-        futures = {pool.submit(_execute_job, job): job for job in todo}
-        for future in as_completed(futures):
-            name, seconds, error = future.result()
-            if error is None:
-                tqdm.write(f"done {name} in {seconds:.1f} s")
-            else:
-                failures.append(name)
-                tqdm.write(f"FAILED {name}: {error}")
-                tqdm.write(f"  executed notebook kept at {futures[future].output_notebook}")
-            bar.update(1)
-            bar.set_postfix_str(name)
+    kernels = KernelRegistry()
+    pool = ThreadPoolExecutor(max_workers=parallel)
+    futures: dict[Any, NotebookJob] = {}
+    try:
+        with kernel_environment(threads):
+            futures = {pool.submit(_execute_job, job, kernels): job for job in todo}
+            for future in as_completed(futures):
+                name, seconds, error = future.result()
+                if error is None:
+                    tqdm.write(f"done {name} in {seconds:.1f} s")
+                else:
+                    failures.append(name)
+                    tqdm.write(f"FAILED {name}: {error}")
+                    tqdm.write(f"  executed notebook kept at {futures[future].output_notebook}")
+                bar.update(1)
+                bar.set_postfix_str(name)
+    except KeyboardInterrupt:
+        bar.leave = False  # the interrupt's one line replaces the progress bar
+        bar.close()
+        raise KeyboardInterrupt(_stop_jobs(pool, futures, kernels)) from None
+    finally:
+        pool.shutdown(wait=False, cancel_futures=True)
     bar.close()
     failures.sort(key=[j.name for j in jobs].index)
     print(f"{title}: {len(todo) - len(failures)} run, {skipped} already complete, {len(failures)} failed")
     if failures:
         print(f"{title}: failed jobs: {failures}")
     return failures
+
+
+def _stop_jobs(pool: Any, futures: dict[Any, NotebookJob], kernels: KernelRegistry) -> str:
+    """After a Ctrl-C: cancel the queued jobs, kill the running kernels, wait for their threads
+    (bounded); returns what was stopped, for the one-line message."""
+    from concurrent.futures import wait
+
+    pool.shutdown(wait=False, cancel_futures=True)
+    cancelled = sum(f.cancelled() for f in futures)
+    running = [f for f in futures if not f.done()]
+    deadline = time.monotonic() + KernelRegistry.STOP_WAIT_S
+    papermill_log = logging.getLogger("papermill")  # "Kernel died while waiting ...": we killed it
+    level = papermill_log.level
+    papermill_log.setLevel(logging.CRITICAL)
+    try:
+        while True:
+            kernels.kill_all()  # again each time: a job thread may have been starting its kernel
+            if not wait(running, timeout=0.5).not_done or time.monotonic() > deadline:
+                break
+        kernels.kill_all()
+    finally:
+        papermill_log.setLevel(level)
+    return (f"{len(running)} running job(s) stopped, {cancelled} queued job(s) cancelled; "
+            "finished jobs keep their results")
 
 
 def _select(names: list[str], pattern: str | None) -> list[str]:

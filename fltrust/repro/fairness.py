@@ -11,6 +11,8 @@ per-client data of every round (:func:`per_client_data`: the cumulative FedSV ve
 clients, the participants' ids, s, gains, rewards, accuracies, group scores and the count of
 non-positive s), so that the fairness spec's section 7 identities can be checked on the committed
 files without the run folders (``tests/repro/test_fairness_identities.py``).
+
+Spec and bug references ("fairness spec §N", "trust spec §N", "Bn") are defined in ``docs/references.md``.
 """
 
 from __future__ import annotations

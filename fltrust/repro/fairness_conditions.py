@@ -14,6 +14,8 @@ theirs; the other 9,799 stand in for the 10,000-image test batch the authors use
 FEMNIST: 205 of the 311 writers of the local copy (three LEAF runs); iid pools them and draws
 205 x 221 samples, as the authors' builder. With the full datasets, :func:`condition_config` with
 ``full_data=True`` gives the paper's settings unchanged.
+
+Spec and bug references ("fairness spec §N", "trust spec §N", "Bn") are defined in ``docs/references.md``.
 """
 
 from __future__ import annotations

@@ -21,6 +21,8 @@ mode, window and timing) and hands both to :func:`write_results_md`. The file ha
 6. every distinct deviation from the paper's setting, naming the conditions it applies to, with
    the number of repeats and the seeding;
 7. the conditions not run yet.
+
+Spec and bug references ("fairness spec §N", "trust spec §N", "Bn") are defined in ``docs/references.md``.
 """
 
 from __future__ import annotations

@@ -21,6 +21,8 @@ noise against model norm of the NbAFL experiments 2-3 (:func:`dp_noise_frame`); 
 extended-mode scores (:func:`extended_frame`); the attack ablation (:func:`load_ablation`); the
 time per experiment; the paper's internal inconsistencies; every deviation from the paper's
 setting; the experiments not run.
+
+Spec and bug references ("fairness spec §N", "trust spec §N", "Bn") are defined in ``docs/references.md``.
 """
 
 from __future__ import annotations

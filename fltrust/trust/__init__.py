@@ -28,6 +28,8 @@ recovery from attack runs), ``reputation`` (client reputation, data quality), ``
 (drop-out / error / time-out rates), ``discrimination`` (discrimination index, fairlearn gaps),
 ``governance`` (hash-chain audit, co-versioning, registry, visualisation, declared values),
 ``sustainability`` (CodeCarbon offline) and ``extended`` (the observer's extended hooks).
+
+Spec and bug references ("fairness spec §N", "trust spec §N", "Bn") are defined in ``docs/references.md``.
 """
 
 from fltrust.trust.normalization import NormalizationError, TrustScoreWarning

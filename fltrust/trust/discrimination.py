@@ -44,6 +44,8 @@ FEMNIST     writer-id parity (even / odd writer)   writers are the natural group
                                                    parity (arbitrary but label-independent)
 CIFAR-10    none                                   n/a: no attribute besides the label
 ==========  =====================================  ==============================================
+
+Spec and bug references ("fairness spec §N", "trust spec §N", "Bn") are defined in ``docs/references.md``.
 """
 
 from __future__ import annotations

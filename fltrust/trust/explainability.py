@@ -33,6 +33,8 @@ layer, or its additivity check fails because the model uses functional ops such 
 ``shap.GradientExplainer`` (expected gradients) with the same background is used instead and a
 warning is logged. shap >= 0.45 returns one array with a trailing output axis instead of a list of
 per-class arrays; :func:`shap_values` accepts both and always returns the trailing-axis layout.
+
+Spec and bug references ("fairness spec §N", "trust spec §N", "Bn") are defined in ``docs/references.md``.
 """
 
 from __future__ import annotations

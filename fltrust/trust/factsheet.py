@@ -78,6 +78,8 @@ prototype, paper and fixed FactSheets are unchanged.
 Missing values (:func:`missing_fields`): the prototype counts a field as present unless it is
 ``None`` or ``""`` (NaN, ``False``, ``0`` and ``[]`` are present, bug B2). Outside prototype mode
 ``None``, NaN, empty or whitespace-only strings and empty lists are missing.
+
+Spec and bug references ("fairness spec §N", "trust spec §N", "Bn") are defined in ``docs/references.md``.
 """
 
 from __future__ import annotations

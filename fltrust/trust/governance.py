@@ -29,6 +29,8 @@ Declared (:data:`DECLARATIONS`)
 ``simplification``, ``model_replacement`` and ``encryption`` (when the configuration's
 ``privacy.secure_aggregation`` does not set it). Undeclared values are missing and score 0; the
 report lists them as "declared: not declared".
+
+Spec and bug references ("fairness spec §N", "trust spec §N", "Bn") are defined in ``docs/references.md``.
 """
 
 from __future__ import annotations

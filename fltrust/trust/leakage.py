@@ -32,6 +32,8 @@ Theorem 2 for the 0-1 loss). Reported, not scored.
 Everything here is a pure function of a model and arrays; :class:`fltrust.trust.observer.TrustObserver`
 draws the samples (members: every client's training rows in the layout the client trained on;
 non-members: the test split).
+
+Spec and bug references ("fairness spec §N", "trust spec §N", "Bn") are defined in ``docs/references.md``.
 """
 
 from __future__ import annotations

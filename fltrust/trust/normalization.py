@@ -23,6 +23,8 @@ A ``None`` input never reaches these functions: the scorer gives it 0 with a war
 NaN inputs score 0 in every numeric type (prototype behaviour). Problems that the prototype
 silently turned into a number (unknown map keys with ``unknown="zero"``) are reported with a
 :class:`TrustScoreWarning`.
+
+Spec and bug references ("fairness spec §N", "trust spec §N", "Bn") are defined in ``docs/references.md``.
 """
 
 from __future__ import annotations

@@ -86,6 +86,8 @@ Choices where the papers leave freedom (documented, not invented):
   registered client; FederatedScope's average also counted the server).
 - ``configuration/dp_epsilon`` is the configured target epsilon; the spent epsilon is reported
   in the run-end output when the engine records it.
+
+Spec and bug references ("fairness spec §N", "trust spec §N", "Bn") are defined in ``docs/references.md``.
 """
 
 from __future__ import annotations

@@ -17,6 +17,8 @@ operation                      raw value                                        
 ``first_present``              the first present input (measured, else declared)     extended
 ``mean_of_present``            mean of the inputs that are present numbers           extended
 =============================  ====================================================  =========
+
+Spec and bug references ("fairness spec §N", "trust spec §N", "Bn") are defined in ``docs/references.md``.
 """
 
 from __future__ import annotations

@@ -26,6 +26,8 @@ under the same attack with the defence (e.g. Krum, trimmed mean, median aggregat
 does not help (or hurts). When the attack costs nothing (``acc_clean <= acc_undefended``) there is
 nothing to recover and the recovery is NaN (undefined; the metric then falls back to the declared
 defence, see :data:`BYZANTINE_ROBUST_AGGREGATORS`).
+
+Spec and bug references ("fairness spec §N", "trust spec §N", "Bn") are defined in ``docs/references.md``.
 """
 
 from __future__ import annotations

@@ -26,6 +26,8 @@ When no round carries any of these keys the engine injected and observed no fail
 is 0, the reliability 1, and the result says ``counters_reported=False`` ("declared / none
 injected") so that the report does not present it as a measurement. ``num_sampled`` missing
 while failure counters are present: sampled = participants + dropped + failed + timed out.
+
+Spec and bug references ("fairness spec §N", "trust spec §N", "Bn") are defined in ``docs/references.md``.
 """
 
 from __future__ import annotations

@@ -19,6 +19,8 @@ whether the raw value was ``measured`` by the kit, ``declared`` (configuration o
 statement), ``missing`` (not computed; scores 0) or ``n/a`` (not applicable, with the reason;
 left out of the means). :meth:`TrustReport.provenance_rows` lists them, :meth:`format_table` and
 :meth:`to_frame` show them, and :meth:`provenance_summary` counts them.
+
+Spec and bug references ("fairness spec §N", "trust spec §N", "Bn") are defined in ``docs/references.md``.
 """
 
 from __future__ import annotations

@@ -49,6 +49,8 @@ never seen has :math:`R = 0.5`; reputation grows with consistent good behaviour
 (5 positive interactions: 6/7 = 0.857) and falls fast with bad behaviour (5 negative: 1/12).
 The federation's score is the mean over the clients that took part. When the fairness observer
 ran, the consistency of each client's per-round FedSV (mean and CV) is reported beside it.
+
+Spec and bug references ("fairness spec §N", "trust spec §N", "Bn") are defined in ``docs/references.md``.
 """
 
 from __future__ import annotations

@@ -24,6 +24,8 @@ normalising it is the scoring definitions' job (B6).
 
 Extended mode adds *empirical* robustness (:func:`evasion_accuracy`): the accuracy of the final
 model under ART's FGSM and PGD evasion attacks, and :func:`accuracy_retention`.
+
+Spec and bug references ("fairness spec §N", "trust spec §N", "Bn") are defined in ``docs/references.md``.
 """
 
 from __future__ import annotations

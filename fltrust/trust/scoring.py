@@ -1,8 +1,8 @@
 r"""FederatedTrust scoring engine: factsheet -> metric, notion, pillar and trust scores.
 
 Paper: "FederatedTrust: A Solution for Trustworthy Federated Learning", Sections 4-5 (taxonomy,
-Table 2 metrics, Table 3 normalisations); re-implementation spec ``federatedtrust.md``
-sections 2-3 (engine and metric catalogue), 7 (paper reproduction), 8 (golden vectors) and 9 (bugs).
+Table 2 metrics, Table 3 normalisations); trust spec sections 2-3 (engine and metric catalogue),
+7 (paper reproduction), 8 (golden vectors) and 9 (bugs), defined in ``docs/references.md``.
 
 The engine knows nothing about federated learning. A *definitions* file (YAML or JSON, see
 ``fltrust/trust/definitions/``) describes the tree pillar -> notion -> metric; each metric reads

@@ -19,6 +19,8 @@ Conventions: CV(x) = std(x) / mean(x) with the *population* standard deviation (
 the prototype; ``cap1(v) = min(v, 1)``. Where the authors' code (HEAD b67a59c) and the paper
 differ, the prototype behaviour is available under a named switch next to the corrected one
 (trust spec 9: B4, B11, B15).
+
+Spec and bug references ("fairness spec §N", "trust spec §N", "Bn") are defined in ``docs/references.md``.
 """
 
 from __future__ import annotations

@@ -26,6 +26,8 @@ Scores (extended definitions, nebula-style normalisation):
   [1e-6, 1e-5, ..., 10] kg (<= 1e-6 kg scores 1, > 10 kg scores 0, 1/7 per decade; our choice:
   a tiny CPU test run emits about 1e-7 kg, a GPU day a few kg).
 - ``federation_complexity``: nebula's six config metrics as nebula defines them.
+
+Spec and bug references ("fairness spec §N", "trust spec §N", "Bn") are defined in ``docs/references.md``.
 """
 
 from __future__ import annotations

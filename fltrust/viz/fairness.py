@@ -18,6 +18,8 @@ Titles say ``QUICK`` for quick (smoke-test) runs and ``SYNTHETIC`` for synthetic
 so such a figure is never mistaken for a reproduction. Panels name the client count actually run
 (:func:`dataset_title`: FEMNIST has 110 writers here, not the paper's 205), and every band or error
 bar says in a legend or caption what it shows.
+
+Spec and bug references ("fairness spec §N", "trust spec §N", "Bn") are defined in ``docs/references.md``.
 """
 
 from __future__ import annotations

@@ -12,6 +12,8 @@ function                        input                                           
 
 Titles say ``QUICK`` for quick (smoke-test) runs and ``SYNTHETIC`` for synthetic stand-in data
 (:func:`fltrust.viz.fairness.figure_title`), so such a figure is never mistaken for a reproduction.
+
+Spec and bug references ("fairness spec §N", "trust spec §N", "Bn") are defined in ``docs/references.md``.
 """
 
 from __future__ import annotations

@@ -138,6 +138,41 @@ def test_unknown_category_is_rejected(tiny, mk):
         load_nsl_kdd(tiny)
 
 
+@pytest.mark.parametrize("value", ["inf", "-inf", "Infinity"])
+def test_infinite_value_names_file_line_and_field(tiny, mk, value):
+    # before: 'inf' parsed as a float and min-max scaling turned the whole column into NaN
+    line = mk.kdd_line(src_bytes=7).replace(",7,", f",{value},", 1)
+    mk.write_lines(tiny / "KDDTest+.txt", [mk.kdd_line(), "", line])
+
+    with pytest.raises(DatasetError, match=rf"KDDTest\+\.txt line 3: field 5 \(src_bytes\) = '{value}' is not a finite"):
+        load_nsl_kdd(tiny)
+
+
+def test_nan_names_the_line(tiny, mk):
+    # before: "KDDTest+.txt: empty fields; expected 43 per line", without a line number
+    line = mk.kdd_line(hot=7).replace(",7,", ",nan,", 1)
+    mk.write_lines(tiny / "KDDTest+.txt", [mk.kdd_line(), line])
+
+    with pytest.raises(DatasetError, match=r"KDDTest\+\.txt line 2: field 10 \(hot\) = 'nan' is not a finite number"):
+        load_nsl_kdd(tiny)
+
+
+def test_a_category_that_reads_as_missing_names_the_line(tiny, mk):
+    mk.write_lines(tiny / "KDDTest+.txt", [mk.kdd_line(), mk.kdd_line(service="NA")])
+
+    with pytest.raises(DatasetError, match=r"line 2: field 3 \(service\) = 'NA' is empty or reads as a missing value"):
+        load_nsl_kdd(tiny)
+
+
+@pytest.mark.parametrize("label", ["Normal", "NORMAL", "normal "])
+def test_a_mis_spelt_normal_label_is_an_error_naming_the_line(tiny, mk, label):
+    # before: 'Normal' was not 'normal', so the row silently became an attack (y = 1)
+    mk.write_lines(tiny / "KDDTest+.txt", [mk.kdd_line(), mk.kdd_line(label=label)])
+
+    with pytest.raises(DatasetError, match=rf"KDDTest\+\.txt line 2: label '{label}'; the normal class is spelt 'normal'"):
+        load_nsl_kdd(tiny)
+
+
 def test_missing_file_and_bad_options(tiny):
     with pytest.raises(DatasetNotFoundError, match=r"KDDTest-21\.txt"):
         load_nsl_kdd(tiny, test_files=["KDDTest-21.txt"])

@@ -67,3 +67,68 @@ def test_kernel_environment_is_restored(monkeypatch):
     with kernel_environment(3):
         assert "MPLBACKEND" not in os.environ and os.environ["OMP_NUM_THREADS"] == "3"
     assert os.environ["MPLBACKEND"] == "Agg" and "OMP_NUM_THREADS" not in os.environ
+
+
+def _sleeping_notebooks(folder):
+    """notebooks/fairness/{condition,summary}.ipynb stand-ins: mark that the kernel runs, then sleep."""
+    nb = nbformat.v4.new_notebook()
+    params = nbformat.v4.new_code_cell("\n".join(f"{name} = None" for name in (
+        "condition", "repeats", "mode", "device", "quick", "runs_dir", "result_path", "figures_dir", "data_dir")))
+    params.metadata["tags"] = ["parameters"]
+    nb.cells = [params, nbformat.v4.new_code_cell(
+        "import os, pathlib, time\n"
+        "pathlib.Path(result_path).parent.mkdir(parents=True, exist_ok=True)\n"
+        "pathlib.Path(result_path + '.started').write_text(str(os.getpid()))\n"
+        "time.sleep(300)")]
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    (folder / "fairness").mkdir(parents=True)
+    for name in ("condition", "summary"):
+        nbformat.write(nb, folder / "fairness" / f"{name}.ipynb")
+    return folder
+
+
+@pytest.mark.slow
+def test_sigint_stops_a_repro_batch_its_kernels_and_their_connection_files(tmp_path):
+    # before: one Ctrl-C let every queued condition run to completion (the pool's shutdown waited
+    # for the queue), and the kernels, in their own sessions, never saw the SIGINT
+    import signal
+    import subprocess
+    import sys
+    import time
+    from pathlib import Path
+
+    psutil = pytest.importorskip("psutil")
+    repo = Path(__file__).resolve().parents[2]
+    notebooks = _sleeping_notebooks(tmp_path / "notebooks")
+    out, runtime = tmp_path / "batch", tmp_path / "tmp"  # kernels' connection files go to $TMPDIR
+    runtime.mkdir()
+    driver = ("import sys, pathlib, fltrust.repro.batch as b; b.NOTEBOOKS = pathlib.Path(sys.argv[1]); "
+              "from fltrust.cli import main; sys.exit(main(sys.argv[2:]))")
+    env = {**os.environ, "PYTHONPATH": str(repo), "TMPDIR": str(runtime), "FLTRUST_CACHE": str(tmp_path / "cache")}
+    proc = subprocess.Popen([sys.executable, "-c", driver, str(notebooks), "repro", "fairness", "--quick",
+                             "--conditions", "*nslkdd*", "--jobs", "2", "--out", str(out)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+                            start_new_session=True, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and proc.poll() is None and len(list(out.glob("results/*.started"))) < 2:
+            time.sleep(0.1)
+        assert proc.poll() is None, proc.communicate()
+        kernels = psutil.Process(proc.pid).children(recursive=True)
+        assert len(kernels) == 2 and len(list(runtime.glob("*.json"))) == 2
+        os.killpg(proc.pid, signal.SIGINT)  # what a terminal's Ctrl-C does (the kernels have their own sessions)
+        _, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.communicate()
+
+    assert proc.returncode == 130, err
+    assert err.strip().splitlines()[-1] == (
+        "fltrust: interrupted (2 running job(s) stopped, 4 queued job(s) cancelled; finished jobs keep their "
+        "results); rerun the same command to resume")
+    _, alive = psutil.wait_procs(kernels, timeout=10)
+    assert alive == []
+    assert list(runtime.glob("*.json")) == []  # no connection file left
+    assert len(list(out.glob("results/*.started"))) == 2  # the 4 queued conditions never started
+    assert list(out.glob("notebooks/*.error.txt")) == []  # stopped, not failed
