@@ -126,6 +126,7 @@ class _RoundBuilder:
         self.reference: Params | None = None  # dtypes/shapes of the global model
         self.round_seconds: dict[int, float] = {}
         self.last_record: RoundRecord | None = None
+        self.warned_fallback = False
 
     def begin(self, server_round: int, global_params: Params) -> None:
         self.reference = self.reference or [np.asarray(p) for p in global_params]
@@ -136,6 +137,12 @@ class _RoundBuilder:
         for name, fallback in ((AUX_LOSS, "loss"), (AUX_ACCURACY, "accuracy")):
             if name not in server and fallback in server:
                 server[name] = server[fallback]
+                if not self.warned_fallback:
+                    self.warned_fallback = True
+                    log.warning("fltrust: the evaluate_fn returned %r but no %r: taking it as the loss on the server's "
+                                "auxiliary set D (FedSV's reference); return %r from an evaluate_fn on D "
+                                "(fltrust.flower.aux_evaluate_fn), or use fltrust.flower.instrument, which evaluates "
+                                "D itself", fallback, name, name)
         pending = self.pending if self.pending is not None and self.pending.round == server_round else None
         if server_round == 0 or pending is None:
             record = RoundRecord(round=server_round, client_ids=np.zeros(0, dtype=np.int64), server_metrics=server,

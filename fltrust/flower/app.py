@@ -60,6 +60,7 @@ from flwr.app import ArrayRecord, ConfigRecord, Message, MetricRecord, RecordDic
 from flwr.serverapp import Grid
 from flwr.serverapp.strategy import Strategy
 from torch import nn
+from torch.utils.data import TensorDataset
 
 from fltrust.core.evaluation import evaluate, set_params
 from fltrust.core.observers import ObserverSet
@@ -164,6 +165,8 @@ def as_tensors(data: Any, *, what: str = "data", batch_keys: tuple[str, str] | N
 def _labels(data: Any, batch_keys: tuple[str, str] | None, what: str) -> torch.Tensor:
     """The labels of ``data`` (a training DataLoader is read once; only the labels are kept)."""
     dataset = getattr(data, "dataset", None)
+    if isinstance(dataset, TensorDataset) and len(dataset.tensors) == 2:
+        return dataset.tensors[1].detach().cpu().long().reshape(-1)
     targets = getattr(dataset, "targets", None)  # torchvision datasets
     if targets is not None and len(targets) == len(dataset):
         return torch.as_tensor(np.asarray(targets)).long().reshape(-1)

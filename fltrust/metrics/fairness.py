@@ -848,7 +848,8 @@ class FairnessObserver(BaseObserver):
         if "aux_loss_before" not in record.server_metrics:
             raise MetricInputError(
                 f"round {record.round}: record.server_metrics has no 'aux_loss_before' (the loss of the received "
-                "global model on the auxiliary set, the FedSV reference loss)"
+                "global model on the auxiliary set, the FedSV reference loss); on Flower pass "
+                "evaluate_fn=fltrust.flower.aux_evaluate_fn(...) to start(), or use fltrust.flower.instrument"
             )
         if record.client_confusion is None:
             raise MetricInputError(f"round {record.round}: record.client_confusion is None; f_g needs it")
