@@ -9,8 +9,10 @@ models; ``auto``: the guided permutation sampler above 6 participants), the four
 trust score of the FactSheet so far. CLEVER and SHAP run once, at run end.
 
 A round's time is the interval between two calls of the app's own ``evaluate_fn`` (rounds 2..R:
-one round's training plus the previous round's metrics); "start + end" is the rest of the run
-(run folder, round 0, the last round's metrics, CLEVER, SHAP, files).
+one round's training plus the previous round's metrics); the table gives the fastest of those
+intervals over ``--repeats`` runs (plain and with metrics alternate), the least disturbed by other
+load on the machine, and their median. "start + end" is the rest of the fastest run (run folder,
+round 0, the last round's metrics, CLEVER, SHAP, files).
 
     python benchmarks/flower_overhead.py                       # in-process grid, 4 rounds
     python benchmarks/flower_overhead.py --runtime simulation  # Flower's Simulation Runtime (Ray)
@@ -21,6 +23,7 @@ from __future__ import annotations
 import argparse
 import copy
 import os
+import statistics
 import sys
 import tempfile
 import time
@@ -157,8 +160,8 @@ class InProcessGrid(Grid):
         return replies
 
 
-def run_once(args: argparse.Namespace, *, metrics: bool, per_round: int, shapley: str) -> tuple[float, float]:
-    """``(mean s/round over rounds 2..R, s of start + end)`` of one run."""
+def run_once(args: argparse.Namespace, *, metrics: bool, per_round: int, shapley: str) -> tuple[list[float], float]:
+    """``(s of each round 2..R, s of start + end)`` of one run."""
     times: list[float] = []
     with tempfile.TemporaryDirectory() as out:
         server, client = build_apps(metrics=metrics, per_round=per_round, shapley=shapley, rounds=args.rounds,
@@ -176,7 +179,7 @@ def run_once(args: argparse.Namespace, *, metrics: bool, per_round: int, shapley
     steady = [b - a for a, b in zip(times[1:], times[2:])]
     if not steady:
         raise SystemExit("run at least 2 rounds (--rounds)")
-    return sum(steady) / len(steady), total - sum(steady)
+    return steady, total - sum(steady)
 
 
 def main() -> None:
@@ -184,6 +187,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=4, help="rounds per run (>= 2; default 4)")
     parser.add_argument("--samples", type=int, default=200, help="training images per client (default 200)")
     parser.add_argument("--threads", type=int, default=2, help="torch threads (default 2)")
+    parser.add_argument("--repeats", type=int, default=2, help="runs of each setting (default 2)")
     parser.add_argument("--runtime", choices=("local", "simulation"), default="local",
                         help="local: ClientApps called in this process; simulation: Flower's Ray runtime")
     args = parser.parse_args()
@@ -191,20 +195,28 @@ def main() -> None:
     torch.manual_seed(0)
     rows = []
     for per_round, shapley in ((5, "exact"), (10, "auto")):
-        plain, plain_edges = run_once(args, metrics=False, per_round=per_round, shapley=shapley)
-        observed, edges = run_once(args, metrics=True, per_round=per_round, shapley=shapley)
+        rounds: dict[bool, list[float]] = {False: [], True: []}
+        edges: dict[bool, list[float]] = {False: [], True: []}
+        for _ in range(args.repeats):
+            for metrics in (False, True):
+                steady, rest = run_once(args, metrics=metrics, per_round=per_round, shapley=shapley)
+                rounds[metrics] += steady
+                edges[metrics].append(rest)
         fedsv = "exact (31 coalitions)" if shapley == "exact" else "auto: sampler at 10 (<= 91 coalitions)"
-        rows.append((f"{per_round} of {NUM_CLIENTS}", fedsv, plain, observed, observed - plain, plain_edges, edges))
+        rows.append((f"{per_round} of {NUM_CLIENTS}", fedsv, rounds, edges))
     print(f"\n{NUM_CLIENTS}-client Flower app (quickstart CNN, {args.samples} images per client, 1 epoch), "
-          f"{args.runtime} runtime, {args.threads} torch threads, rounds 2..{args.rounds}\n")
+          f"{args.runtime} runtime, {args.threads} torch threads; rounds 2..{args.rounds} of {args.repeats} runs "
+          f"each: fastest (median) s/round; load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores\n")
     header = ("clients/round", "FedSV", "plain s/round", "with metrics s/round", "overhead s/round",
               "plain start+end s", "with metrics start+end s")
     print("| " + " | ".join(header) + " |")
     print("|" + "|".join("---" for _ in header) + "|")
-    for clients, fedsv, plain, observed, extra, plain_edges, edges in rows:
-        print(f"| {clients} | {fedsv} | {plain:.2f} | {observed:.2f} | {extra:+.2f} ({100 * extra / plain:+.0f} %) | "
-              f"{plain_edges:.2f} | {edges:.2f} |")
-
+    for clients, fedsv, rounds, edges in rows:
+        plain, observed = min(rounds[False]), min(rounds[True])
+        extra = observed - plain
+        print(f"| {clients} | {fedsv} | {plain:.2f} ({statistics.median(rounds[False]):.2f}) | "
+              f"{observed:.2f} ({statistics.median(rounds[True]):.2f}) | {extra:+.2f} ({100 * extra / plain:+.0f} %) | "
+              f"{min(edges[False]):.2f} | {min(edges[True]):.2f} |")
 
 if __name__ == "__main__":
     main()

@@ -163,13 +163,24 @@ def as_tensors(data: Any, *, what: str = "data", batch_keys: tuple[str, str] | N
 
 
 def _labels(data: Any, batch_keys: tuple[str, str] | None, what: str) -> torch.Tensor:
-    """The labels of ``data`` (a training DataLoader is read once; only the labels are kept)."""
+    """The labels of ``data``, read without loading the inputs where the dataset allows it.
+
+    A ``TensorDataset`` (its label tensor), a torchvision dataset (``targets``) and a Hugging Face
+    dataset (its label column: ``batch_keys[1]``, else ``label`` / ``labels``) are read directly;
+    any other DataLoader is iterated once (inputs included).
+    """
     dataset = getattr(data, "dataset", None)
     if isinstance(dataset, TensorDataset) and len(dataset.tensors) == 2:
         return dataset.tensors[1].detach().cpu().long().reshape(-1)
     targets = getattr(dataset, "targets", None)  # torchvision datasets
     if targets is not None and len(targets) == len(dataset):
         return torch.as_tensor(np.asarray(targets)).long().reshape(-1)
+    columns = getattr(dataset, "column_names", None)  # Hugging Face datasets (Flower's FederatedDataset)
+    if isinstance(columns, list) and hasattr(dataset, "with_transform"):
+        names = [batch_keys[1]] if batch_keys else ["label", "labels"]
+        column = next((c for c in names if c in columns), None)
+        if column is not None:
+            return torch.as_tensor(np.asarray(dataset.with_transform(None)[column])).long().reshape(-1)
     return as_tensors(data, what=what, batch_keys=batch_keys)[1]
 
 
@@ -193,9 +204,6 @@ def _num_classes(model: nn.Module, x: torch.Tensor, y: torch.Tensor) -> int:
 # --------------------------------------------------------------------------------------------
 # client side
 # --------------------------------------------------------------------------------------------
-_LABEL_COUNTS: dict[tuple[Any, int], np.ndarray] = {}
-
-
 def client_report(model: nn.Module, train: Any, val: Any, *, context: Any = None,
                   batch_keys: tuple[str, str] | None = None) -> ClientReport:
     """Start fltrust's report of one client's round (call it before training).
@@ -211,8 +219,9 @@ def client_report(model: nn.Module, train: Any, val: Any, *, context: Any = None
         The client's model, loaded with the received arrays; trained in place afterwards (or
         pass the trained one to ``attach(content, model=...)``).
     train : DataLoader or (x, y)
-        The client's training data: its label counts and sizes are reported (a DataLoader is read
-        once per process and client, labels only).
+        The client's training data: its label counts and sizes are reported (the labels are read
+        from a TensorDataset, torchvision or Hugging Face dataset directly; another DataLoader is
+        iterated once).
     val : DataLoader or (x, y)
         The client's validation data (reward, accuracy, confusion matrix).
     context : flwr.app.Context or None
@@ -228,13 +237,7 @@ def client_report(model: nn.Module, train: Any, val: Any, *, context: Any = None
     """
     x_val, y_val = as_tensors(val, what="client_report val", batch_keys=batch_keys)
     node_config = dict(getattr(context, "node_config", None) or {})
-    node = getattr(context, "node_id", None)
-    key = (node if node is not None else id(getattr(train, "dataset", train)), len(getattr(train, "dataset", ())))
-    if key not in _LABEL_COUNTS:
-        labels = _labels(train, batch_keys, "client_report train")
-        _LABEL_COUNTS.clear()  # one client per process at a time (Flower's simulation reuses actors)
-        _LABEL_COUNTS[key] = np.bincount(labels.numpy(), minlength=1)
-    counts = _LABEL_COUNTS[key]
+    counts = np.bincount(_labels(train, batch_keys, "client_report train").numpy(), minlength=1)
     num_classes = max(_num_classes(model, x_val, y_val), len(counts))
     report = ClientReport.for_model(model, x_val, y_val, num_classes=num_classes, batch_size=EVAL_BATCH_SIZE,
                                     partition_id=node_config.get(CLIENT_ID_KEY))

@@ -332,3 +332,28 @@ def test_the_example_app_on_the_local_grid(tmp_path, monkeypatch):
     fs = json.loads((folder / "factsheet.json").read_text())
     assert fs["configuration"]["training_model"] == "MLPClassifier"
     assert fs["configuration"]["local_update_steps"] == 1 and fs["participants"]["client_num"] == 4
+
+
+def test_training_labels_are_read_without_loading_the_inputs():
+    """A Hugging Face dataset (Flower's FederatedDataset partitions) gives its label column; nothing is iterated."""
+    from torch.utils.data import DataLoader
+
+    from fltrust.flower.app import _labels
+
+    class HFLike:  # the part of datasets.Dataset that is used: column_names, with_transform(None)[column]
+        column_names = ["img", "label"]
+
+        def __len__(self):
+            return 5
+
+        def __getitem__(self, key):
+            if key == "label":
+                return [2, 0, 2, 1, 2]
+            raise AssertionError("the inputs were loaded")
+
+        def with_transform(self, transform):
+            assert transform is None
+            return self
+
+    assert _labels(DataLoader(HFLike(), batch_size=2), None, "train").tolist() == [2, 0, 2, 1, 2]
+    assert _labels(DataLoader(HFLike(), batch_size=2), ("img", "label"), "train").tolist() == [2, 0, 2, 1, 2]
