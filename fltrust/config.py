@@ -35,7 +35,6 @@ import hashlib
 import json
 import math
 import re
-import reprlib
 import types
 import typing
 from dataclasses import dataclass, field, fields
@@ -44,32 +43,13 @@ from typing import Any
 
 import yaml
 
+# the metrics' settings (built from metrics.fairness / metrics.trust below) and the one bounded
+# repr of error messages; fltrust.settings imports nothing heavy
+from fltrust.settings import SHOW_MAX_CHARS, FairnessSettings, SettingsError, TrustSettings, show
+
 
 class ConfigError(ValueError):
     """A configuration value is invalid; the message names the field and the fix."""
-
-
-_REPR = reprlib.Repr()
-_REPR.maxlevel, _REPR.maxstring, _REPR.maxother, _REPR.maxlong = 2, 60, 60, 40
-_REPR.maxlist = _REPR.maxtuple = _REPR.maxdict = _REPR.maxset = 6
-SHOW_MAX_CHARS = 120
-
-
-def show(value: Any) -> str:
-    """``repr(value)`` for an error message, bounded in time and length, whatever ``value`` is.
-
-    Every config error quotes the offending value through this helper, so a value blown up by
-    YAML aliases (a "billion laughs" list) or a huge string cannot turn into a huge message.
-
-    Examples
-    --------
-    >>> show("fedavg"), show(0.5)
-    ("'fedavg'", '0.5')
-    >>> len(show(["x" * 1000] * 1000)) <= SHOW_MAX_CHARS
-    True
-    """
-    text = _REPR.repr(value)
-    return text if len(text) <= SHOW_MAX_CHARS else text[:SHOW_MAX_CHARS - 3] + "..."
 
 
 def _choice(section: str, name: str, value: Any, allowed: tuple[Any, ...]) -> None:
@@ -565,22 +545,7 @@ class FairnessConfig:
     aux_batch_size: int | None = None
 
     def __post_init__(self) -> None:
-        _choice("metrics.fairness", "mode", self.mode, ("faithful", "corrected"))
-        _positive("metrics.fairness", "aux_batch_size", self.aux_batch_size)
-        _choice("metrics.fairness", "shapley", self.shapley, ("exact", "monte_carlo", "permutation", "auto"))
-        _positive("metrics.fairness", "shapley_permutations", self.shapley_permutations)
-        _positive("metrics.fairness", "exact_max_players", self.exact_max_players)
-        _positive("metrics.fairness", "shapley_auto_exact_players", self.shapley_auto_exact_players)
-        _positive("metrics.fairness", "shapley_sampler_permutations", self.shapley_sampler_permutations)
-        _positive("metrics.fairness", "shapley_truncation", self.shapley_truncation, allow_zero=True)
-        _choice("metrics.fairness", "coalition_weighting", self.coalition_weighting, (None, "uniform", "fedavg"))
-        _choice("metrics.fairness", "nonpositive_policy", self.nonpositive_policy, (None, "raw", "exclude"))
-        _choice("metrics.fairness", "reward", self.reward, (None, "instantaneous", "cumulative"))
-        _choice("metrics.fairness", "group_metric", self.group_metric, (None, "authors", "equalized_odds"))
-        if len(self.notion_weights) != 4 or any(w < 0 for w in self.notion_weights) or sum(self.notion_weights) <= 0:
-            raise ConfigError(
-                "metrics.fairness.notion_weights must be 4 non-negative numbers (f_j, f_g, f_r, f_o) with a positive sum"
-            )
+        fairness_settings(self)  # the settings' checks are the only ones (fltrust.settings)
 
 
 @dataclass(frozen=True)
@@ -648,35 +613,79 @@ class TrustConfig:
     declared: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        _choice("metrics.trust", "mode", self.mode, ("prototype", "paper", "fixed", "extended"))
-        _positive("metrics.trust", "evasion_eps", self.evasion_eps)
-        _positive("metrics.trust", "evasion_samples", self.evasion_samples, allow_zero=True)
-        _positive("metrics.trust", "evasion_pgd_steps", self.evasion_pgd_steps)
-        _positive("metrics.trust", "mia_samples", self.mia_samples, allow_zero=True)
-        _positive("metrics.trust", "reference_samples", self.reference_samples)
-        _positive("metrics.trust", "reputation_tolerance", self.reputation_tolerance, allow_zero=True)
-        if not isinstance(self.declared, dict):
-            raise ConfigError(f"metrics.trust.declared={show(self.declared)} must be a mapping")
-        for key, value in self.declared.items():  # scalars only: a YAML alias bomb never reaches str()/repr()
-            scalar = value is None or isinstance(value, (bool, int, float)) or (isinstance(value, str) and len(value) <= 64)
-            if not (isinstance(key, str) and scalar):
-                name = key if isinstance(key, str) and len(key) <= 64 else show(key)
-                raise ConfigError(f"metrics.trust.declared.{name}={show(value)} must be a number or a word (at most "
-                                  f"64 characters), e.g. testing_coverage: 0.8 or encryption: none")
-        if self.declared:
-            from fltrust.trust.governance import DeclarationError, validate_declarations
+        trust_settings(self)  # the settings' checks are the only ones (fltrust.settings)
 
-            try:
-                validate_declarations(self.declared)
-            except DeclarationError as exc:
-                raise ConfigError(str(exc)) from None
-        _positive("metrics.trust", "clever_samples", self.clever_samples, allow_zero=True)
-        _positive("metrics.trust", "clever_nb_batches", self.clever_nb_batches)
-        _positive("metrics.trust", "clever_batch_size", self.clever_batch_size)
-        _positive("metrics.trust", "clever_radius", self.clever_radius)
-        _choice("metrics.trust", "clever_norm", self.clever_norm, (1, 2))
-        _positive("metrics.trust", "shap_background", self.shap_background)
-        _positive("metrics.trust", "shap_samples", self.shap_samples, allow_zero=True)
+
+def _settings(section: str, build):
+    """Build a settings object; its :class:`~fltrust.settings.SettingsError` becomes a ConfigError
+    naming the YAML key (``metrics.fairness.reward='lifetime' is not allowed; ...``)."""
+    try:
+        return build()
+    except SettingsError as exc:
+        raise ConfigError(f"{section}.{exc.field}{exc.detail}") from None
+
+
+def fairness_settings(config: FairnessConfig) -> FairnessSettings:
+    """The :class:`~fltrust.settings.FairnessSettings` of a ``metrics.fairness`` section.
+
+    The one place the YAML keys become the fairness observer's settings (``enabled`` is the
+    experiment's business; ``None`` switches stay "the mode's default").
+
+    Parameters
+    ----------
+    config : FairnessConfig
+
+    Returns
+    -------
+    FairnessSettings
+
+    Examples
+    --------
+    >>> fairness_settings(FairnessConfig(mode="corrected", reward="instantaneous")).nonpositive_policy
+    'exclude'
+    """
+    attributes = None if config.sensitive_attributes is None else tuple(config.sensitive_attributes)
+    return _settings("metrics.fairness", lambda: FairnessSettings(
+        mode=config.mode, shapley_include_empty=config.shapley_include_empty,
+        coalition_weighting=config.coalition_weighting, nonpositive_policy=config.nonpositive_policy,
+        reward=config.reward, group_metric=config.group_metric, shapley=config.shapley,
+        shapley_permutations=config.shapley_permutations, exact_max_players=config.exact_max_players,
+        shapley_auto_exact_players=config.shapley_auto_exact_players,
+        shapley_sampler_permutations=config.shapley_sampler_permutations,
+        shapley_truncation=config.shapley_truncation, notion_weights=tuple(config.notion_weights),
+        sensitive_attributes=attributes, aux_batch_size=config.aux_batch_size,
+    ))
+
+
+def trust_settings(config: TrustConfig) -> TrustSettings:
+    """The :class:`~fltrust.settings.TrustSettings` of a ``metrics.trust`` section.
+
+    Every key but ``enabled`` carries over by name; the statistic switches take the mode's
+    defaults.
+
+    Parameters
+    ----------
+    config : TrustConfig
+
+    Returns
+    -------
+    TrustSettings
+
+    Examples
+    --------
+    >>> trust_settings(TrustConfig(mode="fixed", clever_samples=0)).clever_samples
+    0
+    """
+    values = {f.name: getattr(config, f.name) for f in dataclasses.fields(config) if f.name != "enabled"}
+    settings = _settings("metrics.trust", lambda: TrustSettings(**values))
+    if config.declared:
+        from fltrust.trust.governance import DeclarationError, validate_declarations
+
+        try:
+            validate_declarations(config.declared)
+        except DeclarationError as exc:
+            raise ConfigError(str(exc)) from None
+    return settings
 
 
 @dataclass(frozen=True)

@@ -65,6 +65,7 @@ class Experiment:
             client_class_counts=fed.class_counts,
             config=self.cfg.to_dict(),
             dataset=fed.bundle.summary(),
+            clients_per_round=self.cfg.clients_per_round(),
         )
 
 
@@ -79,20 +80,99 @@ def build_experiment_model(cfg: ExperimentConfig, federation: Federation, device
     return model.to(device)
 
 
+def fairness_observer(cfg: ExperimentConfig, model: nn.Module, x_aux: torch.Tensor, y_aux: torch.Tensor, *,
+                      num_clients: int | None = None):
+    """The :class:`~fltrust.metrics.fairness.FairnessObserver` of an experiment.
+
+    Its settings are :func:`fltrust.config.fairness_settings` of ``metrics.fairness`` (the
+    authors' sensitive attributes of the dataset and strategy when the config names none); the
+    run's batch size, loss convention, seed and weighting come from the config.
+
+    Parameters
+    ----------
+    cfg : ExperimentConfig
+    model : nn.Module
+        Architecture template.
+    x_aux, y_aux : torch.Tensor
+        The server's auxiliary set.
+    num_clients : int or None
+        Registered clients (default: ``RunInfo.num_clients`` at the run's start).
+
+    Returns
+    -------
+    FairnessObserver
+    """
+    from dataclasses import replace
+
+    from fltrust.config import fairness_settings
+    from fltrust.metrics.fairness import FairnessObserver, default_sensitive_attributes
+
+    settings = fairness_settings(cfg.metrics.fairness)
+    if settings.sensitive_attributes is None:
+        attributes = tuple(default_sensitive_attributes(cfg.data.name, cfg.strategy.name))
+        settings = replace(settings, sensitive_attributes=attributes)
+    return FairnessObserver(settings, model, x_aux, y_aux, batch_size=cfg.training.batch_size,
+                            loss_scaling=cfg.training.loss_scaling, num_clients=num_clients,
+                            coalition_weight_key="num_batches" if cfg.strategy.weighting == "batches" else "num_samples",
+                            seed=cfg.effective_seed())
+
+
+def trust_observer(cfg: ExperimentConfig, model: nn.Module, x_test: torch.Tensor, y_test: torch.Tensor, *,
+                   test_groups: Any = None, member_sampler: Any = None, sensitive: Any = None):
+    """The :class:`~fltrust.trust.observer.TrustObserver` of an experiment.
+
+    Its settings are :func:`fltrust.config.trust_settings` of ``metrics.trust``; seed, batch size
+    and loss convention come from the config, the FactSheet describes the run from the config
+    (:func:`~fltrust.trust.factsheet.populate_pre_training`), and extended mode's measurements are built here
+    from the config (``member_sampler`` / ``sensitive``: :func:`fltrust.trust.extended.extended_inputs`).
+
+    Parameters
+    ----------
+    cfg : ExperimentConfig
+    model : nn.Module
+    x_test, y_test : torch.Tensor
+        The test split.
+    test_groups, member_sampler, sensitive : optional
+        See :class:`~fltrust.trust.observer.TrustObserver` and
+        :class:`~fltrust.trust.extended.ExtendedMetrics`.
+
+    Returns
+    -------
+    TrustObserver
+    """
+    from fltrust.config import trust_settings
+    from fltrust.trust.factsheet import populate_pre_training
+    from fltrust.trust.observer import TrustObserver
+
+    def describe(fs: dict[str, Any], info: RunInfo, template: nn.Module) -> None:  # what the config ran
+        populate_pre_training(fs, cfg, template, info.dataset or None)
+
+    settings = trust_settings(cfg.metrics.trust)
+    extended = None
+    if settings.mode == "extended":
+        from fltrust.trust.extended import ExtendedMetrics
+
+        extended = ExtendedMetrics(cfg, model, x_test, y_test, member_sampler=member_sampler, sensitive=sensitive)
+    return TrustObserver(settings, model, x_test, y_test, seed=cfg.effective_seed(),
+                         batch_size=cfg.training.batch_size, loss_scaling=cfg.training.loss_scaling,
+                         test_groups=test_groups, extended=extended, describe=describe)
+
+
 def paper_observers(cfg: ExperimentConfig, model: nn.Module, federation: Federation) -> list[RoundObserver]:
-    """The observers the config switches on: fairness analytics and FederatedTrust."""
+    """The observers the config switches on: fairness analytics and FederatedTrust.
+
+    The same observer classes a Flower app gets from :func:`fltrust.flower.instrument`, built
+    from the config's settings (:func:`fairness_observer`, :func:`trust_observer`).
+    """
     out: list[RoundObserver] = []
     if cfg.metrics.fairness.enabled:
-        from fltrust.metrics.fairness import FairnessObserver
-
-        out.append(FairnessObserver.from_config(cfg, model, federation.x_aux, federation.y_aux,
-                                                num_clients=federation.num_clients))
+        out.append(fairness_observer(cfg, model, federation.x_aux, federation.y_aux,
+                                     num_clients=federation.num_clients))
     if cfg.metrics.trust.enabled:
         from fltrust.trust.extended import extended_inputs
-        from fltrust.trust.observer import TrustObserver
 
-        out.append(TrustObserver(cfg, model, federation.x_test, federation.y_test, run_folder=None,
-                                 **extended_inputs(cfg, federation)))
+        out.append(trust_observer(cfg, model, federation.x_test, federation.y_test,
+                                  **extended_inputs(cfg, federation)))
     return out
 
 

@@ -144,11 +144,26 @@ def test_metrics_never_import_an_engine(package):
         assert not bad, f"{path} imports {bad}"
 
 
+COMPOSITION_ROOTS = {REPO / "fltrust" / "flower" / "app.py"}
+"""Modules that, like fltrust/experiment.py for fltrust's experiments, put the observers and a run
+together: fltrust.flower.instrument builds both papers' observers for a user's Flower app. The
+engines themselves never import a metric."""
+
+
 @pytest.mark.parametrize("package", ["fl", "flower"])
 def test_engines_never_import_a_metric(package):
     for path in (REPO / "fltrust" / package).rglob("*.py"):
+        if path in COMPOSITION_ROOTS:
+            continue
         bad = {m for m in _imports(path) if m.startswith(("fltrust.metrics", "fltrust.trust", "fltrust.experiment"))}
         assert not bad, f"{path} imports {bad}"
+
+
+def test_the_flower_engine_does_not_load_the_app_integration():
+    """fltrust.flower.engine (run.engine: flower) never imports the composition root."""
+    for path in (REPO / "fltrust" / "flower").rglob("*.py"):
+        if path.name not in ("__init__.py", "app.py"):
+            assert "fltrust.flower.app" not in _imports(path), path
 
 
 def _module_graph() -> dict[str, set[str]]:

@@ -121,28 +121,79 @@ class RoundRecord:
         )
 
 
+@dataclass(frozen=True)
+class AppFacts:
+    """What an app without an fltrust ExperimentConfig says about itself (a Flower app).
+
+    :func:`fltrust.flower.instrument` fills it from the app's own objects; the FederatedTrust
+    FactSheet describes the app from it (:func:`fltrust.trust.observer.describe_app`).
+
+    Attributes
+    ----------
+    name : str
+        The run's name.
+    model : str
+        The model's class name (``type(model).__name__``).
+    strategy : str
+        The strategy's class name.
+    strategy_params : dict
+        The strategy's public scalar attributes (``fraction_train``, ``min_available_nodes``, ...).
+    dataset_name, dataset_description : str
+        As the app states them.
+    preprocessing : str
+        How the app preprocesses its data, as it states it ("" = not stated, reported missing).
+    learning_rate : float or None
+        Client learning rate, when the app states it.
+    local_epochs : int or None
+        Local epochs per round, when the app states it.
+    """
+
+    name: str
+    model: str
+    strategy: str
+    strategy_params: dict[str, Any] = field(default_factory=dict)
+    dataset_name: str = ""
+    dataset_description: str = ""
+    preprocessing: str = ""
+    learning_rate: float | None = None
+    local_epochs: int | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain dict (JSON and YAML ready)."""
+        return to_plain({f: getattr(self, f) for f in self.__dataclass_fields__})
+
+
 @dataclass
 class RunInfo:
     """What observers learn when a run starts (before round 0).
 
+    The run's facts travel here, not in the observers' settings: what the run is (``config`` for
+    an fltrust experiment, ``app`` for anyone's app), how many clients and rounds, and the
+    clients' label counts -- known up front by an fltrust experiment, or recorded as the clients
+    report them (:meth:`record_client`; a deployment's server never sees the data).
+
     Attributes
     ----------
     run_id : str
-        Stable id of the run (config hash, seed, repeat).
+        Stable id of the run (config hash, seed, repeat; an app's run folder name).
     num_clients : int
         Number of registered clients C.
     num_rounds : int
         Number of training rounds T.
     num_classes : int
-        Number of label values K.
+        Number of label values K (0 = not known yet: recorded with the clients' label counts).
     client_num_samples : np.ndarray
-        Training samples per client, length C.
+        Training samples per client, length C (0 for a client that has not reported yet).
     client_class_counts : np.ndarray
-        ``(C, K)`` training label counts per client.
+        ``(C, K)`` training label counts per client; ``(C, 0)`` when none are known at the start.
     config : dict
-        The resolved experiment configuration (``ExperimentConfig.to_dict()``).
+        The resolved experiment configuration (``ExperimentConfig.to_dict()``); ``{}`` for an app.
     dataset : dict
-        ``DatasetBundle.summary()`` of the data used.
+        ``DatasetBundle.summary()`` of the data used (an app: its name and description).
+    clients_per_round : int or None
+        Clients sampled per round when the run fixes it; ``None`` = whatever the rounds show.
+    app : AppFacts or None
+        What an app without ``config`` says about itself.
     """
 
     run_id: str
@@ -153,6 +204,44 @@ class RunInfo:
     client_class_counts: np.ndarray
     config: dict[str, Any] = field(default_factory=dict)
     dataset: dict[str, Any] = field(default_factory=dict)
+    clients_per_round: int | None = None
+    app: AppFacts | None = None
+
+    def record_client(self, client_id: int, class_counts: Any) -> None:
+        """Store one client's training label counts (as it reports them); widens K if needed.
+
+        Parameters
+        ----------
+        client_id : int
+            In ``[0, num_clients)``.
+        class_counts : sequence of int
+            Training samples per label value 0..K-1.
+
+        Examples
+        --------
+        >>> info = RunInfo("app", 2, 1, 0, np.zeros(2), np.zeros((2, 0)))
+        >>> info.record_client(1, [3, 0, 1])
+        >>> info.client_class_counts.tolist(), info.client_num_samples.tolist(), info.num_classes
+        ([[0.0, 0.0, 0.0], [3.0, 0.0, 1.0]], [0.0, 4.0], 3)
+        """
+        counts = np.asarray(class_counts, dtype=float).reshape(-1)
+        if not 0 <= int(client_id) < self.num_clients:
+            raise ValueError(f"client id {client_id} is outside 0..{self.num_clients - 1} "
+                             f"(the run has {self.num_clients} clients)")
+        if counts.size == 0 or np.any(counts < 0) or not np.all(np.isfinite(counts)):
+            raise ValueError(f"client {client_id}'s label counts {counts.tolist()} must be non-negative numbers")
+        table = np.asarray(self.client_class_counts, dtype=float).reshape(self.num_clients, -1)
+        width = max(table.shape[1], counts.size)
+        if width > table.shape[1]:
+            table = np.pad(table, ((0, 0), (0, width - table.shape[1])))
+        table[int(client_id)] = np.pad(counts, (0, width - counts.size))
+        self.client_class_counts = table
+        samples = np.asarray(self.client_num_samples, dtype=float).reshape(-1)
+        if samples.size != self.num_clients:
+            samples = np.zeros(self.num_clients)
+        samples[int(client_id)] = counts.sum()
+        self.client_num_samples = samples
+        self.num_classes = max(int(self.num_classes), width)
 
 
 @dataclass

@@ -2,7 +2,13 @@
 
 Two ways in (Flower 1.42, Message API; the legacy ``flwr.server.strategy`` API is adapted too):
 
-- **Your own Flower app.** Wrap your strategy in :class:`ObservedStrategy` (Message API) or
+- **Your own Flower app, in a dozen lines.** On the server
+  ``strategy = instrument(FedAvg(...), model=Net(), aux=..., test=..., out_dir=..., name=...,
+  dataset_name=...)`` and ``strategy.start(...)`` as Flower's; on the clients
+  ``report = client_report(model, trainloader, valloader, context=context)`` before training and
+  ``report.attach(content)`` on the reply. Settings: :class:`FairnessSettings`,
+  :class:`TrustSettings`. See :mod:`fltrust.flower.app`.
+- **Your own Flower app, piece by piece.** Wrap your strategy in :class:`ObservedStrategy` (Message API) or
   :class:`ObservedLegacyStrategy` (``flwr.server.strategy.Strategy``); each round becomes a plain
   :class:`~fltrust.core.records.RoundRecord` handed to a sink -- a :class:`~fltrust.runs.RunRecorder`
   (standard run folder) or an :class:`ObserverSink` -- whose observers compute the fairness notions
@@ -22,6 +28,7 @@ from __future__ import annotations
 from fltrust.flower.version import REQUIRED_FLOWER, FlowerVersionError, require_flower
 
 FLOWER_VERSION = require_flower()
+"""The installed Flower version (``flwr.__version__``, checked: 1.42.x)."""
 
 from fltrust.flower.adapter import (  # noqa: E402  (after the version check, on purpose)
     ClientRow,
@@ -31,10 +38,13 @@ from fltrust.flower.adapter import (  # noqa: E402  (after the version check, on
     RoundSink,
     aux_evaluate_fn,
     discover_partitions,
+    partition_query_reply,
 )
+from fltrust.flower.app import InstrumentedStrategy, as_tensors, client_report, instrument  # noqa: E402
 from fltrust.flower.client import ClientReport  # noqa: E402
 from fltrust.flower.records import arrays_to_params, params_to_arrays  # noqa: E402
 from fltrust.flower.strategies import Ditto, QFedAvg, build_flower_strategy  # noqa: E402
+from fltrust.settings import FairnessSettings, TrustSettings  # noqa: E402
 
 
 def __getattr__(name: str):
@@ -46,8 +56,9 @@ def __getattr__(name: str):
 
 
 __all__ = [
-    "FLOWER_VERSION", "REQUIRED_FLOWER", "ClientReport", "ClientRow", "Ditto", "FlowerEngine",
-    "FlowerVersionError", "ObservedLegacyStrategy", "ObservedStrategy", "ObserverSink", "QFedAvg",
-    "RoundSink", "arrays_to_params", "aux_evaluate_fn", "build_flower_strategy", "discover_partitions",
-    "params_to_arrays", "require_flower",
+    "FLOWER_VERSION", "REQUIRED_FLOWER", "ClientReport", "ClientRow", "Ditto", "FairnessSettings", "FlowerEngine",
+    "FlowerVersionError", "InstrumentedStrategy", "ObservedLegacyStrategy", "ObservedStrategy", "ObserverSink",
+    "QFedAvg", "RoundSink", "TrustSettings", "arrays_to_params", "as_tensors", "aux_evaluate_fn",
+    "build_flower_strategy", "client_report", "discover_partitions", "instrument", "params_to_arrays",
+    "partition_query_reply", "require_flower",
 ]

@@ -58,7 +58,8 @@ AUX_LOSS, AUX_ACCURACY = "aux_loss", "aux_accuracy"
 class RoundSink(Protocol):
     """Where finished rounds go (a :class:`~fltrust.runs.RunRecorder` is one)."""
 
-    def record_round(self, record: RoundRecord) -> Any: ...
+    def record_round(self, record: RoundRecord) -> Any:
+        """Take one finished round (its observers run here); round 0 is the initial model."""
 
 
 class ObserverSink:
@@ -79,6 +80,8 @@ class ObserverSink:
         self.observers.run_start(info)
 
     def record_round(self, record: RoundRecord) -> RoundRecord:
+        """Let the observers see ``record`` (their outputs go in ``record.observations``); returns
+        the kept, parameter-free copy (also appended to :attr:`records`)."""
         from fltrust.runs import strip
 
         self.observers.round_end(record)
@@ -123,6 +126,7 @@ class _RoundBuilder:
         self.reference: Params | None = None  # dtypes/shapes of the global model
         self.round_seconds: dict[int, float] = {}
         self.last_record: RoundRecord | None = None
+        self.warned_fallback = False
 
     def begin(self, server_round: int, global_params: Params) -> None:
         self.reference = self.reference or [np.asarray(p) for p in global_params]
@@ -133,6 +137,12 @@ class _RoundBuilder:
         for name, fallback in ((AUX_LOSS, "loss"), (AUX_ACCURACY, "accuracy")):
             if name not in server and fallback in server:
                 server[name] = server[fallback]
+                if not self.warned_fallback:
+                    self.warned_fallback = True
+                    log.warning("fltrust: the evaluate_fn returned %r but no %r: taking it as the loss on the server's "
+                                "auxiliary set D (FedSV's reference); return %r from an evaluate_fn on D "
+                                "(fltrust.flower.aux_evaluate_fn), or use fltrust.flower.instrument, which evaluates "
+                                "D itself", fallback, name, name)
         pending = self.pending if self.pending is not None and self.pending.round == server_round else None
         if server_round == 0 or pending is None:
             record = RoundRecord(round=server_round, client_ids=np.zeros(0, dtype=np.int64), server_metrics=server,
@@ -371,8 +381,19 @@ def _array(p: np.ndarray):
 def aux_evaluate_fn(evaluate: Callable[[Params], tuple[float, float]]) -> Callable[[int, ArrayRecord], MetricRecord]:
     """A Flower ``evaluate_fn`` from ``evaluate(params) -> (loss, accuracy)`` on the auxiliary set.
 
-    Returns ``MetricRecord({"aux_loss": ..., "aux_accuracy": ...})``, the server metrics the
-    fairness observer reads.
+    Parameters
+    ----------
+    evaluate : callable
+        ``evaluate(params: list[np.ndarray]) -> (loss: float, accuracy: float)``: the model with
+        ``params`` (``state_dict`` order) on the server's auxiliary set D, the set FedSV values
+        the clients' updates on (not the app's test set).
+
+    Returns
+    -------
+    callable
+        ``evaluate_fn(server_round, arrays) -> MetricRecord({"aux_loss": ..., "aux_accuracy": ...})``,
+        the server metrics the fairness observer reads. (:func:`fltrust.flower.instrument`
+        evaluates the aux set itself and needs none of this.)
     """
 
     def evaluate_fn(server_round: int, arrays: ArrayRecord) -> MetricRecord:

@@ -1,6 +1,8 @@
 """Client-side helper: what a ClientApp reports so that the server can compute both papers' metrics.
 
-Use it inside any Flower ``@app.train()`` function::
+For anyone's app the one call is :func:`fltrust.flower.client_report` (a report from the model
+and the client's DataLoaders), then ``report.attach(content)``. By hand, inside any Flower
+``@app.train()`` function::
 
     report = ClientReport.for_model(model, x_val, y_val, partition_id=pid, num_classes=10)
     report.reward(received)                       # received model on the validation set, BEFORE training
@@ -24,7 +26,14 @@ import numpy as np
 
 from fltrust.core.evaluation import EvalResult
 from fltrust.core.records import Params
-from fltrust.flower.records import CLIENT_ID_KEY, CONFUSION_KEY, arrays_to_params, confusion_to_metric
+from fltrust.flower.records import (
+    CLIENT_ID_KEY,
+    CONFUSION_KEY,
+    FLTRUST_KEY,
+    LABEL_COUNTS_KEY,
+    arrays_to_params,
+    confusion_to_metric,
+)
 
 
 def _as_params(params: Any) -> Params:
@@ -44,27 +53,43 @@ class ClientReport:
     evaluate : callable
         ``evaluate(params) -> EvalResult`` on the client's validation set (loss, accuracy,
         confusion matrix); :meth:`for_model` builds it from a torch model.
-    partition_id : int
-        The client id (``context.node_config["partition-id"]``), in ``[0, C)``.
+    partition_id : int or None
+        The client id (``context.node_config["partition-id"]``), in ``[0, C)``; ``None`` = the
+        server numbers the SuperNodes (:class:`fltrust.flower.InstrumentedStrategy`).
     """
 
-    def __init__(self, evaluate: Callable[[Params], EvalResult], *, partition_id: int) -> None:
+    def __init__(self, evaluate: Callable[[Params], EvalResult], *, partition_id: int | None) -> None:
         self.evaluate = evaluate
-        self.partition_id = int(partition_id)
+        self.partition_id = None if partition_id is None else int(partition_id)
         self.reward_result: EvalResult | None = None
         self.bytes_received = 0
         self._start: float | None = None
+        self.model: Any = None
+        self.train_facts: dict[str, Any] = {}
 
     @classmethod
-    def for_model(cls, model, x_val, y_val, *, partition_id: int, num_classes: int, batch_size: int = 1024,
+    def for_model(cls, model, x_val, y_val, *, partition_id: int | None, num_classes: int, batch_size: int = 1024,
                   loss_scaling: str = "mean") -> "ClientReport":
-        """A report that evaluates ``model``'s architecture on ``(x_val, y_val)`` (torch tensors)."""
+        """A report that evaluates ``model``'s architecture on ``(x_val, y_val)`` (torch tensors).
+
+        The evaluation runs on the model's device (the validation tensors are moved there once),
+        so a CUDA model is evaluated on CUDA.
+        """
+        import torch
+
         from fltrust.core.evaluation import evaluate, set_params
+
+        on_device: dict[Any, tuple[Any, Any]] = {}
 
         def run(params: Params) -> EvalResult:
             set_params(model, params)
-            return evaluate(model, x_val, y_val, num_classes=num_classes, batch_size=batch_size,
-                            loss_scaling=loss_scaling)
+            tensor = next(iter(model.parameters()), None)
+            device = tensor.device if tensor is not None else torch.device("cpu")
+            if device not in on_device:
+                on_device.clear()
+                on_device[device] = (x_val.to(device), y_val.to(device))
+            x, y = on_device[device]
+            return evaluate(model, x, y, num_classes=num_classes, batch_size=batch_size, loss_scaling=loss_scaling)
 
         return cls(run, partition_id=partition_id)
 
@@ -76,17 +101,16 @@ class ClientReport:
         self.reward_result = self.evaluate(params)
         return self.reward_result
 
-    def _values(self, trained: Any, *, num_examples: int, num_batches: int, train_loss: float,
+    def _values(self, trained: Any, *, num_examples: int, num_batches: int | None, train_loss: float,
                 performance: Any | None, extra: Mapping[str, float] | None) -> tuple[dict[str, Any], np.ndarray]:
         if self.reward_result is None or self._start is None:
             raise RuntimeError("call ClientReport.reward(received) before training, then finish(...)")
         sent = _as_params(trained)
         result = self.evaluate(sent if performance is None else _as_params(performance))
         elapsed = time.perf_counter() - self._start
-        values: dict[str, Any] = {
-            CLIENT_ID_KEY: self.partition_id,
+        values: dict[str, Any] = {} if self.partition_id is None else {CLIENT_ID_KEY: self.partition_id}
+        values.update({
             "num-examples": int(num_examples),
-            "num-batches": int(num_batches),
             "val_samples": int(result.num_samples),
             "reward_accuracy": float(self.reward_result.accuracy),
             "reward_loss": float(self.reward_result.loss),
@@ -96,7 +120,9 @@ class ClientReport:
             "train_time_s": float(elapsed),
             "bytes_received": self.bytes_received,
             "bytes_sent": int(sum(np.asarray(p).nbytes for p in sent)),
-        }
+        })
+        if num_batches is not None:
+            values["num-batches"] = int(num_batches)
         values.update({k: float(v) for k, v in (extra or {}).items()})
         return values, result.confusion
 
@@ -131,3 +157,45 @@ class ClientReport:
                                          extra=kwargs.pop("extra", None), **kwargs)
         values[CONFUSION_KEY] = confusion_to_metric(confusion, legacy=True)
         return values
+
+    def attach(self, content: Any, *, model: Any = None, train_loss: float | None = None):
+        """Evaluate the trained model and add the report to the reply's ``content``.
+
+        For a report made by :func:`fltrust.flower.client_report`. The report goes in a
+        ``ConfigRecord`` under ``"fltrust"``, beside the app's own ``"arrays"`` and
+        ``"metrics"``; the server reads and removes it before the app's strategy aggregates.
+
+        Parameters
+        ----------
+        content : flwr.app.RecordDict
+            The reply's content (modified in place and returned).
+        model : nn.Module or None
+            The trained model (default: the one given to ``client_report``, trained in place).
+        train_loss : float or None
+            The last epoch's training loss; default: the ``train_loss`` of the content's
+            MetricRecord when it has one, else NaN.
+
+        Returns
+        -------
+        flwr.app.RecordDict
+            ``content``, for ``Message(report.attach(content), reply_to=msg)``.
+        """
+        from flwr.app import ConfigRecord
+
+        model = self.model if model is None else model
+        if model is None or not self.train_facts:
+            raise RuntimeError("ClientReport.attach is for reports made by fltrust.flower.client_report(model, train, "
+                               "val); by hand use finish(...)")
+        if train_loss is None:
+            found = [r["train_loss"] for r in content.metric_records.values() if "train_loss" in r]
+            train_loss = float(found[0]) if found else float("nan")
+        facts = self.train_facts
+        values, confusion = self._values(model.state_dict(), num_examples=facts["num_examples"],
+                                         num_batches=facts["num_batches"], train_loss=train_loss,
+                                         performance=None, extra=None)
+        values[CONFUSION_KEY] = confusion_to_metric(confusion)
+        values[LABEL_COUNTS_KEY] = list(facts["label_counts"])
+        if facts.get("num_partitions") is not None:
+            values["num-partitions"] = int(facts["num_partitions"])
+        content[FLTRUST_KEY] = ConfigRecord(values)
+        return content

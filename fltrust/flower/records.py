@@ -21,7 +21,14 @@ MetricRecord key       RoundRecord ``client_metrics`` key / meaning
 ``malicious``          ``malicious`` (runs with an ``attack``): 1 when the client is malicious
 ``confusion``          ``client_confusion`` row: the K x K validation confusion matrix, flattened
                        row-major (a JSON string in the legacy API, whose metrics hold scalars only)
+``label_counts``       the client's training label counts (``RunInfo.record_client``; in the
+                       ``"fltrust"`` ConfigRecord of :meth:`ClientReport.attach` only)
 =====================  =========================================================================
+
+:meth:`ClientReport.finish` returns these keys as the reply's ``MetricRecord`` (fltrust's own
+Flower engine, whose strategies aggregate by ``num-batches``); :meth:`ClientReport.attach` puts
+them in a separate ``ConfigRecord`` under :data:`FLTRUST_KEY`, so that an app's strategy and
+Flower's log see only the app's own metrics.
 """
 
 from __future__ import annotations
@@ -36,6 +43,11 @@ from fltrust.core.records import Params
 
 CLIENT_ID_KEY = "partition-id"
 CONFUSION_KEY = "confusion"
+LABEL_COUNTS_KEY = "label_counts"
+"""The client's training label counts (``RunInfo.record_client``), in fltrust's report."""
+FLTRUST_KEY = "fltrust"
+"""RecordDict key of the ConfigRecord in which :meth:`ClientReport.attach` sends the report (the
+server removes it before the app's strategy aggregates, so it never reaches Flower's metrics)."""
 RENAMED = {"num-examples": "num_samples", "num-batches": "num_batches"}
 """MetricRecord keys whose RoundRecord name differs."""
 STANDARD_CLIENT_KEYS = (
@@ -44,7 +56,7 @@ STANDARD_CLIENT_KEYS = (
 )
 """``client_metrics`` keys of a RoundRecord, in the in-process engine's order (``malicious``, 1 for
 a malicious client, only in runs with an ``attack``: a key is kept when every reply has it)."""
-BOOKKEEPING_KEYS = frozenset({CLIENT_ID_KEY, "num-partitions", CONFUSION_KEY})
+BOOKKEEPING_KEYS = frozenset({CLIENT_ID_KEY, "num-partitions", CONFUSION_KEY, LABEL_COUNTS_KEY})
 
 
 def params_to_arrays(params: Params, names: Sequence[str] | None = None):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 REQUIRED_FLOWER = "1.42"
+"""The Flower minor version fltrust supports (any 1.42.x)."""
 
 
 class FlowerVersionError(RuntimeError):

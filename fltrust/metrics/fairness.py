@@ -33,18 +33,24 @@ from __future__ import annotations
 import math
 import warnings
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import torch
 from torch import nn
 
-from fltrust.config import ConfigError, ExperimentConfig, FairnessConfig
 from fltrust.core.observers import BaseObserver
 from fltrust.core.records import RoundRecord, RunInfo, RunSummary
 from fltrust.metrics.jain import MetricInputError, jain_index
-from fltrust.metrics.shapley import AUTO_EXACT_PLAYERS, SAMPLER_PERMUTATIONS, SHAPLEY_METHODS, federated_shapley
+from fltrust.metrics.shapley import federated_shapley
+from fltrust.settings import (
+    FAIRNESS_MODE_DEFAULTS,
+    GROUP_METRICS,
+    JAIN_ZERO_GUARDS,
+    NONPOSITIVE_POLICIES,
+    FairnessSettings,
+)
 
 __all__ = [
     "FairnessObserver",
@@ -68,175 +74,8 @@ __all__ = [
     "table3_window_mean",
 ]
 
-MODES = ("faithful", "corrected")
-COALITION_WEIGHTINGS = ("uniform", "fedavg")
-NONPOSITIVE_POLICIES = ("raw", "exclude")
-REWARDS = ("instantaneous", "cumulative")
-GROUP_METRICS = ("authors", "equalized_odds")
-JAIN_ZERO_GUARDS = ("authors", "all_zero_is_one")
-
-MODE_DEFAULTS: dict[str, dict[str, Any]] = {
-    "faithful": {
-        "shapley_include_empty": False,
-        "coalition_weighting": "uniform",
-        "nonpositive_policy": "raw",
-        "reward": "instantaneous",
-        "group_metric": "authors",
-        "jain_zero_guard": "authors",
-    },
-    "corrected": {
-        "shapley_include_empty": True,
-        "coalition_weighting": "fedavg",
-        "nonpositive_policy": "exclude",
-        "reward": "cumulative",
-        "group_metric": "equalized_odds",
-        "jain_zero_guard": "all_zero_is_one",
-    },
-}
-"""Value of every switch in each mode (spec 9)."""
-
-
-# --------------------------------------------------------------------------------------------
-# Settings
-# --------------------------------------------------------------------------------------------
-def _check_choice(name: str, value: Any, allowed: tuple[Any, ...]) -> None:
-    if value not in allowed:
-        raise ConfigError(f"metrics.fairness.{name}={value!r} is not allowed; choose one of {list(allowed)}")
-
-
-@dataclass(frozen=True)
-class FairnessSettings:
-    """Resolved switches of the fairness metrics; ``None`` means "the mode's default".
-
-    Build it with ``FairnessSettings(mode="corrected", reward="instantaneous")`` or from the
-    experiment configuration with :meth:`from_config`. After construction every switch holds a
-    concrete value (see :data:`MODE_DEFAULTS`).
-
-    Attributes
-    ----------
-    mode : {"faithful", "corrected"}
-        ``"faithful"`` (default): exactly the authors' computation behind Table 3.
-        ``"corrected"``: every correction of spec 9 below.
-    shapley_include_empty : bool
-        FedSV with the empty-coalition term (standard Shapley, ``U(empty) = 0``, efficiency
-        holds) -- corrected ``True``. Faithful ``False``: the authors' power set drops the empty
-        coalition, so ``phi = standard - U({n})/m`` and ``l(theta_k; D)`` cancels (spec 3).
-    coalition_weighting : {"uniform", "fedavg"}
-        Coalition model = plain mean of the members' models (faithful, paper Eq. 4 and code)
-        or the FedAvg mean weighted by the clients' samples or batches (corrected; the weight
-        key is chosen by :class:`FairnessObserver`).
-    nonpositive_policy : {"raw", "exclude"}
-        What to do with participants whose cumulative FedSV ``s_n <= 0`` in the ratios
-        ``x/s`` and ``r/s`` of f_j and f_r. ``"raw"`` (faithful): use the signed value (a
-        negative or near-zero ``s_n`` dominates J; ``s_n = 0`` gives an infinite ratio and a
-        NaN index). ``"exclude"`` (corrected): drop them and record how many were dropped; with
-        fewer than 2 remaining the round's f_j / f_r is NaN. Never clip to a tiny epsilon: that
-        manufactures huge ratios that dominate J (spec 9).
-    reward : {"instantaneous", "cumulative"}
-        Reward in f_r: this round's pre-training accuracy r_{n,k} (faithful, as coded) or the
-        sum of the client's rewards over all its rounds so far (corrected, as the paper text
-        says, matching the cumulative s_n).
-    group_metric : {"authors", "equalized_odds"}
-        f_g as coded (faithful; :func:`authors_group_fairness`, not equalised odds) or the
-        equalised-odds difference between label groups computed with fairlearn (corrected;
-        :func:`equalized_odds_group_fairness`).
-    jain_zero_guard : {"authors", "all_zero_is_one"}
-        Degenerate cases of J. ``"authors"`` (faithful): f_j has no guard (all-zero gains give
-        NaN), f_r is 1 when the reward ratios sum to exactly 0. ``"all_zero_is_one"``
-        (corrected): ``J(all zero) = 1`` for both, ``J(empty) = NaN``. A mode-level item of
-        spec 9; it has no field in :class:`fltrust.config.FairnessConfig`.
-    shapley : {"exact", "monte_carlo", "permutation", "auto"}
-        How FedSV is computed (:func:`fltrust.metrics.shapley.federated_shapley`). ``"exact"``
-        (default): all ``2^m - 1`` coalitions (1,023 coalition models at 10 participants).
-        ``"monte_carlo"``: every prefix of ``shapley_permutations`` uniform orders.
-        ``"permutation"``: guided permutation sampling with a control variate,
-        ``shapley_sampler_permutations`` orders (at most ``m + 1 + P (m - 2)`` models: 91 at 10
-        participants), standard errors recorded. ``"auto"``: exact up to
-        ``shapley_auto_exact_players`` participants, ``"permutation"`` above.
-    shapley_permutations : int
-        ``"monte_carlo"`` budget per round.
-    exact_max_players : int
-        ``shapley="exact"``: rounds with more participants switch to ``"monte_carlo"``, with a
-        warning naming this setting.
-    shapley_auto_exact_players : int
-        ``shapley="auto"``: exact up to this many participants (default 6: 63 models).
-    shapley_sampler_permutations : int
-        ``"permutation"`` budget per round (default 10).
-    shapley_truncation : float
-        ``"permutation"``: a walk stops when the remaining gain ``|U(S) - U(prefix)|`` is at
-        most this fraction of ``|U(S)|`` (0, default: never).
-    notion_weights : tuple of 4 float
-        Weights of (f_j, f_g, f_r, f_o) in F_T (paper Eq. 12), normalised to sum 1.
-    """
-
-    mode: str = "faithful"
-    shapley_include_empty: bool | None = None
-    coalition_weighting: str | None = None
-    nonpositive_policy: str | None = None
-    reward: str | None = None
-    group_metric: str | None = None
-    jain_zero_guard: str | None = None
-    shapley: str = "exact"
-    shapley_permutations: int = 200
-    exact_max_players: int = 10
-    shapley_auto_exact_players: int = AUTO_EXACT_PLAYERS
-    shapley_sampler_permutations: int = SAMPLER_PERMUTATIONS
-    shapley_truncation: float = 0.0
-    notion_weights: tuple[float, float, float, float] = (0.25, 0.25, 0.25, 0.25)
-
-    def __post_init__(self) -> None:
-        _check_choice("mode", self.mode, MODES)
-        for name, default in MODE_DEFAULTS[self.mode].items():
-            if getattr(self, name) is None:
-                object.__setattr__(self, name, default)
-        _check_choice("shapley_include_empty", self.shapley_include_empty, (True, False))
-        _check_choice("coalition_weighting", self.coalition_weighting, COALITION_WEIGHTINGS)
-        _check_choice("nonpositive_policy", self.nonpositive_policy, NONPOSITIVE_POLICIES)
-        _check_choice("reward", self.reward, REWARDS)
-        _check_choice("group_metric", self.group_metric, GROUP_METRICS)
-        _check_choice("jain_zero_guard", self.jain_zero_guard, JAIN_ZERO_GUARDS)
-        _check_choice("shapley", self.shapley, SHAPLEY_METHODS)
-        if self.shapley_permutations < 1:
-            raise ConfigError(f"metrics.fairness.shapley_permutations={self.shapley_permutations} must be >= 1")
-        for name in ("exact_max_players", "shapley_auto_exact_players", "shapley_sampler_permutations"):
-            if getattr(self, name) < 1:
-                raise ConfigError(f"metrics.fairness.{name}={getattr(self, name)} must be >= 1")
-        if not (math.isfinite(self.shapley_truncation) and self.shapley_truncation >= 0):
-            raise ConfigError(
-                f"metrics.fairness.shapley_truncation={self.shapley_truncation!r} must be a number >= 0 (0 = off)"
-            )
-        weights = tuple(float(w) for w in self.notion_weights)
-        if len(weights) != 4 or any(w < 0 for w in weights) or sum(weights) <= 0:
-            raise ConfigError(
-                f"metrics.fairness.notion_weights={list(self.notion_weights)} must be 4 non-negative numbers "
-                "(f_j, f_g, f_r, f_o) with a positive sum"
-            )
-        object.__setattr__(self, "notion_weights", weights)
-
-    @classmethod
-    def from_config(cls, config: FairnessConfig) -> "FairnessSettings":
-        """Resolve a :class:`fltrust.config.FairnessConfig` (its ``None`` switches = mode default)."""
-        return cls(
-            mode=config.mode,
-            shapley_include_empty=config.shapley_include_empty,
-            coalition_weighting=config.coalition_weighting,
-            nonpositive_policy=config.nonpositive_policy,
-            reward=config.reward,
-            group_metric=config.group_metric,
-            shapley=config.shapley,
-            shapley_permutations=config.shapley_permutations,
-            exact_max_players=config.exact_max_players,
-            shapley_auto_exact_players=config.shapley_auto_exact_players,
-            shapley_sampler_permutations=config.shapley_sampler_permutations,
-            shapley_truncation=config.shapley_truncation,
-            notion_weights=tuple(config.notion_weights),
-        )
-
-    def to_dict(self) -> dict[str, Any]:
-        """Plain dict of every resolved switch."""
-        data = asdict(self)
-        data["notion_weights"] = list(self.notion_weights)
-        return data
+MODE_DEFAULTS = FAIRNESS_MODE_DEFAULTS
+"""Value of every switch in each mode (spec 9); defined with the settings in :mod:`fltrust.settings`."""
 
 
 _ALL_TEN = list(range(10))
@@ -894,27 +733,42 @@ class FairnessObserver(BaseObserver):
     Parameters
     ----------
     settings : FairnessSettings
-        Resolved switches.
+        Resolved switches, the attribute list A (``settings.sensitive_attributes``; ``None`` =
+        every label of the model's classes, read from the first round's confusion matrices) and
+        the aux chunk size.
     model : nn.Module
         Architecture template of the clients' parameter sets.
     x_aux, y_aux : torch.Tensor
         The server's auxiliary set D (on the evaluation device).
     batch_size : int
         Evaluation batch size.
-    loss_scaling : str
+    loss_scaling : str, default "mean"
         ``"mean"`` or ``"per_batch_sum"`` (the authors', spec 6.4), as the run's evaluation.
-    num_clients : int
-        Number of registered clients C.
-    sensitive_attributes : sequence of int
-        Attribute list A (see :func:`default_sensitive_attributes`).
+    num_clients : int or None
+        Number of registered clients C; ``None`` = ``RunInfo.num_clients`` at the run's start.
     coalition_weight_key : str, default "num_samples"
         ``client_metrics`` key of the FedAvg coalition weights (``"num_batches"`` when the run
         aggregates by batches, as the authors did).
     seed : int, default 0
         Monte Carlo seed; round k uses ``[seed, k]``.
+    sensitive_attributes : sequence of int or None
+        Replaces ``settings.sensitive_attributes`` when given (code written before the settings
+        held the list passes it here).
     aux_batch_size : int or None
-        Aux samples per forward pass of the coalition evaluation (speed/memory only; ``None`` =
-        automatic). ``batch_size`` still groups the ``per_batch_sum`` loss.
+        Replaces ``settings.aux_batch_size`` when given: aux samples per forward pass of the
+        coalition evaluation (speed/memory only). ``batch_size`` still groups the
+        ``per_batch_sum`` loss.
+
+    Examples
+    --------
+    The experiment builds it from its config (:func:`fltrust.experiment.fairness_observer`); on
+    its own it needs only the settings, a model and the aux set:
+
+    >>> import torch
+    >>> observer = FairnessObserver(FairnessSettings(mode="corrected"), torch.nn.Linear(3, 2),
+    ...                             torch.zeros(4, 3), torch.tensor([0, 1, 0, 1]), batch_size=32)
+    >>> observer.settings.reward
+    'cumulative'
     """
 
     name = "fairness"
@@ -927,14 +781,14 @@ class FairnessObserver(BaseObserver):
         y_aux: torch.Tensor,
         *,
         batch_size: int,
-        loss_scaling: str,
-        num_clients: int,
-        sensitive_attributes: Sequence[int],
+        loss_scaling: str = "mean",
+        num_clients: int | None = None,
         coalition_weight_key: str = "num_samples",
         seed: int = 0,
+        sensitive_attributes: Sequence[int] | None = None,
         aux_batch_size: int | None = None,
     ) -> None:
-        if num_clients < 1:
+        if num_clients is not None and num_clients < 1:
             raise MetricInputError(f"num_clients={num_clients} must be >= 1")
         if len(x_aux) != len(y_aux) or len(y_aux) == 0:
             raise MetricInputError(
@@ -946,50 +800,26 @@ class FairnessObserver(BaseObserver):
         self.x_aux, self.y_aux = x_aux, y_aux
         self.batch_size = int(batch_size)
         self.loss_scaling = loss_scaling
-        self.num_clients = int(num_clients)
-        self.sensitive_attributes = _attributes(sensitive_attributes)
+        attributes = settings.sensitive_attributes if sensitive_attributes is None else sensitive_attributes
+        self.sensitive_attributes = None if attributes is None else _attributes(attributes)
         self.coalition_weight_key = coalition_weight_key
         self.seed = int(seed)
-        self.aux_batch_size = aux_batch_size
-        self.cumulative_shapley = np.zeros(self.num_clients)
-        self.cumulative_rewards = np.zeros(self.num_clients)
+        self.aux_batch_size = settings.aux_batch_size if aux_batch_size is None else aux_batch_size
+        self.num_clients = 0
+        if num_clients is not None:
+            self._size(int(num_clients))
 
-    @classmethod
-    def from_config(
-        cls,
-        config: ExperimentConfig,
-        model: nn.Module,
-        x_aux: torch.Tensor,
-        y_aux: torch.Tensor,
-        *,
-        num_clients: int | None = None,
-    ) -> "FairnessObserver":
-        """Build the observer of an experiment (settings, attributes, weights key, seed).
-
-        ``num_clients`` overrides ``config.partition.num_clients`` (an engine that knows the
-        actual number of registered clients passes it).
-        """
-        fairness = config.metrics.fairness
-        attributes = fairness.sensitive_attributes
-        if attributes is None:
-            attributes = default_sensitive_attributes(config.data.name, config.strategy.name)
-        return cls(
-            FairnessSettings.from_config(fairness),
-            model,
-            x_aux,
-            y_aux,
-            batch_size=config.training.batch_size,
-            loss_scaling=config.training.loss_scaling,
-            num_clients=config.partition.num_clients if num_clients is None else num_clients,
-            sensitive_attributes=attributes,
-            coalition_weight_key="num_batches" if config.strategy.weighting == "batches" else "num_samples",
-            seed=config.effective_seed(),
-            aux_batch_size=getattr(fairness, "aux_batch_size", None),
-        )
+    def _size(self, num_clients: int) -> None:
+        self.num_clients = num_clients
+        self.cumulative_shapley = np.zeros(num_clients)
+        self.cumulative_rewards = np.zeros(num_clients)
 
     # -- observer hooks --------------------------------------------------------------------
-    def on_run_start(self, info: RunInfo) -> None:  # noqa: D102
+    def on_run_start(self, info: RunInfo) -> None:
+        """Take the number of clients from ``info`` (or check it against the constructor's)."""
         super().on_run_start(info)
+        if self.num_clients == 0:
+            self._size(int(info.num_clients))
         if info.num_clients != self.num_clients:
             raise MetricInputError(
                 f"FairnessObserver was built for num_clients={self.num_clients} but the run has {info.num_clients}"
@@ -1018,10 +848,13 @@ class FairnessObserver(BaseObserver):
         if "aux_loss_before" not in record.server_metrics:
             raise MetricInputError(
                 f"round {record.round}: record.server_metrics has no 'aux_loss_before' (the loss of the received "
-                "global model on the auxiliary set, the FedSV reference loss)"
+                "global model on the auxiliary set, the FedSV reference loss); on Flower pass "
+                "evaluate_fn=fltrust.flower.aux_evaluate_fn(...) to start(), or use fltrust.flower.instrument"
             )
         if record.client_confusion is None:
             raise MetricInputError(f"round {record.round}: record.client_confusion is None; f_g needs it")
+        if self.sensitive_attributes is None:  # every label of the model's classes
+            self.sensitive_attributes = list(range(np.asarray(record.client_confusion).shape[-1]))
         weights = None
         if self.settings.coalition_weighting == "fedavg":
             weights = self._client_metric(record, self.coalition_weight_key, m)
@@ -1097,7 +930,7 @@ class FairnessObserver(BaseObserver):
         """The resolved settings, the attribute list and the final cumulative FedSV."""
         return {
             "settings": self.settings.to_dict(),
-            "sensitive_attributes": list(self.sensitive_attributes),
+            "sensitive_attributes": None if self.sensitive_attributes is None else list(self.sensitive_attributes),
             "cumulative_shapley": self.cumulative_shapley.tolist(),
             "cumulative_rewards": self.cumulative_rewards.tolist(),
         }

@@ -454,9 +454,9 @@ def mode_factsheet(record: RunRecord, mode: str, *, device: str = "auto") -> dic
         The FactSheet.
     """
     from fltrust.core.records import RunSummary
-    from fltrust.experiment import prepare_experiment
+    from fltrust.experiment import prepare_experiment, trust_observer
     from fltrust.trust.factsheet import get_field, load_factsheet, save_factsheet, set_field
-    from fltrust.trust.observer import FACTSHEET_FILE, MODE_DEFAULTS, TrustObserver
+    from fltrust.trust.observer import FACTSHEET_FILE, MODE_DEFAULTS
 
     _check_modes([mode])
     if record.summary.get("status") != "complete":
@@ -492,9 +492,7 @@ def mode_factsheet(record: RunRecord, mode: str, *, device: str = "auto") -> dic
         replay = prepare_experiment(replay_cfg.with_overrides({"metrics.trust.enabled": False,
                                                                 "metrics.fairness.enabled": False}))
         info = replay.run_info(record.run_id)
-        observer = TrustObserver(replay_cfg, replay.model, replay.federation.x_test, replay.federation.y_test,
-                                 run_folder=None,
-                                 mode=mode)
+        observer = trust_observer(replay_cfg, replay.model, replay.federation.x_test, replay.federation.y_test)
         observer.on_run_start(info)
         for round_record in record.rounds:
             observer.on_round_end(round_record)

@@ -14,11 +14,13 @@ Alg. 1 step                 observer hook
 15-21 local evaluation      ``on_round_end``: mean client accuracy / loss, server aux metrics
 24-27 aggregate and score   ``on_run_end``: performance, CLEVER, SHAP, fairness CVs, system
                             figures; ``factsheet.json``; score and report (if
-                            :mod:`fltrust.trust.scoring` is available)
+                            :mod:`fltrust.trust.scoring` is available). Every round also
+                            scores the FactSheet so far (``trust_score``, see below)
 ==========================  ==============================================================
 
-Mode defaults (``metrics.trust.mode``, or the constructor's ``mode``; every switch can be
-overridden in the constructor):
+Settings: :class:`~fltrust.settings.TrustSettings` (built directly, or by
+:func:`fltrust.config.trust_settings` from ``metrics.trust``). Mode defaults (every switch can be
+set in the settings):
 
 =========================  ===================  =========================  =========================
 switch                     ``"prototype"``      ``"paper"``                ``"fixed"`` / ``"extended"``
@@ -44,8 +46,27 @@ scores ``extended.yaml``. Its extra inputs come from
 bin (the paper's selection 0.08 and feature importance 0.92 need CVs above 1), and the paper's
 Eq. 1 entropy (client identification, p proportional to data size; the paper-mode definitions
 score ln N instead, so it only counts for completeness). "fixed" applies the spec's bug fixes
-(B4, B10, B11) and matches the scoring engine's ``"fixed"`` mode (pass ``mode="fixed"`` to the
-constructor when the configuration does not offer it).
+(B4, B10, B11) and matches the scoring engine's ``"fixed"`` mode.
+
+**What the FactSheet describes.** For anyone's app, ``RunInfo.app``
+(:class:`~fltrust.core.records.AppFacts`: the app's model class, strategy and its parameters,
+dataset name and description; :func:`describe_app`); for an fltrust experiment, its
+configuration (the observer's ``describe``: dataset, loader, strategy, privacy, training). The
+model's parameter counts come from the model itself, the client count from
+``RunInfo.num_clients``, the rounds from ``RunInfo.num_rounds``, the clients per round from
+``RunInfo.clients_per_round`` or, when the run does not fix it, from the rounds; the clients'
+label counts (``data/avg_entropy``,
+``fairness/class_imbalance``) may arrive during the run (``RunInfo.record_client``), and are
+then computed from the clients that reported.
+
+**The score per round.** FederatedTrust scores a finished run; after every round k >= 1 the
+observer also scores the FactSheet *so far* -- the same fields filled from rounds 1..k (the
+performance of the global model the round's participants received, the selection and
+accuracy CVs, the traffic and time so far) -- and returns it as ``trust_score`` (with
+``pillars``) in the round's observation. Nothing is copied but the small FactSheet dict and no
+model is evaluated: CLEVER and the SHAP feature importance are measured at run end only (their
+fields are missing, score 0, in the per-round score) unless
+``TrustSettings.model_metrics_every_round``. Extended mode scores at run end only.
 
 Choices where the papers leave freedom (documented, not invented):
 
@@ -71,12 +92,14 @@ Spec and bug references ("fairness spec §N", "trust spec §N", "Bn") are define
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import logging
 import math
-from collections.abc import Mapping
+import time
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import torch
@@ -84,19 +107,18 @@ import torch
 from fltrust.core.evaluation import evaluate, set_params
 from fltrust.core.observers import BaseObserver
 from fltrust.core.records import RoundRecord, RunInfo, RunSummary
-from fltrust.trust.explainability import FEATURE_IMPORTANCE_METHODS, feature_importance_cv
+from fltrust.settings import TRUST_MODE_DEFAULTS, TrustSettings
+from fltrust.trust.explainability import feature_importance_cv
 from fltrust.trust.factsheet import (
+    STRATEGY_NAMES,
     get_field,
     missing_fields,
     new_factsheet,
-    populate_pre_training,
     save_factsheet,
     set_field,
 )
 from fltrust.trust.robustness import clever_score
 from fltrust.trust.statistics import (
-    CLASS_IMBALANCE_METHODS,
-    ENTROPY_METHODS,
     accuracy_cv,
     avg_entropy,
     class_imbalance,
@@ -105,41 +127,17 @@ from fltrust.trust.statistics import (
     selection_rates,
 )
 
-if TYPE_CHECKING:
-    from fltrust.config import ExperimentConfig
-
 log = logging.getLogger("fltrust")
 
 FACTSHEET_FILE = "factsheet.json"
 
-MODE_DEFAULTS: dict[str, dict[str, Any]] = {
-    "prototype": {
-        "entropy_method": "minmax_label",
-        "class_imbalance_method": "present_classes",
-        "feature_importance_method": "class_sums",
-        "cap_cvs": True,
-        "cap_fi": False,
-        "nan_is_missing": False,
-    },
-    "paper": {
-        "entropy_method": "client_identification",
-        "class_imbalance_method": "present_classes",
-        "feature_importance_method": "class_sums",
-        "cap_cvs": False,
-        "cap_fi": False,
-        "nan_is_missing": True,
-    },
-    "fixed": {
-        "entropy_method": "client_identification",
-        "class_imbalance_method": "all_classes",
-        "feature_importance_method": "feature_mean_abs",
-        "cap_cvs": True,
-        "cap_fi": True,
-        "nan_is_missing": True,
-    },
-}
-MODE_DEFAULTS["extended"] = dict(MODE_DEFAULTS["fixed"])
-"""Statistic switches per ``metrics.trust.mode`` (see the module docstring)."""
+MODE_DEFAULTS = TRUST_MODE_DEFAULTS
+"""Statistic switches per trust mode (see the module docstring); defined with the settings in
+:mod:`fltrust.settings`."""
+
+MODEL_FIELDS = ("performance/test_clever", "performance/test_feature_importance_cv")
+"""FactSheet fields measured on the model itself (at run end, or every round when
+``TrustSettings.model_metrics_every_round``)."""
 
 
 class TrustObserverError(ValueError):
@@ -158,14 +156,117 @@ def _none_if_nan(value: Any) -> Any:
     return float(value) if isinstance(value, (float, np.floating)) else value
 
 
+def model_family(model: torch.nn.Module) -> str:
+    """The algorithmic-transparency name of a torch model (``configuration/training_model``).
+
+    ``"CNN"`` when it has a convolution, ``"MLPClassifier"`` when its only parametrised layers
+    are linear ones (scikit-learn's name for a multilayer perceptron, as
+    :data:`~fltrust.trust.factsheet.TRAINING_MODEL_MAP` uses), else its class name (which the
+    packaged definitions do not rate: it scores 0, with a warning in the report).
+
+    >>> model_family(torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.ReLU(), torch.nn.Linear(4, 2)))
+    'MLPClassifier'
+    >>> model_family(torch.nn.Conv2d(1, 2, 3))
+    'CNN'
+    """
+    modules = list(model.modules())
+    if any(isinstance(m, torch.nn.modules.conv._ConvNd) for m in modules):
+        return "CNN"
+    parametrised = [m for m in modules if any(True for _ in m.parameters(recurse=False))]
+    if parametrised and all(isinstance(m, torch.nn.Linear) for m in parametrised):
+        return "MLPClassifier"
+    return type(model).__name__
+
+
+def describe_app(fs: dict[str, Any], info: RunInfo, model: torch.nn.Module, settings: TrustSettings) -> dict[str, Any]:
+    """Fill the pre-training FactSheet fields of an app that has no ExperimentConfig.
+
+    Everything comes from the app: ``info.app`` (:class:`~fltrust.core.records.AppFacts`: the
+    names of the model class, strategy and dataset, the dataset's description, the learning rate
+    and local epochs when the app states them), the model (parameter counts, its family) and the
+    run (clients, rounds). Fields the app does not state stay empty, so that
+    :func:`~fltrust.trust.factsheet.missing_fields` reports them; nothing is invented.
+
+    Parameters
+    ----------
+    fs : dict
+        FactSheet to fill (modified in place and returned).
+    info : RunInfo
+        The run's start information (without ``info.app`` only the model's and the run's
+        fields are filled, with a warning).
+    model : torch.nn.Module
+        The app's model (its trainable parameters are counted).
+    settings : TrustSettings
+
+    Returns
+    -------
+    dict
+        ``fs``.
+    """
+    from fltrust.models import count_parameters
+
+    n_params, n_tensors = count_parameters(model)
+    set_field(fs, "participants/client_num", int(info.num_clients))
+    set_field(fs, "participants/client_selector", settings.client_selector)
+    set_field(fs, "configuration/training_model", model_family(model))
+    set_field(fs, "configuration/trainable_param_num", n_tensors)
+    set_field(fs, "configuration/trainable_param_count", n_params)
+    set_field(fs, "configuration/total_round_num", int(info.num_rounds))
+    app = info.app
+    if app is None:
+        log.warning("trust: RunInfo has neither config (an fltrust experiment) nor app (AppFacts); the FactSheet's "
+                    "project, data and strategy fields stay empty and are reported missing")
+        return fs
+    strategy = STRATEGY_NAMES.get(app.strategy.lower(), app.strategy)
+    set_field(fs, "project/overview", f"{app.name}: {app.model} ({n_params:,} trainable parameters) trained with "
+                                      f"{app.strategy} on {app.dataset_name}")
+    set_field(fs, "data/provenance", f"{app.dataset_name}: {app.dataset_description}".rstrip(": "))
+    set_field(fs, "data/preprocessing", app.preprocessing)
+    set_field(fs, "configuration/optimization_algorithm", strategy)
+    set_field(fs, "configuration/personalization", "ditto" in app.strategy.lower())
+    set_field(fs, "configuration/differential_privacy", "differentialprivacy" in app.strategy.lower())
+    if app.learning_rate is not None:
+        set_field(fs, "configuration/learning_rate", float(app.learning_rate))
+    if app.local_epochs is not None:
+        set_field(fs, "configuration/local_update_steps", int(app.local_epochs))
+    return fs
+
+
+@contextlib.contextmanager
+def _quiet(name: str) -> Iterator[None]:
+    """Silence one logger while the block runs (the per-round score's missing-field notes)."""
+    logger = logging.getLogger(name)
+    before = logger.disabled
+    logger.disabled = True
+    try:
+        yield
+    finally:
+        logger.disabled = before
+
+
+class _Once(logging.Filter):
+    """Let a warning that starts with ``prefix`` through once (SHAP's explainer fallback)."""
+
+    def __init__(self, prefix: str) -> None:
+        super().__init__()
+        self.prefix, self.seen = prefix, False
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if not str(record.msg).startswith(self.prefix):
+            return True
+        if self.seen:
+            return False
+        self.seen = True
+        return True
+
+
 class TrustObserver(BaseObserver):
     """Builds the FederatedTrust FactSheet of a run and scores it (paper Algorithm 1).
 
     Parameters
     ----------
-    cfg : ExperimentConfig
-        The run's configuration (``metrics.trust`` holds the mode and the CLEVER/SHAP settings,
-        ``project`` the user-supplied FactSheet fields).
+    settings : TrustSettings
+        Mode, statistic switches, CLEVER/SHAP settings, per-round scoring.
     model : torch.nn.Module
         A model of the run's architecture (the engine passes its own); the observer evaluates a
         copy loaded with the final parameters and never modifies it.
@@ -174,82 +275,92 @@ class TrustObserver(BaseObserver):
     run_folder : Path or None
         Where ``factsheet.json`` and the trust report are written (the engine sets it);
         ``None`` = write nothing.
+    seed : int
+        Seed of the CLEVER / SHAP sample draw (an experiment passes its run seed).
+    batch_size : int
+        Evaluation batch size (per-group evaluation with ``test_groups``).
+    loss_scaling : str
+        ``"mean"`` or ``"per_batch_sum"``, the run's evaluation convention.
     test_groups : array-like or None
         Natural client of each test sample; enables per-client evaluation of the final model.
-    entropy_method, class_imbalance_method, feature_importance_method : str or None
-        Statistic variants (:mod:`fltrust.trust.statistics`, :mod:`fltrust.trust.explainability`);
-        ``None`` = the mode default (:data:`MODE_DEFAULTS`).
-    cap_cvs, cap_fi : bool or None
-        Cap the fairness CVs / the feature-importance CV at 1; ``None`` = mode default.
-    mode : str or None
-        ``"prototype"``, ``"paper"``, ``"fixed"`` or ``"extended"``; ``None`` =
-        ``metrics.trust.mode``. Also passed to the scoring engine.
-    member_sampler : callable or None
-        Extended mode: ``(client_ids, n, seed) -> (x, y)`` training rows of those clients
-        (membership inference); see :func:`fltrust.trust.extended.extended_inputs`.
-    sensitive : SensitiveAttribute or None
-        Extended mode: the test split's sensitive attribute (discrimination index).
+    extended : ExtendedMetrics or None
+        Extended mode's measurements (:class:`fltrust.trust.extended.ExtendedMetrics`, built from
+        the experiment's config by :func:`fltrust.experiment.trust_observer`); required in
+        extended mode, refused in the others.
+    describe : callable or None
+        ``describe(factsheet, info, model)`` fills the pre-training fields (what was run);
+        ``None`` = :func:`describe_app` from ``RunInfo.app``. An experiment passes
+        :func:`~fltrust.trust.factsheet.populate_pre_training` bound to its config
+        (:func:`fltrust.experiment.trust_observer`).
+
+    Examples
+    --------
+    >>> import torch
+    >>> observer = TrustObserver(TrustSettings(mode="fixed"), torch.nn.Linear(3, 2), torch.zeros(4, 3),
+    ...                          torch.zeros(4, dtype=torch.long))
+    >>> observer.switches["entropy_method"]
+    'client_identification'
     """
 
     name = "trust"
 
     def __init__(
         self,
-        cfg: ExperimentConfig,
+        settings: TrustSettings,
         model: torch.nn.Module,
         x_test: torch.Tensor,
         y_test: torch.Tensor,
         run_folder: Path | str | None = None,
         *,
+        seed: int = 0,
+        batch_size: int = 256,
+        loss_scaling: str = "mean",
         test_groups: Any = None,
-        entropy_method: str | None = None,
-        class_imbalance_method: str | None = None,
-        feature_importance_method: str | None = None,
-        cap_cvs: bool | None = None,
-        cap_fi: bool | None = None,
-        mode: str | None = None,
-        member_sampler: Any = None,
-        sensitive: Any = None,
+        extended: Any = None,
+        describe: Callable[[dict[str, Any], RunInfo, torch.nn.Module], Any] | None = None,
     ) -> None:
+        if not isinstance(settings, TrustSettings):
+            raise TrustObserverError(
+                f"TrustObserver takes TrustSettings, got {type(settings).__name__}; from an experiment config use "
+                "fltrust.experiment.trust_observer(cfg, model, x_test, y_test)"
+            )
         if len(x_test) != len(y_test):
             raise TrustObserverError(f"x_test has {len(x_test)} rows but y_test has {len(y_test)}")
         if test_groups is not None and len(test_groups) != len(y_test):
             raise TrustObserverError(f"test_groups has {len(test_groups)} rows but y_test has {len(y_test)}")
-        self.cfg = cfg
-        self.trust = cfg.metrics.trust
-        self.mode = self.trust.mode if mode is None else mode
-        if self.mode not in MODE_DEFAULTS:
-            raise TrustObserverError(f"trust mode={self.mode!r} is not known; choose one of {list(MODE_DEFAULTS)}")
-        given = {
-            "entropy_method": entropy_method,
-            "class_imbalance_method": class_imbalance_method,
-            "feature_importance_method": feature_importance_method,
-            "cap_cvs": cap_cvs,
-            "cap_fi": cap_fi,
-        }
-        self.switches = {k: (given[k] if given.get(k) is not None else v) for k, v in MODE_DEFAULTS[self.mode].items()}
-        for key, allowed in (
-            ("entropy_method", ENTROPY_METHODS),
-            ("class_imbalance_method", CLASS_IMBALANCE_METHODS),
-            ("feature_importance_method", FEATURE_IMPORTANCE_METHODS),
-        ):
-            if self.switches[key] not in allowed:
-                raise TrustObserverError(f"{key}={self.switches[key]!r} is not known; choose one of {list(allowed)}")
+        if (settings.mode == "extended") != (extended is not None):
+            raise TrustObserverError(
+                "extended mode needs its measurements (extended=ExtendedMetrics(...), built from an experiment config "
+                "by fltrust.experiment.trust_observer)" if extended is None
+                else f"extended= is only used in extended mode, not mode={settings.mode!r}"
+            )
+        self.settings = settings
+        self.trust = settings
+        self.mode = settings.mode
+        self.switches = settings.switches
         self.model = model
         self.x_test = x_test
         self.y_test = y_test
+        self.seed = int(seed)
+        self.batch_size = int(batch_size)
+        self.loss_scaling = loss_scaling
         self.test_groups = None if test_groups is None else np.asarray(test_groups)
         self.run_folder = None if run_folder is None else Path(run_folder)
+        self.extended = extended
+        self.describe = describe
         self.factsheet: dict[str, Any] = new_factsheet()
         self.num_clients = 0
         self.client_entropies = np.zeros(0)
         self._selected: dict[int, list[int]] = {}
         self._series: dict[int, dict[str, Any]] = {}
-        self.extended = None
-        if self.mode == "extended":
-            from fltrust.trust.extended import ExtendedMetrics
-
-            self.extended = ExtendedMetrics(cfg, model, x_test, y_test, member_sampler=member_sampler, sensitive=sensitive)
+        self._traffic = {"bytes_sent": 0.0, "bytes_received": 0.0}
+        self._started = time.perf_counter()
+        self._eval_model: torch.nn.Module | None = None
+        self._definitions: Any = None
+        self._counts_at_start = False
+        self._clients_per_round: float | None = None
+        self._shap_once = _Once("SHAP DeepExplainer failed")
+        self._clever_warned = False
 
     # -- helpers ----------------------------------------------------------------------------------
     def _require_started(self) -> None:
@@ -278,18 +389,43 @@ class TrustObserver(BaseObserver):
         out.update({k: [self._series[r].get(k) for r in rounds] for k in keys})
         return out
 
-    def _final_model(self, params: list[np.ndarray]) -> torch.nn.Module:
-        model = copy.deepcopy(self.model)
-        set_params(model, params)
-        return model.eval()
+    def _model_with(self, params: list[np.ndarray]) -> torch.nn.Module:
+        """The observer's one evaluation copy of the model, loaded with ``params``."""
+        if self._eval_model is None:
+            self._eval_model = copy.deepcopy(self.model)
+        set_params(self._eval_model, params)
+        return self._eval_model.eval()
 
     def _sample_index(self) -> np.ndarray:
-        rng = np.random.default_rng([int(self.cfg.effective_seed()), 7])
+        rng = np.random.default_rng([self.seed, 7])
         return rng.permutation(len(self.y_test))
+
+    def _fill_class_fields(self, fs: dict[str, Any], counts: np.ndarray) -> None:
+        """``data/avg_entropy`` and ``fairness/class_imbalance`` from ``(clients, K)`` label counts."""
+        self.client_entropies = label_entropies(counts)
+        set_field(fs, "data/avg_entropy", avg_entropy(counts, method=self.switches["entropy_method"]))
+        method = self.switches["class_imbalance_method"]
+        set_field(fs, "fairness/class_imbalance", class_imbalance(counts, method=method, cap=self.switches["cap_cvs"]))
+        set_field(fs, "fairness/class_imbalance_raw", class_imbalance(counts, method=method, cap=False))
+
+    def _fill_run_facts(self, fs: dict[str, Any]) -> None:
+        """The fields an app's run reveals as it goes: reported label counts, clients per round."""
+        if not self._counts_at_start:
+            counts = np.asarray(self.info.client_class_counts, dtype=float)
+            reported = counts[counts.sum(axis=1) > 0] if counts.ndim == 2 and counts.shape[1] else counts[:0]
+            if len(reported):
+                self._fill_class_fields(fs, reported)
+        if self._clients_per_round is None and self._selected:
+            per_round = np.mean([len(ids) for ids in self._selected.values()])
+            set_field(fs, "participants/sample_client_rate", float(per_round) / self.num_clients)
 
     # -- hooks --------------------------------------------------------------------------------------
     def on_run_start(self, info: RunInfo) -> None:
-        """Pre-training fields, class distributions, entropies; selection map at 0 (Alg. 1 3-10)."""
+        """Pre-training fields, class distributions, entropies; selection map at 0 (Alg. 1 3-10).
+
+        ``info.client_class_counts`` may have no columns yet (shape ``(C, 0)``) when the clients
+        report their label counts during the run (:meth:`RunInfo.record_client`).
+        """
         self.info = info
         counts = np.asarray(info.client_class_counts, dtype=float)
         if counts.ndim != 2 or counts.shape[0] != info.num_clients:
@@ -298,32 +434,37 @@ class TrustObserver(BaseObserver):
             )
         self.num_clients = int(info.num_clients)
         self._selected, self._series = {}, {}
+        self._traffic = {"bytes_sent": 0.0, "bytes_received": 0.0}
+        self._started = time.perf_counter()
         fs = new_factsheet(extended=self.extended is not None)
-        populate_pre_training(fs, self.cfg, self.model, info.dataset or None)
+        if self.describe is not None:
+            self.describe(fs, info, self.model)
+        else:
+            describe_app(fs, info, self.model, self.settings)
         set_field(fs, "participants/client_num", self.num_clients)
-        set_field(fs, "participants/sample_client_rate", self.cfg.clients_per_round() / self.num_clients)
-        self.client_entropies = label_entropies(counts)
-        set_field(fs, "data/avg_entropy", avg_entropy(counts, method=self.switches["entropy_method"]))
-        method = self.switches["class_imbalance_method"]
-        set_field(fs, "fairness/class_imbalance", class_imbalance(counts, method=method, cap=self.switches["cap_cvs"]))
-        set_field(fs, "fairness/class_imbalance_raw", class_imbalance(counts, method=method, cap=False))
+        per_round = info.clients_per_round
+        self._clients_per_round = None if per_round is None else float(per_round)
+        if per_round is not None:
+            set_field(fs, "participants/sample_client_rate", per_round / self.num_clients)
+        self._counts_at_start = counts.shape[1] > 0
+        if self._counts_at_start:
+            self._fill_class_fields(fs, counts)
         self.factsheet = fs
         if self.extended is not None:
             self.extended.start(info, fs)
         self._check_definitions()
 
     def _check_definitions(self) -> None:
-        """Load a user's metric definitions now, so that a bad file fails before training."""
-        if self.trust.metrics_file is None:
-            return
+        """Load the metric definitions now (a bad file fails before training); kept for scoring."""
         try:
             from fltrust.trust.scoring import load_definitions
         except ImportError:
             return
-        load_definitions(self.trust.metrics_file, mode=self.mode)
+        self._definitions = load_definitions(self.settings.metrics_file, mode=self.mode)
 
     def on_round_end(self, record: RoundRecord) -> Mapping[str, Any] | None:
-        """Record who was sampled and the round's mean client accuracy / loss (Alg. 1 11-21)."""
+        """Who was sampled, the round's mean client accuracy / loss (Alg. 1 11-21), and the
+        score of the FactSheet so far (``trust_score``, ``pillars``; see the module docstring)."""
         extended = self.extended.round_end(record) if self.extended is not None else None
         if record.round < 1:
             return None
@@ -336,6 +477,9 @@ class TrustObserver(BaseObserver):
             )
         self._selected[int(record.round)] = sorted(int(i) for i in ids)
         metrics, server = record.client_metrics, record.server_metrics
+        for key in self._traffic:
+            if key in metrics:
+                self._traffic[key] += float(np.sum(metrics[key]))
         entry = {
             "mean_accuracy": _mean(metrics.get("accuracy", [])),
             "mean_loss": _mean(metrics.get("loss", [])),
@@ -350,7 +494,48 @@ class TrustObserver(BaseObserver):
         }
         if extended is not None:
             out["extended"] = extended
+        elif self.settings.score_every_round and self._definitions is not None:
+            out.update(self.score_so_far(record))
         return out
+
+    def score_so_far(self, record: RoundRecord) -> dict[str, Any]:
+        """Score of the FactSheet after ``record``'s round, as if the run ended now.
+
+        A copy of the FactSheet dict is filled from the rounds seen so far (performance of the
+        global model this round's participants received, CVs, traffic and time so far) and
+        scored; the observer's state is not touched. The model measurements
+        (:data:`MODEL_FIELDS`) are left missing unless ``model_metrics_every_round``.
+
+        Returns
+        -------
+        dict
+            ``{"trust_score": float or None, "pillars": {name: float or None}}``.
+        """
+        fs = copy.deepcopy(self.factsheet)
+        self._fill_run_facts(fs)
+        accs, losses, _ = self._round_performance(record)
+        self._fill_performance(fs, accs, losses)
+        if self.settings.model_metrics_every_round and record.global_params_after is not None:
+            self._fill_model_fields(fs, self._model_with(record.global_params_after), int(self.info.num_classes))
+        system = {"bytes_up_total": self._traffic["bytes_sent"], "bytes_down_total": self._traffic["bytes_received"]}
+        self._fill_system(fs, time.perf_counter() - self._started, system)
+        from fltrust.trust.scoring import score_factsheet
+
+        with _quiet("fltrust.trust.scoring"):  # the final report lists what is missing; rounds stay quiet
+            report = score_factsheet(fs, mode=self.mode, definitions=self._definitions)
+        return {"trust_score": _none_if_nan(float(report.trust_score)),
+                "pillars": {p.name: _none_if_nan(float(p.score)) for p in report.pillars}}
+
+    def _round_performance(self, record: RoundRecord) -> tuple[np.ndarray, np.ndarray, str]:
+        """Per-client accuracy and loss of the global model a round's participants received."""
+        if "reward_accuracy" in record.client_metrics:
+            keys = ("reward_accuracy", "reward_loss")
+            source = "global model received in the last round, participants' validation sets"
+        else:
+            keys, source = ("accuracy", "loss"), "last round's post-training validation accuracy"
+        accs = np.asarray(record.client_metrics.get(keys[0], []), dtype=float)
+        losses = np.asarray(record.client_metrics.get(keys[1], np.full(len(accs), np.nan)), dtype=float)
+        return accs, losses, source
 
     def _client_performance(self, summary: RunSummary, model: torch.nn.Module) -> tuple[np.ndarray, np.ndarray, str]:
         """Per-client accuracy and loss of the global model (see the module docstring)."""
@@ -360,7 +545,7 @@ class TrustObserver(BaseObserver):
                 index = torch.as_tensor(np.flatnonzero(self.test_groups == group), device=self.y_test.device)
                 result = evaluate(
                     model, self.x_test[index], self.y_test[index], num_classes=summary.info.num_classes,
-                    batch_size=self.cfg.training.batch_size, loss_scaling=self.cfg.training.loss_scaling,
+                    batch_size=self.batch_size, loss_scaling=self.loss_scaling,
                 )
                 accs.append(result.accuracy)
                 losses.append(result.loss)
@@ -368,26 +553,10 @@ class TrustObserver(BaseObserver):
         trained = [r for r in summary.rounds if r.round >= 1 and len(r.client_ids)]
         if not trained:
             return np.zeros(0), np.zeros(0), "no training round"
-        last = trained[-1]
-        if "reward_accuracy" in last.client_metrics:
-            keys = ("reward_accuracy", "reward_loss")
-            source = "global model received in the last round, participants' validation sets"
-        else:
-            keys, source = ("accuracy", "loss"), "last round's post-training validation accuracy"
-        accs = np.asarray(last.client_metrics[keys[0]], dtype=float)
-        losses = np.asarray(last.client_metrics.get(keys[1], np.full(len(accs), np.nan)), dtype=float)
-        return accs, losses, source
+        return self._round_performance(trained[-1])
 
-    def on_run_end(self, summary: RunSummary) -> Mapping[str, Any] | None:
-        """Post-training fields, ``factsheet.json``, score and report (Alg. 1 24-27)."""
-        self._require_started()
-        if self.extended is not None:
-            self.extended.stop_energy()  # the energy of the rounds, not of the post-training metrics
-        fs, trust, sw = self.factsheet, self.trust, self.switches
-        model = self._final_model(summary.final_params)
-        seed = int(self.cfg.effective_seed())
-
-        accs, losses, performance_source = self._client_performance(summary, model)
+    def _fill_performance(self, fs: dict[str, Any], accs: np.ndarray, losses: np.ndarray) -> None:
+        sw = self.switches
         accs = accs[np.isfinite(accs)]
         set_field(fs, "performance/test_acc_avg", _mean(accs))
         set_field(fs, "performance/test_loss_avg", _mean(losses))
@@ -396,14 +565,23 @@ class TrustObserver(BaseObserver):
         set_field(fs, "fairness/selection_cv", self._selection_cv(cap=sw["cap_cvs"]))
         set_field(fs, "fairness/selection_cv_raw", self._selection_cv(cap=False))
 
+    def _fill_model_fields(self, fs: dict[str, Any], model: torch.nn.Module, num_classes: int) -> None:
+        """CLEVER and the SHAP feature-importance CV of ``model`` (:data:`MODEL_FIELDS`)."""
+        trust, sw = self.settings, self.switches
         order = self._sample_index()
         if trust.clever_samples > 0:
             index = torch.as_tensor(order[: trust.clever_samples], device=self.x_test.device)
-            set_field(fs, "performance/test_clever", clever_score(
-                model, self.x_test[index], nb_classes=summary.info.num_classes,
+            clever = clever_score(
+                model, self.x_test[index], nb_classes=num_classes,
                 nb_batches=trust.clever_nb_batches, batch_size=trust.clever_batch_size,
-                radius=trust.clever_radius, norm=trust.clever_norm, pool_factor=trust.clever_pool_factor, seed=seed,
-            ))
+                radius=trust.clever_radius, norm=trust.clever_norm, pool_factor=trust.clever_pool_factor,
+                seed=self.seed,
+            )
+            set_field(fs, "performance/test_clever", clever)
+            if self.mode == "prototype" and clever > 1 and not self._clever_warned:
+                self._clever_warned = True
+                log.warning("trust: CLEVER %.3f is above 1; the prototype scores it raw, so certified robustness "
+                            "exceeds 1 (bug B6); TrustSettings(mode='fixed') scores min(CLEVER / radius, 1)", clever)
         if trust.shap_samples > 0:
             n = min(len(order), trust.shap_background + trust.shap_samples)
             if n - trust.shap_background < 1:
@@ -411,12 +589,28 @@ class TrustObserver(BaseObserver):
                             len(order), trust.shap_background)
             else:
                 index = torch.as_tensor(order[:n], device=self.x_test.device)
-                set_field(fs, "performance/test_feature_importance_cv", feature_importance_cv(
-                    model, self.x_test[index], method=sw["feature_importance_method"],
-                    n_background=trust.shap_background, seed=seed, cap=sw["cap_fi"],
-                ))
+                log.addFilter(self._shap_once)
+                try:
+                    set_field(fs, "performance/test_feature_importance_cv", feature_importance_cv(
+                        model, self.x_test[index], method=sw["feature_importance_method"],
+                        n_background=trust.shap_background, seed=self.seed, cap=sw["cap_fi"],
+                    ))
+                finally:
+                    log.removeFilter(self._shap_once)
 
-        self._fill_system(summary)
+    def on_run_end(self, summary: RunSummary) -> Mapping[str, Any] | None:
+        """Post-training fields, ``factsheet.json``, score and report (Alg. 1 24-27)."""
+        self._require_started()
+        if self.extended is not None:
+            self.extended.stop_energy()  # the energy of the rounds, not of the post-training metrics
+        fs, sw = self.factsheet, self.switches
+        model = self._model_with(summary.final_params)
+
+        self._fill_run_facts(fs)
+        accs, losses, performance_source = self._client_performance(summary, model)
+        self._fill_performance(fs, accs, losses)
+        self._fill_model_fields(fs, model, int(summary.info.num_classes))
+        self._fill_summary_system(summary)
         extended_out = None
         if self.extended is not None:
             extended_out = self.extended.run_end(summary, model, fs, self.run_folder)
@@ -442,19 +636,20 @@ class TrustObserver(BaseObserver):
         out.update(self._score())
         return out
 
-    def _fill_system(self, summary: RunSummary) -> None:
-        fs, system = self.factsheet, summary.system or {}
+    def _fill_summary_system(self, summary: RunSummary) -> None:
+        system = dict(summary.system or {})
+        for key, metric in (("bytes_up_total", "bytes_sent"), ("bytes_down_total", "bytes_received")):
+            if system.get(key) is None:
+                system[key] = float(sum(np.sum(r.client_metrics[metric]) for r in summary.rounds
+                                        if metric in r.client_metrics))
+        self._fill_system(self.factsheet, float(summary.wall_time_s), system)
 
-        def total(key: str, metric: str) -> float:
-            if system.get(key) is not None:
-                return float(system[key])
-            return float(sum(np.sum(r.client_metrics[metric]) for r in summary.rounds if metric in r.client_metrics))
-
+    def _fill_system(self, fs: dict[str, Any], wall_time_s: float, system: Mapping[str, Any]) -> None:
         params = system.get("model_num_params", get_field(fs, "configuration/trainable_param_count"))
-        set_field(fs, "system/avg_time_minutes", float(summary.wall_time_s) / 60.0)
+        set_field(fs, "system/avg_time_minutes", float(wall_time_s) / 60.0)
         set_field(fs, "system/avg_model_size", params)
-        set_field(fs, "system/avg_upload_bytes", total("bytes_up_total", "bytes_sent") / self.num_clients)
-        set_field(fs, "system/avg_download_bytes", total("bytes_down_total", "bytes_received") / self.num_clients)
+        set_field(fs, "system/avg_upload_bytes", float(system["bytes_up_total"]) / self.num_clients)
+        set_field(fs, "system/avg_download_bytes", float(system["bytes_down_total"]) / self.num_clients)
 
     def _score(self) -> dict[str, Any]:
         """Score the FactSheet and write the report, if the scoring engine is available."""
@@ -463,7 +658,7 @@ class TrustObserver(BaseObserver):
         except ImportError as exc:
             log.warning("trust: scoring unavailable (%s); FactSheet written without a score", exc)
             return {}
-        report = score_factsheet(self.factsheet, mode=self.mode, definitions=self.trust.metrics_file)
+        report = score_factsheet(self.factsheet, mode=self.mode, definitions=self._definitions)
         if self.run_folder is not None:
             from fltrust.trust.report import write_report
 
@@ -480,10 +675,11 @@ class TrustObserver(BaseObserver):
 
     # -- resume -------------------------------------------------------------------------------------
     def state_dict(self) -> dict[str, Any]:
-        """Selections and per-round series (JSON-serialisable)."""
+        """Selections, per-round series and traffic so far (JSON-serialisable)."""
         state = {
             "selected": {str(r): list(ids) for r, ids in self._selected.items()},
             "series": {str(r): dict(v) for r, v in self._series.items()},
+            "traffic": dict(self._traffic),
         }
         if self.extended is not None:
             state["extended"] = self.extended.state_dict()
@@ -493,5 +689,6 @@ class TrustObserver(BaseObserver):
         """Restore :meth:`state_dict` (call after ``on_run_start``, as the engine does)."""
         self._selected = {int(r): [int(i) for i in ids] for r, ids in state.get("selected", {}).items()}
         self._series = {int(r): dict(v) for r, v in state.get("series", {}).items()}
+        self._traffic = {k: float(v) for k, v in state.get("traffic", self._traffic).items()}
         if self.extended is not None and "extended" in state:
             self.extended.load_state_dict(state["extended"])

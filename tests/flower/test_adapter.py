@@ -253,3 +253,28 @@ def test_version_check(monkeypatch):
         require_flower()
     message = str(info.value)
     assert "\n" not in message and "1.42" in message and "1.7.0" in message and info.value.exit_code == 2
+
+
+def test_a_test_set_loss_taken_for_the_aux_loss_is_a_warning(caplog):
+    """An evaluate_fn that returns Flower's usual 'loss' (not 'aux_loss') still feeds FedSV, but says so once."""
+
+    class Sink:
+        records = []
+
+        def record_round(self, record):
+            self.records.append(record)
+
+    app = ClientApp()
+
+    @app.train()
+    def train(msg, context):
+        metrics = MetricRecord({"partition-id": int(context.node_config["partition-id"]), "num-examples": 1})
+        return Message(RecordDict({"arrays": msg.content["arrays"], "metrics": metrics}), reply_to=msg)
+
+    sink = Sink()
+    ObservedStrategy(FedAvg(fraction_evaluate=0.0, min_available_nodes=2), sink).start(
+        LocalGrid(app, 2), params_to_arrays([np.zeros(2, np.float32)]), num_rounds=2,
+        evaluate_fn=lambda rnd, arrays: MetricRecord({"loss": 0.5 + rnd, "accuracy": 0.25}))
+    assert [r.server_metrics["aux_loss"] for r in sink.records] == [0.5, 1.5, 2.5]
+    assert sink.records[2].server_metrics["aux_loss_before"] == 1.5
+    assert caplog.text.count("taking it as the loss on the server's auxiliary set") == 1

@@ -140,7 +140,7 @@ def test_example_app_on_a_local_deployment(tmp_path):
             assert record["client_ids"] == [0, 1]
             fairness = record["observations"]["fairness"]
             assert {"f_j", "f_g", "f_r", "f_o", "F_T"} <= set(fairness) and 0 <= fairness["F_T"] <= 1
-            assert record["observations"]["round_printer"]["trust_score_so_far"] is not None
+            assert record["observations"]["trust"]["trust_score"] is not None  # the FactSheet so far, scored
         assert summary["observers"]["trust"]["trust_score"] is not None
         assert (folders[0] / "factsheet.json").is_file()
         assert "F_T = " in output, output[-4000:]  # the app's per-round line reached the user

@@ -24,7 +24,8 @@ import numpy as np
 import pytest
 from fairlearn.metrics import equalized_odds_difference
 
-from fltrust.config import ConfigError, ExperimentConfig, FairnessConfig
+from fltrust.config import ConfigError, ExperimentConfig, FairnessConfig, fairness_settings
+from fltrust.settings import SettingsError
 from fltrust.metrics import (
     MODE_DEFAULTS,
     FairnessSettings,
@@ -309,17 +310,34 @@ def test_settings_mode_defaults_and_overrides():
 
 
 def test_settings_from_config_and_errors():
-    config = FairnessConfig(mode="corrected", group_metric="authors", notion_weights=[1, 0, 0, 0])
+    config = FairnessConfig(mode="corrected", group_metric="authors", notion_weights=[1, 0, 0, 0],
+                            sensitive_attributes=[0, 1], aux_batch_size=64)
 
-    settings = FairnessSettings.from_config(config)
+    settings = fairness_settings(config)
 
     assert settings.group_metric == "authors"
     assert settings.shapley_include_empty is True
     assert settings.notion_weights == (1.0, 0.0, 0.0, 0.0)
-    with pytest.raises(ConfigError, match="reward"):
+    assert settings.sensitive_attributes == (0, 1) and settings.aux_batch_size == 64
+    with pytest.raises(SettingsError, match=r"^FairnessSettings\.reward='lifetime' is not allowed"):
         FairnessSettings(reward="lifetime")
-    with pytest.raises(ConfigError, match="notion_weights"):
+    with pytest.raises(SettingsError, match="notion_weights"):
         FairnessSettings(notion_weights=(0, 0, 0, 0))
+    with pytest.raises(SettingsError, match="sensitive_attributes"):
+        FairnessSettings(sensitive_attributes=())
+
+
+@pytest.mark.parametrize(("key", "value", "message"), [
+    ("reward", "lifetime", r"^metrics\.fairness\.reward='lifetime' is not allowed; choose one of \['instantaneous'"),
+    ("mode", "strict", r"^metrics\.fairness\.mode='strict' is not allowed"),
+    ("aux_batch_size", 0, r"^metrics\.fairness\.aux_batch_size=0 must be > 0$"),
+    ("shapley_permutations", 0, r"^metrics\.fairness\.shapley_permutations=0 must be > 0$"),
+    ("notion_weights", [0, 0, 0, 0], r"^metrics\.fairness\.notion_weights=\[0\.0, 0\.0, 0\.0, 0\.0\] must be 4 non-neg"),
+])
+def test_the_config_reports_the_settings_checks_under_its_own_keys(key, value, message):
+    """FairnessSettings holds the only checks; the YAML section names the key that failed."""
+    with pytest.raises(ConfigError, match=message):
+        ExperimentConfig.from_dict({"metrics": {"fairness": {key: value}}})
 
 
 @pytest.mark.parametrize(
@@ -346,7 +364,7 @@ def test_default_sensitive_attributes_unknown_dataset():
 def test_experiment_config_resolves():
     cfg = ExperimentConfig.from_dict({"metrics": {"fairness": {"mode": "corrected", "reward": "instantaneous"}}})
 
-    settings = FairnessSettings.from_config(cfg.metrics.fairness)
+    settings = fairness_settings(cfg.metrics.fairness)
 
     assert settings.mode == "corrected" and settings.reward == "instantaneous"
 

@@ -13,6 +13,7 @@ from fltrust.config import ExperimentConfig
 from fltrust.core.evaluation import evaluate, get_params, set_params
 from fltrust.core.observers import ObserverSet
 from fltrust.core.records import RoundRecord, RunInfo, RunSummary
+from fltrust.experiment import fairness_observer
 from fltrust.metrics import FairnessObserver, FairnessSettings, MetricInputError, jain_index
 
 NUM_CLIENTS = 7
@@ -213,13 +214,28 @@ def test_from_config():
     )
     x, y = _aux()
 
-    observer = FairnessObserver.from_config(cfg, _model(), x, y)
+    observer = fairness_observer(cfg, _model(), x, y, num_clients=NUM_CLIENTS)
 
-    assert observer.sensitive_attributes == [0]
+    assert observer.sensitive_attributes == [0]  # the authors' list for Ditto on NSL-KDD
     assert observer.coalition_weight_key == "num_batches"
     assert observer.settings.mode == "corrected"
     assert observer.num_clients == NUM_CLIENTS
-    assert FairnessObserver.from_config(cfg, _model(), x, y, num_clients=9).num_clients == 9
+    later = fairness_observer(cfg, _model(), x, y)  # the number of clients comes with the run
+    later.on_run_start(_info(9))
+    assert later.num_clients == 9 and later.cumulative_shapley.shape == (9,)
+
+
+def test_built_without_a_config_the_attributes_default_to_every_label():
+    """A Flower app's observer: settings only; C from RunInfo, A = all labels of the confusion matrices."""
+    x, y = _aux()
+    observer = FairnessObserver(FairnessSettings(), _model(), x, y, batch_size=5)
+    observer.on_run_start(_info(NUM_CLIENTS))
+
+    out = observer.on_round_end(_record(1))
+
+    assert observer.sensitive_attributes == [0, 1]  # the records' confusion matrices are 2 x 2
+    pinned = _observer(sensitive_attributes=[0, 1]).on_round_end(_record(1))
+    assert out["f_g"] == pinned["f_g"] and out["F_T"] == pinned["F_T"]
 
 
 @pytest.mark.parametrize(

@@ -8,8 +8,9 @@ import torch
 from torch import nn
 
 import fltrust.metrics.shapley as shapley_module
-from fltrust.config import ConfigError, ExperimentConfig, FairnessConfig
+from fltrust.config import ConfigError, ExperimentConfig, FairnessConfig, fairness_settings
 from fltrust.core.records import RoundRecord
+from fltrust.settings import SettingsError
 from fltrust.metrics import FairnessObserver, FairnessSettings, MetricInputError
 from fltrust.metrics.shapley import (
     EXACT_PLAYER_LIMIT,
@@ -381,7 +382,7 @@ def test_fairness_config_fields_reach_the_settings_and_keep_the_hash():
     config = FairnessConfig(shapley="auto", shapley_auto_exact_players=5, shapley_sampler_permutations=20,
                             shapley_truncation=0.01)
 
-    settings = FairnessSettings.from_config(config)
+    settings = fairness_settings(config)
 
     assert (settings.shapley, settings.shapley_auto_exact_players) == ("auto", 5)
     assert (settings.shapley_sampler_permutations, settings.shapley_truncation) == (20, 0.01)
@@ -405,5 +406,5 @@ def test_fairness_config_fields_reach_the_settings_and_keep_the_hash():
 def test_bad_sampler_settings_name_the_field(field, value, match):
     with pytest.raises(ConfigError, match=match):
         FairnessConfig(**{field: value})
-    with pytest.raises(ConfigError, match=match):
+    with pytest.raises(SettingsError, match=match.replace("metrics.fairness", "FairnessSettings")):
         FairnessSettings(**{field: value})

@@ -198,7 +198,7 @@ def test_observer_without_models_or_samplers_marks_missing_and_na(tmp_path):
     from fltrust.core.evaluation import get_params
     from fltrust.core.records import RoundRecord, RunInfo, RunSummary
     from fltrust.models import build_model
-    from fltrust.trust.observer import TrustObserver
+    from fltrust.experiment import trust_observer
 
     cfg = ExperimentConfig.from_dict({
         "data": {"name": "synthetic_n_baiot"}, "model": {"name": "nbaiot_mlp_50_50"},
@@ -211,7 +211,8 @@ def test_observer_without_models_or_samplers_marks_missing_and_na(tmp_path):
     torch.manual_seed(0)
     model = build_model("nbaiot_mlp_50_50", (115,), 2)
     x, y = torch.randn(30, 115), torch.randint(0, 2, (30,))
-    observer = TrustObserver(cfg, model, x, y, run_folder=tmp_path)
+    observer = trust_observer(cfg, model, x, y)
+    observer.run_folder = tmp_path
     counts = np.array([[5, 5], [6, 4], [3, 7]])
     info = RunInfo("bare", 3, 2, 2, counts.sum(axis=1), counts, dataset={"name": "synthetic_n_baiot"})
     observer.on_run_start(info)
@@ -237,7 +238,7 @@ def test_observer_without_models_or_samplers_marks_missing_and_na(tmp_path):
     assert observer.report.notion("optimization").applicable is False
     # resume: the per-round state survives a state_dict round trip
     state = json.loads(json.dumps(observer.state_dict()))
-    again = TrustObserver(cfg, model, x, y)
+    again = trust_observer(cfg, model, x, y)
     again.on_run_start(info)
     again.load_state_dict(state)
     assert again.extended.rounds == observer.extended.rounds and again.extended.resumed_after == 2

@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import math
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -13,8 +14,10 @@ import torch
 
 from fltrust.config import ExperimentConfig
 from fltrust.core.evaluation import get_params
-from fltrust.core.records import RoundRecord, RunInfo, RunSummary
+from fltrust.core.records import AppFacts, RoundRecord, RunInfo, RunSummary
+from fltrust.experiment import trust_observer
 from fltrust.models import build_model, count_parameters
+from fltrust.settings import SettingsError, TrustSettings
 from fltrust.trust.factsheet import USER_SUPPLIED_FIELDS, get_field, load_factsheet, missing_fields
 from fltrust.trust.observer import FACTSHEET_FILE, TrustObserver, TrustObserverError
 
@@ -72,7 +75,8 @@ def _setup(tmp_path: Path | None, mode: str = "prototype", **overrides):
     generator = torch.Generator().manual_seed(1)
     x_test = torch.randn(40, 115, generator=generator)
     y_test = torch.randint(0, 2, (40,), generator=generator)
-    observer = TrustObserver(cfg, model, x_test, y_test, run_folder=tmp_path)
+    observer = trust_observer(cfg, model, x_test, y_test)
+    observer.run_folder = tmp_path
     return cfg, model, observer
 
 
@@ -172,7 +176,7 @@ def test_test_groups_evaluate_the_final_model_per_natural_client() -> None:
         model.bias.zero_()
     x = torch.tensor([[1.0, 0.0], [0.0, 1.0], [1.0, 0.0], [1.0, 0.0]])
     y = torch.tensor([0, 1, 0, 1])
-    observer = TrustObserver(cfg, model, x, y, test_groups=[0, 0, 1, 1])
+    observer = trust_observer(cfg, model, x, y, test_groups=[0, 0, 1, 1])
     records = [_record(*r) for r in ROUNDS]
     observer.on_run_start(_info())
     for record in records:
@@ -212,8 +216,9 @@ def test_fixed_mode_counts_absent_classes_and_uses_normalised_entropy() -> None:
     cfg = _cfg(**{"metrics.trust.clever_samples": 0, "metrics.trust.shap_samples": 0})
     model = build_model(cfg.model.name, (115,), 2)
     counts = np.array([[5, 5, 0]] * 4)
-    prototype = TrustObserver(cfg, model, torch.zeros(4, 115), torch.zeros(4, dtype=torch.long))
-    fixed = TrustObserver(cfg, model, torch.zeros(4, 115), torch.zeros(4, dtype=torch.long), mode="fixed")
+    prototype = trust_observer(cfg, model, torch.zeros(4, 115), torch.zeros(4, dtype=torch.long))
+    fixed = TrustObserver(TrustSettings(mode="fixed", clever_samples=0, shap_samples=0), model,
+                          torch.zeros(4, 115), torch.zeros(4, dtype=torch.long))
     # Execute
     prototype.on_run_start(_info(counts=counts))
     fixed.on_run_start(_info(counts=counts))
@@ -226,12 +231,17 @@ def test_fixed_mode_counts_absent_classes_and_uses_normalised_entropy() -> None:
 
 def test_inconsistent_inputs_are_named() -> None:
     cfg, model, observer = _setup(None)
+    x, y = torch.zeros(2, 115), torch.zeros(2, dtype=torch.long)
     with pytest.raises(TrustObserverError, match="y_test"):
-        TrustObserver(cfg, model, torch.zeros(3, 115), torch.zeros(2, dtype=torch.long))
-    with pytest.raises(TrustObserverError, match="choose one of"):
-        TrustObserver(cfg, model, torch.zeros(2, 115), torch.zeros(2, dtype=torch.long), mode="strict")
-    with pytest.raises(TrustObserverError, match="feature_importance_method='lime'"):
-        TrustObserver(cfg, model, torch.zeros(2, 115), torch.zeros(2, dtype=torch.long), feature_importance_method="lime")
+        TrustObserver(TrustSettings(), model, torch.zeros(3, 115), y)
+    with pytest.raises(SettingsError, match="choose one of"):
+        TrustObserver(TrustSettings(mode="strict"), model, x, y)
+    with pytest.raises(SettingsError, match="feature_importance_method='lime'"):
+        TrustObserver(TrustSettings(feature_importance_method="lime"), model, x, y)
+    with pytest.raises(TrustObserverError, match=r"takes TrustSettings, got ExperimentConfig.*trust_observer"):
+        TrustObserver(cfg, model, x, y)
+    with pytest.raises(TrustObserverError, match="extended mode needs"):
+        TrustObserver(TrustSettings(mode="extended"), model, x, y)
     with pytest.raises(TrustObserverError, match="client_class_counts"):
         observer.on_run_start(_info(num_clients=5))
     with pytest.raises(TrustObserverError, match="on_run_start"):
@@ -256,3 +266,84 @@ def test_run_end_scores_the_factsheet_and_writes_the_report(tmp_path: Path) -> N
     assert 0.0 <= out["trust_score"] <= 1.0
     assert set(out["pillars"]) >= {"robustness", "privacy", "fairness", "explainability", "accountability"}
     assert (tmp_path / "trust_report.json").is_file()
+
+
+@pytest.mark.skipif(importlib.util.find_spec("fltrust.trust.scoring") is None,
+                    reason="fltrust.trust.scoring is not available yet")
+def test_every_round_scores_the_factsheet_so_far_without_changing_it() -> None:
+    """The per-round score is the FactSheet of rounds 1..k scored: at the last round it is the final
+    score (same fields: reward values of the last round, traffic 600/1200, no CLEVER/SHAP)."""
+    from fltrust.trust.scoring import score_factsheet
+
+    overrides = {"metrics.trust.clever_samples": 0, "metrics.trust.shap_samples": 0}
+    _, model, observer = _setup(None, **overrides)
+    silent = TrustObserver(replace(observer.settings, score_every_round=False), model, observer.x_test,
+                           observer.y_test, seed=observer.seed, describe=observer.describe)
+    records = [_record(*r) for r in ROUNDS]
+    observer.on_run_start(_info())
+    silent.on_run_start(_info())
+    returned = [observer.on_round_end(r) for r in records]
+    quiet = [silent.on_round_end(r) for r in records]
+    final = observer.on_run_end(_summary(model, records))
+    silent.on_run_end(_summary(model, records))
+
+    assert all("trust_score" not in q for q in quiet)
+    assert returned[-1]["trust_score"] == pytest.approx(final["trust_score"])
+    assert returned[-1]["pillars"] == pytest.approx(final["pillars"])
+    # round 1 by hand: the pre-training FactSheet plus round 1's fields, scored
+    first = _setup(None, **overrides)[2]
+    first.on_run_start(_info())
+    fs = first.factsheet
+    from fltrust.trust.factsheet import set_field
+
+    set_field(fs, "performance/test_acc_avg", 0.55)  # reward accuracies [0.5, 0.6]
+    set_field(fs, "performance/test_loss_avg", 0.85)
+    set_field(fs, "fairness/test_acc_cv", 0.05 / 0.55)
+    set_field(fs, "fairness/test_acc_cv_raw", 0.05 / 0.55)
+    set_field(fs, "fairness/selection_cv", 1.0)  # rates [1, 1, 0, 0]
+    set_field(fs, "fairness/selection_cv_raw", 1.0)
+    set_field(fs, "system/avg_time_minutes", 0.01)
+    set_field(fs, "system/avg_model_size", count_parameters(model)[0])
+    set_field(fs, "system/avg_upload_bytes", 200 / 4)  # 2 clients x 100 bytes over C = 4
+    set_field(fs, "system/avg_download_bytes", 400 / 4)
+    assert returned[0]["trust_score"] == pytest.approx(score_factsheet(fs, mode="prototype").trust_score)
+    # scoring the rounds changed nothing the run writes
+    assert json.dumps(observer.factsheet, default=str) == json.dumps(silent.factsheet, default=str)
+
+
+def test_an_app_without_config_is_described_by_its_own_facts() -> None:
+    """RunInfo.app instead of a config; the label counts arrive as the clients report."""
+    class Net(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc1, self.fc2 = torch.nn.Linear(115, 8), torch.nn.Linear(8, 2)
+
+        def forward(self, x):
+            return self.fc2(torch.relu(self.fc1(x)))
+
+    model = Net()
+    settings = TrustSettings(clever_samples=0, shap_samples=0)
+    observer = TrustObserver(settings, model, torch.zeros(10, 115), torch.zeros(10, dtype=torch.long))
+    app = AppFacts(name="my-app", model="Net", strategy="FedAvg", strategy_params={"fraction_train": 0.5},
+                   dataset_name="my_iot", dataset_description="router traffic, 2 classes", learning_rate=0.01)
+    info = RunInfo("my-app-1", 4, 3, 0, np.zeros(4), np.zeros((4, 0)), app=app)
+    records = [_record(*r) for r in ROUNDS]
+    observer.on_run_start(info)
+    for record, reported in zip(records, ([0, 1], [2], [])):
+        for client in reported:  # clients 0, 1 and 2 report; client 3 never does
+            info.record_client(client, CLASS_COUNTS[client])
+        observer.on_round_end(record)
+    observer.on_run_end(_summary(model, records))
+
+    fs = observer.factsheet
+    assert get_field(fs, "project/overview") == "my-app: Net (946 trainable parameters) trained with FedAvg on my_iot"
+    assert get_field(fs, "data/provenance") == "my_iot: router traffic, 2 classes"
+    assert get_field(fs, "configuration/training_model") == "MLPClassifier"
+    assert get_field(fs, "configuration/optimization_algorithm") == "FedAvg"
+    assert get_field(fs, "configuration/total_round_num") == 3
+    assert get_field(fs, "configuration/learning_rate") == 0.01
+    assert math.isnan(get_field(fs, "configuration/local_update_steps"))  # not stated: missing, not invented
+    assert get_field(fs, "participants/client_num") == 4
+    assert get_field(fs, "participants/sample_client_rate") == 0.5  # 2 of 4 clients in every round
+    # the 3 clients that reported: present classes [23, 7] -> mean 15, std 8 -> 8/15
+    assert get_field(fs, "fairness/class_imbalance") == pytest.approx(8 / 15)

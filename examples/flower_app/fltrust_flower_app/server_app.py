@@ -1,84 +1,46 @@
-"""ServerApp: Flower's FedAvg, wrapped by fltrust's ObservedStrategy, writing a standard run folder."""
+"""ServerApp: Flower's FedAvg, instrumented by fltrust (one call), printing F_T and the trust score per round."""
 
 from __future__ import annotations
 
-import json
 import logging
-import random
-import time
-from pathlib import Path
 
-import torch
-from flwr.app import ArrayRecord, Context
+from flwr.app import ArrayRecord, ConfigRecord, Context
 from flwr.serverapp import Grid, ServerApp
 from flwr.serverapp.strategy import FedAvg
 
-from fltrust.config import config_yaml
-from fltrust.core.evaluation import set_params
-from fltrust.experiment import prepare_experiment, run_id_for
-from fltrust.fl.engine import system_figures
-from fltrust.fl.training import LocalTrainer
-from fltrust.flower import ObservedStrategy, aux_evaluate_fn, discover_partitions
-from fltrust.runs import RunFolder, RunRecorder, locked
-from fltrust_flower_app.task import RoundPrinter, experiment_config
+import fltrust.flower as ft
+from fltrust_flower_app.task import Net, load_server_data
 
 app = ServerApp()
-flwr_log = logging.getLogger("flwr")
 
 
 def say(line: str) -> None:
+    """Print and log a line (a deployment streams the ServerApp's Flower log to `flwr run --stream`)."""
     print(line, flush=True)
-    flwr_log.info(line)
+    logging.getLogger("flwr").info(line)
 
 
 @app.main()
 def main(grid: Grid, context: Context) -> None:
     rc = context.run_config
-    # which SuperNode holds which partition (each answers a `query` message with its partition-id)
-    partitions = discover_partitions(grid, expected=int(rc["min-nodes"]))
-    num_clients = len(partitions)
-    cfg = experiment_config(rc, num_clients)
-    random.seed(cfg.effective_seed())  # Flower's FedAvg samples with the `random` module
-
-    # fltrust: data (the server's auxiliary and test sets), model, and the observers of both papers
-    experiment = prepare_experiment(cfg, device=torch.device("cpu"))
-    trust = next(o for o in experiment.observers.observers if o.name == "trust")
-    experiment.observers.observers.append(RoundPrinter(trust, log=say))
-    fed, model = experiment.federation, experiment.model
-    run_id = run_id_for(cfg, fed.bundle)
-    folder = RunFolder(Path(str(rc["out-dir"])).expanduser().resolve() / run_id)
-    for observer in experiment.observers.observers:
-        if hasattr(observer, "run_folder"):
-            observer.run_folder = folder.path
-    trainer = LocalTrainer(model, cfg.training, fed.bundle.num_classes, experiment.device)
-
-    def evaluate_aux(params):
-        result = trainer.evaluate(params, fed.x_aux, fed.y_aux)
-        return result.loss, result.accuracy
-
-    with locked(folder, wait_s=10):
-        recorder = RunRecorder(folder, experiment.observers)
-        recorder.start(experiment.run_info(run_id), config_yaml(cfg),
-                       {"dataset": fed.bundle.summary(), "partition": fed.partition})
-        say(f"fltrust: {num_clients} SuperNodes, {cfg.clients_per_round()} per round; run folder {folder.path}")
-        strategy = ObservedStrategy(
-            FedAvg(fraction_train=float(rc["fraction-train"]), fraction_evaluate=0.0, min_train_nodes=1,
-                   min_available_nodes=num_clients, weighted_by_key="num-batches"),
-            recorder,
-            node_partitions=partitions,
-        )
-        start = time.perf_counter()
-        strategy.start(grid, ArrayRecord(model.state_dict()), num_rounds=cfg.training.rounds,
-                       evaluate_fn=aux_evaluate_fn(evaluate_aux))
-        final = strategy.builder.last_record.global_params_after
-        set_params(model, final)
-        wall = time.perf_counter() - start
-        last = recorder.records[-1].server_metrics
-        recorder.finish(final, model.state_dict(), wall, system_figures(model, recorder.records, final),
-                        {"engine": "flower (examples/flower_app)", "seconds_per_round": wall / cfg.training.rounds,
-                         "final_aux_loss": last["aux_loss"], "final_aux_accuracy": last["aux_accuracy"],
-                         "synthetic": fed.bundle.synthetic})
-    summary = json.loads(folder.summary.read_text())
-    score = summary["observers"].get("trust", {}).get("trust_score")
-    f_t = recorder.records[-1].observations.get("fairness", {}).get("F_T")
-    say(f"fltrust: final F_T {f_t}, trust score {score}; run folder {folder.path}")
+    aux, test = load_server_data(rc)
+    strategy = ft.instrument(
+        FedAvg(fraction_train=float(rc["fraction-train"]), fraction_evaluate=0.0, min_train_nodes=1,
+               min_available_nodes=int(rc["min-nodes"])),
+        model=Net(), aux=aux, test=test, out_dir=str(rc["out-dir"]), name=str(rc["run-name"]),
+        dataset_name="synthetic intrusion table",
+        dataset_description=f"{int(rc['synthetic-samples'])} generated rows, 40 features, 2 classes, "
+                            f"{rc['partition']} partition (seed {int(rc['seed'])})",
+        preprocessing="none: generated features, standard normal with a shift of attack rows",
+        fairness=ft.FairnessSettings(mode=str(rc["fairness-mode"])), trust=ft.TrustSettings(mode=str(rc["trust-mode"])),
+        seed=int(rc["seed"]),
+    )
+    result = strategy.start(grid=grid, initial_arrays=ArrayRecord(Net().state_dict()),
+                            train_config=ConfigRecord({"lr": float(rc["learning-rate"]),
+                                                       "local-epochs": int(rc["local-epochs"])}),
+                            num_rounds=int(rc["num-server-rounds"]))
+    for rnd, values in sorted(result.evaluate_metrics_serverapp.items()):
+        if rnd > 0:
+            say(f"round {rnd}: F_T = {values['fltrust.F_T']:.4f}, trust score so far = "
+                f"{values['fltrust.trust_score']:.4f}, aux accuracy {values['fltrust.aux_accuracy']:.4f}")
+    say(f"fltrust: run folder {strategy.run_folder} (python -m fltrust audit <folder> checks it)")

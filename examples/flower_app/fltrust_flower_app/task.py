@@ -1,141 +1,89 @@
-"""The app's task: configuration, data, model and a plain PyTorch training loop.
+"""The app's task: model, data and training -- what any Flower app has, nothing of fltrust.
 
-Everything fltrust-specific is in the two app files (``ClientReport`` on the clients,
-``ObservedStrategy`` on the server); this file is what any Flower app has.
+The data is a seeded synthetic stand-in for a network-intrusion table (2 classes, 40 numeric
+features) so that the app runs offline: every process generates the same samples from the same
+run config, and each SuperNode takes its own partition of them.
 """
 
 from __future__ import annotations
 
-import copy
-import math
-from typing import Any
-
-import numpy as np
 import torch
 from torch import nn
+from torch.utils.data import DataLoader, TensorDataset
 
-from fltrust.config import ExperimentConfig
-from fltrust.core.observers import BaseObserver
-from fltrust.core.records import RoundRecord, RunSummary
-from fltrust.federation import Federation, prepare_federation
+FEATURES = 40
 
 
-def experiment_config(run_config: dict[str, Any], num_clients: int) -> ExperimentConfig:
-    """The fltrust description of this app's run (data, partition, metrics), from Flower's run config.
+class Net(nn.Module):
+    """A small MLP classifier (40 features -> 2 classes)."""
 
-    Server and clients build it from the same run config and number of partitions, so they
-    partition the data identically.
-    """
-    per_round = max(1, int(num_clients * float(run_config["fraction-train"])))
-    scheme = str(run_config["partition"])
-    partition: dict[str, Any] = {"num_clients": num_clients, "scheme": scheme}
-    if scheme == "dirichlet":
-        partition["alpha"] = 0.5
-    return ExperimentConfig.from_dict({
-        "data": {"name": str(run_config["dataset"]), "synthetic_samples": int(run_config["synthetic-samples"])},
-        "partition": partition,
-        "model": {"name": "nsl_kdd_mlp"},
-        "strategy": {"name": "fedavg", "clients_per_round": per_round, "weighting": "batches"},
-        "training": {"rounds": int(run_config["num-server-rounds"]), "local_epochs": int(run_config["local-epochs"]),
-                     "batch_size": int(run_config["batch-size"]), "learning_rate": float(run_config["learning-rate"])},
-        "metrics": {"fairness": {"enabled": True, "mode": str(run_config["fairness-mode"])},
-                    "trust": {"enabled": True, "mode": str(run_config["trust-mode"])}},
-        "run": {"name": str(run_config["run-name"]), "seed": int(run_config["seed"]), "engine": "flower",
-                "device": "cpu", "progress": False, "checkpoint": False},
-    })
+    def __init__(self) -> None:
+        super().__init__()
+        self.layers = nn.Sequential(nn.Linear(FEATURES, 64), nn.ReLU(), nn.Linear(64, 32), nn.ReLU(), nn.Linear(32, 2))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.layers(x)
 
 
-_FEDERATIONS: dict[str, Federation] = {}
+def _samples(n: int, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """``n`` labelled rows: attacks (label 1) shift a third of the features."""
+    g = torch.Generator().manual_seed(seed)
+    y = (torch.rand(n, generator=g) < 0.45).long()
+    x = torch.randn(n, FEATURES, generator=g)
+    x[:, : FEATURES // 3] += 1.2 * y.view(-1, 1)
+    return x, y
 
 
-def _federation(cfg: ExperimentConfig) -> Federation:
-    """The prepared federation of ``cfg``, loaded once per process (ClientApps are called per message)."""
-    key = f"{cfg.config_hash()}-{cfg.effective_seed()}"
-    if key not in _FEDERATIONS:
-        _FEDERATIONS.clear()
-        _FEDERATIONS[key] = prepare_federation(cfg, torch.device("cpu"))
-    return _FEDERATIONS[key]
+def _partition(y: torch.Tensor, num_partitions: int, scheme: str, seed: int) -> list[torch.Tensor]:
+    """Row indices of each partition: ``iid`` or ``dirichlet`` (label skew, alpha 0.5)."""
+    g = torch.Generator().manual_seed(seed + 1)
+    if scheme == "iid":
+        return list(torch.randperm(len(y), generator=g).chunk(num_partitions))
+    if scheme != "dirichlet":
+        raise ValueError(f"partition={scheme!r}; choose 'iid' or 'dirichlet'")
+    torch.manual_seed(seed + 2)
+    parts: list[list[torch.Tensor]] = [[] for _ in range(num_partitions)]
+    for label in (0, 1):
+        rows = torch.nonzero(y == label).flatten()
+        rows = rows[torch.randperm(len(rows), generator=g)]
+        shares = torch.distributions.Dirichlet(torch.full((num_partitions,), 0.5)).sample()
+        cuts = (shares.cumsum(0) * len(rows)).long().tolist()[:-1]
+        for part, chunk in zip(parts, torch.tensor_split(rows, cuts)):
+            part.append(chunk)
+    return [torch.cat(p) for p in parts]
 
 
-def load_partition(cfg: ExperimentConfig, partition_id: int):
-    """(x_train, y_train, x_val, y_val) of one client (loaded once per process)."""
-    return _federation(cfg).client_tensors(partition_id)
+def load_data(partition_id: int, num_partitions: int, run_config: dict) -> tuple[DataLoader, DataLoader]:
+    """One client's (train, validation) DataLoaders: 80 / 20 of its partition."""
+    seed, batch_size = int(run_config["seed"]), int(run_config["batch-size"])
+    x, y = _samples(int(run_config["synthetic-samples"]), seed)
+    rows = _partition(y, num_partitions, str(run_config["partition"]), seed)[partition_id]
+    cut = max(1, int(0.8 * len(rows)))
+    train, val = rows[:cut], rows[cut:] if len(rows) > cut else rows[:1]
+    g = torch.Generator().manual_seed(seed * 1_000 + partition_id)
+    return (DataLoader(TensorDataset(x[train], y[train]), batch_size=batch_size, shuffle=True, generator=g),
+            DataLoader(TensorDataset(x[val], y[val]), batch_size=256))
 
 
-def num_classes(cfg: ExperimentConfig) -> int:
-    return _federation(cfg).bundle.num_classes
+def load_server_data(run_config: dict) -> tuple[DataLoader, DataLoader]:
+    """The server's own (auxiliary, test) DataLoaders, drawn apart from the clients' rows."""
+    x, y = _samples(2 * int(run_config["server-samples"]), int(run_config["seed"]) + 10_007)
+    half = len(y) // 2
+    return (DataLoader(TensorDataset(x[:half], y[:half]), batch_size=256),
+            DataLoader(TensorDataset(x[half:], y[half:]), batch_size=256))
 
 
-def build_model(cfg: ExperimentConfig) -> nn.Module:
-    from fltrust.experiment import build_experiment_model
-
-    return build_experiment_model(cfg, _federation(cfg), torch.device("cpu"))
-
-
-def train(model: nn.Module, x: torch.Tensor, y: torch.Tensor, *, epochs: int, batch_size: int, lr: float,
-          seed: int) -> float:
+def train(model: nn.Module, loader: DataLoader, epochs: int, lr: float) -> float:
     """Plain mini-batch Adam; returns the mean loss of the last epoch."""
-    generator = torch.Generator().manual_seed(seed)
     optimizer = torch.optim.Adam(model.parameters(), lr=lr)
-    binary = model(x[:1]).shape[-1] == 1
     model.train()
-    last = float("nan")
+    total = 0.0
     for _ in range(epochs):
-        order = torch.randperm(len(y), generator=generator)
         total = 0.0
-        for start in range(0, len(y), batch_size):
-            index = order[start:start + batch_size]
-            out = model(x[index])
-            if binary:
-                loss = nn.functional.binary_cross_entropy_with_logits(out.reshape(-1), y[index].float())
-            else:
-                loss = nn.functional.cross_entropy(out, y[index])
+        for x, y in loader:
             optimizer.zero_grad()
+            loss = nn.functional.cross_entropy(model(x), y)
             loss.backward()
             optimizer.step()
-            total += float(loss) * len(index)
-        last = total / len(y)
-    return last
-
-
-def num_batches(n: int, batch_size: int) -> int:
-    return math.ceil(n / batch_size)
-
-
-class RoundPrinter(BaseObserver):
-    """Prints F_T and the trust score of the model so far after every round.
-
-    Put it after the paper observers: it reads the fairness observer's output of the same round
-    and scores a copy of the TrustObserver as if the run ended now (FederatedTrust scores a
-    finished run; its per-round value is this "score so far").
-    """
-
-    name = "round_printer"
-
-    def __init__(self, trust_observer, log=print) -> None:
-        self.trust = trust_observer
-        self.log = log
-        self.records: list[RoundRecord] = []
-        self.wall_time_s = 0.0
-
-    def on_round_end(self, record: RoundRecord):
-        from fltrust.runs import strip
-
-        self.records.append(strip(record))
-        if record.round == 0:
-            return None
-        fairness = record.observations.get("fairness", {})
-        interim = copy.deepcopy(self.trust)
-        interim.run_folder = None  # no files: this is only the score so far
-        result = interim.on_run_end(RunSummary(self.trust.info, list(self.records), record.global_params_after,
-                                               self.wall_time_s))
-        score = result.get("trust_score")
-        line = (f"round {record.round}: F_T = {_fmt(fairness.get('F_T'))}  (f_j {_fmt(fairness.get('f_j'))}, "
-                f"f_g {_fmt(fairness.get('f_g'))}, f_r {_fmt(fairness.get('f_r'))}, f_o {_fmt(fairness.get('f_o'))})"
-                f"  trust score so far = {_fmt(score)}  aux accuracy {_fmt(record.server_metrics.get('aux_accuracy'))}")
-        self.log(line)
-        return {"F_T": fairness.get("F_T"), "trust_score_so_far": score}
-
-
-def _fmt(value) -> str:
-    return "n/a" if value is None or (isinstance(value, float) and not np.isfinite(value)) else f"{float(value):.4f}"
+            total += float(loss) * len(y)
+    return total / len(loader.dataset)

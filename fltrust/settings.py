@@ -1,0 +1,418 @@
+"""The typed settings of both papers' metrics: what the observers take, with or without a config.
+
+:class:`FairnessSettings` (Federated Fairness Analytics, :class:`fltrust.metrics.fairness.FairnessObserver`)
+and :class:`TrustSettings` (FederatedTrust, :class:`fltrust.trust.observer.TrustObserver`) are
+frozen dataclasses with defaults and validation. Build them directly in your own code (a Flower
+app: :func:`fltrust.flower.instrument`), or let an experiment configuration build them: the
+``metrics.fairness`` / ``metrics.trust`` sections of the YAML are read by
+:func:`fltrust.config.fairness_settings` / :func:`fltrust.config.trust_settings`, which construct
+these same objects, so the checks below are the only ones and run once.
+
+A ``None`` switch means "the mode's default"; after construction every switch holds a concrete
+value (:data:`FAIRNESS_MODE_DEFAULTS`, :data:`TRUST_MODE_DEFAULTS`).
+
+This module imports nothing heavy (no torch), so that loading a configuration stays cheap.
+
+>>> FairnessSettings(mode="corrected", reward="instantaneous").reward
+'instantaneous'
+>>> TrustSettings(mode="fixed").cap_fi
+True
+>>> FairnessSettings(reward="lifetime")
+Traceback (most recent call last):
+...
+fltrust.settings.SettingsError: FairnessSettings.reward='lifetime' is not allowed; choose one of ['instantaneous', 'cumulative']
+"""
+
+from __future__ import annotations
+
+import math
+import reprlib
+from dataclasses import asdict, dataclass, field, fields
+from typing import Any
+
+__all__ = [
+    "FAIRNESS_MODE_DEFAULTS",
+    "FairnessSettings",
+    "SettingsError",
+    "TRUST_MODE_DEFAULTS",
+    "TrustSettings",
+    "show",
+]
+
+_REPR = reprlib.Repr()
+_REPR.maxlevel, _REPR.maxstring, _REPR.maxother, _REPR.maxlong = 2, 60, 60, 40
+_REPR.maxlist = _REPR.maxtuple = _REPR.maxdict = _REPR.maxset = 6
+SHOW_MAX_CHARS = 120
+
+
+def show(value: Any) -> str:
+    """``repr(value)`` for an error message, bounded in time and length, whatever ``value`` is.
+
+    Every settings and config error quotes the offending value through this helper, so a value
+    blown up by YAML aliases (a "billion laughs" list) or a huge string cannot turn into a huge
+    message.
+
+    Examples
+    --------
+    >>> show("fedavg"), show(0.5)
+    ("'fedavg'", '0.5')
+    >>> len(show(["x" * 1000] * 1000)) <= SHOW_MAX_CHARS
+    True
+    """
+    text = _REPR.repr(value)
+    return text if len(text) <= SHOW_MAX_CHARS else text[:SHOW_MAX_CHARS - 3] + "..."
+
+
+class SettingsError(ValueError):
+    """A settings value is invalid.
+
+    ``field`` names the setting and ``detail`` says what is wrong, so that the configuration can
+    report the same problem under its own key (``metrics.fairness.reward='lifetime' ...``).
+    """
+
+    def __init__(self, owner: str, field_name: str, detail: str) -> None:
+        super().__init__(f"{owner}.{field_name}{detail}")
+        self.field = field_name
+        self.detail = detail
+
+
+def _choice(owner: str, name: str, value: Any, allowed: tuple[Any, ...]) -> None:
+    if value not in allowed:
+        raise SettingsError(owner, name, f"={show(value)} is not allowed; choose one of {list(allowed)}")
+
+
+def _positive(owner: str, name: str, value: Any, *, allow_zero: bool = False) -> None:
+    if value is None:
+        return
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise SettingsError(owner, name, f"={show(value)} must be a finite number")
+    if (value < 0) if allow_zero else (value <= 0):
+        raise SettingsError(owner, name, f"={show(value)} must be {'>= 0' if allow_zero else '> 0'}")
+
+
+def _resolve(settings: Any, defaults: dict[str, Any]) -> None:
+    """Replace ``None`` switches by the mode's defaults (the dataclass is frozen)."""
+    for name, default in defaults.items():
+        if getattr(settings, name) is None:
+            object.__setattr__(settings, name, default)
+
+
+# --------------------------------------------------------------------------------------------
+# Federated Fairness Analytics
+# --------------------------------------------------------------------------------------------
+FAIRNESS_MODES = ("faithful", "corrected")
+COALITION_WEIGHTINGS = ("uniform", "fedavg")
+NONPOSITIVE_POLICIES = ("raw", "exclude")
+REWARDS = ("instantaneous", "cumulative")
+GROUP_METRICS = ("authors", "equalized_odds")
+JAIN_ZERO_GUARDS = ("authors", "all_zero_is_one")
+SHAPLEY_METHODS = ("exact", "monte_carlo", "permutation", "auto")
+"""FedSV methods of :func:`fltrust.metrics.shapley.federated_shapley` (a test pins the two lists
+equal, and the two defaults below to ``AUTO_EXACT_PLAYERS`` and ``SAMPLER_PERMUTATIONS`` there)."""
+AUTO_EXACT_PLAYERS = 6
+SAMPLER_PERMUTATIONS = 10
+
+FAIRNESS_MODE_DEFAULTS: dict[str, dict[str, Any]] = {
+    "faithful": {
+        "shapley_include_empty": False,
+        "coalition_weighting": "uniform",
+        "nonpositive_policy": "raw",
+        "reward": "instantaneous",
+        "group_metric": "authors",
+        "jain_zero_guard": "authors",
+    },
+    "corrected": {
+        "shapley_include_empty": True,
+        "coalition_weighting": "fedavg",
+        "nonpositive_policy": "exclude",
+        "reward": "cumulative",
+        "group_metric": "equalized_odds",
+        "jain_zero_guard": "all_zero_is_one",
+    },
+}
+"""Value of every fairness switch in each mode (fairness spec 9)."""
+
+
+@dataclass(frozen=True)
+class FairnessSettings:
+    """Settings of the Federated Fairness Analytics metrics; ``None`` means "the mode's default".
+
+    Build it with ``FairnessSettings(mode="corrected", reward="instantaneous")``; an experiment
+    config builds the same object (:func:`fltrust.config.fairness_settings`). After
+    construction every switch holds a concrete value (see :data:`FAIRNESS_MODE_DEFAULTS`).
+
+    Attributes
+    ----------
+    mode : {"faithful", "corrected"}
+        ``"faithful"`` (default): exactly the authors' computation behind Table 3.
+        ``"corrected"``: every correction of spec 9 below.
+    shapley_include_empty : bool
+        FedSV with the empty-coalition term (standard Shapley, ``U(empty) = 0``, efficiency
+        holds) -- corrected ``True``. Faithful ``False``: the authors' power set drops the empty
+        coalition, so ``phi = standard - U({n})/m`` and ``l(theta_k; D)`` cancels (spec 3).
+    coalition_weighting : {"uniform", "fedavg"}
+        Coalition model = plain mean of the members' models (faithful, paper Eq. 4 and code)
+        or the FedAvg mean weighted by the clients' samples or batches (corrected; the weight
+        key is chosen by :class:`~fltrust.metrics.fairness.FairnessObserver`).
+    nonpositive_policy : {"raw", "exclude"}
+        What to do with participants whose cumulative FedSV ``s_n <= 0`` in the ratios
+        ``x/s`` and ``r/s`` of f_j and f_r. ``"raw"`` (faithful): use the signed value (a
+        negative or near-zero ``s_n`` dominates J; ``s_n = 0`` gives an infinite ratio and a
+        NaN index). ``"exclude"`` (corrected): drop them and record how many were dropped; with
+        fewer than 2 remaining the round's f_j / f_r is NaN. Never clip to a tiny epsilon: that
+        manufactures huge ratios that dominate J (spec 9).
+    reward : {"instantaneous", "cumulative"}
+        Reward in f_r: this round's pre-training accuracy r_{n,k} (faithful, as coded) or the
+        sum of the client's rewards over all its rounds so far (corrected, as the paper text
+        says, matching the cumulative s_n).
+    group_metric : {"authors", "equalized_odds"}
+        f_g as coded (faithful; :func:`~fltrust.metrics.fairness.authors_group_fairness`, not
+        equalised odds) or the equalised-odds difference between label groups computed with
+        fairlearn (corrected; :func:`~fltrust.metrics.fairness.equalized_odds_group_fairness`).
+    jain_zero_guard : {"authors", "all_zero_is_one"}
+        Degenerate cases of J. ``"authors"`` (faithful): f_j has no guard (all-zero gains give
+        NaN), f_r is 1 when the reward ratios sum to exactly 0. ``"all_zero_is_one"``
+        (corrected): ``J(all zero) = 1`` for both, ``J(empty) = NaN``. A mode-level item of
+        spec 9; the YAML configuration has no key for it.
+    shapley : {"exact", "monte_carlo", "permutation", "auto"}
+        How FedSV is computed (:func:`fltrust.metrics.shapley.federated_shapley`). ``"exact"``
+        (default): all ``2^m - 1`` coalitions (1,023 coalition models at 10 participants).
+        ``"monte_carlo"``: every prefix of ``shapley_permutations`` uniform orders.
+        ``"permutation"``: guided permutation sampling with a control variate,
+        ``shapley_sampler_permutations`` orders (at most ``m + 1 + P (m - 2)`` models: 91 at 10
+        participants), standard errors recorded. ``"auto"``: exact up to
+        ``shapley_auto_exact_players`` participants, ``"permutation"`` above.
+    shapley_permutations : int
+        ``"monte_carlo"`` budget per round.
+    exact_max_players : int
+        ``shapley="exact"``: rounds with more participants switch to ``"monte_carlo"``, with a
+        warning naming this setting.
+    shapley_auto_exact_players : int
+        ``shapley="auto"``: exact up to this many participants (default 6: 63 models).
+    shapley_sampler_permutations : int
+        ``"permutation"`` budget per round (default 10).
+    shapley_truncation : float
+        ``"permutation"``: a walk stops when the remaining gain ``|U(S) - U(prefix)|`` is at
+        most this fraction of ``|U(S)|`` (0, default: never).
+    notion_weights : tuple of 4 float
+        Weights of (f_j, f_g, f_r, f_o) in F_T (paper Eq. 12), normalised to sum 1.
+    sensitive_attributes : tuple of int or None
+        Label values whose groups f_g compares. ``None``: an experiment config uses the authors'
+        list for its dataset and strategy
+        (:func:`~fltrust.metrics.fairness.default_sensitive_attributes`); the observer on its own
+        (a Flower app) uses every label of the model's classes.
+    aux_batch_size : int or None
+        Aux-set samples per forward pass of the FedSV coalition evaluation (speed and memory
+        only; ``None`` = automatic).
+    """
+
+    mode: str = "faithful"
+    shapley_include_empty: bool | None = None
+    coalition_weighting: str | None = None
+    nonpositive_policy: str | None = None
+    reward: str | None = None
+    group_metric: str | None = None
+    jain_zero_guard: str | None = None
+    shapley: str = "exact"
+    shapley_permutations: int = 200
+    exact_max_players: int = 10
+    shapley_auto_exact_players: int = AUTO_EXACT_PLAYERS
+    shapley_sampler_permutations: int = SAMPLER_PERMUTATIONS
+    shapley_truncation: float = 0.0
+    notion_weights: tuple[float, float, float, float] = (0.25, 0.25, 0.25, 0.25)
+    sensitive_attributes: tuple[int, ...] | None = None
+    aux_batch_size: int | None = None
+
+    def __post_init__(self) -> None:
+        owner = "FairnessSettings"
+        _choice(owner, "mode", self.mode, FAIRNESS_MODES)
+        _resolve(self, FAIRNESS_MODE_DEFAULTS[self.mode])
+        _choice(owner, "shapley_include_empty", self.shapley_include_empty, (True, False))
+        _choice(owner, "coalition_weighting", self.coalition_weighting, COALITION_WEIGHTINGS)
+        _choice(owner, "nonpositive_policy", self.nonpositive_policy, NONPOSITIVE_POLICIES)
+        _choice(owner, "reward", self.reward, REWARDS)
+        _choice(owner, "group_metric", self.group_metric, GROUP_METRICS)
+        _choice(owner, "jain_zero_guard", self.jain_zero_guard, JAIN_ZERO_GUARDS)
+        _choice(owner, "shapley", self.shapley, SHAPLEY_METHODS)
+        _positive(owner, "shapley_permutations", self.shapley_permutations)
+        _positive(owner, "exact_max_players", self.exact_max_players)
+        _positive(owner, "shapley_auto_exact_players", self.shapley_auto_exact_players)
+        _positive(owner, "shapley_sampler_permutations", self.shapley_sampler_permutations)
+        _positive(owner, "shapley_truncation", self.shapley_truncation, allow_zero=True)
+        _positive(owner, "aux_batch_size", self.aux_batch_size)
+        try:
+            weights = tuple(float(w) for w in self.notion_weights)
+        except (TypeError, ValueError):
+            weights = ()
+        if len(weights) != 4 or not all(math.isfinite(w) and w >= 0 for w in weights) or sum(weights) <= 0:
+            raise SettingsError(owner, "notion_weights", f"={show(list(self.notion_weights))} must be 4 non-negative "
+                                "numbers (f_j, f_g, f_r, f_o) with a positive sum")
+        object.__setattr__(self, "notion_weights", weights)
+        if self.sensitive_attributes is not None:
+            values = tuple(self.sensitive_attributes)
+            if not values or not all(isinstance(a, int) and not isinstance(a, bool) for a in values):
+                raise SettingsError(owner, "sensitive_attributes", f"={show(list(values))} must be a non-empty list "
+                                    "of label values (integers), or None")
+            object.__setattr__(self, "sensitive_attributes", values)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain dict of every resolved switch (JSON-ready)."""
+        data = asdict(self)
+        data["notion_weights"] = list(self.notion_weights)
+        if self.sensitive_attributes is not None:
+            data["sensitive_attributes"] = list(self.sensitive_attributes)
+        return data
+
+
+# --------------------------------------------------------------------------------------------
+# FederatedTrust
+# --------------------------------------------------------------------------------------------
+TRUST_MODES = ("prototype", "paper", "fixed", "extended")
+ENTROPY_METHODS = ("minmax_label", "normalized_label", "client_identification")
+""":data:`fltrust.trust.statistics.ENTROPY_METHODS` (a test pins the two lists equal)."""
+CLASS_IMBALANCE_METHODS = ("present_classes", "all_classes")
+""":data:`fltrust.trust.statistics.CLASS_IMBALANCE_METHODS`."""
+FEATURE_IMPORTANCE_METHODS = ("class_sums", "feature_mean_abs")
+""":data:`fltrust.trust.explainability.FEATURE_IMPORTANCE_METHODS`."""
+
+TRUST_MODE_DEFAULTS: dict[str, dict[str, Any]] = {
+    "prototype": {
+        "entropy_method": "minmax_label",
+        "class_imbalance_method": "present_classes",
+        "feature_importance_method": "class_sums",
+        "cap_cvs": True,
+        "cap_fi": False,
+        "nan_is_missing": False,
+    },
+    "paper": {
+        "entropy_method": "client_identification",
+        "class_imbalance_method": "present_classes",
+        "feature_importance_method": "class_sums",
+        "cap_cvs": False,
+        "cap_fi": False,
+        "nan_is_missing": True,
+    },
+    "fixed": {
+        "entropy_method": "client_identification",
+        "class_imbalance_method": "all_classes",
+        "feature_importance_method": "feature_mean_abs",
+        "cap_cvs": True,
+        "cap_fi": True,
+        "nan_is_missing": True,
+    },
+}
+TRUST_MODE_DEFAULTS["extended"] = dict(TRUST_MODE_DEFAULTS["fixed"])
+"""FactSheet statistic switches per trust mode (see :mod:`fltrust.trust.observer`)."""
+
+
+@dataclass(frozen=True)
+class TrustSettings:
+    """Settings of the FederatedTrust FactSheet and score; ``None`` switches = the mode's default.
+
+    Build it with ``TrustSettings(mode="fixed")``; an experiment config builds the same object
+    (:func:`fltrust.config.trust_settings`).
+
+    Attributes
+    ----------
+    mode : {"prototype", "paper", "fixed", "extended"}
+        ``"prototype"`` (default): the authors' released code. ``"paper"``: the normalisations
+        that best reproduce the paper's Figures 4-5. ``"fixed"``: every bug fix. ``"extended"``:
+        all 36 taxonomy metrics plus sustainability; it measures the run from the experiment's
+        data (membership inference, evasion), so it needs an experiment config
+        (:func:`fltrust.experiment.trust_observer`).
+    entropy_method, class_imbalance_method, feature_importance_method : str
+        Statistic variants (:mod:`fltrust.trust.statistics`, :mod:`fltrust.trust.explainability`).
+    cap_cvs, cap_fi : bool
+        Cap the fairness CVs / the feature-importance CV at 1.
+    nan_is_missing : bool
+        A NaN FactSheet value counts as missing (the prototype counts only ``None`` and ``""``).
+    metrics_file : str or None
+        A user's own pillar/notion/metric definitions (YAML or JSON); ``None`` = the packaged ones.
+    clever_samples : int
+        Test points for CLEVER (0 disables).
+    clever_nb_batches, clever_batch_size, clever_radius, clever_norm, clever_pool_factor
+        ART ``clever_u`` parameters (prototype defaults).
+    shap_background, shap_samples : int
+        SHAP background and explained sample counts (prototype: 8 and 2; 0 samples disables).
+    client_selector : str
+        Written to ``participants/client_selector``.
+    score_every_round : bool
+        Score the FactSheet so far after every round (``trust_score`` in the round's trust
+        observation); cheap: no model is evaluated (see next).
+    model_metrics_every_round : bool
+        Also measure CLEVER and the SHAP feature importance of every round's global model for
+        that score (about 1 s and 3 s per round for a small CNN on one core). Off (default): they
+        are measured once, at run end, and the per-round score holds them as missing.
+    evasion_eps, evasion_samples, evasion_pgd_steps, mia_samples, reference_samples,
+    reputation_tolerance, country_iso_code, declared
+        Extended mode only (see :class:`fltrust.config.TrustConfig`); the declarations are
+        checked by :func:`fltrust.trust.governance.validate_declarations` where they are read.
+    """
+
+    mode: str = "prototype"
+    entropy_method: str | None = None
+    class_imbalance_method: str | None = None
+    feature_importance_method: str | None = None
+    cap_cvs: bool | None = None
+    cap_fi: bool | None = None
+    nan_is_missing: bool | None = None
+    metrics_file: str | None = None
+    clever_samples: int = 1
+    clever_nb_batches: int = 10
+    clever_batch_size: int = 5
+    clever_radius: float = 2.0
+    clever_norm: int = 2
+    clever_pool_factor: int = 3
+    shap_background: int = 8
+    shap_samples: int = 2
+    client_selector: str = "uniform"
+    score_every_round: bool = True
+    model_metrics_every_round: bool = False
+    evasion_eps: float = 0.1
+    evasion_samples: int = 200
+    evasion_pgd_steps: int = 10
+    mia_samples: int = 500
+    reference_samples: int = 512
+    reputation_tolerance: float = 0.5
+    country_iso_code: str = "CHE"
+    declared: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        owner = "TrustSettings"
+        _choice(owner, "mode", self.mode, TRUST_MODES)
+        _resolve(self, TRUST_MODE_DEFAULTS[self.mode])
+        _choice(owner, "entropy_method", self.entropy_method, ENTROPY_METHODS)
+        _choice(owner, "class_imbalance_method", self.class_imbalance_method, CLASS_IMBALANCE_METHODS)
+        _choice(owner, "feature_importance_method", self.feature_importance_method, FEATURE_IMPORTANCE_METHODS)
+        for name in ("cap_cvs", "cap_fi", "nan_is_missing", "score_every_round", "model_metrics_every_round"):
+            _choice(owner, name, getattr(self, name), (True, False))
+        _positive(owner, "evasion_eps", self.evasion_eps)
+        _positive(owner, "evasion_samples", self.evasion_samples, allow_zero=True)
+        _positive(owner, "evasion_pgd_steps", self.evasion_pgd_steps)
+        _positive(owner, "mia_samples", self.mia_samples, allow_zero=True)
+        _positive(owner, "reference_samples", self.reference_samples)
+        _positive(owner, "reputation_tolerance", self.reputation_tolerance, allow_zero=True)
+        if not isinstance(self.declared, dict):  # its values: fltrust.trust.governance.validate_declarations
+            raise SettingsError(owner, "declared", f"={show(self.declared)} must be a mapping")
+        for key, value in self.declared.items():  # scalars only: a YAML alias bomb never reaches str()/repr()
+            scalar = value is None or isinstance(value, (bool, int, float)) or (isinstance(value, str) and len(value) <= 64)
+            if not (isinstance(key, str) and scalar):
+                name = key if isinstance(key, str) and len(key) <= 64 else show(key)
+                raise SettingsError(owner, f"declared.{name}", f"={show(value)} must be a number or a word (at most "
+                                    "64 characters), e.g. testing_coverage: 0.8 or encryption: none")
+        _positive(owner, "clever_samples", self.clever_samples, allow_zero=True)
+        _positive(owner, "clever_nb_batches", self.clever_nb_batches)
+        _positive(owner, "clever_batch_size", self.clever_batch_size)
+        _positive(owner, "clever_radius", self.clever_radius)
+        _choice(owner, "clever_norm", self.clever_norm, (1, 2))
+        _positive(owner, "shap_background", self.shap_background)
+        _positive(owner, "shap_samples", self.shap_samples, allow_zero=True)
+
+    @property
+    def switches(self) -> dict[str, Any]:
+        """The resolved statistic switches (the keys of :data:`TRUST_MODE_DEFAULTS`)."""
+        return {name: getattr(self, name) for name in TRUST_MODE_DEFAULTS[self.mode]}
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain dict of every resolved setting (JSON-ready)."""
+        return {f.name: getattr(self, f.name) for f in fields(self)}

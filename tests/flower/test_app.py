@@ -1,0 +1,359 @@
+"""Both papers' metrics on anyone's Flower app, with the documented calls only (issue 17).
+
+The app is the README's Flower code block, written into ``tmp_path`` as ``app.py``: its own ``Net``,
+its own DataLoaders of tiny synthetic tensors, Flower's FedAvg, and the three fltrust calls. The
+fast tests run it on the in-process :class:`conftest.LocalGrid`; the ``slow`` one on Flower's
+Simulation Runtime (Ray, one CPU per ClientApp, everything on 127.0.0.1).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import math
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from flwr.app import ArrayRecord, Context, Message, MetricRecord, RecordDict
+from flwr.clientapp import ClientApp
+from flwr.serverapp.strategy import FedAvg
+
+from conftest import LocalGrid
+
+REPO = Path(__file__).resolve().parents[2]
+MARKER = "<!-- flower-app:"
+
+
+def readme_app() -> str:
+    """The README's Flower app: the first ```python block after the marker comment."""
+    text = (REPO / "README.md").read_text()
+    after = text[text.index(MARKER):]
+    return re.search(r"```python\n(.*?)```", after, re.S).group(1)
+
+
+def load_app(tmp_path: Path, source: str | None = None):
+    path = tmp_path / "app.py"
+    path.write_text(source or readme_app())
+    spec = importlib.util.spec_from_file_location(f"app_{abs(hash(str(tmp_path)))}", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def run_local(app, num_nodes: int = 4) -> LocalGrid:
+    grid = LocalGrid(app.client, num_nodes)
+    app.server(grid=grid, context=Context(run_id=1, node_id=0, node_config={}, state=RecordDict(), run_config={}))
+    return grid
+
+
+def run_folders(tmp_path: Path) -> list[Path]:
+    return sorted((tmp_path / "runs").iterdir())
+
+
+def test_the_readme_app_uses_the_documented_calls_only():
+    source = readme_app()
+    assert re.findall(r"^\s*(?:from|import) (\S+)", source, re.M) == [
+        "torch", "torch.nn.functional", "flwr.app", "flwr.clientapp", "flwr.serverapp", "flwr.serverapp.strategy",
+        "torch", "torch.utils.data", "fltrust.flower", "flwr.simulation"]
+    used = set(re.findall(r"\bft\.(\w+)", source))
+    import fltrust.flower as ft
+
+    assert used == {"client_report", "instrument"} and used <= set(ft.__all__)
+    marked = [line for line in source.splitlines() if line.rstrip().endswith("# fltrust") or "# fltrust (" in line]
+    assert len(marked) == 6  # the README states it
+    assert "cifar" not in source.lower() and "nsl_kdd" not in source  # no fltrust dataset or model names
+
+
+def test_the_readme_app_records_both_papers_metrics(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    app = load_app(tmp_path)
+
+    grid = run_local(app)
+
+    [folder] = run_folders(tmp_path)
+    assert re.fullmatch(r"quickstart-\d{8}-\d{6}-[0-9a-f]{8}", folder.name)
+    printed = capsys.readouterr().out
+    from fltrust.runs import audit_run, load_run
+
+    record = load_run(folder)
+    assert [r.round for r in record.rounds] == [0, 1, 2, 3]
+    for r in record.rounds[1:]:
+        fairness, trust = r.observations["fairness"], r.observations["trust"]
+        assert len(r.client_ids) == 2  # FedAvg(fraction_train=0.5) of 4 SuperNodes
+        assert 0 <= fairness["F_T"] <= 1 and len(fairness["phi"]) == 2
+        assert 0 < trust["trust_score"] <= 1 and set(trust["pillars"]) >= {"robustness", "fairness"}
+        assert f"round {r.round}: F_T {fairness['F_T']}, trust score {trust['trust_score']}" in printed
+    fs = json.loads((folder / "factsheet.json").read_text())
+    n_params = sum(p.numel() for p in app.Net().parameters())
+    assert fs["project"]["overview"] == f"quickstart: Net ({n_params:,} trainable parameters) trained with FedAvg on blobs"
+    assert fs["data"]["provenance"] == "blobs: 3 classes of 8x8 Gaussian images, 64 per client"
+    assert fs["configuration"]["training_model"] == "CNN" and fs["configuration"]["trainable_param_count"] == n_params
+    assert fs["configuration"]["optimization_algorithm"] == "FedAvg" and fs["configuration"]["learning_rate"] == 0.1
+    assert fs["participants"]["client_num"] == 4 and fs["participants"]["sample_client_rate"] == 0.5
+    assert fs["configuration"]["total_round_num"] == 3
+    config = record.config["app"]
+    assert config["model"] == "Net" and config["strategy_params"]["fraction_train"] == 0.5
+    summary = record.summary
+    assert summary["status"] == "complete" and 0 < summary["observers"]["trust"]["trust_score"] <= 1
+    assert audit_run(folder).ok
+    assert {m.metadata.message_type for m in grid.sent} == {"train"}  # no discovery handler, no query round
+
+
+def test_client_reports_stay_out_of_flowers_aggregation(tmp_path, monkeypatch):
+    """fltrust's per-client keys never reach the app's strategy; the label counts reach fltrust."""
+    monkeypatch.chdir(tmp_path)
+    app = load_app(tmp_path)
+    seen: list[set[str]] = []
+    aggregate = FedAvg.aggregate_train
+
+    def spy(self, server_round, replies):
+        replies = list(replies)
+        seen.extend(set(m.content.keys()) for m in replies)
+        return aggregate(self, server_round, replies)
+
+    monkeypatch.setattr(FedAvg, "aggregate_train", spy)
+    captured = {}
+    instrument = app.ft.instrument
+
+    def keep(*args, **kwargs):
+        captured["strategy"] = instrument(*args, **kwargs)
+        return captured["strategy"]
+
+    monkeypatch.setattr(app.ft, "instrument", keep)
+    run_local(app)
+
+    assert seen and all(keys == {"arrays", "metrics"} for keys in seen)
+    info = captured["strategy"].info
+    trained = sorted({int(c) for r in captured["strategy"].records[1:] for c in r.client_ids})
+    for pid in range(4):  # each client's own training labels, counted on the client
+        expected = np.bincount(app.load_data(pid).dataset.tensors[1].numpy(), minlength=3) if pid in trained else np.zeros(3)
+        assert np.array_equal(info.client_class_counts[pid], expected)
+
+
+def test_reruns_never_overwrite_and_the_run_holds_its_lock(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    source = readme_app().replace("num_rounds=3", "num_rounds=1")
+    app = load_app(tmp_path, source)
+    holders = []
+    start = app.ft.InstrumentedStrategy.start
+
+    def watch(self, *args, evaluate_fn=None, **kwargs):
+        def evaluate(rnd, arrays):
+            holders.append(json.loads((self.run_folder / ".holder.json").read_text())["pid"])
+            return None
+
+        return start(self, *args, evaluate_fn=evaluate, **kwargs)
+
+    monkeypatch.setattr(app.ft.InstrumentedStrategy, "start", watch)
+    run_local(app)
+    run_local(app)
+
+    first, second = run_folders(tmp_path)
+    assert first != second and all((f / "summary.json").is_file() for f in (first, second))
+    assert holders == [os.getpid()] * 4  # rounds 0 and 1 of both runs, under the lock
+    assert not (first / ".holder.json").exists()  # released at the end
+
+
+def _tiny():
+    x, y = torch.randn(8, 3), torch.tensor([0, 1] * 4)
+    return torch.nn.Linear(3, 2), (x, y)
+
+
+@pytest.mark.parametrize(("change", "message"), [
+    ({"aux": None}, r"^fltrust\.flower\.instrument: aux= is required for FedSV \(the server's auxiliary set D\): "
+                    r"pass a DataLoader or \(x, y\) tensors$"),
+    ({"test": None}, r"^fltrust\.flower\.instrument: test= is required for FederatedTrust"),
+    ({"out_dir": None}, r"^fltrust\.flower\.instrument: out_dir= is required"),
+    ({"name": "my run"}, r"^fltrust\.flower\.instrument: name= is required: letters, digits"),
+    ({"dataset_name": None}, r"^fltrust\.flower\.instrument: dataset_name= is required"),
+    ({"trust": "fixed"}, r"^fltrust\.flower\.instrument: trust= must be TrustSettings\(\.\.\.\) or None"),
+    ({"aux": (torch.randn(8, 5), torch.zeros(8))}, r"^fltrust\.flower\.instrument: model= cannot evaluate the aux"),
+    ({"aux": [{"a": torch.zeros(2, 3), "b": torch.zeros(2, 3)}]}, r"aux=: cannot tell inputs from labels.*batch_keys="),
+])
+def test_missing_facts_are_one_error_naming_the_argument(tmp_path, change, message):
+    import fltrust.flower as ft
+
+    model, data = _tiny()
+    facts = {**dict(model=model, aux=data, test=data, out_dir=tmp_path, name="t", dataset_name="d"), **change}
+    with pytest.raises(ValueError, match=message) as info:
+        ft.instrument(FedAvg(), **facts)
+    assert "\n" not in str(info.value)
+
+
+def test_a_legacy_strategy_is_pointed_to_its_wrapper(tmp_path):
+    from flwr.server.strategy import FedAvg as LegacyFedAvg
+
+    import fltrust.flower as ft
+
+    model, data = _tiny()
+    with pytest.raises(ValueError, match="ObservedLegacyStrategy"):
+        ft.instrument(LegacyFedAvg(), model=model, aux=data, test=data, out_dir=tmp_path, name="t", dataset_name="d")
+
+
+def test_a_skewed_aux_set_is_a_warning(tmp_path, caplog):
+    import fltrust.flower as ft
+
+    model, (x, _) = _tiny()
+    ft.instrument(FedAvg(), model=model, aux=(x, torch.zeros(8, dtype=torch.long)), test=(x, torch.zeros(8)),
+                  out_dir=tmp_path, name="t", dataset_name="d")
+    assert "aux set (8 samples) is skewed: labels [1] absent" in caplog.text
+
+
+def test_a_client_without_fltrusts_report_is_named(tmp_path):
+    import fltrust.flower as ft
+
+    model, data = _tiny()
+    client = ClientApp()
+
+    @client.train()
+    def train(msg, context):
+        content = RecordDict({"arrays": msg.content["arrays"], "metrics": MetricRecord({"num-examples": 1})})
+        return Message(content, reply_to=msg)
+
+    strategy = ft.instrument(FedAvg(fraction_evaluate=0.0), model=model, aux=data, test=data, out_dir=tmp_path,
+                             name="t", dataset_name="d")
+    with pytest.raises(ValueError, match=r"replied without fltrust's report: .*client_report"):
+        strategy.start(grid=LocalGrid(client, 2), initial_arrays=ArrayRecord(model.state_dict()), num_rounds=1)
+
+
+def test_client_report_reads_dict_batches_and_tensors():
+    import fltrust.flower as ft
+
+    model = torch.nn.Linear(3, 2)
+    with torch.no_grad():
+        model.weight.copy_(torch.tensor([[1.0, 0, 0], [0, 1.0, 0]]))
+        model.bias.zero_()
+    x = torch.tensor([[1.0, 0, 0], [0, 1.0, 0], [1.0, 0, 0], [0, 0, 1.0]])  # predicted 0, 1, 0, 0
+    y = torch.tensor([0, 1, 1, 0])
+    loader = [{"img": x[:2], "label": y[:2]}, {"img": x[2:], "label": y[2:]}]
+    report = ft.client_report(model, (x, torch.tensor([1, 1, 0, 1])), loader)
+    assert report.reward_result.accuracy == 0.75
+    content = report.attach(RecordDict({"arrays": ArrayRecord(model.state_dict()),
+                                        "metrics": MetricRecord({"train_loss": 0.5})}))
+    values = dict(content["fltrust"])
+    assert values["label_counts"] == [1, 3] and values["num-examples"] == 4 and "num-batches" not in values
+    assert values["confusion"] == [2, 0, 1, 1] and values["train_loss"] == 0.5 and "partition-id" not in values
+    assert set(content.keys()) == {"arrays", "metrics", "fltrust"}
+
+
+def test_every_public_name_is_documented():
+    import fltrust.flower as ft
+
+    for name in ft.__all__:
+        value = getattr(ft, name)
+        if callable(value):
+            assert (value.__doc__ or "").strip(), name
+    for cls in (ft.RoundSink, ft.ObserverSink, ft.InstrumentedStrategy, ft.ClientReport):
+        for attr in ("record_round", "start", "attach", "finish", "reward"):
+            method = getattr(cls, attr, None)
+            if method is not None:
+                assert (method.__doc__ or "").strip(), f"{cls.__name__}.{attr}"
+
+
+@pytest.mark.slow
+def test_the_readme_app_on_the_simulation_runtime(tmp_path):
+    """The same app on Flower's Simulation Runtime (Ray): 2 CPUs, 1 per ClientApp, loopback only."""
+    (tmp_path / "app.py").write_text(readme_app())
+    script = f"""
+import os, sys
+sys.path.insert(0, {str(tmp_path)!r})
+os.chdir({str(tmp_path)!r})
+import ray
+from fltrust.flower.engine import LOOPBACK, _ray_on_loopback
+with _ray_on_loopback():
+    ray.init(_node_ip_address=LOOPBACK, num_cpus=2, include_dashboard=False, logging_level="WARNING",
+             runtime_env={{"env_vars": {{"PYTHONPATH": os.pathsep.join([{str(tmp_path)!r}, *sys.path])}}}})
+assert ray.util.get_node_ip_address() == LOOPBACK
+from flwr.simulation import run_simulation
+import app
+run_simulation(server_app=app.server, client_app=app.client, num_supernodes=4,
+               backend_config={{"client_resources": {{"num_cpus": 1}}}})
+"""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), str(tmp_path)]), "FLWR_TELEMETRY_ENABLED": "0"}
+    done = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, env=env, capture_output=True, text=True,
+                          timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    [folder] = run_folders(tmp_path)
+    assert "round 3: F_T" in done.stdout and f"run folder: {folder}" in done.stdout
+    from fltrust.runs import audit_run, load_run
+
+    record = load_run(folder)
+    assert all(0 <= r.observations["fairness"]["F_T"] <= 1 and r.observations["trust"]["trust_score"] > 0
+               for r in record.rounds[1:])
+    assert json.loads((folder / "factsheet.json").read_text())["project"]["overview"].startswith("quickstart: Net (")
+    cli = subprocess.run([sys.executable, "-m", "fltrust", "audit", str(folder)], env=env, capture_output=True,
+                         text=True, timeout=120)
+    assert cli.returncode == 0, cli.stdout + cli.stderr
+    assert not math.isnan(record.summary["observers"]["trust"]["trust_score"])
+
+
+EXAMPLE = REPO / "examples" / "flower_app"
+
+
+def test_the_example_app_imports_nothing_of_fltrust_but_fltrust_flower():
+    import ast
+
+    for path in (EXAMPLE / "fltrust_flower_app").glob("*.py"):
+        tree = ast.parse(path.read_text())
+        names = {a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
+        names |= {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module}
+        roots = {name.split(".")[0] for name in names}
+        assert roots <= {"__future__", "logging", "flwr", "torch", "fltrust", "fltrust_flower_app"}, (path, roots)
+        assert {n for n in names if n.startswith("fltrust.")} <= {"fltrust.flower"}, path
+
+
+def test_the_example_app_on_the_local_grid(tmp_path, monkeypatch):
+    import tomllib
+
+    monkeypatch.syspath_prepend(str(EXAMPLE))
+    for name in [m for m in sys.modules if m.startswith("fltrust_flower_app")]:
+        monkeypatch.delitem(sys.modules, name)
+    from fltrust_flower_app import client_app, server_app
+
+    run_config = tomllib.loads((EXAMPLE / "pyproject.toml").read_text())["tool"]["flwr"]["app"]["config"]
+    run_config.update({"num-server-rounds": 2, "synthetic-samples": 600, "out-dir": str(tmp_path / "runs"),
+                       "partition": "dirichlet", "min-nodes": 4})
+    grid = LocalGrid(client_app.app, 4, run_config)
+    server_app.app(grid=grid, context=Context(run_id=1, node_id=0, node_config={}, state=RecordDict(),
+                                              run_config=run_config))
+
+    [folder] = run_folders(tmp_path)
+    from fltrust.runs import audit_run, load_run
+
+    record = load_run(folder)
+    assert [r.round for r in record.rounds] == [0, 1, 2] and audit_run(folder).ok
+    assert all(0 <= r.observations["fairness"]["F_T"] <= 1 for r in record.rounds[1:])
+    fs = json.loads((folder / "factsheet.json").read_text())
+    assert fs["configuration"]["training_model"] == "MLPClassifier"
+    assert fs["configuration"]["local_update_steps"] == 1 and fs["participants"]["client_num"] == 4
+
+
+def test_training_labels_are_read_without_loading_the_inputs():
+    """A Hugging Face dataset (Flower's FederatedDataset partitions) gives its label column; nothing is iterated."""
+    from torch.utils.data import DataLoader
+
+    from fltrust.flower.app import _labels
+
+    class HFLike:  # the part of datasets.Dataset that is used: column_names, with_transform(None)[column]
+        column_names = ["img", "label"]
+
+        def __len__(self):
+            return 5
+
+        def __getitem__(self, key):
+            if key == "label":
+                return [2, 0, 2, 1, 2]
+            raise AssertionError("the inputs were loaded")
+
+        def with_transform(self, transform):
+            assert transform is None
+            return self
+
+    assert _labels(DataLoader(HFLike(), batch_size=2), None, "train").tolist() == [2, 0, 2, 1, 2]
+    assert _labels(DataLoader(HFLike(), batch_size=2), ("img", "label"), "train").tolist() == [2, 0, 2, 1, 2]
