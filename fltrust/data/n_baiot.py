@@ -179,6 +179,8 @@ def _read_numeric_csv(
         values = None
     if values is None or not np.isfinite(values).all():
         raise _first_bad_value(open_source(), name, columns)
+    if not len(values):  # a header alone would silently drop a class (benign, or one attack)
+        raise DatasetError(f"{name}: has the N-BaIoT header but no rows; every traffic file needs at least one row")
     return values
 
 

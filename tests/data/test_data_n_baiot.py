@@ -132,6 +132,15 @@ def test_bad_header_and_bad_value_are_named(uci, mk):
         load_n_baiot(uci)
 
 
+def test_a_traffic_file_with_only_its_header_is_an_error(uci):
+    # before: a header-only benign_traffic.csv ran with no benign class and no warning
+    path = uci / "Ecobee_Thermostat" / "benign_traffic.csv"
+    path.write_text(path.read_text().splitlines()[0] + "\n")
+
+    with pytest.raises(DatasetError, match=r"benign_traffic\.csv: has the N-BaIoT header but no rows"):
+        load_n_baiot(uci)
+
+
 def test_unextracted_rar_and_empty_folder(tmp_path, uci):
     (uci / "Ennio_Doorbell" / "mirai_attacks.rar").write_bytes(b"Rar!")
     with pytest.raises(DatasetError, match=r"mirai_attacks\.rar is not extracted"):
