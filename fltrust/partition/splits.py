@@ -137,8 +137,8 @@ def three_way_split(
     :math:`n_{val} = \lfloor s_{val} / (s_{val} + s_{test}) \cdot r \rfloor` form its validation
     part and the rest its test part. fltrust measures a client on the test part, so that part
     takes the place of :func:`train_val_split`'s validation set; the validation part is left out.
-    With a test share above 0 the test part always holds at least one row; a client needs at
-    least two rows, and keeps at least one for training.
+    With a test share above 0 the test part holds at least one row once a client has two; a
+    one-row client keeps its row for training and holds out nothing (as :func:`train_val_split`).
 
     Parameters
     ----------
@@ -161,11 +161,8 @@ def three_way_split(
     """
     indices = np.asarray(indices, dtype=np.int64)
     n = len(indices)
-    if n < 2:
-        raise PartitionError(
-            f"partition.client_splits needs at least 2 samples per client (one to train, one to hold out); a client "
-            f"has {n}; use fewer clients or drop data.max_train_samples"
-        )
+    if n < 2:  # as train_val_split: the only row trains, nothing is held out
+        return indices.copy(), indices[:0].copy()
     n_train = max(1, int(math.floor(shares[0] * n)))
     rest = n - n_train
     n_val = int(math.floor(shares[1] / (shares[1] + shares[2]) * rest))

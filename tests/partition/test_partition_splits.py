@@ -254,8 +254,8 @@ def test_client_splits_must_be_three_shares_summing_to_one(bad):
         PartitionConfig(client_splits=bad)
 
 
-def test_three_way_split_refuses_a_one_row_client():
+def test_three_way_split_keeps_a_one_row_client_for_training():
     from fltrust.partition.splits import three_way_split
 
-    with pytest.raises(PartitionError, match="needs at least 2 samples per client"):
-        three_way_split(np.arange(1), [0.6, 0.2, 0.2], np.random.default_rng(0))
+    train, test = three_way_split(np.arange(5, 6), [0.6, 0.2, 0.2], np.random.default_rng(0))
+    assert train.tolist() == [5] and test.tolist() == []
