@@ -413,7 +413,7 @@ class TrustObserver(BaseObserver):
                 index = torch.as_tensor(order[:n], device=self.x_test.device)
                 set_field(fs, "performance/test_feature_importance_cv", feature_importance_cv(
                     model, self.x_test[index], method=sw["feature_importance_method"],
-                    n_background=trust.shap_background, seed=seed, cap=sw["cap_fi"],
+                    n_background=trust.shap_background, seed=seed, cap=sw["cap_fi"], nsamples=trust.shap_nsamples,
                 ))
 
         self._fill_system(summary)

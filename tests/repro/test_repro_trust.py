@@ -105,15 +105,21 @@ def test_quick_config_is_valid_and_small(name, tmp_path):
     # Execute
     cfg = te.experiment_config(name, quick=True, device="cpu", data_dir=tmp_path)
 
-    # Assert: validated config, 2 rounds, small data and small CLEVER/SHAP samples, same federation
+    # Assert: validated config, 2 rounds, at most 10 clients at the paper's rate, small data and small
+    # CLEVER/SHAP/evasion/membership-inference/reputation samples
+    e = te.EXPERIMENTS[name]
     assert cfg.training.rounds == 2
-    assert cfg.partition.num_clients == te.EXPERIMENTS[name].num_clients
+    assert cfg.partition.num_clients == min(e.num_clients, 10) and cfg.strategy.fraction_fit == e.fraction
     assert cfg.data.root == str(tmp_path)
-    assert cfg.metrics.trust.clever_nb_batches == 2 and cfg.metrics.trust.shap_samples == 1
-    if te.EXPERIMENTS[name].synthetic:
+    trust = cfg.metrics.trust
+    assert trust.clever_nb_batches == 2 and trust.clever_pool_factor == 1
+    assert trust.shap_samples == 1 and trust.shap_nsamples == 16
+    assert (trust.evasion_samples, trust.mia_samples, trust.reference_samples) == (20, 50, 64)
+    if e.synthetic:
         assert cfg.data.synthetic_samples == 1500
     else:  # every writer keeps its rows (client_splits needs two per client); 2 rounds keep it small
         assert cfg.data.max_train_samples is None
+        assert cfg.data.synthetic_samples == te.QUICK_FEMNIST_FALLBACK_SAMPLES  # the stand-in, if data is missing
     assert cfg.run_id() != te.experiment_config(name).run_id()
 
 
