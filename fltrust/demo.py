@@ -34,6 +34,8 @@ FAMILIES = ("nsl_kdd", "cifar10", "femnist", "n_baiot")
 DEMO_FAIRNESS_CONDITIONS = "fedavg_*_niid"
 """The demo's quick fairness batch: FedAvg, non-iid, on every dataset column of Table 3 (4 of the 24
 conditions; non-iid because quick FEMNIST iid pools every writer's rows into 20 clients)."""
+DEMO_TRUST_EXPERIMENTS = "*"
+"""The demo's quick trust batch: experiments 1-5."""
 PHASES = ("families", "fairness", "trust", "report")
 """The demo's phases, in order (``papers=False`` runs the first only)."""
 PAPER_FOLDERS = {"fairness": "fairness", "trust": "trust"}
@@ -141,8 +143,8 @@ def _run_trust(out_dir: Path, device: str, data_dir: str | None) -> list[str]:
     from fltrust.repro.batch import run_trust_batch
 
     print("\n== FederatedTrust: quick reproduction (experiments 1-5, every scoring mode) ==")
-    return run_trust_batch(quick=True, device=device, out_dir=out_dir / PAPER_FOLDERS["trust"], data_dir=data_dir,
-                           in_process=True)
+    return run_trust_batch(quick=True, experiments=DEMO_TRUST_EXPERIMENTS, device=device,
+                           out_dir=out_dir / PAPER_FOLDERS["trust"], data_dir=data_dir, in_process=True)
 
 
 def _write_reports(out_dir: Path) -> list[Path]:
@@ -184,7 +186,7 @@ def fairness_headline(results_dir: str | Path) -> list[str]:
     Returns
     -------
     list of str
-        Lines: a title and a table (condition, paper F_T, ours, Δ, data); ``–`` = undefined
+        Lines: a title and a table (condition, the paper's F_T, ours, Δ, data); ``–`` = undefined
         (a notion had no value in the window) or not stated.
     """
     from fltrust.repro.fairness_report import load_results, summary_table
@@ -196,7 +198,7 @@ def fairness_headline(results_dir: str | Path) -> list[str]:
     title = "Federated Fairness Analytics: general fairness F_T (Table 3)" + _scale(results)
     if not rows:
         return [title, "  no condition result"]
-    return [title, *_table(("condition", "paper", "ours", "Δ", "data"), rows)]
+    return [title, *_table(("condition", "reported", "ours", "Δ", "data"), rows)]
 
 
 def trust_headline(results_dir: str | Path) -> list[str]:
@@ -210,7 +212,8 @@ def trust_headline(results_dir: str | Path) -> list[str]:
     Returns
     -------
     list of str
-        Lines: a title and a table (experiment, dataset, the paper's trust score, ours per mode, data).
+        Lines: a title and a table (experiment, dataset, the paper's trust score, ours per scoring
+        mode, data); ``–`` = not stated by the paper.
     """
     from fltrust.repro.trust_experiments import SCORING_MODES
     from fltrust.repro.trust_report import comparison_frame, load_results
@@ -228,7 +231,7 @@ def trust_headline(results_dir: str | Path) -> list[str]:
     title = "FederatedTrust: trust score per experiment and scoring mode (Figures 4-5)" + _scale(results)
     if not rows:
         return [title, "  no experiment result"]
-    return [title, *_table(("exp", "dataset", "paper", *modes, "data"), rows)]
+    return [title, *_table(("exp", "dataset", "reported", *modes, "data"), rows)]
 
 
 def _data_label(synthetic: bool) -> str:
@@ -268,8 +271,9 @@ def end_screen(out_dir: Path, timings: dict[str, float], reports: Sequence[Path]
              + ", ".join(f"{name} {_duration(timings[name])}" for name in PHASES if name in timings) + ")", ""]
     lines += fairness_headline(Path(out_dir) / PAPER_FOLDERS["fairness"] / "results") + [""]
     lines += trust_headline(Path(out_dir) / PAPER_FOLDERS["trust"] / "results") + [""]
-    lines += ["QUICK = smoke-test scale (a few rounds, small samples): not comparable with the papers; "
-              "`fltrust repro fairness|trust` runs them at full scale.",
+    lines += ["reported = the paper's number; – = undefined or not stated.",
+              "QUICK = smoke-test scale (a few rounds, small samples), not comparable with the papers;",
+              "        `fltrust repro fairness` and `fltrust repro trust` run them at full scale.",
               "SYNTHETIC = a generated stand-in for missing data: its numbers say nothing about the papers."]
     lines += ["HTML reports (open in a browser):"] + [f"  {path}" for path in reports] + [rule]
     return "\n".join(lines)

@@ -202,6 +202,12 @@ server's aux set D is capped at 64 samples: FedSV evaluates every coalition of t
 (32 models) on D each round, which is most of a quick condition's time."""
 
 
+QUICK_FEMNIST_FALLBACK_SAMPLES = 8000
+"""Rows of the FEMNIST stand-in in quick mode when the real data is missing (default 2,000): spread
+over its 110 writers, the 20 drawn clients then hold about 70 rows each, so that every one has a
+validation row and the fairness notions are defined."""
+
+
 def quick_overrides(dataset_key: str) -> dict[str, Any]:
     """Quick-mode overrides, with client counts that fit the subsample."""
     out = dict(QUICK_OVERRIDES)
@@ -209,6 +215,7 @@ def quick_overrides(dataset_key: str) -> dict[str, Any]:
     if d.data == "femnist":
         out.pop("data.max_train_samples")  # writers must keep their samples; FEMNIST is small anyway
         out["partition.num_clients"] = 20
+        out["data.synthetic_samples"] = QUICK_FEMNIST_FALLBACK_SAMPLES  # used by the stand-in only
     else:
         out["partition.num_clients"] = min(d.num_clients, 20)
         out["partition.min_partition_size"] = 5
