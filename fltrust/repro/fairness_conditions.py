@@ -202,9 +202,9 @@ server's aux set D is capped at 64 samples: FedSV evaluates every coalition of t
 (32 models) on D each round, which is most of a quick condition's time."""
 
 
-QUICK_FEMNIST_FALLBACK_SAMPLES = 8000
+QUICK_FEMNIST_FALLBACK_SAMPLES = 6000
 """Rows of the FEMNIST stand-in in quick mode when the real data is missing (default 2,000): spread
-over its 110 writers, the 20 drawn clients then hold about 70 rows each, so that every one has a
+over its 110 writers, the 20 drawn clients then hold about 55 rows each, so that every one has a
 validation row and the fairness notions are defined."""
 
 
