@@ -208,3 +208,21 @@ def test_batch_notebooks_are_plain_python_for_in_process_runs(notebook):
     assert sum("parameters" in c.metadata.get("tags", []) for c in cells) == 1
     for number, cell in enumerate(cells, start=1):
         compile(cell.source, f"{notebook} cell {number}", "exec")
+
+
+def test_in_process_ctrl_c_stops_the_batch_and_names_the_job(tmp_path, monkeypatch):
+    # a Ctrl-C reaches the running notebook itself (it runs in the main thread): the batch stops there
+    import torch
+
+    from fltrust.repro.batch import REPO
+
+    monkeypatch.chdir(tmp_path)
+    threads = torch.get_num_threads()
+    stop = _in_process_notebook(tmp_path / "stop.ipynb", "import torch\ntorch.set_num_threads(1)\nraise KeyboardInterrupt")
+    good = _notebook(tmp_path / "good.ipynb")
+    jobs = [_job(tmp_path, good, 0), NotebookJob("stop", stop, tmp_path / "out" / "stop.ipynb", {}, tmp_path / "s.json"),
+            _job(tmp_path, good, 2)]
+    with pytest.raises(KeyboardInterrupt, match=r"stopped during stop, 1 queued job\(s\) cancelled"):
+        run_jobs(jobs, title="t", in_process=True)
+    assert (tmp_path / "r0.json").is_file() and not (tmp_path / "r2.json").exists()
+    assert os.getcwd() == str(tmp_path) != str(REPO) and torch.get_num_threads() == threads
