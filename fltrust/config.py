@@ -569,6 +569,9 @@ class TrustConfig:
         ART ``clever_u`` parameters (defaults as in the prototype, trust spec 3.10).
     shap_background, shap_samples : int
         SHAP DeepExplainer background and explained sample counts (prototype: 8 and 2).
+    shap_nsamples : int
+        Samples per explained input when SHAP falls back to GradientExplainer (models DeepExplainer
+        cannot take, e.g. ConvNet2); 200 is SHAP's own default.
     client_selector : str
         Name written to ``participants/client_selector`` (the engine samples uniformly).
     evasion_eps, evasion_samples, evasion_pgd_steps
@@ -602,6 +605,7 @@ class TrustConfig:
     clever_pool_factor: int = 3
     shap_background: int = 8
     shap_samples: int = 2
+    shap_nsamples: int = 200
     client_selector: str = "uniform"
     evasion_eps: float = 0.1
     evasion_samples: int = 200

@@ -334,6 +334,9 @@ class TrustSettings:
         ART ``clever_u`` parameters (prototype defaults).
     shap_background, shap_samples : int
         SHAP background and explained sample counts (prototype: 8 and 2; 0 samples disables).
+    shap_nsamples : int
+        Samples per explained input when SHAP falls back to GradientExplainer (models
+        DeepExplainer cannot take); 200 is SHAP's own default.
     client_selector : str
         Written to ``participants/client_selector``.
     score_every_round : bool
@@ -365,6 +368,7 @@ class TrustSettings:
     clever_pool_factor: int = 3
     shap_background: int = 8
     shap_samples: int = 2
+    shap_nsamples: int = 200
     client_selector: str = "uniform"
     score_every_round: bool = True
     model_metrics_every_round: bool = False
@@ -407,6 +411,7 @@ class TrustSettings:
         _choice(owner, "clever_norm", self.clever_norm, (1, 2))
         _positive(owner, "shap_background", self.shap_background)
         _positive(owner, "shap_samples", self.shap_samples, allow_zero=True)
+        _positive(owner, "shap_nsamples", self.shap_nsamples)
 
     @property
     def switches(self) -> dict[str, Any]:

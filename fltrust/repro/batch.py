@@ -8,6 +8,10 @@ Behaviour shared by ``fltrust repro fairness`` and ``fltrust repro trust``:
   command exits non-zero);
 - progress is shown with tqdm; every executed notebook is kept next to the results;
 - finally the summary notebook turns all available results into tables and figures;
+- ``in_process=True`` (what ``fltrust demo`` uses) executes the same notebooks in this process,
+  one after the other, instead of one kernel per job (:func:`run_notebook_in_process`): no kernel
+  start-up and no re-import of torch, SHAP and ART per job. Each job's printed output is kept in
+  ``notebooks/<job>.log`` instead of an executed copy;
 - Ctrl-C (SIGINT) stops the batch within seconds: queued jobs are cancelled, the running kernels
   (which run in their own sessions, so the terminal's SIGINT never reaches them) are killed with
   their process groups and their connection files removed, and ``KeyboardInterrupt`` is raised
@@ -30,6 +34,7 @@ import json
 import logging
 import os
 import signal
+import sys
 import threading
 import time
 import traceback
@@ -111,6 +116,90 @@ def execute_notebook(notebook: Path, output: Path, parameters: dict[str, Any]) -
         _papermill(notebook, output, parameters)
 
 
+class NotebookCellError(RuntimeError):
+    """A code cell of a notebook executed in-process raised; the message names the notebook and cell."""
+
+
+IN_PROCESS_LOG_SUFFIX = ".log"
+"""Suffix of the output file of a job executed in-process (next to where papermill keeps executed copies)."""
+
+
+def _notebook_code_cells(notebook: Path) -> list[Any]:
+    import nbformat
+
+    return [cell for cell in nbformat.read(str(notebook), as_version=4).cells if cell.cell_type == "code"]
+
+
+@contextlib.contextmanager
+def _job_output(log: Path) -> Iterator[None]:
+    """Send everything a job prints (stdout, stderr, warnings, the root logger's console handlers,
+    progress bars) to ``log``, as a kernel keeps its output in the executed notebook."""
+    log.parent.mkdir(parents=True, exist_ok=True)
+    with log.open("w", encoding="utf-8") as stream:
+        consoles = [h for h in logging.getLogger().handlers
+                    if type(h) is logging.StreamHandler and h.stream in (sys.stdout, sys.stderr)]
+        previous = [h.setStream(stream) for h in consoles]
+        try:
+            with contextlib.redirect_stdout(stream), contextlib.redirect_stderr(stream):
+                yield
+        finally:
+            for handler, old in zip(consoles, previous):
+                handler.setStream(old)
+
+
+def run_notebook_in_process(notebook: Path, parameters: dict[str, Any], log: Path) -> None:
+    """Execute the code cells of ``notebook`` in this process, in order, as papermill would in a kernel.
+
+    The cell tagged ``parameters`` runs first with its defaults, then ``parameters`` replace them
+    (papermill's injected cell). Every cell runs in one fresh namespace with ``display`` from
+    IPython; a cell's last expression is evaluated but not shown. The working directory is the
+    repository (as papermill's ``cwd``) while the notebook runs; figures use the non-interactive
+    Agg backend (they are saved to files; ``plt.show()`` shows nothing) and are closed at the end;
+    the torch thread count is restored (trust configurations set ``run.torch_threads``). All output
+    goes to ``log``.
+
+    Parameters
+    ----------
+    notebook : Path
+        A notebook of plain Python cells (no IPython magics or shell escapes).
+    parameters : dict
+        Values for the notebook's parameters cell.
+    log : Path
+        File that receives the notebook's output.
+
+    Raises
+    ------
+    NotebookCellError
+        A cell raised; the message names the notebook, the cell number (1-based, code cells only)
+        and the error, and the original exception is chained.
+    """
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import torch
+    from IPython.display import display
+
+    cells = _notebook_code_cells(notebook)
+    namespace: dict[str, Any] = {"__name__": "__main__", "display": display}
+    threads, cwd = torch.get_num_threads(), os.getcwd()
+    try:
+        with _job_output(log):
+            os.chdir(REPO)
+            for number, cell in enumerate(cells, start=1):
+                try:
+                    exec(compile(cell.source, f"{notebook.name} cell {number}", "exec"), namespace)  # noqa: S102
+                except Exception as exc:
+                    traceback.print_exc()  # into the log, like a kernel's traceback in the executed notebook
+                    raise NotebookCellError(f"{notebook.name} cell {number}: {type(exc).__name__}: {exc}") from exc
+                if "parameters" in cell.metadata.get("tags", []):
+                    namespace.update(parameters)
+    finally:
+        os.chdir(cwd)
+        plt.close("all")
+        torch.set_num_threads(threads)
+
+
 class KernelRegistry:
     """The notebook kernels a batch started, so that an interrupted batch can stop them.
 
@@ -182,11 +271,16 @@ def _papermill(notebook: Path, output: Path, parameters: dict[str, Any], kernels
     )
 
 
-def _execute_job(job: NotebookJob, kernels: KernelRegistry | None = None) -> tuple[str, float, str | None]:
-    """Run one job; returns (name, seconds, error line or None). Never raises."""
+def _execute_job(job: NotebookJob, kernels: KernelRegistry | None = None,
+                 in_process: bool = False) -> tuple[str, float, str | None]:
+    """Run one job (papermill, or :func:`run_notebook_in_process`); returns (name, seconds, error
+    line or None). Never raises, except ``KeyboardInterrupt``."""
     start = time.perf_counter()
     try:
-        _papermill(job.notebook, job.output_notebook, job.parameters, kernels)
+        if in_process:
+            run_notebook_in_process(job.notebook, job.parameters, job.output_notebook.with_suffix(IN_PROCESS_LOG_SUFFIX))
+        else:
+            _papermill(job.notebook, job.output_notebook, job.parameters, kernels)
     except Exception as exc:  # keep going; report at the end
         if kernels is not None and kernels.stopping.is_set():  # its kernel was killed by an interrupt
             return job.name, time.perf_counter() - start, "stopped (interrupted)"
@@ -196,11 +290,13 @@ def _execute_job(job: NotebookJob, kernels: KernelRegistry | None = None) -> tup
     return job.name, time.perf_counter() - start, None
 
 
-def run_jobs(jobs: list[NotebookJob], *, title: str, parallel: int = 1) -> list[str]:
+def run_jobs(jobs: list[NotebookJob], *, title: str, parallel: int = 1, in_process: bool = False) -> list[str]:
     """Run jobs, skipping complete ones and surviving failures; returns failed names.
 
     ``parallel`` > 1 runs that many notebooks at once (each in its own kernel process) with
-    ``cores // parallel`` torch threads each, under one progress bar.
+    ``cores // parallel`` torch threads each, under one progress bar. ``in_process=True`` runs
+    them one after the other in this process (:func:`run_notebook_in_process`; ``parallel`` is
+    ignored), so that a Ctrl-C interrupts the running job itself.
     """
     from concurrent.futures import ThreadPoolExecutor, as_completed
 
@@ -215,6 +311,10 @@ def run_jobs(jobs: list[NotebookJob], *, title: str, parallel: int = 1) -> list[
         else:
             todo.append(job)
     skipped = len(jobs) - len(todo)
+    if in_process:
+        failures = _run_in_process(todo)
+        _print_outcome(title, len(todo), skipped, failures)
+        return failures
     parallel = max(1, min(parallel, len(todo) or 1))
     threads = max(1, (os.cpu_count() or 1) // parallel) if parallel > 1 else None
     bar = tqdm(total=len(jobs), initial=skipped, desc=title, unit="job")
@@ -242,9 +342,32 @@ def run_jobs(jobs: list[NotebookJob], *, title: str, parallel: int = 1) -> list[
         pool.shutdown(wait=False, cancel_futures=True)
     bar.close()
     failures.sort(key=[j.name for j in jobs].index)
-    print(f"{title}: {len(todo) - len(failures)} run, {skipped} already complete, {len(failures)} failed")
+    _print_outcome(title, len(todo), skipped, failures)
+    return failures
+
+
+def _print_outcome(title: str, ran: int, skipped: int, failures: list[str]) -> None:
+    print(f"{title}: {ran - len(failures)} run, {skipped} already complete, {len(failures)} failed")
     if failures:
         print(f"{title}: failed jobs: {failures}")
+
+
+def _run_in_process(todo: list[NotebookJob]) -> list[str]:
+    """The in-process branch of :func:`run_jobs`: one job after the other, in the main thread;
+    returns the failed names."""
+    failures: list[str] = []
+    for position, job in enumerate(todo):
+        try:
+            name, seconds, error = _execute_job(job, in_process=True)
+        except KeyboardInterrupt:
+            raise KeyboardInterrupt(f"stopped during {job.name}, {len(todo) - position - 1} queued job(s) "
+                                    "cancelled; finished jobs keep their results") from None
+        if error is None:
+            print(f"done {name} in {seconds:.1f} s")
+        else:
+            failures.append(name)
+            print(f"FAILED {name}: {error}")
+            print(f"  output kept at {job.output_notebook.with_suffix(IN_PROCESS_LOG_SUFFIX)}")
     return failures
 
 
@@ -315,11 +438,12 @@ def _paper_batch(
     suffix: str = "",
     expected_run_ids: Callable[[str], list[str]] | None = None,
     parallel: int = 1,
+    in_process: bool = False,
 ) -> list[str]:
     """One notebook job per name (``{item_key: name, **item_parameters}``), then the summary notebook.
 
     ``expected_run_ids(name)`` lists the run ids a complete result of ``name`` must hold; a result
-    made from other repeats or another resolved config is redone.
+    made from other repeats or another resolved config is redone. ``in_process``: see :func:`run_jobs`.
     """
     folders = _folders(paper, quick, out_dir)
     jobs = []
@@ -338,7 +462,7 @@ def _paper_batch(
                                 folders["notebooks"] / f"{name}{suffix}.ipynb", parameters, result, quick,
                                 expected_run_ids(name) if expected_run_ids else None))
     title = _figure_folder(paper)
-    failures = run_jobs(jobs, title=f"{title} {item_key}s", parallel=parallel)
+    failures = run_jobs(jobs, title=f"{title} {item_key}s", parallel=parallel, in_process=in_process)
     summary = NotebookJob(
         name="summary",
         notebook=NOTEBOOKS / notebook_folder / "summary.ipynb",
@@ -350,7 +474,7 @@ def _paper_batch(
             "quick": quick,
         },
     )
-    failures += run_jobs([summary], title=f"{title} summary")
+    failures += run_jobs([summary], title=f"{title} summary", in_process=in_process)
     print(f"{title} tables: {folders['results_md']}\n{title} figures: {folders['figures']}")
     return failures
 
@@ -365,10 +489,12 @@ def run_fairness_batch(
     out_dir: str | Path | None = None,
     data_dir: str | None = None,
     jobs: int = 1,
+    in_process: bool = False,
 ) -> list[str]:
     """Execute ``notebooks/fairness/condition.ipynb`` per selected condition, then the summary.
 
-    ``jobs`` conditions run at once (parallel kernels, cores shared out between them).
+    ``jobs`` conditions run at once (parallel kernels, cores shared out between them);
+    ``in_process=True`` executes the notebooks in this process instead (:func:`run_jobs`).
     """
     from fltrust.repro.fairness import condition_configs
     from fltrust.repro.fairness_conditions import all_conditions, condition_name
@@ -395,6 +521,7 @@ def run_fairness_batch(
         suffix="" if mode == "faithful" else f"-{mode}",
         expected_run_ids=run_ids,
         parallel=jobs,
+        in_process=in_process,
     )
 
 
@@ -407,9 +534,10 @@ def run_trust_batch(
     out_dir: str | Path | None = None,
     data_dir: str | None = None,
     jobs: int = 1,
+    in_process: bool = False,
 ) -> list[str]:
     """Execute ``notebooks/federatedtrust/experiment.ipynb`` per experiment, then the summary
-    (``jobs`` experiments at once)."""
+    (``jobs`` experiments at once, or ``in_process``: see :func:`run_jobs`)."""
     from fltrust.repro.trust_experiments import EXPERIMENTS, experiment_config
 
     if mode is not None and mode not in ("prototype", "paper", "fixed", "extended"):
@@ -426,4 +554,5 @@ def run_trust_batch(
         data_dir=data_dir,
         expected_run_ids=lambda name: [experiment_config(name, quick=quick, device=device, data_dir=data_dir).run_id()],
         parallel=jobs,
+        in_process=in_process,
     )

@@ -190,13 +190,22 @@ QUICK_OVERRIDES: dict[str, Any] = {
     "training.rounds": 3,
     "training.local_epochs": 1,
     "strategy.ditto_epochs": 1,
-    "data.max_train_samples": 3000,
-    "data.max_test_samples": 600,
+    "data.max_train_samples": 1000,
+    "data.max_test_samples": 200,
     "data.pooled_train_samples": None,
+    "partition.aux_max_samples": 64,
     "data.allow_synthetic_fallback": True,
 }
-"""Applied by ``--quick``: a CPU-minute smoke version of a condition (not comparable with the paper).
-Where the real data is missing, the quick version runs on the labelled synthetic stand-in."""
+"""Applied by ``--quick``: a CPU-seconds smoke version of a condition (not comparable with the paper).
+Where the real data is missing, the quick version runs on the labelled synthetic stand-in. The
+server's aux set D is capped at 64 samples: FedSV evaluates every coalition of the 5 participants
+(32 models) on D each round, which is most of a quick condition's time."""
+
+
+QUICK_FEMNIST_FALLBACK_SAMPLES = 6000
+"""Rows of the FEMNIST stand-in in quick mode when the real data is missing (default 2,000): spread
+over its 110 writers, the 20 drawn clients then hold about 55 rows each, so that every one has a
+validation row and the fairness notions are defined."""
 
 
 def quick_overrides(dataset_key: str) -> dict[str, Any]:
@@ -206,7 +215,7 @@ def quick_overrides(dataset_key: str) -> dict[str, Any]:
     if d.data == "femnist":
         out.pop("data.max_train_samples")  # writers must keep their samples; FEMNIST is small anyway
         out["partition.num_clients"] = 20
-        out["partition.aux_max_samples"] = 300
+        out["data.synthetic_samples"] = QUICK_FEMNIST_FALLBACK_SAMPLES  # used by the stand-in only
     else:
         out["partition.num_clients"] = min(d.num_clients, 20)
         out["partition.min_partition_size"] = 5

@@ -48,12 +48,13 @@ with 2 of 9 poisoned clients under FedAvg, FedMedian and Krum and score every ru
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
 
@@ -61,6 +62,9 @@ from fltrust.config import ExperimentConfig
 from fltrust.core.io import to_plain
 from fltrust.runs import RunRecord, load_final_model
 from fltrust.trust.report import TrustReport
+
+if TYPE_CHECKING:
+    from fltrust.experiment import Experiment
 
 REPO = Path(__file__).resolve().parents[2]
 PAPER_DIR = REPO / "papers_repro" / "federatedtrust"
@@ -274,13 +278,30 @@ QUICK_OVERRIDES: dict[str, Any] = {
     "partition.aux_max_samples": 200,
     "metrics.trust.clever_nb_batches": 2,
     "metrics.trust.clever_batch_size": 2,
+    "metrics.trust.clever_pool_factor": 1,
     "metrics.trust.shap_background": 4,
     "metrics.trust.shap_samples": 1,
+    "metrics.trust.shap_nsamples": 16,
+    "metrics.trust.evasion_samples": 20,
+    "metrics.trust.mia_samples": 50,
+    "metrics.trust.reference_samples": 64,
     "data.allow_synthetic_fallback": True,
 }
-"""Applied by ``quick=True`` on top of the full-scale config: a CPU-minute smoke run (2 rounds,
-smaller CLEVER and SHAP samples; the labelled synthetic stand-in where the real data is missing).
-Not comparable with the paper."""
+"""Applied by ``quick=True`` on top of the full-scale config (with :func:`quick_overrides`'
+client count and data size): a CPU-seconds smoke run (2 rounds, small CLEVER, SHAP, evasion, membership-inference and reputation samples; the labelled synthetic
+stand-in where the real data is missing). Every stage still runs. Not comparable with the paper.
+On FEMNIST's 62 classes CLEVER and SHAP cost one gradient per class and sample: CLEVER's pool
+factor 1 and GradientExplainer's 16 samples per explained input (SHAP's default: 200) make them
+seconds instead of minutes."""
+
+QUICK_MAX_CLIENTS = 10
+"""Clients N of an experiment in quick mode (at most; the selection rate stays the paper's): experiments
+2-3 train 30 and 40 ConvNet2 clients (6.6 M parameters) per round at full N, a minute per quick run."""
+
+QUICK_FEMNIST_FALLBACK_SAMPLES = 4000
+"""Rows of the FEMNIST stand-in in quick mode when the real data is missing: every one of its 110
+writers gets at least 3 (with the experiments' seed), so the 100 clients of experiment 3 can split
+0.6/0.2/0.2 (with the default 2,000, one writer has a single row and experiments 2-3 fail)."""
 
 
 def _experiment(name: str) -> TrustExperiment:
@@ -345,11 +366,15 @@ def experiment_dict(name: str, *, full_scale: bool = False) -> dict[str, Any]:
 
 
 def quick_overrides(name: str) -> dict[str, Any]:
-    """Quick-mode overrides for one experiment (:data:`QUICK_OVERRIDES` plus a data size)."""
+    """Quick-mode overrides for one experiment: :data:`QUICK_OVERRIDES`, at most :data:`QUICK_MAX_CLIENTS`
+    clients and a data size."""
     e = _experiment(name)
     out = dict(QUICK_OVERRIDES)
+    out["partition.num_clients"] = min(e.num_clients, QUICK_MAX_CLIENTS)
     if e.synthetic:
         out["data.synthetic_samples"] = 1500
+    elif e.dataset == "femnist":
+        out["data.synthetic_samples"] = QUICK_FEMNIST_FALLBACK_SAMPLES  # used by the stand-in only
     return out
 
 
@@ -427,12 +452,26 @@ def _check_modes(modes: Sequence[str]) -> list[str]:
     return modes
 
 
-def mode_factsheet(record: RunRecord, mode: str, *, device: str = "auto") -> dict[str, Any]:
+def replay_experiment(record: RunRecord, *, device: str = "auto") -> Experiment:
+    """The federation and model of a finished run, rebuilt from its saved configuration (same seed,
+    same data), with no observer: what :func:`mode_factsheet` replays the run's rounds against.
+    One is enough for every mode of a record (the modes differ only in the observer)."""
+    from fltrust.experiment import prepare_experiment
+
+    cfg = ExperimentConfig.from_dict(record.config).with_overrides({
+        "run.device": device, "run.progress": False,
+        "metrics.trust.enabled": False, "metrics.fairness.enabled": False,
+    })
+    return prepare_experiment(cfg)
+
+
+def mode_factsheet(record: RunRecord, mode: str, *, device: str = "auto",
+                   replay: Experiment | None = None) -> dict[str, Any]:
     """The FactSheet of a finished run as the trust observer of ``mode`` would have written it.
 
     The run's own FactSheet (``factsheet.json``, observer mode ``metrics.trust.mode``) is returned
-    as it is when ``mode`` is the run's mode. Otherwise the run is replayed: the engine rebuilds the
-    model and the federation from the saved configuration (same seed, same data), and a
+    as it is when ``mode`` is the run's mode. Otherwise the run is replayed: the model and the
+    federation are rebuilt from the saved configuration (:func:`replay_experiment`), and a
     :class:`~fltrust.trust.observer.TrustObserver` of ``mode`` receives the saved ``RunInfo``, every
     saved round record and a ``RunSummary`` with the saved final model, wall time and system
     figures. CLEVER does not depend on the mode and is copied from the run's FactSheet; so is the
@@ -447,6 +486,9 @@ def mode_factsheet(record: RunRecord, mode: str, *, device: str = "auto") -> dic
         ``"prototype"``, ``"paper"`` or ``"fixed"``.
     device : str
         Device for the replay's evaluations.
+    replay : Experiment or None
+        :func:`replay_experiment` of ``record``, shared by the modes of one record; ``None``
+        rebuilds it when a replay is needed.
 
     Returns
     -------
@@ -454,7 +496,7 @@ def mode_factsheet(record: RunRecord, mode: str, *, device: str = "auto") -> dic
         The FactSheet.
     """
     from fltrust.core.records import RunSummary
-    from fltrust.experiment import prepare_experiment, trust_observer
+    from fltrust.experiment import trust_observer
     from fltrust.trust.factsheet import get_field, load_factsheet, save_factsheet, set_field
     from fltrust.trust.observer import FACTSHEET_FILE, MODE_DEFAULTS
 
@@ -489,9 +531,8 @@ def mode_factsheet(record: RunRecord, mode: str, *, device: str = "auto") -> dic
         if reuse_fi:
             overrides["metrics.trust.shap_samples"] = 0
         replay_cfg = cfg.with_overrides(overrides)
-        replay = prepare_experiment(replay_cfg.with_overrides({"metrics.trust.enabled": False,
-                                                                "metrics.fairness.enabled": False}))
-        info = replay.run_info(record.run_id)
+        replay = replay if replay is not None else replay_experiment(record, device=device)
+        info = dataclasses.replace(replay, cfg=replay_cfg).run_info(record.run_id)
         observer = trust_observer(replay_cfg, replay.model, replay.federation.x_test, replay.federation.y_test)
         observer.on_run_start(info)
         for round_record in record.rounds:
@@ -519,6 +560,14 @@ def mode_factsheet(record: RunRecord, mode: str, *, device: str = "auto") -> dic
             set_field(fs, fi_field, get_field(base, fi_field))
     save_factsheet(fs, cached, nan_as_null=True)
     return fs
+
+
+def _needs_replay(record: RunRecord, mode: str) -> bool:
+    """Whether :func:`mode_factsheet` would replay ``record`` for ``mode`` (not its own mode, not cached)."""
+    from fltrust.trust.observer import FACTSHEET_FILE
+
+    own = ExperimentConfig.from_dict(record.config).metrics.trust.mode
+    return mode != own and not (record.path / MODE_FOLDER / mode / FACTSHEET_FILE).is_file()
 
 
 @dataclass
@@ -603,6 +652,7 @@ def run_trust_experiment(
     cfg = cfg.with_overrides({"run.progress": False})
     record = run_experiment(cfg, out_dir=out_dir if out_dir is not None else "runs")
     run = TrustRun(name=name, quick=quick, record=record)
+    replay = None  # one rebuilt federation and model for every replayed mode
     for mode in modes:
         if mode == EXTENDED_MODE:
             ext_cfg = experiment_config(name, mode=EXTENDED_MODE, quick=quick, device=device, data_dir=data_dir,
@@ -612,7 +662,9 @@ def run_trust_experiment(
             report = score_factsheet(fs, mode=mode)
             write_report(report, run.extended_record.path / MODE_FOLDER / mode, plot=False)
         else:
-            fs = mode_factsheet(record, mode, device=device)
+            if replay is None and _needs_replay(record, mode):
+                replay = replay_experiment(record, device=device)
+            fs = mode_factsheet(record, mode, device=device, replay=replay)
             report = score_factsheet(fs, mode=mode)
             write_report(report, record.path / MODE_FOLDER / mode, plot=False)
         run.factsheets[mode], run.reports[mode] = fs, report
@@ -924,6 +976,8 @@ __all__ = [
     "EXPERIMENTS",
     "EXTENDED_MODE",
     "MODE_FOLDER",
+    "QUICK_FEMNIST_FALLBACK_SAMPLES",
+    "QUICK_MAX_CLIENTS",
     "QUICK_OVERRIDES",
     "RUN_MODE",
     "SCORING_MODES",
@@ -940,6 +994,7 @@ __all__ = [
     "extended_run_summary",
     "mode_factsheet",
     "quick_overrides",
+    "replay_experiment",
     "report_summary",
     "run_name",
     "run_trust_experiment",

@@ -47,6 +47,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from fltrust.trust import memo
 from fltrust.trust.statistics import coefficient_of_variation
 
 log = logging.getLogger("fltrust")
@@ -90,6 +91,7 @@ def shap_values(
     *,
     explainer: str = "auto",
     seed: int = 0,
+    nsamples: int = 200,
 ) -> tuple[np.ndarray, str]:
     """SHAP values of ``model`` on ``explained`` against ``background``.
 
@@ -105,6 +107,9 @@ def shap_values(
         ``"auto"`` (Deep, falling back to Gradient when Deep fails).
     seed : int
         Seed of GradientExplainer's sampling (DeepExplainer is deterministic).
+    nsamples : int
+        GradientExplainer's samples per explained input (SHAP's default 200; its cost is
+        proportional to it times the number of outputs).
 
     Returns
     -------
@@ -113,14 +118,21 @@ def shap_values(
     used : str
         ``"deep"`` or ``"gradient"``.
     """
-    import shap
-
     if explainer not in EXPLAINERS:
         raise ExplainabilityError(f"explainer={explainer!r} is not known; choose one of {list(EXPLAINERS)}")
     if len(background) == 0 or len(explained) == 0:
         raise ExplainabilityError(
             f"need at least one background and one explained sample (got {len(background)} and {len(explained)})"
         )
+    # the same model and samples are explained again by a replayed mode or a companion run (fltrust.trust.memo)
+    key = memo.digest("shap", model, background, explained, explainer=explainer, seed=seed, nsamples=nsamples)
+    return memo.remembered(key, lambda: _shap_values(model, background, explained, explainer, seed, nsamples))
+
+
+def _shap_values(model: nn.Module, background: torch.Tensor, explained: torch.Tensor, explainer: str, seed: int,
+                 nsamples: int) -> tuple[np.ndarray, str]:
+    import shap
+
     shape = tuple(explained.shape)
     if explainer in ("auto", "deep"):
         try:
@@ -133,7 +145,7 @@ def shap_values(
             log.warning("SHAP DeepExplainer failed (%s: %s); using GradientExplainer", type(exc).__name__, exc)
     # a fresh copy: a failed DeepExplainer leaves its backward hooks on the modules it patched
     net = _TwoDimOutput(copy.deepcopy(model)).eval()
-    values = shap.GradientExplainer(net, background).shap_values(explained, rseed=seed)
+    values = shap.GradientExplainer(net, background).shap_values(explained, nsamples=nsamples, rseed=seed)
     return _normalise_layout(values, shape), "gradient"
 
 
@@ -194,6 +206,7 @@ def feature_importance_cv(
     explainer: str = "auto",
     seed: int = 0,
     cap: bool | None = None,
+    nsamples: int = 200,
 ) -> float:
     """``performance/test_feature_importance_cv`` of ``model`` on one batch ``x`` (trust spec 3.11).
 
@@ -210,7 +223,7 @@ def feature_importance_cv(
         Background size; ``None`` = ``floor(0.8 B)`` as the prototype.
     explainer : str
         See :func:`shap_values`.
-    seed : int
+    seed, nsamples : int
         See :func:`shap_values`.
     cap : bool or None
         Cap the CV at 1; ``None`` = the method's default (``"class_sums"``: no, as HEAD;
@@ -231,7 +244,7 @@ def feature_importance_cv(
             f"n_background={m} leaves no background or no explained sample in a batch of {len(x)}; "
             "pass at least 2 samples and 1 <= n_background < len(x)"
         )
-    values, used = shap_values(model, x[:m], x[m:], explainer=explainer, seed=seed)
+    values, used = shap_values(model, x[:m], x[m:], explainer=explainer, seed=seed, nsamples=nsamples)
     log.debug("feature importance: %s explainer, %d background, %d explained", used, m, len(x) - m)
     if method == "class_sums":
         return class_sum_cv(values, cap=bool(cap))

@@ -594,6 +594,7 @@ class TrustObserver(BaseObserver):
                     set_field(fs, "performance/test_feature_importance_cv", feature_importance_cv(
                         model, self.x_test[index], method=sw["feature_importance_method"],
                         n_background=trust.shap_background, seed=self.seed, cap=sw["cap_fi"],
+                        nsamples=trust.shap_nsamples,
                     ))
                 finally:
                     log.removeFilter(self._shap_once)

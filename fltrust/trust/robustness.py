@@ -40,6 +40,8 @@ import numpy as np
 import torch
 from torch import nn
 
+from fltrust.trust import memo
+
 log = logging.getLogger("fltrust")
 
 
@@ -153,27 +155,35 @@ def clever_score(
         clip_values=clip_values,
         device_type="gpu" if device.type == "cuda" else "cpu",
     )
-    state = np.random.get_state()
-    np.random.seed(seed)
-    try:
-        scores = [
-            float(
-                clever_u(
-                    classifier,
-                    sample,
-                    nb_batches=int(nb_batches),
-                    batch_size=int(batch_size),
-                    radius=float(radius),
-                    norm=int(norm),
-                    pool_factor=int(pool_factor),
-                    verbose=False,
+
+    def compute() -> float:
+        state = np.random.get_state()
+        np.random.seed(seed)
+        try:
+            scores = [
+                float(
+                    clever_u(
+                        classifier,
+                        sample,
+                        nb_batches=int(nb_batches),
+                        batch_size=int(batch_size),
+                        radius=float(radius),
+                        norm=int(norm),
+                        pool_factor=int(pool_factor),
+                        verbose=False,
+                    )
                 )
-            )
-            for sample in x
-        ]
-    finally:
-        np.random.set_state(state)
-    return float(np.mean(scores))
+                for sample in x
+            ]
+        finally:
+            np.random.set_state(state)
+        return float(np.mean(scores))
+
+    # the same model and samples are certified again by a replayed mode or a companion run (fltrust.trust.memo)
+    key = memo.digest("clever", model, x, nb_classes=nb_classes, nb_batches=int(nb_batches), batch_size=int(batch_size),
+                      radius=float(radius), norm=int(norm), pool_factor=int(pool_factor), clip_values=clip_values,
+                      seed=seed)
+    return memo.remembered(key, compute)
 
 
 # -- empirical robustness: evasion attacks (extended mode) ------------------------------------------

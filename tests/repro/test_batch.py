@@ -132,3 +132,97 @@ def test_sigint_stops_a_repro_batch_its_kernels_and_their_connection_files(tmp_p
     assert list(runtime.glob("*.json")) == []  # no connection file left
     assert len(list(out.glob("results/*.started"))) == 2  # the 4 queued conditions never started
     assert list(out.glob("notebooks/*.error.txt")) == []  # stopped, not failed
+
+
+# ---------------------------------------------------------------------------------------------
+# in-process execution (fltrust demo)
+# ---------------------------------------------------------------------------------------------
+
+
+def _in_process_notebook(path, body):
+    nb = nbformat.v4.new_notebook()
+    params = nbformat.v4.new_code_cell("result_path = ''\nvalue = 0\nthreads = None")
+    params.metadata["tags"] = ["parameters"]
+    nb.cells = [nbformat.v4.new_markdown_cell("# not code"), nbformat.v4.new_code_cell("seen = []"), params,
+                nbformat.v4.new_code_cell(body)]
+    nbformat.write(nb, path)
+    return path
+
+
+def test_in_process_notebook_gets_its_parameters_and_leaves_the_process_as_it_was(tmp_path, monkeypatch):
+    import torch
+
+    from fltrust.repro.batch import REPO, run_notebook_in_process
+
+    # Prepare: a notebook that records its parameters, its working directory and what it printed
+    notebook = _in_process_notebook(tmp_path / "nb.ipynb", (
+        "import json, os, sys, torch\n"
+        "if threads: torch.set_num_threads(threads)\n"
+        "print('hello from the notebook'); print('to stderr', file=sys.stderr)\n"
+        "display('shown')\n"
+        "json.dump({'value': value, 'cwd': os.getcwd(), 'seen': seen}, open(result_path, 'w'))"))
+    monkeypatch.chdir(tmp_path)
+    before = torch.get_num_threads()
+    result, log = tmp_path / "r.json", tmp_path / "out" / "nb.log"
+
+    # Execute
+    run_notebook_in_process(notebook, {"result_path": str(result), "value": 7, "threads": before + 1}, log)
+
+    # Assert: the parameters replaced the defaults, cells ran in one namespace from the repository
+    # root; the output went to the log; working directory and torch threads are restored
+    assert json.loads(result.read_text()) == {"value": 7, "cwd": str(REPO), "seen": []}
+    text = log.read_text()
+    assert "hello from the notebook" in text and "to stderr" in text and "shown" in text
+    assert os.getcwd() == str(tmp_path) and torch.get_num_threads() == before
+
+
+def test_in_process_failure_names_the_cell_and_the_batch_goes_on(tmp_path, capsys):
+    from fltrust.repro.batch import NotebookCellError, run_notebook_in_process
+
+    bad = _in_process_notebook(tmp_path / "bad.ipynb", "raise ValueError('broken on purpose')")
+    with pytest.raises(NotebookCellError, match=r"bad.ipynb cell 3: ValueError: broken on purpose"):
+        run_notebook_in_process(bad, {}, tmp_path / "bad.log")
+    assert "Traceback" in (tmp_path / "bad.log").read_text()
+
+    good = _notebook(tmp_path / "good.ipynb")
+    jobs = [NotebookJob("bad", bad, tmp_path / "out" / "bad.ipynb", {}, tmp_path / "none.json"),
+            _job(tmp_path, good, 1)]
+    assert run_jobs(jobs, title="t", in_process=True) == ["bad"]
+    out = capsys.readouterr().out
+    assert "FAILED bad: NotebookCellError: bad.ipynb cell 3: ValueError: broken on purpose" in out
+    assert "1 run, 0 already complete, 1 failed" in out
+    assert json.loads((tmp_path / "r1.json").read_text())["value"] == 1
+    assert (tmp_path / "out" / "bad.error.txt").is_file() and (tmp_path / "out" / "c1.log").is_file()
+    # second time: the complete job is skipped, the failed one is tried again
+    assert run_jobs(jobs, title="t", in_process=True) == ["bad"]
+    assert "0 run, 1 already complete, 1 failed" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("notebook", ["fairness/condition.ipynb", "fairness/summary.ipynb",
+                                      "federatedtrust/experiment.ipynb", "federatedtrust/summary.ipynb"])
+def test_batch_notebooks_are_plain_python_for_in_process_runs(notebook):
+    # fltrust demo executes these notebooks with exec(): an IPython magic or shell escape would break it
+    from fltrust.repro.batch import NOTEBOOKS, _notebook_code_cells
+
+    cells = _notebook_code_cells(NOTEBOOKS / notebook)
+    assert sum("parameters" in c.metadata.get("tags", []) for c in cells) == 1
+    for number, cell in enumerate(cells, start=1):
+        compile(cell.source, f"{notebook} cell {number}", "exec")
+
+
+def test_in_process_ctrl_c_stops_the_batch_and_names_the_job(tmp_path, monkeypatch):
+    # a Ctrl-C reaches the running notebook itself (it runs in the main thread): the batch stops there
+    import torch
+
+    from fltrust.repro.batch import REPO
+
+    monkeypatch.chdir(tmp_path)
+    threads = torch.get_num_threads()
+    stop = _in_process_notebook(tmp_path / "stop.ipynb", "import torch\ntorch.set_num_threads(1)\nraise KeyboardInterrupt")
+    good = _notebook(tmp_path / "good.ipynb")
+    jobs = [_job(tmp_path, good, 0), NotebookJob("stop", stop, tmp_path / "out" / "stop.ipynb", {}, tmp_path / "s.json"),
+            _job(tmp_path, good, 2)]
+    with pytest.raises(KeyboardInterrupt, match=r"stopped during stop, 1 queued job\(s\) cancelled"):
+        run_jobs(jobs, title="t", in_process=True)
+    assert (tmp_path / "r0.json").is_file() and not (tmp_path / "r2.json").exists()
+    assert os.getcwd() == str(tmp_path) != str(REPO) and torch.get_num_threads() == threads

@@ -498,3 +498,23 @@ def test_results_markdown_data_scale_table_per_condition():
     section = text.split("## Data scale")[1].split("## Not run")[0]
     assert "| fedavg_nslkdd_100c_iid | faithful | 19,981 / 6,685 | 10 | 1798 (1798-1799) | 200 (200-200) | 2,000 |" in section
     assert "| ditto_nslkdd_100c_niid | faithful | n/a | n/a | n/a | n/a | n/a |" in section
+
+
+def test_quick_femnist_stand_in_gives_every_client_a_validation_row(tmp_path):
+    # before: the stand-in's default 2,000 rows over 110 writers left quick clients without validation
+    # rows, so every fairness notion of the quick FEMNIST conditions was undefined on a bare clone
+    import warnings
+
+    import torch
+
+    from fltrust.federation import prepare_federation
+    from fltrust.repro.fairness import condition_configs
+
+    for name in ("fedavg_femnist_205c_iid", "fedavg_femnist_205c_niid"):
+        cfg = condition_configs(name, repeats=1, quick=True, device="cpu", data_dir=str(tmp_path))[0]
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            fed = prepare_federation(cfg, torch.device("cpu"))
+        assert fed.bundle.synthetic and fed.num_clients == 20
+        assert min(len(v) for v in fed.val_index) >= 1, name
+        assert len(fed.y_aux) == 64  # the quick aux cap

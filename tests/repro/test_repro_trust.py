@@ -105,16 +105,40 @@ def test_quick_config_is_valid_and_small(name, tmp_path):
     # Execute
     cfg = te.experiment_config(name, quick=True, device="cpu", data_dir=tmp_path)
 
-    # Assert: validated config, 2 rounds, small data and small CLEVER/SHAP samples, same federation
+    # Assert: validated config, 2 rounds, at most 10 clients at the paper's rate, small data and small
+    # CLEVER/SHAP/evasion/membership-inference/reputation samples
+    e = te.EXPERIMENTS[name]
     assert cfg.training.rounds == 2
-    assert cfg.partition.num_clients == te.EXPERIMENTS[name].num_clients
+    assert cfg.partition.num_clients == min(e.num_clients, 10) and cfg.strategy.fraction_fit == e.fraction
     assert cfg.data.root == str(tmp_path)
-    assert cfg.metrics.trust.clever_nb_batches == 2 and cfg.metrics.trust.shap_samples == 1
-    if te.EXPERIMENTS[name].synthetic:
+    trust = cfg.metrics.trust
+    assert trust.clever_nb_batches == 2 and trust.clever_pool_factor == 1
+    assert trust.shap_samples == 1 and trust.shap_nsamples == 16
+    assert (trust.evasion_samples, trust.mia_samples, trust.reference_samples) == (20, 50, 64)
+    if e.synthetic:
         assert cfg.data.synthetic_samples == 1500
     else:  # every writer keeps its rows (client_splits needs two per client); 2 rounds keep it small
         assert cfg.data.max_train_samples is None
+        assert cfg.data.synthetic_samples == te.QUICK_FEMNIST_FALLBACK_SAMPLES  # the stand-in, if data is missing
     assert cfg.run_id() != te.experiment_config(name).run_id()
+
+
+@pytest.mark.parametrize("name", ["exp1", "exp2", "exp3"])
+def test_quick_femnist_experiments_fit_the_stand_in(name, tmp_path):
+    # before: with the stand-in's default 2,000 rows one of its 110 writers had a single row, and
+    # quick experiments 2-3 failed on a bare clone (client_splits needs two rows per client)
+    import warnings
+
+    import torch
+
+    from fltrust.federation import prepare_federation
+
+    cfg = te.experiment_config(name, quick=True, device="cpu", data_dir=tmp_path)  # no data: the stand-in
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fed = prepare_federation(cfg, torch.device("cpu"))
+    assert fed.bundle.synthetic and fed.num_clients == cfg.partition.num_clients
+    assert min(len(i) for i in fed.train_index) >= 1
 
 
 def test_bad_experiment_or_mode_names_the_choices():
@@ -234,13 +258,23 @@ def test_mode_factsheet_rejects_a_run_without_trust(tmp_path):
         te.mode_factsheet(record, "paper")
 
 
-def test_run_trust_experiment_scores_every_mode_and_writes_the_result(tmp_path):
+def test_run_trust_experiment_scores_every_mode_and_writes_the_result(tmp_path, monkeypatch):
+    # Prepare: count the rebuilt federations of the replays
+    replays = []
+    real_replay = te.replay_experiment
+    monkeypatch.setattr(te, "replay_experiment", lambda *a, **k: replays.append(1) or real_replay(*a, **k))
+
     # Execute
     run = te.run_trust_experiment("exp4", modes=["prototype", "paper", "fixed"], quick=True, out_dir=tmp_path)
     result = te.experiment_result(run)
     again = te.run_trust_experiment("exp4", modes=["paper"], quick=True, out_dir=tmp_path)  # reloaded
+    cached = te.run_trust_experiment("exp4", modes=["prototype", "fixed"], quick=True, out_dir=tmp_path)
 
-    # Assert: one run, three reports, a JSON-clean result that matches the reports
+    # Assert: one federation rebuilt for both replayed modes, none once their FactSheets are cached
+    assert len(replays) == 1
+    assert {m: r.trust_score for m, r in cached.reports.items()} == {
+        m: run.reports[m].trust_score for m in ("prototype", "fixed")}
+    # one run, three reports, a JSON-clean result that matches the reports
     assert list(run.reports) == ["prototype", "paper", "fixed"]
     assert result["complete"] and result["quick"] and result["synthetic"] and result["experiment"] == "exp4"
     assert result["settings"]["rounds"] == 2 and result["settings"]["clients_per_round"] == 6
