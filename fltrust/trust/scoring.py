@@ -814,6 +814,10 @@ def _score_metric(
                 )
             elif _is_nan(raw):
                 notes.append("raw value is NaN; score 0")
+            elif normalized > 1:
+                notes.append(f"score {normalized:.4g} is above 1: the raw value is scored as it is"
+                             + (" (prototype bug B6; fix 'clever_ratio' scores min(CLEVER / radius, 1))"
+                                if "performance/test_clever" in inputs else ""))
     for item in caught:
         if issubclass(item.category, norm.TrustScoreWarning):
             notes.append(str(item.message))

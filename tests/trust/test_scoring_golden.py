@@ -566,3 +566,18 @@ def test_paper_mode_known_deviations():
     # (privacy +0.33, fairness +0.22, ...) with federation unchanged, so the trust scores differ.
     exp1, exp2 = (score_factsheet(_experiment(**setup), mode="paper") for setup in (EXP1, EXP2))
     assert exp2.trust_score - exp1.trust_score == pytest.approx(0.10, abs=0.02)
+
+
+def test_a_score_above_one_is_reported_with_its_bug_and_fix(example_dir: Path) -> None:
+    """Prototype mode scores raw CLEVER (B6): CLEVER 1.3 gives certified robustness 1.3, and the
+    report's warnings say so and name the fix; mode 'fixed' scores min(1.3 / 2, 1) = 0.65, no warning."""
+    sheet = _vector_bfix(example_dir)
+    sheet["performance"]["test_clever"] = 1.3
+    path = "robustness/resilience_to_attacks/certified_robustness"
+    prototype = score_factsheet(sheet, mode="prototype")
+    notes = [w for w in prototype.warnings if w.startswith(path)]
+    assert prototype.metric(path).normalized == pytest.approx(1.3)
+    assert len(notes) == 1 and "above 1" in notes[0] and "B6" in notes[0] and "clever_ratio" in notes[0]
+    fixed = score_factsheet(sheet, mode="fixed")
+    assert fixed.metric(path).normalized == pytest.approx(0.65)
+    assert not [w for w in fixed.warnings if w.startswith(path)]
