@@ -33,7 +33,7 @@ block (:func:`attack_summary`). Under Flower the ClientApp itself applies the up
 and reports ``malicious``; data-level poisoning reaches it with the shared federation.
 
 Measuring: :func:`attack_success_rate` (backdoor: share of triggered non-target rows classified as
-the target), :func:`clean_accuracy`, and :func:`defence_comparison`, which runs clean /
+the target), :func:`clean_accuracy`; :func:`fltrust.experiment.defence_comparison` runs clean /
 attacked-undefended / attacked-defended experiments and returns the numbers that
 :func:`fltrust.trust.poisoning.attack_outcome` combines.
 
@@ -62,7 +62,6 @@ __all__ = [
     "attack_success_rate",
     "attack_summary",
     "clean_accuracy",
-    "defence_comparison",
     "flip_labels",
     "malicious_clients",
     "poison_federation",
