@@ -505,6 +505,24 @@ class RunRecorder:
 
     def finish(self, final_params: Params, final_state: dict, wall_time_s: float,
                system: dict[str, Any], fields: dict[str, Any]) -> None:
+        """Close a complete run: save the final model, let the observers finish (``on_run_end``:
+        e.g. the FactSheet and trust score; what they return goes in the summary's ``observers``)
+        and write ``summary.json``; the checkpoint is removed.
+
+        Parameters
+        ----------
+        final_params : Params
+            The final global model (``state_dict`` order), handed to the observers.
+        final_state : dict
+            The final model's ``state_dict`` (tensors), saved as ``final_model.pt``.
+        wall_time_s : float
+            The run's duration in seconds (resumed runs: all sessions together).
+        system : dict of str to Any
+            System figures (model size, traffic, training time), in the summary's ``system``.
+        fields : dict of str to Any
+            The engine's summary fields (``seconds_per_round``, ``device``, final aux values,
+            ...), merged into the summary's top level.
+        """
         summary = RunSummary(info=self.info, rounds=self.records, final_params=final_params,
                              wall_time_s=wall_time_s, system=system)
         atomic_torch_save(self.folder.final_model, final_state)
@@ -516,7 +534,17 @@ class RunRecorder:
         self.folder.checkpoint.unlink(missing_ok=True)
 
     def diverged(self, error: RunDiverged, wall_time_s: float, fields: dict[str, Any]) -> None:
-        """Close a diverged run: keep the finite rounds, write ``status: diverged``."""
+        """Close a diverged run: keep the finite rounds, write ``status: diverged``.
+
+        Parameters
+        ----------
+        error : RunDiverged
+            What :meth:`record_round` raised (the round and what was not finite).
+        wall_time_s : float
+            The run's duration in seconds until then.
+        fields : dict of str to Any
+            Further summary fields from the engine.
+        """
         bad = RoundRecord(round=error.round, client_ids=np.zeros(0, dtype=np.int64),
                           observations={"diverged": {"reason": error.what}})
         self._append(bad)

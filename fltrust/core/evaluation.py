@@ -37,7 +37,20 @@ def is_binary_logit(model_output: torch.Tensor) -> bool:
 
 
 def loss_per_sample(logits: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
-    """Per-sample training loss: BCE-with-logits for one logit, cross-entropy otherwise."""
+    """Per-sample training loss: BCE-with-logits for one logit, cross-entropy otherwise.
+
+    Parameters
+    ----------
+    logits : torch.Tensor
+        Model outputs, ``(n,)`` or ``(n, 1)`` for a binary model, ``(n, C)`` otherwise.
+    y : torch.Tensor
+        Integer labels ``(n,)`` (0/1 for a binary model).
+
+    Returns
+    -------
+    torch.Tensor
+        ``(n,)`` losses, in the dtype of ``logits``.
+    """
     if is_binary_logit(logits):
         return nn.functional.binary_cross_entropy_with_logits(
             logits.reshape(-1), y.to(logits.dtype), reduction="none"
@@ -85,6 +98,30 @@ def evaluate(
     """Evaluate one model on ``(x, y)`` in eval mode.
 
     Returns NaN loss and accuracy for an empty set.
+
+    Parameters
+    ----------
+    model : torch.nn.Module
+        The model, with its parameters loaded; put back in its previous train/eval mode after.
+    x, y : torch.Tensor
+        Inputs and integer labels, on the model's device.
+    num_classes : int
+        C, the size of the confusion matrix.
+    batch_size : int
+        Forward mini-batch, and the mini-batch of the ``per_batch_sum`` convention (default 32).
+    loss_scaling : {"mean", "per_batch_sum"}
+        The loss convention (module docstring; default ``"mean"``).
+
+    Returns
+    -------
+    EvalResult
+        Loss, accuracy, the ``(C, C)`` confusion matrix (rows true, columns predicted) and the
+        number of samples.
+
+    Raises
+    ------
+    ValueError
+        For another ``loss_scaling``.
     """
     n = len(y)
     confusion = torch.zeros(num_classes, num_classes, dtype=torch.long, device=y.device)
@@ -136,9 +173,11 @@ def evaluate_many(
     x, y : torch.Tensor
         Evaluation data on the device where the evaluation should run.
     batch_size : int
-        Mini-batch of the loss convention (``per_batch_sum``).
+        Mini-batch of the loss convention (``per_batch_sum``; default 32).
+    loss_scaling : {"mean", "per_batch_sum"}
+        The loss convention (module docstring; default ``"mean"``).
     models_per_chunk : int
-        Parameter sets stacked into one forward pass.
+        Parameter sets stacked into one forward pass (default 32).
     chunk_size : int or None
         Samples per forward pass (speed/memory only); ``None`` = :func:`auto_chunk_size`.
 
@@ -186,6 +225,35 @@ def batch_reduced_loss(per: torch.Tensor, lengths: torch.Tensor, batch_size: int
     ``per`` (K, L) holds row k's ``lengths[k]`` per-sample losses first (zeros after). Samples
     are summed per mini-batch of ``batch_size`` in the dtype of ``per`` (as :func:`evaluate` sums
     each batch), then combined in float64 by :func:`_scale_loss`'s rule. Rows of length 0: NaN.
+
+    Parameters
+    ----------
+    per : torch.Tensor
+        ``(K, L)`` per-sample losses, each row zero-padded after its real samples.
+    lengths : torch.Tensor
+        ``(K,)`` integer number of real samples of each row.
+    batch_size : int
+        The mini-batch of the ``per_batch_sum`` convention.
+    scaling : {"mean", "per_batch_sum"}
+        The loss convention.
+
+    Returns
+    -------
+    torch.Tensor
+        ``(K,)`` float64 losses.
+
+    Raises
+    ------
+    ValueError
+        For another ``scaling``.
+
+    Examples
+    --------
+    >>> per, lengths = torch.tensor([[1.0, 2.0, 3.0, 0.0]]), torch.tensor([3])
+    >>> batch_reduced_loss(per, lengths, 2, "mean").tolist()  # (1 + 2 + 3) / 3
+    [2.0]
+    >>> batch_reduced_loss(per, lengths, 2, "per_batch_sum").tolist()  # (3 / 2 + 3 / 1) / 3
+    [1.5]
     """
     if scaling not in LOSS_SCALINGS:
         raise ValueError(f"loss_scaling={scaling!r}; choose one of {LOSS_SCALINGS}")
@@ -250,6 +318,26 @@ def evaluate_datasets(
     ``batch_size`` exactly as :func:`evaluate` would (the ``per_batch_sum`` convention depends on
     ``batch_size``, the forward block size does not change any result beyond float rounding).
     Everything stays on the device until one transfer of all losses and confusion matrices.
+
+    Parameters
+    ----------
+    model : torch.nn.Module
+        The model, with its parameters loaded.
+    xs, ys : list of torch.Tensor
+        The datasets' inputs and integer labels, on the model's device.
+    num_classes : int
+        C, the size of each confusion matrix.
+    batch_size : int
+        The mini-batch of the ``per_batch_sum`` convention (default 32).
+    loss_scaling : {"mean", "per_batch_sum"}
+        The loss convention (default ``"mean"``).
+    chunk_size : int or None
+        Samples per forward block (speed and memory only); default ``None``.
+
+    Returns
+    -------
+    list of EvalResult
+        One per dataset, in order (NaN loss and accuracy for an empty one).
     """
     lengths = [len(y) for y in ys]
     K = len(ys)
@@ -307,6 +395,28 @@ def evaluate_stacked(
     ``(K, *shape)`` per ``state_dict`` entry. The datasets are padded to a common length (padded
     samples are masked out of every result) and run through the stacked forward of
     :func:`fltrust.core.stacked.stacked_net` in blocks of ``chunk_size`` samples per model.
+
+    Parameters
+    ----------
+    model : torch.nn.Module
+        The architecture (template; its own values are not used).
+    params : list of list of numpy.ndarray, or list of torch.Tensor
+        K parameter sets, or the stacked tensors (see above).
+    xs, ys : list of torch.Tensor
+        K datasets' inputs and integer labels, on one device (the evaluation runs there).
+    num_classes : int
+        C, the size of each confusion matrix.
+    batch_size : int
+        The mini-batch of the ``per_batch_sum`` convention (default 32).
+    loss_scaling : {"mean", "per_batch_sum"}
+        The loss convention (default ``"mean"``).
+    chunk_size : int
+        Samples per model in one forward block (default 1024; speed and memory only).
+
+    Returns
+    -------
+    list of EvalResult
+        Model k's result on dataset k, for each k.
     """
     lengths = [len(y) for y in ys]
     K = len(ys)
@@ -354,7 +464,22 @@ def evaluate_stacked(
 
 
 def stack_params(param_sets: list[list[np.ndarray]], refs: list[torch.Tensor], device: torch.device) -> list[torch.Tensor]:
-    """Stack K parameter sets (numpy, ``state_dict`` order) into ``(K, *shape)`` device tensors."""
+    """Stack K parameter sets (numpy, ``state_dict`` order) into ``(K, *shape)`` device tensors.
+
+    Parameters
+    ----------
+    param_sets : list of list of numpy.ndarray
+        K parameter sets.
+    refs : list of torch.Tensor
+        The template's ``state_dict`` values; each stacked entry takes the dtype of its reference.
+    device : torch.device
+        Where the stacked tensors go.
+
+    Returns
+    -------
+    list of torch.Tensor
+        One ``(K, *shape)`` tensor per ``state_dict`` entry.
+    """
     return [
         torch.as_tensor(np.stack([np.asarray(p[i]) for p in param_sets])).to(device=device, dtype=ref.dtype)
         for i, ref in enumerate(refs)
@@ -369,7 +494,24 @@ def auto_chunk_size(model: nn.Module, x: torch.Tensor, num_models: int, budget_b
     one block fit in about ``budget_bytes`` (measured once per architecture and input shape).
 
     Default budget: 32 MB on CPU (cache-sized blocks were fastest: 31 LeNets on 1,000 CIFAR
-    images took 0.9 s in blocks of 32 images, 3.7 s in blocks of 278), 1 GB on CUDA."""
+    images took 0.9 s in blocks of 32 images, 3.7 s in blocks of 278), 1 GB on CUDA.
+
+    Parameters
+    ----------
+    model : torch.nn.Module
+        The architecture; one sample is run through it (eval mode) to measure its activations.
+    x : torch.Tensor
+        The data to be evaluated (shape, dtype, device and length matter).
+    num_models : int
+        Models stacked in one forward pass.
+    budget_bytes : int or None
+        The memory budget in bytes; ``None`` (default): as above.
+
+    Returns
+    -------
+    int
+        Samples per block, at least 16 and at most ``len(x)``.
+    """
     if budget_bytes is None:
         budget_bytes = 2**30 if x.device.type == "cuda" else 32 * 2**20
     # the architecture, not id(model): a freed model's id can be reused by a different one
@@ -401,7 +543,20 @@ def get_params(model: nn.Module) -> list[np.ndarray]:
 
 
 def set_params(model: nn.Module, params: list[np.ndarray]) -> None:
-    """Load numpy arrays (``state_dict`` order) into ``model`` in place."""
+    """Load numpy arrays (``state_dict`` order) into ``model`` in place.
+
+    Parameters
+    ----------
+    model : torch.nn.Module
+        The model to load into.
+    params : list of numpy.ndarray
+        One array per ``state_dict`` entry, cast to the entry's dtype and reshaped to its shape.
+
+    Raises
+    ------
+    ValueError
+        If the number of arrays differs from the number of ``state_dict`` entries.
+    """
     state = model.state_dict()
     if len(params) != len(state):
         raise ValueError(f"got {len(params)} arrays for a model with {len(state)} state entries")

@@ -44,7 +44,18 @@ def to_plain(value: Any) -> Any:
 
 
 def atomic_write(path: str | Path, write: Callable[[IO[bytes]], Any]) -> None:
-    """Call ``write(handle)`` on a temporary binary file next to ``path``, then move it into place."""
+    """Call ``write(handle)`` on a temporary binary file next to ``path``, then move it into place.
+
+    Parameters
+    ----------
+    path : str or pathlib.Path
+        The file to (re)place; missing parent folders are created. The file gets mode
+        ``0o666`` less the process umask.
+    write : callable
+        Called once with the open binary handle; what it writes becomes the file's content. If
+        it raises, the temporary file is removed, ``path`` is left as it was and the error
+        propagates.
+    """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
@@ -61,22 +72,67 @@ def atomic_write(path: str | Path, write: Callable[[IO[bytes]], Any]) -> None:
 
 
 def atomic_write_bytes(path: str | Path, data: bytes) -> None:
-    """Atomic binary write."""
+    """Atomic binary write.
+
+    Parameters
+    ----------
+    path : str or pathlib.Path
+        The file to (re)place (see :func:`atomic_write`).
+    data : bytes
+        Its content.
+    """
     atomic_write(path, lambda handle: handle.write(data))
 
 
 def atomic_write_text(path: str | Path, text: str) -> None:
-    """Atomic text write (UTF-8)."""
+    """Atomic text write (UTF-8).
+
+    Parameters
+    ----------
+    path : str or pathlib.Path
+        The file to (re)place (see :func:`atomic_write`).
+    text : str
+        Its content, encoded as UTF-8 (no newline translation).
+    """
     atomic_write_bytes(path, text.encode("utf-8"))
 
 
 def atomic_write_json(path: str | Path, data: Any) -> None:
-    """Atomic JSON write; numpy values become plain types and NaN becomes ``null``."""
+    """Atomic JSON write; numpy values become plain types and NaN becomes ``null``.
+
+    Parameters
+    ----------
+    path : str or pathlib.Path
+        The file to (re)place (see :func:`atomic_write`).
+    data : Any
+        Converted by :func:`to_plain`, written indented by 2 with a final newline.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     target = Path(tmp) / "new" / "x.json"
+    ...     atomic_write_json(target, {"n": np.int64(3), "loss": float("nan")})
+    ...     print(target.read_text(), end="")
+    {
+      "n": 3,
+      "loss": null
+    }
+    """
     atomic_write_text(path, json.dumps(to_plain(data), indent=2, allow_nan=False) + "\n")
 
 
 def atomic_torch_save(path: str | Path, obj: Any) -> None:
-    """Atomic ``torch.save``."""
+    """Atomic ``torch.save``.
+
+    Parameters
+    ----------
+    path : str or pathlib.Path
+        The file to (re)place (see :func:`atomic_write`).
+    obj : Any
+        What ``torch.save`` serialises (fltrust saves plain data, readable with
+        ``torch.load(weights_only=True)``).
+    """
     import torch
 
     buffer = io.BytesIO()
@@ -85,7 +141,15 @@ def atomic_torch_save(path: str | Path, obj: Any) -> None:
 
 
 def atomic_savez(path: str | Path, arrays: dict[str, np.ndarray]) -> None:
-    """Atomic ``np.savez`` (uncompressed)."""
+    """Atomic ``np.savez`` (uncompressed).
+
+    Parameters
+    ----------
+    path : str or pathlib.Path
+        The file to (re)place (see :func:`atomic_write`); written as given, no ``.npz`` added.
+    arrays : dict of str to numpy.ndarray
+        The archive's members, by name.
+    """
     atomic_write(path, lambda handle: np.savez(handle, **arrays))
 
 

@@ -74,16 +74,20 @@ class ObserverSet:
             raise ValueError(f"observer names must be unique; repeated: {duplicates}")
 
     def run_start(self, info: RunInfo) -> None:
+        """Call every observer's ``on_run_start(info)``."""
         for observer in self.observers:
             observer.on_run_start(info)
 
     def round_end(self, record: RoundRecord) -> None:
+        """Call every observer's ``on_round_end(record)``; what one returns is stored in
+        ``record.observations[observer.name]``."""
         for observer in self.observers:
             result = observer.on_round_end(record)
             if result is not None:
                 record.observations[observer.name] = dict(result)
 
     def run_end(self, summary: RunSummary) -> dict[str, Any]:
+        """Call every observer's ``on_run_end(summary)``; returns what they report, by observer name."""
         out: dict[str, Any] = {}
         for observer in self.observers:
             result = observer.on_run_end(summary)
@@ -92,9 +96,12 @@ class ObserverSet:
         return out
 
     def state_dict(self) -> dict[str, Any]:
+        """Every observer's ``state_dict()``, by observer name."""
         return {o.name: o.state_dict() for o in self.observers}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Hand each observer its entry of :meth:`state_dict`'s output (observers without one keep
+        their state)."""
         for observer in self.observers:
             if observer.name in state:
                 observer.load_state_dict(state[observer.name])

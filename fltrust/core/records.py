@@ -90,7 +90,26 @@ class RoundRecord:
     observations: dict[str, Any] = field(default_factory=dict)
 
     def client_value(self, key: str, client_id: int) -> float:
-        """Value of ``client_metrics[key]`` for one participating client."""
+        """Value of ``client_metrics[key]`` for one participating client.
+
+        Parameters
+        ----------
+        key : str
+            A client metric, e.g. ``"accuracy"`` or ``"num_samples"``.
+        client_id : int
+            The client, one of :attr:`client_ids`.
+
+        Returns
+        -------
+        float
+
+        Raises
+        ------
+        KeyError
+            If the round has no metric ``key``.
+        IndexError
+            If the client did not take part in the round.
+        """
         position = int(np.flatnonzero(self.client_ids == client_id)[0])
         return float(self.client_metrics[key][position])
 

@@ -48,10 +48,12 @@ class UnsupportedModel(ValueError):
 
 
 def has_dropout(model: nn.Module) -> bool:
+    """Whether ``model`` has a dropout module with ``p > 0``."""
     return any(isinstance(m, nn.modules.dropout._DropoutNd) and m.p > 0 for m in model.modules())
 
 
 def has_buffers(model: nn.Module) -> bool:
+    """Whether ``model`` has buffers (e.g. BatchNorm's running statistics)."""
     return any(True for _ in model.buffers())
 
 
@@ -479,6 +481,23 @@ def stacked_net(model: nn.Module, prefer: str = "auto") -> ProgramNet | VmapNet:
     ``prefer``: ``"auto"`` (program replay when it applies, else vmap), ``"program"`` (raise
     :class:`UnsupportedModel` when it does not apply; ``"program_loop"`` / ``"program_grouped"``
     force the convolution mode) or ``"vmap"``.
+
+    Parameters
+    ----------
+    model : torch.nn.Module
+        The architecture to replay (the returned net takes the K models' parameters as inputs).
+    prefer : {"auto", "program", "program_loop", "program_grouped", "vmap"}
+        Which implementation (default ``"auto"``), as above.
+
+    Returns
+    -------
+    ProgramNet or VmapNet
+        The same object for the same module instance and ``prefer``.
+
+    Raises
+    ------
+    UnsupportedModel
+        With a ``"program*"`` choice, when program replay does not apply to ``model``.
     """
     key = (id(model), prefer)
     net = _CACHE.get(key)

@@ -68,6 +68,24 @@ def weighted_average(param_sets: list[Params], weights: list[float] | np.ndarray
     ``weights`` are samples per client (the FedAvg paper) or mini-batches per client (what the
     fairness authors returned as ``num_examples``, fairness spec 1/2c). Equal weights give the
     plain mean used for Shapley coalition models.
+
+    Parameters
+    ----------
+    param_sets : list of Params
+        One parameter set per client, all in the same ``state_dict`` order.
+    weights : sequence of float
+        One non-negative weight :math:`b_n` per client, with a positive sum; normalised here.
+
+    Returns
+    -------
+    Params
+        The weighted mean, each array in the dtype of the first client's (integers rounded).
+
+    Raises
+    ------
+    ValueError
+        If there are no clients, the clients' array counts differ, or ``weights`` has the wrong
+        length, a negative entry or a zero sum.
     """
     _check(param_sets)
     w = np.asarray(weights, dtype=np.float64)
@@ -110,6 +128,30 @@ def qffl_aggregate(
     paper), or the same central loss for everybody (Flower's legacy ``QFedAvg``, which the fairness
     authors ran, fairness spec 5.2). ``1e-10`` is added to every loss as Flower does. The norm runs
     over all arrays of the model, buffers included.
+
+    Parameters
+    ----------
+    global_params : Params
+        The current global model :math:`\theta`, the one the clients started from.
+    param_sets : list of Params
+        The clients' trained models :math:`w_n`.
+    losses : sequence of float
+        One loss :math:`L_n` per client (see above).
+    q : float
+        The fairness exponent :math:`q` (``q = 0`` weighs every client's update alike).
+    learning_rate : float
+        The clients' learning rate :math:`\eta`, which turns model differences into gradients.
+
+    Returns
+    -------
+    Params
+        The new global model :math:`\theta'`, each array in the dtype of ``global_params``.
+
+    Raises
+    ------
+    ValueError
+        If there are no clients, the clients' array counts differ or ``losses`` does not hold one
+        value per client.
     """
     _check(param_sets)
     if len(losses) != len(param_sets):
@@ -129,7 +171,21 @@ def qffl_aggregate(
 
 
 def clip_update(update: Params, clipping_norm: float) -> tuple[Params, float]:
-    """Scale an update so its global L2 norm is at most ``clipping_norm``; returns (update, norm)."""
+    """Scale an update so its global L2 norm is at most ``clipping_norm``; returns (update, norm).
+
+    Parameters
+    ----------
+    update : Params
+        The arrays of one update (e.g. a client model minus the global model).
+    clipping_norm : float
+        The largest L2 norm kept, taken over all arrays together.
+
+    Returns
+    -------
+    tuple of (Params, float)
+        The update scaled by ``min(1, clipping_norm / norm)`` (unchanged when its norm is 0), and
+        its norm before clipping.
+    """
     norm = float(np.sqrt(sum(np.sum(u.astype(np.float64) ** 2) for u in update)))
     factor = min(1.0, clipping_norm / norm) if norm > 0 else 1.0
     return [u * factor for u in update], norm
@@ -155,7 +211,20 @@ def pairwise_sq_distances(vectors: np.ndarray) -> np.ndarray:
 
 def krum_scores(distances: np.ndarray, num_malicious: int) -> np.ndarray:
     r"""Krum score of every update: :math:`s(i) = \sum_{j \in N_i} \lVert v_i - v_j \rVert^2`,
-    N_i the ``max(1, n - f - 2)`` nearest *other* updates (Blanchard et al. 2017, Sec. 4)."""
+    N_i the ``max(1, n - f - 2)`` nearest *other* updates (Blanchard et al. 2017, Sec. 4).
+
+    Parameters
+    ----------
+    distances : numpy.ndarray
+        The ``(n, n)`` squared distances between the updates (:func:`pairwise_sq_distances`).
+    num_malicious : int
+        f, the number of Byzantine updates assumed.
+
+    Returns
+    -------
+    numpy.ndarray
+        The n scores (float64); lower is more central. A single update scores 0.
+    """
     n = len(distances)
     k = min(max(1, n - int(num_malicious) - 2), n - 1)
     scores = np.zeros(n)
@@ -166,7 +235,22 @@ def krum_scores(distances: np.ndarray, num_malicious: int) -> np.ndarray:
 
 
 def multikrum_select(param_sets: list[Params], num_malicious: int, num_to_select: int) -> list[int]:
-    """Indices of the ``num_to_select`` lowest Krum scores (ascending score; ties: lower index)."""
+    """Indices of the ``num_to_select`` lowest Krum scores (ascending score; ties: lower index).
+
+    Parameters
+    ----------
+    param_sets : list of Params
+        The n client updates; each is flattened into one vector.
+    num_malicious : int
+        f, the number of Byzantine updates assumed.
+    num_to_select : int
+        How many indices to return (at least 1 is returned).
+
+    Returns
+    -------
+    list of int
+        Indices into ``param_sets``, lowest score first.
+    """
     _check(param_sets)
     vectors = np.stack([flatten(p) for p in param_sets])
     scores = krum_scores(pairwise_sq_distances(vectors), num_malicious)
@@ -174,7 +258,20 @@ def multikrum_select(param_sets: list[Params], num_malicious: int, num_to_select
 
 
 def krum(param_sets: list[Params], num_malicious: int) -> Params:
-    """Krum (Blanchard et al. 2017): the single update with the lowest score."""
+    """Krum (Blanchard et al. 2017): the single update with the lowest score.
+
+    Parameters
+    ----------
+    param_sets : list of Params
+        The n client updates.
+    num_malicious : int
+        f, the number of Byzantine updates assumed.
+
+    Returns
+    -------
+    Params
+        A copy of the chosen update.
+    """
     chosen = multikrum_select(param_sets, num_malicious, 1)[0]
     return [np.array(p, copy=True) for p in param_sets[chosen]]
 
@@ -183,7 +280,25 @@ def multikrum(param_sets: list[Params], num_malicious: int, num_to_select: int,
               weights: list[float] | np.ndarray | None = None) -> Params:
     """Multi-Krum (Blanchard et al. 2017): the mean of the ``num_to_select`` lowest-scoring
     updates, weighted by ``weights`` (Flower's MultiKrum weighs by ``weighted_by_key``; equal
-    weights give the paper's plain mean)."""
+    weights give the paper's plain mean).
+
+    Parameters
+    ----------
+    param_sets : list of Params
+        The n client updates.
+    num_malicious : int
+        f, the number of Byzantine updates assumed.
+    num_to_select : int
+        k, how many of the lowest-scoring updates are averaged.
+    weights : sequence of float, optional
+        One weight per client in ``param_sets`` (only the selected ones are used); ``None``
+        (default) weighs the selected updates equally.
+
+    Returns
+    -------
+    Params
+        The weighted mean of the selected updates (:func:`weighted_average`).
+    """
     chosen = multikrum_select(param_sets, num_malicious, num_to_select)
     w = np.ones(len(param_sets)) if weights is None else np.asarray(weights, dtype=np.float64)
     return weighted_average([param_sets[i] for i in chosen], w[chosen])
@@ -191,7 +306,25 @@ def multikrum(param_sets: list[Params], num_malicious: int, num_to_select: int,
 
 def trimmed_mean(param_sets: list[Params], beta: float) -> Params:
     """Coordinate-wise beta-trimmed mean (Yin et al. 2018): per coordinate, sort the n values,
-    drop ``int(beta * n)`` at each end and average the rest (Flower's ``FedTrimmedAvg(beta)``)."""
+    drop ``int(beta * n)`` at each end and average the rest (Flower's ``FedTrimmedAvg(beta)``).
+
+    Parameters
+    ----------
+    param_sets : list of Params
+        The n client updates.
+    beta : float
+        The fraction cut at each end, in ``[0, 0.5)``.
+
+    Returns
+    -------
+    Params
+        The trimmed mean (computed in float64, cast back to each array's dtype).
+
+    Raises
+    ------
+    ValueError
+        If ``beta`` lies outside ``[0, 0.5)``, there are no clients or their array counts differ.
+    """
     _check(param_sets)
     if not 0.0 <= beta < 0.5:
         raise ValueError(f"beta={beta!r} must lie in [0, 0.5)")
@@ -206,7 +339,22 @@ def trimmed_mean(param_sets: list[Params], beta: float) -> Params:
 
 def krum_select_recursive(vectors: np.ndarray, num_malicious: int, num_to_select: int) -> list[int]:
     """Bulyan's selection (El Mhamdi et al. 2018, Alg. 1): apply Krum to the remaining updates,
-    move the winner to the selection, repeat ``num_to_select`` times (same f throughout)."""
+    move the winner to the selection, repeat ``num_to_select`` times (same f throughout).
+
+    Parameters
+    ----------
+    vectors : numpy.ndarray
+        The ``(n, d)`` flattened updates, one row each.
+    num_malicious : int
+        f, the number of Byzantine updates assumed.
+    num_to_select : int
+        How many updates to select (fewer when fewer than that many rows exist).
+
+    Returns
+    -------
+    list of int
+        Row indices in the order they were selected.
+    """
     distances = pairwise_sq_distances(np.asarray(vectors, dtype=np.float64))
     remaining = list(range(len(vectors)))
     chosen: list[int] = []
@@ -234,6 +382,25 @@ def bulyan(param_sets: list[Params], num_malicious: int, *, selection: str = "re
     ``selection="recursive"``: the paper's recursive Krum (:func:`krum_select_recursive`);
     ``"multikrum"``: the theta lowest scores of one Krum scoring (Flower's default selection rule).
     Needs n >= 4f + 3 (ValueError otherwise).
+
+    Parameters
+    ----------
+    param_sets : list of Params
+        The n client updates.
+    num_malicious : int
+        f, the number of Byzantine updates assumed.
+    selection : {"recursive", "multikrum"}
+        How the theta updates are selected (default ``"recursive"``).
+
+    Returns
+    -------
+    Params
+        The aggregate, each array in the dtype of the first client's.
+
+    Raises
+    ------
+    ValueError
+        If n < 4f + 3 or ``selection`` is neither choice.
     """
     _check(param_sets)
     n, f = len(param_sets), int(num_malicious)
@@ -252,6 +419,21 @@ def bulyan(param_sets: list[Params], num_malicious: int, *, selection: str = "re
 
 def krum_selection_rule(contents: list, num_malicious_nodes: int, num_nodes_to_select: int) -> list:
     """Flower ``Bulyan(selection_rule=...)``: the paper's recursive Krum on Flower RecordDicts
-    (each reply's first ArrayRecord, flattened), so Flower's Bulyan computes :func:`bulyan`."""
+    (each reply's first ArrayRecord, flattened), so Flower's Bulyan computes :func:`bulyan`.
+
+    Parameters
+    ----------
+    contents : list of flwr.app.RecordDict
+        The clients' reply contents, as Flower's Bulyan passes them.
+    num_malicious_nodes : int
+        f, the number of Byzantine updates assumed.
+    num_nodes_to_select : int
+        theta, how many replies to select.
+
+    Returns
+    -------
+    list of flwr.app.RecordDict
+        The selected contents, in the order :func:`krum_select_recursive` picked them.
+    """
     vectors = np.stack([flatten([a.numpy() for a in next(iter(c.array_records.values())).values()]) for c in contents])
     return [contents[i] for i in krum_select_recursive(vectors, num_malicious_nodes, num_nodes_to_select)]

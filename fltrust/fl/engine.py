@@ -162,7 +162,23 @@ class Engine:
     # -- privacy --------------------------------------------------------------------------
     def nbafl_norms(self, received: Params, new: Params, num_samples: list[int]) -> dict[str, float]:
         """NbAFL's expected upload and aggregate noise norms, the norm of the aggregated model's
-        trainable entries and of the round's change to them (``server_metrics``)."""
+        trainable entries and of the round's change to them (``server_metrics``).
+
+        Parameters
+        ----------
+        received : Params
+            The global model the clients received this round.
+        new : Params
+            The aggregated model.
+        num_samples : list of int
+            The training rows of each of the round's clients (NbAFL's noise scales with them).
+
+        Returns
+        -------
+        dict of str to float
+            ``nbafl_upload_noise_norm``, ``nbafl_aggregate_noise_norm``, ``weight_norm`` and
+            ``update_norm`` (L2 norms over the trainable entries).
+        """
         pairs = [(r, n) for r, n, t in zip(received, new, self.trainable) if t]
         entries = int(sum(n.size for _, n in pairs))
         norms = self.nbafl.noise_norms(num_samples, entries)
@@ -171,6 +187,8 @@ class Engine:
                 "update_norm": float(math.sqrt(sum(float(np.sum(np.square(n - r, dtype=np.float64))) for r, n in pairs)))}
 
     def epsilon_spent(self, rounds_done: int) -> float | None:
+        """The privacy budget spent after ``rounds_done`` rounds: the largest client epsilon (local
+        DP), the server mechanism's epsilon (server DP), NbAFL's target epsilon, or None without DP."""
         p = self.cfg.privacy
         if p.mode == "local":
             eps = [epsilon_from_history(h, p.delta) for h in self.dp_history.values()]
@@ -188,6 +206,7 @@ class Engine:
         return sample_clients(self.seed, round_, self.fed.num_clients, self.per_round)
 
     def evaluate_aux(self, params: Params) -> tuple[float, float]:
+        """(loss, accuracy) of ``params`` on the server's auxiliary set D."""
         if self.evaluator is not None:
             result = self.evaluator.evaluate_shared(params, [self.fed.x_aux], [self.fed.y_aux])[0]
         else:
@@ -195,7 +214,23 @@ class Engine:
         return result.loss, result.accuracy
 
     def run_round(self, round_: int, global_params: Params, aux_before: tuple[float, float]) -> RoundRecord:
-        """Execute training round ``round_`` >= 1 from ``global_params``."""
+        """Execute training round ``round_`` >= 1 from ``global_params``.
+
+        Parameters
+        ----------
+        round_ : int
+            The round number, 1 to ``training.rounds``; seeds the sampling and the clients.
+        global_params : Params
+            The global model the round starts from.
+        aux_before : tuple of (float, float)
+            (loss, accuracy) of ``global_params`` on the auxiliary set, measured at the end of
+            the previous round.
+
+        Returns
+        -------
+        RoundRecord
+            The round, with the client models and both global models still attached.
+        """
         ids = self.sample_clients(round_)
         ids, faults = self.inject_faults(round_, ids, global_params)  # drop-outs, failures (fltrust.faults)
         if not len(ids):
@@ -270,6 +305,27 @@ class Engine:
 
         Raises :class:`~fltrust.runs.RunDiverged` (from the recorder) when training blows up, and
         lets ``KeyboardInterrupt`` through after the last finished round was checkpointed.
+
+        Parameters
+        ----------
+        recorder : RunRecorder
+            The run folder's recorder: runs the observers, writes the rounds and the summary.
+        info : RunInfo
+            What the observers learn at the start (run id, clients, class counts, ...).
+        resume : bool
+            Continue after the last round of the folder's ``checkpoint.pt`` when it belongs to
+            this run (:func:`checkpoint_identity`); otherwise start at round 0 (default True).
+        extra_summary : dict, optional
+            Further fields for ``summary.json`` (override the engine's own of the same name).
+        dataset_extra : dict, optional
+            Further entries for ``dataset.json``; its ``"fingerprint"`` goes into the checkpoint's
+            identity.
+
+        Returns
+        -------
+        dict of str to Any
+            The summary fields the engine wrote: ``seconds_per_round``, ``device``, the final aux
+            loss and accuracy, ``epsilon``, ``extra_summary`` and the attack / reliability blocks.
         """
         cfg = self.cfg
         folder = recorder.folder
@@ -326,7 +382,20 @@ class Engine:
         return fields
 
     def system(self, records: list[RoundRecord], params: Params) -> dict[str, Any]:
-        """System figures of the run (model size, traffic, training time)."""
+        """System figures of the run (model size, traffic, training time).
+
+        Parameters
+        ----------
+        records : list of RoundRecord
+            The run's rounds.
+        params : Params
+            The final global model (its size in bytes is ``model_bytes``).
+
+        Returns
+        -------
+        dict of str to Any
+            See :func:`system_figures`.
+        """
         return system_figures(self.model, records, params)
 
     # -- attacks and injected failures (fltrust.attacks, fltrust.faults; issue 11) ---------------
@@ -353,6 +422,21 @@ class Engine:
         Dropped clients never train. A failed client starts its strategy's ``local_update`` and
         raises :class:`~fltrust.faults.InjectedFailure` inside its training; the engine catches
         it and goes on. Returns the ids that train to the end (on time or late) and the plan.
+
+        Parameters
+        ----------
+        round_ : int
+            The round number (seeds the plan).
+        ids : numpy.ndarray
+            The sampled client ids.
+        global_params : Params
+            The model the failing clients start training from.
+
+        Returns
+        -------
+        tuple of (numpy.ndarray, fltrust.faults.FaultPlan)
+            The ids that train to the end, and the round's plan (inactive when
+            ``reliability.*`` injects nothing; then ``ids`` come back unchanged).
         """
         from fltrust.faults import InjectedFailure, failing_train, plan_round
 
@@ -375,7 +459,32 @@ class Engine:
         """After local training, before aggregation: the update-level attack rewrites what the
         malicious clients send (``theta + s (w - theta)``; their performance stays that of the
         model they trained), and the updates that arrive after the deadline are discarded.
-        Returns the filtered ``(ids, clients, rewards, updates, performances)``."""
+        Returns the filtered ``(ids, clients, rewards, updates, performances)``.
+
+        Parameters
+        ----------
+        round_ : int
+            The round number.
+        global_params : Params
+            The model the clients received (theta of the update-level attack).
+        ids : numpy.ndarray
+            The ids of the clients that trained, in the order of the lists below.
+        clients : list
+            The clients' handles.
+        rewards : list of EvalResult
+            Each client's evaluation of ``global_params`` on its validation set.
+        updates : list of LocalResult
+            The clients' local updates (the attack rewrites ``params`` in place).
+        performances : list of EvalResult
+            Each client's evaluation of its trained model on its validation set.
+        faults : fltrust.faults.FaultPlan
+            The round's plan from :meth:`inject_faults`.
+
+        Returns
+        -------
+        tuple
+            ``(ids, clients, rewards, updates, performances)`` of the updates that arrived.
+        """
         from fltrust.attacks import poison_update
 
         plan = self.attack_plan
@@ -398,7 +507,20 @@ class Engine:
     def round_extras(self, faults, ids: np.ndarray) -> dict[str, float]:
         """Server metrics of the attack (``num_malicious`` aggregated) and of the injected
         failures (``num_sampled``, ``num_dropped``, ``num_failed``, ``num_timed_out``,
-        ``num_aggregated``, ``model_kept``)."""
+        ``num_aggregated``, ``model_kept``).
+
+        Parameters
+        ----------
+        faults : fltrust.faults.FaultPlan or None
+            The round's plan; ``None`` or an inactive plan adds no failure counters.
+        ids : numpy.ndarray
+            The ids of the clients whose updates are aggregated.
+
+        Returns
+        -------
+        dict of str to float
+            The counters that apply (``{}`` without an attack and without injected failures).
+        """
         out: dict[str, float] = {}
         if self.attack_plan.active:
             out["num_malicious"] = float(sum(self.attack_plan.is_malicious(c) for c in ids))
@@ -409,7 +531,24 @@ class Engine:
         return out
 
     def empty_round(self, round_: int, global_params: Params, aux_before: tuple[float, float], faults) -> RoundRecord:
-        """A round in which no update arrived: the global model is kept (and the round says so)."""
+        """A round in which no update arrived: the global model is kept (and the round says so).
+
+        Parameters
+        ----------
+        round_ : int
+            The round number.
+        global_params : Params
+            The global model, kept as the round's result (copied).
+        aux_before : tuple of (float, float)
+            (loss, accuracy) of ``global_params`` on the auxiliary set, reported as before and after.
+        faults : fltrust.faults.FaultPlan
+            The round's plan (its counters go into ``server_metrics``).
+
+        Returns
+        -------
+        RoundRecord
+            A record without clients.
+        """
         log.warning("round %d: no client update arrived; the global model is kept", round_)
         server = {"aux_loss_before": aux_before[0], "aux_accuracy_before": aux_before[1],
                   "aux_loss": aux_before[0], "aux_accuracy": aux_before[1]}
@@ -423,7 +562,20 @@ class Engine:
 
     def robustness_summary(self, records: list[RoundRecord], final_aux_accuracy: float | None) -> dict[str, Any]:
         """The summary's ``attack`` and ``reliability`` blocks (only those that apply); ``self.model``
-        must hold the final global model."""
+        must hold the final global model.
+
+        Parameters
+        ----------
+        records : list of RoundRecord
+            The run's rounds.
+        final_aux_accuracy : float or None
+            The final model's accuracy on the (clean) auxiliary set, reported in the attack block.
+
+        Returns
+        -------
+        dict of str to Any
+            ``{"attack": ..., "reliability": ...}``, each key only when it applies.
+        """
         from fltrust.attacks import attack_summary
         from fltrust.faults import reliability_summary
 
@@ -437,7 +589,24 @@ class Engine:
 
 
 def system_figures(model: nn.Module, records: list[RoundRecord], params: Params) -> dict[str, Any]:
-    """``model_num_params``, ``model_num_tensors``, ``model_bytes`` and traffic/time totals."""
+    """``model_num_params``, ``model_num_tensors``, ``model_bytes`` and traffic/time totals.
+
+    Parameters
+    ----------
+    model : torch.nn.Module
+        The architecture (parameter and tensor counts).
+    records : list of RoundRecord
+        The run's rounds; their ``bytes_sent``, ``bytes_received`` and ``train_time_s`` client
+        metrics are summed into ``bytes_up_total``, ``bytes_down_total`` (bytes) and
+        ``train_time_s_total`` (seconds).
+    params : Params
+        The final global model (``model_bytes``).
+
+    Returns
+    -------
+    dict of str to Any
+        The six figures named above.
+    """
     n_params, n_tensors = count_parameters(model)
 
     def total(key: str) -> float:
@@ -456,7 +625,22 @@ CHECKPOINT_FORMAT = 2
 def checkpoint_identity(cfg: ExperimentConfig, info: RunInfo, data_fingerprint: str | None) -> dict[str, Any]:
     """Everything that makes a run, stored in its checkpoint and compared before resuming: the
     run id (name, config hash, seed, repeat), the config hash, seed and repeat, and the data
-    fingerprint. A checkpoint copied from another seed, repeat, config or data is not resumed."""
+    fingerprint. A checkpoint copied from another seed, repeat, config or data is not resumed.
+
+    Parameters
+    ----------
+    cfg : ExperimentConfig
+        The run's configuration.
+    info : RunInfo
+        The run's info (its ``run_id``).
+    data_fingerprint : str or None
+        The fingerprint of the data the run trains on (``None`` when unknown).
+
+    Returns
+    -------
+    dict of str to Any
+        ``run_id``, ``config_hash``, ``seed``, ``repeat`` and ``data_fingerprint``.
+    """
     return {"run_id": info.run_id, "config_hash": cfg.config_hash(), "seed": int(cfg.run.seed),
             "repeat": int(cfg.run.repeat), "data_fingerprint": data_fingerprint}
 

@@ -32,7 +32,25 @@ from fltrust.fl.aggregation import clip_update
 
 
 def calibrate_noise(target_epsilon: float, delta: float, sample_rate: float, steps: int) -> float:
-    """Smallest noise multiplier with RDP epsilon <= ``target_epsilon`` after ``steps`` steps."""
+    """Smallest noise multiplier with RDP epsilon <= ``target_epsilon`` after ``steps`` steps.
+
+    Parameters
+    ----------
+    target_epsilon : float
+        The privacy budget to stay within.
+    delta : float
+        The target delta of (epsilon, delta)-DP.
+    sample_rate : float
+        The Poisson sampling rate of one step (capped at 1).
+    steps : int
+        The number of noisy steps (at least 1 is used).
+
+    Returns
+    -------
+    float
+        The noise multiplier (noise std / clipping norm), from Opacus's ``get_noise_multiplier``
+        with its RDP accountant.
+    """
     from opacus.accountants.utils import get_noise_multiplier
 
     return float(
@@ -47,7 +65,20 @@ def calibrate_noise(target_epsilon: float, delta: float, sample_rate: float, ste
 
 
 def epsilon_from_history(history: list[list[float]], delta: float) -> float:
-    """Epsilon of an RDP accountant history ``[(noise_multiplier, sample_rate, steps), ...]``."""
+    """Epsilon of an RDP accountant history ``[(noise_multiplier, sample_rate, steps), ...]``.
+
+    Parameters
+    ----------
+    history : list of [float, float, int]
+        The accountant's entries (as :func:`merge_history` keeps them); empty spends nothing.
+    delta : float
+        The target delta.
+
+    Returns
+    -------
+    float
+        The epsilon Opacus's RDP accountant reports for ``delta``; 0.0 for an empty history.
+    """
     from opacus.accountants import RDPAccountant
 
     if not history:
@@ -61,7 +92,26 @@ def epsilon_from_history(history: list[list[float]], delta: float) -> float:
 
 
 def merge_history(history: list[list[float]], new: list[list[float]]) -> list[list[float]]:
-    """Append accountant entries, merging steps of identical (noise, rate) pairs."""
+    """Append accountant entries, merging steps of identical (noise, rate) pairs.
+
+    Parameters
+    ----------
+    history : list of [float, float, int]
+        The entries so far, ``[noise_multiplier, sample_rate, steps]``; not modified.
+    new : list of [float, float, int]
+        Entries to append; one with the same noise and rate as the last entry adds its steps
+        to it.
+
+    Returns
+    -------
+    list of [float, float, int]
+        The merged history (a new list).
+
+    Examples
+    --------
+    >>> merge_history([[1.1, 0.1, 10]], [[1.1, 0.1, 5], [0.9, 0.1, 5]])
+    [[1.1, 0.1, 15], [0.9, 0.1, 5]]
+    """
     merged = [list(h) for h in history]
     for noise, rate, steps in new:
         if merged and merged[-1][0] == noise and merged[-1][1] == rate:
@@ -83,6 +133,27 @@ def server_dp_aggregate(
 
     Returns the new global parameters and diagnostics (pre-clipping norms). Integer buffers are
     not perturbed.
+
+    Parameters
+    ----------
+    global_params : list of numpy.ndarray
+        The current global model; the updates are the clients' models minus it.
+    param_sets : list of list of numpy.ndarray
+        The m client models.
+    clipping_norm : float
+        The largest L2 norm of one client's update (over all its arrays).
+    noise_multiplier : float
+        The noise std relative to ``clipping_norm``: the mean update gets noise with standard
+        deviation ``noise_multiplier * clipping_norm / m`` on every floating-point entry.
+    rng : numpy.random.Generator
+        The source of the noise.
+
+    Returns
+    -------
+    tuple of (list of numpy.ndarray, dict)
+        The new global model (floating arrays: global + noisy mean clipped update, in their own
+        dtype; other arrays: the global model's, unchanged), and ``{"update_norms": [...],
+        "noise_std": ...}``.
     """
     updates, norms = [], []
     for params in param_sets:
@@ -182,6 +253,20 @@ class NbAFL:
         clients) and on their sample-weighted mean, ``sqrt(d * sum_k (n_k / n)^2 sigma_k^2)``
         over the ``d`` trainable entries (how much noise one FedAvg round adds to the model).
 
+        Parameters
+        ----------
+        num_samples : list of int
+            n_k, the training rows of each of the round's clients.
+        trainable_entries : int
+            d, the number of entries of the model's trainable parameters.
+
+        Returns
+        -------
+        dict of str to float
+            ``upload`` (the mean over the clients of ``sigma_k sqrt(d)``) and ``aggregate``.
+
+        Examples
+        --------
         >>> NbAFL(mu=0, w_clip=1, constant=30, epsilon=10, rounds=5, num_clients=4, clients_per_round=2,
         ...       min_samples=100).noise_norms([100, 100], 100)
         {'upload': 1.5, 'aggregate': 1.0606601717798212}
@@ -197,19 +282,72 @@ class NbAFL:
 
     def perturb_upload(self, params: Params, trainable: list[bool], num_samples: int,
                        rng: np.random.Generator) -> Params:
-        """The trained model plus upload noise (:meth:`upload_std`) on its trainable entries."""
+        """The trained model plus upload noise (:meth:`upload_std`) on its trainable entries.
+
+        Parameters
+        ----------
+        params : Params
+            The client's trained model (not modified).
+        trainable : list of bool
+            Per ``state_dict`` entry: is it a trainable parameter (:func:`trainable_mask`)?
+        num_samples : int
+            n_k, the client's training rows.
+        rng : numpy.random.Generator
+            The source of the noise.
+
+        Returns
+        -------
+        Params
+            Copies; trainable floating-point arrays with noise, the others unchanged.
+        """
         return _add_noise(params, trainable, self.upload_std(num_samples), rng)
 
     def broadcast(self, params: Params, trainable: list[bool], rng: np.random.Generator) -> Params:
         """The model the clients receive: trainable entries clipped to ``[-w_clip, w_clip]``,
-        plus broadcast noise (:meth:`broadcast_std`) when FederatedScope's condition holds."""
+        plus broadcast noise (:meth:`broadcast_std`) when FederatedScope's condition holds.
+
+        Parameters
+        ----------
+        params : Params
+            The global model (not modified).
+        trainable : list of bool
+            Per ``state_dict`` entry: is it a trainable parameter (:func:`trainable_mask`)?
+        rng : numpy.random.Generator
+            The source of the noise (not drawn from when the noise std is 0).
+
+        Returns
+        -------
+        Params
+            Copies; buffers unchanged.
+        """
         clipped = [np.clip(p, -self.w_clip, self.w_clip) if t else p.copy() for p, t in zip(params, trainable)]
         return _add_noise(clipped, trainable, self.broadcast_std(), rng)
 
 
 def nbafl_from_config(privacy: PrivacyConfig, *, rounds: int, num_clients: int, clients_per_round: int,
                       local_epochs: int, client_sizes: list[int]) -> NbAFL:
-    """The :class:`NbAFL` of a run (``m`` = ``local_epochs * min(client_sizes)``)."""
+    """The :class:`NbAFL` of a run (``m`` = ``local_epochs * min(client_sizes)``).
+
+    Parameters
+    ----------
+    privacy : PrivacyConfig
+        The run's ``privacy`` block (``nbafl_mu``, ``nbafl_w_clip``, ``nbafl_constant``,
+        ``target_epsilon``).
+    rounds : int
+        T, ``training.rounds``.
+    num_clients : int
+        N, the number of clients.
+    clients_per_round : int
+        K, the clients sampled per round.
+    local_epochs : int
+        ``training.local_epochs``.
+    client_sizes : list of int
+        Every client's training rows.
+
+    Returns
+    -------
+    NbAFL
+    """
     return NbAFL(mu=privacy.nbafl_mu, w_clip=privacy.nbafl_w_clip, constant=privacy.nbafl_constant,
                  epsilon=privacy.target_epsilon, rounds=rounds, num_clients=num_clients,
                  clients_per_round=clients_per_round, min_samples=local_epochs * max(1, min(client_sizes)))

@@ -61,6 +61,25 @@ class ClientHandle(Protocol):
 
         Local DP-SGD applies when configured and ``private`` (models that leave the client);
         ``seed_offset`` separates the random streams of two trainings in one round.
+
+        Parameters
+        ----------
+        params : Params
+            The model training starts from (not modified).
+        seed_offset : int
+            Selects the random stream (batch order, dropout) among the client's streams of this
+            round (default 0).
+        private : bool
+            Whether the configured client-side privacy (local DP-SGD, NbAFL's upload noise)
+            applies (default True).
+        **kwargs
+            :meth:`fltrust.fl.training.LocalTrainer.train` keywords: ``epochs`` (required),
+            ``proximal_center``, ``proximal_mu``, ``learning_rate``, ``plain_sgd``.
+
+        Returns
+        -------
+        tuple of (Params, float)
+            The trained model and its last-epoch mean training loss.
         """
 
     def train_loss_of(self, params: Params) -> float:
@@ -97,6 +116,22 @@ class Strategy:
         self.cfg = cfg
 
     def local_update(self, client: ClientHandle, global_params: Params) -> LocalResult:
+        """One client's local work in a round (the base class: ``local_epochs`` epochs from the
+        received model); subclasses change the objective or add a personal model.
+
+        Parameters
+        ----------
+        client : ClientHandle
+            The client being worked for (its data stays behind the handle).
+        global_params : Params
+            The model the client received (not modified).
+
+        Returns
+        -------
+        LocalResult
+            The model the client sends, its training loss, and optionally the model its
+            performance is measured with and extra values for the server.
+        """
         params, loss = client.train(global_params, epochs=self.cfg.training.local_epochs)
         return LocalResult(params, loss)
 
@@ -106,13 +141,43 @@ class Strategy:
         With ``group`` (a :class:`~fltrust.fl.vectorized.ClientGroup` over ``clients``) and a
         strategy whose grouped update matches its ``local_update``, all clients train side by
         side; otherwise one after another.
+
+        Parameters
+        ----------
+        clients : list of ClientHandle
+            The round's clients.
+        global_params : Params
+            The model they received.
+        group : ClientGroup, optional
+            The clients stacked for side-by-side training (default ``None``: one after another).
+
+        Returns
+        -------
+        list of LocalResult
+            One result per client, in the order of ``clients``.
         """
         if group is not None and self._grouped_matches():
             return self.local_updates_grouped(clients, global_params, group)
         return [self.local_update(client, global_params) for client in clients]
 
     def local_updates_grouped(self, clients: list[ClientHandle], global_params: Params, group: Any) -> list[LocalResult]:
-        """``local_update`` of every client at once (plain local training)."""
+        """``local_update`` of every client at once (plain local training); subclasses that
+        override ``local_update`` override this too, or the engine trains one client after another.
+
+        Parameters
+        ----------
+        clients : list of ClientHandle
+            The round's clients, in the order of ``group``.
+        global_params : Params
+            The model they received.
+        group : ClientGroup
+            The clients stacked for side-by-side training.
+
+        Returns
+        -------
+        list of LocalResult
+            One result per client, in the order of ``clients``.
+        """
         params, losses = group.train(global_params, epochs=self.cfg.training.local_epochs)
         return [LocalResult(p, loss) for p, loss in zip(params, losses)]
 
@@ -125,16 +190,38 @@ class Strategy:
         return issubclass(owner_grouped, owner_single)
 
     def aggregation_weights(self, results: list[ClientResult]) -> list[float]:
+        """Each result's weight in a weighted mean: its ``num_batches`` when
+        ``strategy.weighting`` is ``"batches"``, else its ``num_samples``."""
         key = "num_batches" if self.cfg.strategy.weighting == "batches" else "num_samples"
         return [float(getattr(r, key)) for r in results]
 
     def aggregate(self, global_params: Params, results: list[ClientResult], server_loss: float) -> Params:
+        """The next global model from the round's client results (the base class: their mean
+        weighted by :meth:`aggregation_weights`, FedAvg); subclasses replace the rule.
+
+        Parameters
+        ----------
+        global_params : Params
+            The round's global model (what the clients received).
+        results : list of ClientResult
+            The updates that arrived.
+        server_loss : float
+            The loss of ``global_params`` on the server's auxiliary set (Flower's legacy q-FedAvg
+            uses it for every client).
+
+        Returns
+        -------
+        Params
+            The new global model.
+        """
         return weighted_average([r.params for r in results], self.aggregation_weights(results))
 
     def state_dict(self) -> dict[str, Any]:
+        """What a checkpoint keeps of the strategy between rounds (``{}``: stateless)."""
         return {}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Restore what :meth:`state_dict` returned (on resume)."""
         return None
 
 
@@ -243,9 +330,11 @@ class Ditto(Strategy):
         return [LocalResult(p, loss, eval_params=v) for p, loss, v in zip(params, losses, personal)]
 
     def state_dict(self) -> dict[str, Any]:
+        """The clients' personal models, ``{"personal": {str(client_id): params}}``."""
         return {"personal": {str(k): v for k, v in self.personal.items()}}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Restore the personal models from :meth:`state_dict` (on resume)."""
         self.personal = {int(k): v for k, v in state.get("personal", {}).items()}
 
 

@@ -53,7 +53,20 @@ class LocalTrainer:
 
     # -- evaluation -----------------------------------------------------------------------
     def evaluate(self, params: Params, x: torch.Tensor, y: torch.Tensor) -> EvalResult:
-        """Loss, accuracy and confusion matrix of ``params`` on ``(x, y)``."""
+        """Loss, accuracy and confusion matrix of ``params`` on ``(x, y)``.
+
+        Parameters
+        ----------
+        params : Params
+            The model to evaluate (``state_dict`` order), loaded into the trainer's model.
+        x, y : torch.Tensor
+            Inputs and integer labels, on the trainer's device.
+
+        Returns
+        -------
+        EvalResult
+            Loss under ``training.loss_scaling``, accuracy and confusion matrix.
+        """
         set_params(self.model, params)
         return evaluate(
             self.model,
@@ -93,11 +106,27 @@ class LocalTrainer:
 
         Parameters
         ----------
+        params : Params
+            The model training starts from (``state_dict`` order; not modified).
+        x, y : torch.Tensor
+            The client's training inputs and integer labels, on the trainer's device.
+        epochs : int
+            Passes over ``(x, y)``, each in a fresh random order of mini-batches of
+            ``training.batch_size`` rows.
+        seed : int
+            Seeds the batch orders and dropout.
         proximal_center, proximal_mu
             Adds :math:`\\tfrac{\\mu}{2}\\lVert w - c \\rVert^2` to the loss (FedProx, Ditto's
-            personal objective with :math:`\\mu = \\lambda`).
+            personal objective with :math:`\\mu = \\lambda`); ``c`` is a parameter set in
+            ``state_dict`` order (its trainable entries are used). Off by default (``None``, 0.0).
         learning_rate, plain_sgd
-            Override the optimiser (Ditto's personal track uses plain SGD with its own rate).
+            Override the optimiser (Ditto's personal track uses plain SGD with its own rate);
+            by default ``training.learning_rate`` and ``training.optimizer``.
+
+        Returns
+        -------
+        tuple of (Params, float)
+            The trained model and the mean loss (proximal term included) over the last epoch.
         """
         set_params(self.model, params)
         model = self.model
@@ -152,6 +181,25 @@ class LocalTrainer:
 
         The history is the list of ``(noise_multiplier, sample_rate, steps)`` that Opacus's RDP
         accountant recorded; the caller accumulates it per client to report the epsilon spent.
+
+        Parameters
+        ----------
+        params : Params
+            The model training starts from (``state_dict`` order; not modified).
+        x, y : torch.Tensor
+            The client's training inputs and integer labels, on the trainer's device.
+        epochs : int
+            Passes of Opacus's Poisson-sampled loader (expected batch size
+            ``min(training.batch_size, len(y))``).
+        seed : int
+            Seeds the sampling, dropout and the DP noise.
+        dp : LocalDP
+            The noise multiplier and the per-sample gradient clipping norm.
+
+        Returns
+        -------
+        tuple of (Params, float, list)
+            The trained model, the mean loss over the last epoch, and the accountant history.
         """
         from opacus import PrivacyEngine
 
@@ -229,7 +277,24 @@ def fused_adam(device: torch.device | str) -> bool:
 
 
 def num_batches(num_samples: int, batch_size: int) -> int:
-    """Mini-batches per epoch, ``ceil(n / B)``."""
+    """Mini-batches per epoch, ``ceil(n / B)``.
+
+    Parameters
+    ----------
+    num_samples : int
+        n, the client's training rows.
+    batch_size : int
+        B, the mini-batch size.
+
+    Returns
+    -------
+    int
+
+    Examples
+    --------
+    >>> num_batches(100, 32)
+    4
+    """
     return math.ceil(num_samples / batch_size)
 
 

@@ -89,7 +89,22 @@ __all__ = ["VECTORIZE_MODES", "BatchSchedule", "BatchedEvaluator", "ClientGroup"
 # When it applies
 # --------------------------------------------------------------------------------------------
 def vectorize_reason(cfg: ExperimentConfig, model: nn.Module, clients_per_round: int) -> str | None:
-    """Why the vectorised training path does not apply to this run (``None`` when it does)."""
+    """Why the vectorised training path does not apply to this run (``None`` when it does).
+
+    Parameters
+    ----------
+    cfg : ExperimentConfig
+        The run's configuration (``training.vectorize``, ``privacy.mode``).
+    model : torch.nn.Module
+        The architecture (buffers, whether :mod:`fltrust.core.stacked` can train it).
+    clients_per_round : int
+        m, the clients sampled per round.
+
+    Returns
+    -------
+    str or None
+        The first reason that applies, as a phrase for a log line or an error.
+    """
     mode = getattr(cfg.training, "vectorize", "auto")
     if mode == "off":
         return "training.vectorize is off"
@@ -151,7 +166,36 @@ class BatchSchedule:
 
 def batch_schedule(sizes: Sequence[int], seeds: Sequence[int], epochs: int, batch_size: int,
                    device: torch.device | str = "cpu", dtype: torch.dtype = torch.float32) -> BatchSchedule:
-    """The sequential path's batch order of every client (same generator, same draws)."""
+    """The sequential path's batch order of every client (same generator, same draws).
+
+    Parameters
+    ----------
+    sizes : sequence of int
+        n_k, the training rows of each of the K clients (their data concatenated in stack order
+        is what ``index`` points into).
+    seeds : sequence of int
+        Each client's training seed (seeds its ``torch.randperm`` generator).
+    epochs : int
+        Local epochs.
+    batch_size : int
+        B, the mini-batch size.
+    device : torch.device or str
+        Where the tensors of the schedule live (default ``"cpu"``; the orders stay on the CPU).
+    dtype : torch.dtype
+        The dtype of ``weight`` (default float32; ``loss_weight`` is float64).
+
+    Returns
+    -------
+    BatchSchedule
+
+    Examples
+    --------
+    >>> s = batch_schedule([3, 1], seeds=[0, 1], epochs=1, batch_size=2)
+    >>> s.order, s.num_steps, s.active, s.batch_rows
+    ([0, 1], [2, 1], [2, 1], [[2, 1], [1]])
+    >>> s.weight[1, 0].tolist()  # client 0's last batch: one real row, one padding
+    [1.0, 0.0]
+    """
     K, B = len(sizes), int(batch_size)
     nb = [math.ceil(n / B) for n in sizes]
     steps = [epochs * b for b in nb]
@@ -265,7 +309,15 @@ class StackedOptimizer:
 
     @torch.no_grad()
     def step(self, params: torch.Tensor, grad: torch.Tensor, ka: int) -> None:
-        """One update of rows ``[:ka]``; ``params`` and ``grad`` are ``(ka, N)`` (grad is consumed)."""
+        """One update of rows ``[:ka]``; ``params`` and ``grad`` are ``(ka, N)`` (grad is consumed).
+
+        Parameters
+        ----------
+        params, grad : Tensor (ka, N)
+            The active clients' rows of the parameter buffer (updated in place) and their gradient.
+        ka : int
+            Number of active clients (a prefix of the stack).
+        """
         self.update(params, grad, ka)
 
     def update(self, params: torch.Tensor, grad: torch.Tensor, ka: int) -> None:
@@ -306,7 +358,23 @@ class StackedOptimizer:
     @torch.no_grad()
     def step_capturable(self, params: torch.Tensor, grad: torch.Tensor, ka: int, step_t: torch.Tensor) -> None:
         """:meth:`step` with the step count as a device tensor (CUDA-graph capture; the first step,
-        which initialises the momentum buffer, runs eagerly)."""
+        which initialises the momentum buffer, runs eagerly).
+
+        Parameters
+        ----------
+        params, grad : Tensor (ka, N)
+            The active clients' rows of the parameter buffer (updated in place) and their gradient.
+        ka : int
+            Number of active clients (a prefix of the stack).
+        step_t : Tensor ()
+            The step count after this step (float32, on the device; the caller increments it), for
+            Adam's bias corrections; :attr:`steps` is not advanced here.
+
+        Raises
+        ------
+        ValueError
+            For a fused-Adam optimiser.
+        """
         if self.fused:
             raise ValueError("fused Adam is not captured in CUDA graphs; use StackedOptimizer(fused=False)")
         moments = self._update_moments(params, grad, ka, first=False)
@@ -352,14 +420,40 @@ class BatchedEvaluator:
         self.eval_chunk = MLP_EVAL_ROWS if mlp else None
 
     def evaluate_shared(self, params: Params, xs: Sequence[torch.Tensor], ys: Sequence[torch.Tensor]) -> list[EvalResult]:
-        """One model on each dataset (rewards, the aux set, q-FFL's training losses)."""
+        """One model on each dataset (rewards, the aux set, q-FFL's training losses).
+
+        Parameters
+        ----------
+        params : Params
+            The model (``state_dict`` order).
+        xs, ys : sequence of torch.Tensor
+            The datasets' inputs and integer labels, on the evaluator's device.
+
+        Returns
+        -------
+        list of EvalResult
+            One per dataset, in order.
+        """
         set_params(self.model, params)
         return evaluate_datasets(self.model, list(xs), list(ys), num_classes=self.num_classes,
                                  batch_size=self.eval_batch_size, loss_scaling=self.training.loss_scaling,
                                  chunk_size=self.eval_chunk)
 
     def evaluate_each(self, params: Sequence[Params], xs: Sequence[torch.Tensor], ys: Sequence[torch.Tensor]) -> list[EvalResult]:
-        """Model k on dataset k (the clients' performances), as one stacked model."""
+        """Model k on dataset k (the clients' performances), as one stacked model.
+
+        Parameters
+        ----------
+        params : sequence of Params
+            K models.
+        xs, ys : sequence of torch.Tensor
+            K datasets' inputs and integer labels, on the evaluator's device.
+
+        Returns
+        -------
+        list of EvalResult
+            Model k's result on dataset k, for each k.
+        """
         return evaluate_stacked(self.model, list(params), list(xs), list(ys), num_classes=self.num_classes,
                                 batch_size=self.eval_batch_size, loss_scaling=self.training.loss_scaling)
 
@@ -414,7 +508,20 @@ class VectorTrainer(BatchedEvaluator):
 
     # -- parameters ---------------------------------------------------------------------------
     def flatten(self, params: Params | Sequence[Params], K: int) -> torch.Tensor:
-        """``(K, N)`` float buffer from one parameter set (repeated) or K of them."""
+        """``(K, N)`` float buffer from one parameter set (repeated) or K of them.
+
+        Parameters
+        ----------
+        params : Params or sequence of Params
+            One parameter set (``state_dict`` order), or K of them.
+        K : int
+            The number of rows; used only to repeat a single parameter set.
+
+        Returns
+        -------
+        torch.Tensor
+            On the trainer's device, in the model's dtype; row k is parameter set k flattened.
+        """
         if len(params) == len(self.shapes) and not isinstance(params[0], (list, tuple)):
             row = np.concatenate([np.asarray(p).reshape(-1) for p in params])  # type: ignore[arg-type]
             flat = torch.as_tensor(row).to(self.device, self.dtype)
@@ -453,6 +560,27 @@ class VectorTrainer(BatchedEvaluator):
 
         Same arguments as :meth:`fltrust.fl.training.LocalTrainer.train`, one entry per client:
         ``init`` and ``proximal_center`` may be one parameter set (shared) or K of them.
+
+        Parameters
+        ----------
+        xs, ys : sequence of torch.Tensor
+            Each client's training inputs and integer labels, on the trainer's device.
+        init : Params or sequence of Params
+            The model(s) training starts from.
+        seeds : sequence of int
+            Each client's seed (batch orders, dropout), as the sequential path takes it.
+        epochs : int
+            Local epochs.
+        proximal_center, proximal_mu
+            The proximal term :math:`\\tfrac{\\mu}{2}\\lVert w - c \\rVert^2` (default off: ``None``,
+            0.0).
+        learning_rate, plain_sgd
+            Override the optimiser (default: ``training.learning_rate``, ``training.optimizer``).
+
+        Returns
+        -------
+        tuple of (list of Params, list of float)
+            In the order of ``ys``; the loss of a client without training rows is NaN.
         """
         K = len(ys)
         t = self.training
@@ -718,7 +846,27 @@ class ClientGroup:
 
     def train(self, init: Params | Sequence[Params], *, epochs: int, seed_offset: int = 0,
               private: bool = True, **kwargs) -> tuple[list[Params], list[float]]:
-        """Like ``ClientHandle.train`` for every client (``private`` is moot: no local DP here)."""
+        """Like ``ClientHandle.train`` for every client (``private`` is moot: no local DP here).
+
+        Parameters
+        ----------
+        init : Params or sequence of Params
+            The model training starts from, shared or one per client.
+        epochs : int
+            Local epochs.
+        seed_offset : int
+            Selects each client's random stream, as in ``ClientHandle.train`` (default 0).
+        private : bool
+            Ignored (the vectorised path does not run with client-side privacy).
+        **kwargs
+            :meth:`VectorTrainer.train` keywords (``proximal_center``, ``proximal_mu``,
+            ``learning_rate``, ``plain_sgd``).
+
+        Returns
+        -------
+        tuple of (list of Params, list of float)
+            The trained models and last-epoch mean losses, in the order of the clients.
+        """
         return self.trainer.train([c.x for c in self.clients], [c.y for c in self.clients], init,
                                   [c.seed(seed_offset) for c in self.clients], epochs=epochs, **kwargs)
 

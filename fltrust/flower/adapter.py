@@ -59,7 +59,20 @@ class RoundSink(Protocol):
     """Where finished rounds go (a :class:`~fltrust.runs.RunRecorder` is one)."""
 
     def record_round(self, record: RoundRecord) -> Any:
-        """Take one finished round (its observers run here); round 0 is the initial model."""
+        """Take one finished round (its observers run here); round 0 is the initial model.
+
+        Parameters
+        ----------
+        record : RoundRecord
+            The round, with its client models and the global models before and after attached;
+            its observers' outputs are added to ``record.observations``.
+
+        Returns
+        -------
+        Any
+            Whatever the sink keeps of the round (RunRecorder and ObserverSink: the stored,
+            parameter-free copy).
+        """
 
 
 class ObserverSink:
@@ -81,7 +94,18 @@ class ObserverSink:
 
     def record_round(self, record: RoundRecord) -> RoundRecord:
         """Let the observers see ``record`` (their outputs go in ``record.observations``); returns
-        the kept, parameter-free copy (also appended to :attr:`records`)."""
+        the kept, parameter-free copy (also appended to :attr:`records`).
+
+        Parameters
+        ----------
+        record : RoundRecord
+            The finished round (round 0: the initial model), parameters attached.
+
+        Returns
+        -------
+        RoundRecord
+            The copy kept in :attr:`records`, without model parameters.
+        """
         from fltrust.runs import strip
 
         self.observers.round_end(record)
@@ -90,7 +114,22 @@ class ObserverSink:
         return stored
 
     def finish(self, final_params: Params, wall_time_s: float, system: dict[str, Any] | None = None) -> dict[str, Any]:
-        """Call the observers' ``on_run_end``; returns what they report (e.g. the trust score)."""
+        """Call the observers' ``on_run_end``; returns what they report (e.g. the trust score).
+
+        Parameters
+        ----------
+        final_params : Params
+            The final global model (``state_dict`` order).
+        wall_time_s : float
+            The run's duration in seconds.
+        system : dict, optional
+            System figures for the summary (model size, traffic, ...; default none).
+
+        Returns
+        -------
+        dict of str to Any
+            What each observer's ``on_run_end`` returned, by observer name.
+        """
         return self.observers.run_end(RunSummary(self.info, self.records, final_params, wall_time_s, system or {}))
 
 
@@ -286,7 +325,30 @@ class ObservedStrategy(Strategy):
 
     def configure_train(self, server_round: int, arrays: ArrayRecord, config: ConfigRecord,
                         grid: Grid) -> Iterable[Message]:
-        """Delegate (to the sampled nodes only, with a sampler) and remember theta_k."""
+        """Delegate (to the sampled nodes only, with a sampler) and remember theta_k.
+
+        Parameters
+        ----------
+        server_round : int
+            The round, from 1.
+        arrays : flwr.app.ArrayRecord
+            The global model sent out (theta_k).
+        config : flwr.app.ConfigRecord
+            The training config, passed on.
+        grid : flwr.serverapp.Grid
+            The connection to the nodes; with a sampler, the wrapped strategy sees only the sampled
+            ones (the first round may ask every node for its partition id first).
+
+        Returns
+        -------
+        list of flwr.app.Message
+            The wrapped strategy's training messages.
+
+        Raises
+        ------
+        RuntimeError
+            If a sampled client id has no SuperNode.
+        """
         target = grid
         if self.sampler is not None:
             if self.node_partitions is None:
@@ -303,7 +365,28 @@ class ObservedStrategy(Strategy):
         return messages
 
     def aggregate_train(self, server_round: int, replies: Iterable[Message]) -> tuple[ArrayRecord | None, MetricRecord | None]:
-        """Read every client's model and metrics, then let the wrapped strategy aggregate."""
+        """Read every client's model and metrics, then let the wrapped strategy aggregate.
+
+        Parameters
+        ----------
+        server_round : int
+            The round, from 1.
+        replies : iterable of flwr.app.Message
+            The nodes' training replies. Error replies are logged and not observed (``strict``:
+            raise); the wrapped strategy gets the others in client-id order, then the errors.
+
+        Returns
+        -------
+        tuple of (flwr.app.ArrayRecord or None, flwr.app.MetricRecord or None)
+            The wrapped strategy's result, its arrays cast back to the global model's dtypes.
+
+        Raises
+        ------
+        RuntimeError
+            With ``strict``, if a reply is an error.
+        ValueError
+            If a reply lacks an ArrayRecord, a MetricRecord or its ``partition-id``.
+        """
         replies = list(replies)
         if self.reply_filter is not None:
             replies = list(self.reply_filter(server_round, replies))
@@ -355,13 +438,53 @@ class ObservedStrategy(Strategy):
 
     # -- running ----------------------------------------------------------------------------
     def end_round(self, server_round: int, arrays: ArrayRecord, metrics: Mapping[str, Any] | None = None) -> RoundRecord:
-        """Record round ``server_round`` (0 = initial model) with the server-side ``metrics``."""
+        """Record round ``server_round`` (0 = initial model) with the server-side ``metrics``.
+
+        Parameters
+        ----------
+        server_round : int
+            The round just finished (0 = initial model).
+        arrays : flwr.app.ArrayRecord
+            The round's aggregated global model (round 0: the initial one).
+        metrics : mapping, optional
+            Server-side evaluation metrics; ``aux_loss`` / ``aux_accuracy`` are the auxiliary-set
+            values the fairness observer reads (default none).
+
+        Returns
+        -------
+        RoundRecord
+            What the sink returned for the round.
+        """
         return self.builder.emit(server_round, arrays_to_params(arrays), metrics)
 
     def start(self, grid: Grid, initial_arrays: ArrayRecord, num_rounds: int = 3, timeout: float = 3600,
               train_config: ConfigRecord | None = None, evaluate_config: ConfigRecord | None = None,
               evaluate_fn: Callable[[int, ArrayRecord], MetricRecord | None] | None = None):
-        """Flower's ``Strategy.start`` (same arguments and result), recording every round."""
+        """Flower's ``Strategy.start`` (same arguments and result), recording every round.
+
+        Parameters
+        ----------
+        grid : flwr.serverapp.Grid
+            Flower's connection to the SuperNodes.
+        initial_arrays : flwr.app.ArrayRecord
+            The initial global model (round 0), in ``state_dict`` order.
+        num_rounds : int
+            Training rounds (default 3).
+        timeout : float
+            Seconds to wait for the nodes' replies in each round (default 3600).
+        train_config, evaluate_config : flwr.app.ConfigRecord, optional
+            Sent to the nodes with every training / evaluation message (default: empty).
+        evaluate_fn : callable, optional
+            ``evaluate_fn(server_round, arrays) -> MetricRecord | None``, Flower's centralized
+            evaluation, called for round 0 and after every round (default none); its metrics are
+            the round's server metrics (return ``aux_loss`` / ``aux_accuracy``, e.g. with
+            :func:`aux_evaluate_fn`).
+
+        Returns
+        -------
+        flwr.serverapp.strategy.Result
+            Flower's result.
+        """
 
         def observed_evaluate(server_round: int, arrays: ArrayRecord) -> MetricRecord | None:
             result = evaluate_fn(server_round, arrays) if evaluate_fn is not None else None
@@ -409,6 +532,27 @@ def discover_partitions(grid: Grid, *, expected: int | None = None, timeout: flo
     Waits (up to ``timeout`` seconds) until ``expected`` nodes are connected (default: at least
     one), then sends one ``query`` message per node; the ClientApp answers with a MetricRecord
     holding ``partition-id`` (fltrust's ClientApps do; see :func:`partition_query_reply`).
+
+    Parameters
+    ----------
+    grid : flwr.serverapp.Grid
+        The connection to the SuperNodes.
+    expected : int, optional
+        How many SuperNodes to wait for (default: at least one).
+    timeout : float
+        Seconds for waiting and answering together (default 600).
+
+    Returns
+    -------
+    dict of int to int
+        Node id -> partition id.
+
+    Raises
+    ------
+    TimeoutError
+        If fewer than ``expected`` nodes connect, or some do not answer, in time.
+    RuntimeError
+        If a node answers with an error, or two nodes claim the same partition id.
     """
     deadline = time.monotonic() + timeout
     need = 1 if expected is None else int(expected)
@@ -434,7 +578,21 @@ def discover_partitions(grid: Grid, *, expected: int | None = None, timeout: flo
 
 
 def partition_query_reply(message: Message, context) -> Message:
-    """The ``@app.query()`` answer :func:`discover_partitions` expects (register it in a ClientApp)."""
+    """The ``@app.query()`` answer :func:`discover_partitions` expects (register it in a ClientApp).
+
+    Parameters
+    ----------
+    message : flwr.app.Message
+        The query message being answered.
+    context : flwr.app.Context
+        The ClientApp's context; its node config must hold ``partition-id`` (and may hold
+        ``num-partitions``, which is reported too).
+
+    Returns
+    -------
+    flwr.app.Message
+        The reply, with a MetricRecord ``"metrics"`` holding those values.
+    """
     config = context.node_config
     values = {CLIENT_ID_KEY: int(config[CLIENT_ID_KEY])}
     if "num-partitions" in config:
@@ -469,6 +627,22 @@ class ObservedLegacyStrategy(LegacyStrategy):
         return self.strategy.initialize_parameters(client_manager)
 
     def configure_fit(self, server_round, parameters, client_manager):
+        """Delegate, and remember the global model sent out (theta_k).
+
+        Parameters
+        ----------
+        server_round : int
+            The round, from 1.
+        parameters : flwr.common.Parameters
+            The global model.
+        client_manager : flwr.server.client_manager.ClientManager
+            Passed on.
+
+        Returns
+        -------
+        list of tuple of (ClientProxy, FitIns)
+            The wrapped strategy's instructions.
+        """
         from flwr.common import parameters_to_ndarrays
 
         instructions = self.strategy.configure_fit(server_round, parameters, client_manager)
@@ -476,6 +650,23 @@ class ObservedLegacyStrategy(LegacyStrategy):
         return instructions
 
     def aggregate_fit(self, server_round, results, failures):
+        """Read every client's model and fit metrics, then let the wrapped strategy aggregate.
+
+        Parameters
+        ----------
+        server_round : int
+            The round, from 1.
+        results : list of tuple of (ClientProxy, FitRes)
+            The clients' results; the client id is the ``partition-id`` fit metric (else the
+            proxy's ``cid``). The wrapped strategy gets them in client-id order.
+        failures : list
+            Failed clients (logged, not observed), passed on.
+
+        Returns
+        -------
+        tuple of (flwr.common.Parameters or None, dict)
+            The wrapped strategy's result, its arrays cast back to the global model's dtypes.
+        """
         from flwr.common import ndarrays_to_parameters, parameters_to_ndarrays
 
         rows = []
@@ -506,6 +697,21 @@ class ObservedLegacyStrategy(LegacyStrategy):
         return self.strategy.aggregate_evaluate(server_round, results, failures)
 
     def evaluate(self, server_round, parameters):
+        """Delegate the server-side evaluation, then record the round.
+
+        Parameters
+        ----------
+        server_round : int
+            The round just finished (0 = initial model).
+        parameters : flwr.common.Parameters
+            The global model.
+
+        Returns
+        -------
+        tuple of (float, dict) or None
+            The wrapped strategy's ``(loss, metrics)``; the loss is recorded as ``aux_loss``, the
+            metrics (e.g. ``aux_accuracy``) as further server metrics.
+        """
         from flwr.common import parameters_to_ndarrays
 
         result = self.strategy.evaluate(server_round, parameters)

@@ -415,10 +415,33 @@ class InstrumentedStrategy(ObservedStrategy):
         ``lr`` / ``learning-rate`` and ``local-epochs`` / ``epochs`` are the FactSheet's learning
         rate and local epochs when present.
 
+        Parameters
+        ----------
+        grid : flwr.serverapp.Grid
+            Flower's connection to the SuperNodes; the run starts once the expected nodes are
+            connected (``num_clients``, else the strategy's ``min_available_nodes``).
+        initial_arrays : flwr.app.ArrayRecord
+            The initial global model (round 0), in the model's ``state_dict`` order.
+        num_rounds : int
+            Training rounds (default 3).
+        timeout : float
+            Seconds to wait for the nodes, at the start and for their replies in each round
+            (default 3600).
+        train_config, evaluate_config : flwr.app.ConfigRecord, optional
+            Sent to the nodes with every training / evaluation message (default: empty).
+        evaluate_fn : callable, optional
+            The app's own ``evaluate_fn(server_round, arrays) -> MetricRecord | None``, as above
+            (default none).
+
         Returns
         -------
         flwr.serverapp.strategy.Result
             Flower's result; the run folder is :attr:`run_folder`.
+
+        Raises
+        ------
+        TimeoutError
+            If too few SuperNodes connect within ``timeout``.
         """
         from fltrust.runs import RunFolder, RunRecorder, locked
 

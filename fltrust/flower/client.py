@@ -74,6 +74,26 @@ class ClientReport:
 
         The evaluation runs on the model's device (the validation tensors are moved there once),
         so a CUDA model is evaluated on CUDA.
+
+        Parameters
+        ----------
+        model : torch.nn.Module
+            The client's model; each evaluation loads the parameters to evaluate into it.
+        x_val, y_val : torch.Tensor
+            The client's validation inputs and integer labels.
+        partition_id : int or None
+            The client id, as in :class:`ClientReport`.
+        num_classes : int
+            C, the size of the confusion matrix.
+        batch_size : int
+            Evaluation mini-batch (default 1024; with ``loss_scaling="per_batch_sum"`` use the
+            training batch size, as that convention depends on it).
+        loss_scaling : {"mean", "per_batch_sum"}
+            The loss convention of :func:`fltrust.core.evaluation.evaluate` (default ``"mean"``).
+
+        Returns
+        -------
+        ClientReport
         """
         import torch
 
@@ -143,6 +163,16 @@ class ClientReport:
             one sent (Ditto's personal model).
         extra : mapping, optional
             More scalar metrics to send (e.g. a strategy's loss key).
+
+        Returns
+        -------
+        flwr.app.MetricRecord
+            The keys of :mod:`fltrust.flower.records`, the confusion matrix as a flat list.
+
+        Raises
+        ------
+        RuntimeError
+            If :meth:`reward` was not called first.
         """
         from flwr.app import MetricRecord
 
@@ -152,7 +182,21 @@ class ClientReport:
         return MetricRecord(values)
 
     def finish_legacy(self, trained: Any, **kwargs: Any) -> dict[str, Any]:
-        """:meth:`finish` for the legacy API: a dict of scalars (the confusion matrix as JSON)."""
+        """:meth:`finish` for the legacy API: a dict of scalars (the confusion matrix as JSON).
+
+        Parameters
+        ----------
+        trained : list of arrays, ArrayRecord or state_dict
+            The model the client sends back.
+        **kwargs
+            :meth:`finish`'s keywords: ``num_examples``, ``num_batches`` and ``train_loss``
+            (required), ``performance`` and ``extra`` (optional).
+
+        Returns
+        -------
+        dict of str to Any
+            The fit metrics for ``NumPyClient.fit`` (``partition-id`` included when known).
+        """
         values, confusion = self._values(trained, performance=kwargs.pop("performance", None),
                                          extra=kwargs.pop("extra", None), **kwargs)
         values[CONFUSION_KEY] = confusion_to_metric(confusion, legacy=True)

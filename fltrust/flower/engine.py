@@ -601,6 +601,30 @@ class FlowerEngine(Engine):
 
         An interrupted Flower run is not resumed: it restarts from round 0 (``resume`` only
         decides whether that is logged).
+
+        Parameters
+        ----------
+        recorder : RunRecorder
+            The run folder's recorder: runs the observers, writes the rounds and the summary.
+        info : RunInfo
+            What the observers learn at the start (run id, clients, class counts, ...).
+        resume : bool
+            Log a warning when the folder holds an earlier, interrupted run (default True).
+        extra_summary : dict, optional
+            Further fields for ``summary.json`` (override the engine's own of the same name).
+        dataset_extra : dict, optional
+            Further entries for ``dataset.json``.
+
+        Returns
+        -------
+        dict of str to Any
+            The summary fields the engine wrote: as ``Engine.run``'s, plus ``flower`` (the Flower
+            version and timings).
+
+        Raises
+        ------
+        RuntimeError
+            If the simulation ends without finishing its rounds.
         """
         cfg = self.cfg
         folder = recorder.folder

@@ -60,7 +60,24 @@ BOOKKEEPING_KEYS = frozenset({CLIENT_ID_KEY, "num-partitions", CONFUSION_KEY, LA
 
 
 def params_to_arrays(params: Params, names: Sequence[str] | None = None):
-    """A Flower ``ArrayRecord`` holding ``params`` (keys ``names``, default ``"0"``, ``"1"``, ...)."""
+    """A Flower ``ArrayRecord`` holding ``params`` (keys ``names``, default ``"0"``, ``"1"``, ...).
+
+    Parameters
+    ----------
+    params : Params
+        The arrays, in order (copied to contiguous memory where needed).
+    names : sequence of str, optional
+        One key per array, e.g. the model's ``state_dict`` keys (default: the positions).
+
+    Returns
+    -------
+    flwr.app.ArrayRecord
+
+    Raises
+    ------
+    ValueError
+        If ``names`` and ``params`` differ in length.
+    """
     from flwr.app import Array, ArrayRecord
 
     names = [str(i) for i in range(len(params))] if names is None else list(names)
@@ -75,6 +92,22 @@ def arrays_to_params(record, like: Params | None = None) -> Params:
     With ``like`` (the reference model), every array is cast back to the reference dtype
     (integers rounded): Flower's aggregations return float64 for integer buffers (BatchNorm's
     ``num_batches_tracked``) and QFedAvg returns float64 for float32 models.
+
+    Parameters
+    ----------
+    record : flwr.app.ArrayRecord
+        The record to read.
+    like : Params, optional
+        The reference model (default none: the record's dtypes are kept).
+
+    Returns
+    -------
+    Params
+
+    Raises
+    ------
+    ValueError
+        If ``like`` holds another number of arrays than the record.
     """
     params = [np.array(array.numpy(), copy=True) for array in record.values()]
     if like is None:
@@ -85,7 +118,25 @@ def arrays_to_params(record, like: Params | None = None) -> Params:
 
 
 def cast_like(value: np.ndarray, like: np.ndarray) -> np.ndarray:
-    """``value`` in ``like``'s dtype and shape (integers rounded, as fltrust's aggregations do)."""
+    """``value`` in ``like``'s dtype and shape (integers rounded, as fltrust's aggregations do).
+
+    Parameters
+    ----------
+    value : array_like
+        The values, with as many entries as ``like``.
+    like : numpy.ndarray
+        The reference array.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``value`` itself (reshaped) when the dtype already matches, else a converted copy.
+
+    Examples
+    --------
+    >>> cast_like(np.array([1.6, 2.4]), np.zeros(2, dtype=np.int64))
+    array([2, 2])
+    """
     value = np.asarray(value).reshape(like.shape)
     if value.dtype == like.dtype:
         return value
@@ -106,7 +157,27 @@ def confusion_from_metric(value: Any) -> np.ndarray:
 
 
 def confusion_to_metric(confusion: np.ndarray, *, legacy: bool = False) -> list[int] | str:
-    """Flatten a K x K confusion matrix for a MetricRecord (legacy API: a JSON string)."""
+    """Flatten a K x K confusion matrix for a MetricRecord (legacy API: a JSON string).
+
+    Parameters
+    ----------
+    confusion : numpy.ndarray
+        The K x K matrix (rows true, columns predicted).
+    legacy : bool
+        Return a JSON string, as the legacy API's scalar-only metrics need (default False).
+
+    Returns
+    -------
+    list of int or str
+        The entries row-major; :func:`confusion_from_metric` reads either form back.
+
+    Examples
+    --------
+    >>> confusion_to_metric(np.array([[3, 1], [0, 2]]))
+    [3, 1, 0, 2]
+    >>> confusion_to_metric(np.array([[3, 1], [0, 2]]), legacy=True)
+    '[3, 1, 0, 2]'
+    """
     flat = [int(v) for v in np.asarray(confusion).reshape(-1)]
     return json.dumps(flat) if legacy else flat
 
@@ -117,6 +188,25 @@ def client_values(metrics: Mapping[str, Any], *, keep_extra: bool = True) -> dic
     Renames Flower's keys (``num-examples`` -> ``num_samples``, ``num-batches`` ->
     ``num_batches``), drops bookkeeping (client id, confusion) and, unless ``keep_extra``, every
     key that is not a standard RoundRecord key.
+
+    Parameters
+    ----------
+    metrics : mapping
+        One client's reply metrics.
+    keep_extra : bool
+        Keep scalar keys beyond :data:`STANDARD_CLIENT_KEYS` (default True).
+
+    Returns
+    -------
+    dict of str to float
+
+    Examples
+    --------
+    >>> m = {"partition-id": 3, "num-examples": 120, "accuracy": 0.5, "qffl_loss": 0.7, "confusion": [1, 0, 0, 1]}
+    >>> client_values(m)
+    {'num_samples': 120.0, 'accuracy': 0.5, 'qffl_loss': 0.7}
+    >>> client_values(m, keep_extra=False)
+    {'num_samples': 120.0, 'accuracy': 0.5}
     """
     out: dict[str, float] = {}
     for key, value in metrics.items():

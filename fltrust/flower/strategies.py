@@ -75,6 +75,20 @@ def mean_scalar_metrics(records: list[RecordDict], weighted_by_key: str) -> Metr
 
     Flower's default also averages list metrics and fails on lists of different lengths; fltrust
     reads every client's own values through the adapter, so this summary is only for Flower's log.
+
+    Parameters
+    ----------
+    records : list of flwr.app.RecordDict
+        The replies' contents; the first MetricRecord of each is read, and the keys averaged are
+        the int/float keys of the first reply.
+    weighted_by_key : str
+        The metric holding each reply's weight (e.g. ``num-examples``); all weights zero: equal
+        weights.
+
+    Returns
+    -------
+    flwr.app.MetricRecord
+        The weighted means, without ``weighted_by_key`` itself.
     """
     rows = [next(iter(r.metric_records.values())) for r in records]
     weights = np.asarray([float(m[weighted_by_key]) for m in rows])
@@ -114,7 +128,25 @@ class Ditto(FedAvg):
 
     def configure_train(self, server_round: int, arrays: ArrayRecord, config: ConfigRecord,
                         grid: Grid) -> Iterable[Message]:
-        """FedAvg's messages, each with the node's own personal model (server store)."""
+        """FedAvg's messages, each with the node's own personal model (server store).
+
+        Parameters
+        ----------
+        server_round : int
+            The round, from 1.
+        arrays : flwr.app.ArrayRecord
+            The global model sent out.
+        config : flwr.app.ConfigRecord
+            The training config; ``ditto-personal`` (where the personal model lives) is added.
+        grid : flwr.serverapp.Grid
+            The connection to the nodes.
+
+        Returns
+        -------
+        list of flwr.app.Message
+            One training message per node FedAvg selected; with the server store, a node that
+            has a personal model gets it under ``personal``.
+        """
         config[DITTO_STORE_KEY] = self.personal_store
         messages = list(super().configure_train(server_round, arrays, config, grid))
         if self.personal_store == "client":
@@ -129,7 +161,22 @@ class Ditto(FedAvg):
         return out
 
     def aggregate_train(self, server_round: int, replies: Iterable[Message]) -> tuple[ArrayRecord | None, MetricRecord | None]:
-        """Keep the returned personal models, then FedAvg the global track."""
+        """Keep the returned personal models, then FedAvg the global track.
+
+        Parameters
+        ----------
+        server_round : int
+            The round, from 1.
+        replies : iterable of flwr.app.Message
+            The nodes' training replies; a ``personal`` ArrayRecord is
+            kept (server store) and removed before FedAvg sees the reply.
+
+        Returns
+        -------
+        tuple of (flwr.app.ArrayRecord or None, flwr.app.MetricRecord or None)
+            The aggregated model and the replies' summarised metrics; ``(None, None)`` when no
+            valid reply arrived.
+        """
         replies = list(replies)
         for reply in replies:
             if not reply.has_error() and PERSONAL_KEY in reply.content.array_records:
@@ -169,7 +216,26 @@ class QFedAvg(FlowerQFedAvg):
         super().summary()
 
     def aggregate_train(self, server_round: int, replies: Iterable[Message]) -> tuple[ArrayRecord | None, MetricRecord | None]:
-        """Flower's q-FedAvg (``qffl``) or the central-loss legacy update (``flower_legacy``)."""
+        """Flower's q-FedAvg (``qffl``) or the central-loss legacy update (``flower_legacy``).
+
+        Parameters
+        ----------
+        server_round : int
+            The round, from 1.
+        replies : iterable of flwr.app.Message
+            The nodes' training replies.
+
+        Returns
+        -------
+        tuple of (flwr.app.ArrayRecord or None, flwr.app.MetricRecord or None)
+            The aggregated model and the replies' summarised metrics; ``(None, None)`` when no
+            valid reply arrived.
+
+        Raises
+        ------
+        RuntimeError
+            If called before :meth:`configure_train` (on the ``qffl_aggregate`` path).
+        """
         replies = list(replies)
         current = self.current_arrays
         integer = current is not None and any(np.issubdtype(a.numpy().dtype, np.integer) for a in current.values())
@@ -206,7 +272,21 @@ class SeededServerSideFixedClipping(DifferentialPrivacyServerSideFixedClipping):
         self.seed = int(seed)
 
     def aggregate_train(self, server_round: int, replies: Iterable[Message]) -> tuple[ArrayRecord | None, MetricRecord | None]:
-        """Clip, aggregate and add noise (Flower's code) under a seeded global NumPy generator."""
+        """Clip, aggregate and add noise (Flower's code) under a seeded global NumPy generator.
+
+        Parameters
+        ----------
+        server_round : int
+            The round, from 1; with the wrapper's ``seed`` it seeds the noise.
+        replies : iterable of flwr.app.Message
+            The nodes' training replies.
+
+        Returns
+        -------
+        tuple of (flwr.app.ArrayRecord or None, flwr.app.MetricRecord or None)
+            The aggregated model and the replies' summarised metrics; ``(None, None)`` when no
+            valid reply arrived.
+        """
         state = np.random.get_state()
         np.random.seed(np.random.SeedSequence([self.seed, server_round, 13]).generate_state(4))
         try:
@@ -221,12 +301,26 @@ def build_flower_strategy(cfg: "ExperimentConfig", *, central_loss: Callable[[in
 
     Parameters
     ----------
+    cfg : ExperimentConfig
+        The run's configuration (``strategy``, ``privacy``, the clients per round).
     central_loss : callable, optional
         ``central_loss(round, arrays)`` for q-FedAvg's ``flower_legacy`` variant.
     server_noise : float, optional
         Noise multiplier of server-side DP (``privacy.mode: server``).
     ditto_personal_store : str
-        Where Ditto keeps personal models (:class:`Ditto`).
+        Where Ditto keeps personal models (:class:`Ditto`; default ``"server"``; under server-side
+        DP always ``"client"``).
+
+    Returns
+    -------
+    flwr.serverapp.strategy.Strategy
+        Trains every node it is offered and never evaluates on clients; wrapped in
+        :class:`SeededServerSideFixedClipping` under server-side DP.
+
+    Raises
+    ------
+    ValueError
+        If ``privacy.mode`` is ``server`` and ``server_noise`` is missing.
     """
     s = cfg.strategy
     m = cfg.clients_per_round()
@@ -280,7 +374,22 @@ from flwr.common.secure_aggregation.secaggplus_constants import RECORD_KEY_CONFI
 
 def secagg_when_asked(msg: Message, context, call_next):
     """ClientApp mod: Flower's ``secaggplus_mod`` for SecAgg+ protocol messages, a pass-through
-    for every other message (so one ClientApp serves plain and secagg+ runs)."""
+    for every other message (so one ClientApp serves plain and secagg+ runs).
+
+    Parameters
+    ----------
+    msg : flwr.app.Message
+        The incoming message; a SecAgg+ one carries the protocol's ConfigRecord.
+    context : flwr.app.Context
+        The ClientApp's context.
+    call_next : callable
+        The next handler, ``call_next(msg, context) -> Message``.
+
+    Returns
+    -------
+    flwr.app.Message
+        The reply.
+    """
     if SECAGG_CONFIG_KEY in msg.content.config_records:
         from flwr.client.mod import secaggplus_mod
 
@@ -312,7 +421,27 @@ class SampledLegacyFedAvg(LegacyFedAvg):
         self.fit_metrics_hook = fit_metrics_hook
 
     def configure_fit(self, server_round, parameters, client_manager):
-        """The sampled clients' nodes, each with ``{"server-round": k}``."""
+        """The sampled clients' nodes, each with ``{"server-round": k}``.
+
+        Parameters
+        ----------
+        server_round : int
+            The round k, from 1 (seeds the sampler).
+        parameters : flwr.common.Parameters
+            The global model sent to each sampled node.
+        client_manager : flwr.server.client_manager.ClientManager
+            The connected nodes.
+
+        Returns
+        -------
+        list of tuple of (ClientProxy, FitIns)
+            One per sampled client, in the sampler's order.
+
+        Raises
+        ------
+        RuntimeError
+            If a sampled client has no connected SuperNode.
+        """
         from flwr.common import FitIns
 
         by_client = {c: n for n, c in self.node_partitions.items()}
@@ -325,6 +454,22 @@ class SampledLegacyFedAvg(LegacyFedAvg):
         return [(proxies[by_client[c]], fit_ins) for c in ids]
 
     def aggregate_fit(self, server_round, results, failures):  # noqa: D102
+        """Hand the fit metrics to ``fit_metrics_hook``, then the legacy FedAvg.
+
+        Parameters
+        ----------
+        server_round : int
+            The round, from 1.
+        results : list of tuple of (ClientProxy, FitRes)
+            The clients' results.
+        failures : list
+            Failed clients, passed on.
+
+        Returns
+        -------
+        tuple of (flwr.common.Parameters or None, dict)
+            The legacy FedAvg's result.
+        """
         if self.fit_metrics_hook is not None:
             self.fit_metrics_hook(server_round, [dict(res.metrics or {}) for _, res in results])
         return super().aggregate_fit(server_round, results, failures)
@@ -357,6 +502,22 @@ class ObservedSecAggPlusWorkflow(SecAggPlusWorkflow):
         super().__call__(grid, context)
 
     def collect_masked_vectors_stage(self, grid: Grid, context, state) -> bool:  # noqa: D102
+        """Flower's stage, then ``on_errors(round, reasons)`` with one reason per error reply.
+
+        Parameters
+        ----------
+        grid : flwr.serverapp.Grid
+            The connection to the nodes.
+        context : flwr.server.LegacyContext
+            The workflow's context (its config holds the current round).
+        state : WorkflowState
+            The SecAgg+ protocol state Flower passes between the stages.
+
+        Returns
+        -------
+        bool
+            Whether the stage succeeded (Flower's result, unchanged).
+        """
         ok = super().collect_masked_vectors_stage(grid, context, state)
         errors = {id(e.args[0]): e.args[0] for e in state.failures if e.args}
         if self.on_errors is not None:
@@ -364,6 +525,22 @@ class ObservedSecAggPlusWorkflow(SecAggPlusWorkflow):
         return ok
 
     def unmask_stage(self, grid: Grid, context, state) -> bool:  # noqa: D102
+        """Flower's stage, then ``on_done(round, ok)`` with whether it produced an aggregate.
+
+        Parameters
+        ----------
+        grid : flwr.serverapp.Grid
+            The connection to the nodes.
+        context : flwr.server.LegacyContext
+            The workflow's context (its config holds the current round).
+        state : WorkflowState
+            The SecAgg+ protocol state Flower passes between the stages.
+
+        Returns
+        -------
+        bool
+            Whether the stage succeeded (Flower's result, unchanged).
+        """
         ok = super().unmask_stage(grid, context, state)
         if self.on_done is not None:
             self.on_done(self._round(context), bool(ok))
