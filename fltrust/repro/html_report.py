@@ -39,10 +39,11 @@ from pathlib import Path
 from markdown_it import MarkdownIt  # pinned in constraints.txt; arrives with flwr and codecarbon via rich
 
 from fltrust.core.io import atomic_write_text
+from fltrust.repro.paths import repo_root
 
 __all__ = ["PAPERS", "markdown_to_html", "report_html", "write_report", "write_reports"]
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = repo_root()  # the checkout ($FLTRUST_REPO, this source tree, or the cwd's): fltrust.repro.paths
 
 
 @dataclass(frozen=True)

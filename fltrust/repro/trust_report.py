@@ -39,6 +39,7 @@ import yaml
 
 from fltrust.repro.results import ResultsError, load_result_files
 from fltrust.repro.markdown import DASH, fmt, fmt_raw, is_missing, lines, mark, render
+from fltrust.repro.paths import REPO_ENV
 from fltrust.repro.trust_experiments import ABLATION_FILE, COMPARED_MODES, EXPERIMENTS, EXTENDED_MODE, PAPER_DIR
 from fltrust.core.io import atomic_write_text
 
@@ -126,7 +127,8 @@ def load_reported(path: str | Path = REPORTED_FILE) -> dict[str, Any]:
     """
     path = Path(path)
     if not path.is_file():
-        raise ResultsError(f"{path} does not exist; it ships with the repository (papers_repro/federatedtrust/)")
+        raise ResultsError(f"{path} does not exist; it ships with the fltrust checkout (papers_repro/federatedtrust/):"
+                           f" work inside the checkout or set {REPO_ENV} to it")
     data = yaml.safe_load(path.read_text())
     missing = [k for k in ("tolerance", "pillars", "pillar_labels", "experiments", "inconsistencies")
                if not isinstance(data, dict) or k not in data]
@@ -313,7 +315,7 @@ def _mode_columns(modes: Sequence[str]) -> list[str]:
 
 
 def _score_table(sub: pd.DataFrame, items: Sequence[str], modes: Sequence[str]) -> pd.DataFrame:
-    """Trust and pillar scores of one experiment (rows of :func:`comparison_frame`): paper, then ours and Δ per mode."""
+    """Trust and pillar scores of one experiment (:func:`comparison_frame` rows): paper, then ours and Δ per mode."""
     rows = []
     for item in items:
         part = sub[sub["item"] == item]
@@ -348,7 +350,9 @@ def _metric_table(sub: pd.DataFrame, modes: Sequence[str]) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["metric", "paper"] + _mode_columns(modes))
 
 
-def _match_tables(comparison: pd.DataFrame, metrics: pd.DataFrame, modes: Sequence[str]) -> tuple[pd.DataFrame, list[str]]:
+def _match_tables(
+    comparison: pd.DataFrame, metrics: pd.DataFrame, modes: Sequence[str],
+) -> tuple[pd.DataFrame, list[str]]:
     """Matches per mode split by :func:`match_source`, and one line per mode listing its coincidental matches."""
     rows, listed = [], []
     for mode in modes:
@@ -375,8 +379,8 @@ def _timing_table(results: Sequence[dict[str, Any]]) -> pd.DataFrame:
     rows = []
     for _, row in timing_frame(results).iterrows():
         flags = " ".join(f for f in ("synthetic", "quick") if row[f])
-        rounds = str(int(row["rounds"])) + ("" if is_missing(row["paper_rounds"]) or row["paper_rounds"] == row["rounds"]
-                                            else f" (paper {int(row['paper_rounds'])})")
+        same = is_missing(row["paper_rounds"]) or row["paper_rounds"] == row["rounds"]
+        rounds = str(int(row["rounds"])) + ("" if same else f" (paper {int(row['paper_rounds'])})")
         dp = "none" if row["privacy"] == "none" else f"{row['privacy']} ε={row['epsilon']:g}"
         if not is_missing(row["epsilon_spent"]):
             dp += f" (spent {row['epsilon_spent']:.2f})"
@@ -442,9 +446,9 @@ def _dp_section(results: Sequence[dict[str, Any]]) -> dict[str, Any] | None:
     return {
         "collapsed": " and ".join(collapsed),
         "threshold": f"{COLLAPSE_ACCURACY:.3f}",
-        "table": pd.DataFrame(rows, columns=["exp", "m / N, T, ε", "server acc.", "collapsed", "‖noise‖ per upload",
-                                             "‖noise‖ on the mean", "‖change‖ per round", "noise / change",
-                                             "‖w‖ round 1 → T"]),
+        "table": pd.DataFrame(rows, columns=[
+            "exp", "m / N, T, ε", "server acc.", "collapsed", "‖noise‖ per upload", "‖noise‖ on the mean",
+            "‖change‖ per round", "noise / change", "‖w‖ round 1 → T"]),
     }
 
 
