@@ -43,7 +43,9 @@ from pathlib import Path
 from collections.abc import Callable, Iterator
 from typing import Any
 
-REPO = Path(__file__).resolve().parents[2]
+from fltrust.repro.paths import repo_root
+
+REPO = repo_root()  # the checkout ($FLTRUST_REPO, this source tree, or the cwd's): fltrust.repro.paths
 NOTEBOOKS = REPO / "notebooks"
 
 

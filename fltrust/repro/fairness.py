@@ -32,10 +32,11 @@ from fltrust.config import ExperimentConfig, load_config
 from fltrust.core.io import atomic_write_text, to_plain
 from fltrust.metrics.fairness import table3_window_mean
 from fltrust.repro.fairness_conditions import DATASETS, QUICK_OVERRIDES, quick_overrides
+from fltrust.repro.paths import repo_root
 from fltrust.runs import RunRecord, load_run
 
 NOTIONS = ("f_j", "f_g", "f_r", "f_o", "F_T")
-REPO = Path(__file__).resolve().parents[2]
+REPO = repo_root()  # the checkout ($FLTRUST_REPO, this source tree, or the cwd's): fltrust.repro.paths
 PAPER_DIR = REPO / "papers_repro" / "fairness_analytics"
 CONFIG_DIR = PAPER_DIR / "configs"
 RESULTS_DIR = PAPER_DIR / "results"

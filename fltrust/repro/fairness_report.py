@@ -22,6 +22,10 @@ mode, window and timing) and hands both to :func:`write_results_md`. The file ha
    the number of repeats and the seeding;
 7. the conditions not run yet.
 
+The text is the Jinja2 template ``templates/fairness/results.md.j2`` (with its sections ``misses``
+and ``data_scale``) over tables built here as DataFrames of display strings with the formatters of
+:mod:`fltrust.repro.markdown`.
+
 Spec and bug references ("fairness spec §N", "trust spec §N", "Bn") are defined in ``docs/references.md``.
 """
 
@@ -35,7 +39,7 @@ import pandas as pd
 import yaml
 
 from fltrust.repro.results import ResultsError, load_result_files
-from fltrust.repro.markdown import format_number, is_missing, markdown_table
+from fltrust.repro.markdown import fmt, is_missing, lines, mark, render
 from fltrust.repro.fairness import PAPER_DIR, STRICT_TOLERANCE, load_reported, table3
 from fltrust.repro.fairness_conditions import DATASETS, SETTINGS, STRATEGIES, all_conditions, condition_name
 from fltrust.core.io import atomic_write_text
@@ -162,33 +166,34 @@ def missing_conditions(results: Sequence[dict[str, Any]], mode: str = "faithful"
     return [condition_name(*c) for c in all_conditions() if condition_name(*c) not in done]
 
 
+# ---------------------------------------------------------------------------------------------
+# Markdown: tables of display strings for the templates in fltrust/repro/templates/fairness/
+# ---------------------------------------------------------------------------------------------
+
+TEMPLATE = "fairness/results.md.j2"
+"""RESULTS.md's template; its sections ``fairness/misses.md.j2`` and ``fairness/data_scale.md.j2``
+are also rendered alone by :func:`misses_markdown` and :func:`data_scale_markdown`."""
+
+DIGITS = 3
+"""Decimals of our F_T, notions and accuracies (the paper's Table 3 has 2)."""
 
 
-def _fmt(value: Any, digits: int = 3, *, signed: bool = False) -> str:
-    return format_number(value, digits, signed=signed)
-
-
-def _mark(row: pd.Series) -> str:
-    """✓✓ within ±0.05, ✓ within the tolerance only, ✗ outside it."""
-    if not is_missing(row.get("within_strict")) and bool(row["within_strict"]):
-        return "✓✓"
-    return "✓" if bool(row["within_tolerance"]) else "✗"
+def _ours(row: pd.Series) -> str:
+    """``ours ± std`` of one result (no std with a single repeat)."""
+    text = fmt(row["ours_F_T"], DIGITS)
+    return text if is_missing(row["ours_std"]) else f"{text} ± {fmt(row['ours_std'], DIGITS)}"
 
 
 def _cell(row: pd.Series | None, paper: float | None) -> str:
     """``paper / ours ± std (n) / Δ / ✓✓|✓|✗`` of one Table 3 cell."""
-    paper_text = "–" if paper is None else f"{paper:.2f}"
+    paper_text = fmt(paper, 2)
     if row is None:
         return f"{paper_text} / not run"
-    ours = _fmt(row["ours_F_T"])
-    if not is_missing(row["ours_std"]):
-        ours += f" ± {_fmt(row['ours_std'])}"
-    ours += f" (n={int(row['repeats'])})"
+    ours = f"{_ours(row)} (n={int(row['repeats'])})"
     if is_missing(row["within_tolerance"]) or is_missing(row["delta"]):
         return f"{paper_text} / {ours}"
-    return f"{paper_text} / {ours} / Δ {_fmt(row['delta'], signed=True)} / {_mark(row)}"
-
-
+    return (f"{paper_text} / {ours} / Δ {fmt(row['delta'], DIGITS, signed=True)} / "
+            f"{mark(row['within_tolerance'], row['within_strict'])}")
 
 
 def _add_result_columns(table: pd.DataFrame, results: Sequence[dict[str, Any]]) -> pd.DataFrame:
@@ -242,6 +247,58 @@ def _single_notion_shifts(row: pd.Series) -> str:
     return "; ".join(parts)
 
 
+def _misses_section(
+    table: pd.DataFrame, misses: dict[str, dict[str, Any]], threshold: float,
+) -> dict[str, Any]:
+    """Variables of ``fairness/misses.md.j2``: one entry per miss, worst first, and the unexplained ones."""
+    sub = table[(table["mode"] == "faithful") & table["delta"].notna()] if not table.empty else table
+    sub = sub[[abs(float(d)) > threshold + 1e-12 for d in sub["delta"]]] if not sub.empty else sub
+    entries, unexplained = [], []
+    for i in sorted(sub.index, key=lambda i: -abs(float(sub.at[i, "delta"]))):
+        row = sub.loc[i]
+        name = row["condition"]
+        entry = misses.get(name)
+        if entry is None or entry["cause"] == "unexplained":
+            unexplained.append(name)
+        item = {
+            "name": name,
+            "paper": fmt(row["paper_F_T"], 2),
+            "ours": _ours(row),
+            "repeats": int(row["repeats"]),
+            "delta": fmt(row["delta"], DIGITS, signed=True),
+            "band": "within ±0.10" if bool(row["within_tolerance"]) else "outside ±0.10",
+            "window": f"{row['window'][0]}-{row['window'][1]}",
+            "notions": ", ".join(f"{k} {fmt(row[k], DIGITS)}" for k in ("f_j", "f_g", "f_r", "f_o")),
+            "accuracy": fmt(row["mean_local_accuracy"], DIGITS),
+            "clients": int(row["clients"]),
+            "alone": _single_notion_shifts(row),
+            "entry": None,
+        }
+        if entry is not None:
+            experiment = entry["experiment"] or {}
+            item["entry"] = {
+                "notion": entry["notion"],
+                "cause": entry["cause"],
+                "explanation": _one_line(entry["explanation"]),
+                "evidence": _one_line(entry["evidence"]) if entry.get("evidence") else "",
+                "status": experiment.get("status", "not yet run"),
+                "experiment": _one_line(experiment.get("name", "")),
+                "result": _one_line(experiment["result"]) if experiment.get("result") else "",
+            }
+        entries.append(item)
+    return {
+        "threshold": f"{threshold:.2f}",
+        "entries": entries,
+        "unexplained": ", ".join(unexplained),
+        "resolved": ", ".join(sorted(set(misses) - set(sub["condition"]))),
+    }
+
+
+def _one_line(text: Any) -> str:
+    """Hand-written YAML text on one line: its line breaks and runs of spaces become single spaces."""
+    return " ".join(str(text).split())
+
+
 def misses_markdown(
     table: pd.DataFrame,
     misses: dict[str, dict[str, Any]] | None = None,
@@ -255,60 +312,27 @@ def misses_markdown(
     the cause, the evidence and the cheap experiment with its status and result. A miss without
     an entry is an **unexplained finding**. Entries of conditions that are no longer misses are
     listed at the end.
+
+    Parameters
+    ----------
+    table : pandas.DataFrame
+        :func:`summary_table` of the results.
+    misses : dict, optional
+        Miss explanations (default: :func:`load_misses`).
+    threshold : float
+        |Δ F_T| above which a faithful condition is a miss (default: :data:`STRICT_TOLERANCE`).
+
+    Returns
+    -------
+    list of str
+        The section's lines (template ``fairness/misses.md.j2``).
     """
     misses = load_misses() if misses is None else misses
-    sub = table[(table["mode"] == "faithful") & table["delta"].notna()] if not table.empty else table
-    sub = sub[[abs(float(d)) > threshold + 1e-12 for d in sub["delta"]]] if not sub.empty else sub
-    out = [f"Every faithful-mode condition with |Δ F_T| > {threshold:.2f}, worst first. Table 3 gives only F_T, "
-           "not the four notions, so the notion that drives a gap is named from the closed forms of the fairness "
-           "spec (2.4: f_g of CIFAR-10 and q-FedAvg NSL-KDD is a function of accuracy; 3: the sign of the "
-           "cumulative FedSV decides f_j and f_r) and the authors' reported observations (spec 3), checked against "
-           "our per-client data where the results hold it. 'Alone' = the value one notion would need, the others fixed, for F_T to equal the "
-           "paper's (F_T is the mean of the four).", ""]
-    if sub.empty:
-        return out + ["No miss: every run condition is within ±0.05."]
-    order = sorted(sub.index, key=lambda i: -abs(float(sub.at[i, "delta"])))
-    unexplained = []
-    for i in order:
-        row = sub.loc[i]
-        name = row["condition"]
-        std = "" if is_missing(row["ours_std"]) else f" ± {_fmt(row['ours_std'])}"
-        band = "within ±0.10" if bool(row["within_tolerance"]) else "outside ±0.10"
-        out += [f"### {name}: paper {float(row['paper_F_T']):.2f}, ours {_fmt(row['ours_F_T'])}{std} "
-                f"(n={int(row['repeats'])}), Δ {_fmt(row['delta'], signed=True)} ({band})", ""]
-        out += [f"- ours, rounds {row['window'][0]}-{row['window'][1]}: " + ", ".join(
-            f"{k} {_fmt(row[k])}" for k in ("f_j", "f_g", "f_r", "f_o")) +
-            f"; accuracy {_fmt(row['mean_local_accuracy'])}; {int(row['clients'])} clients"]
-        out += [f"- alone: {_single_notion_shifts(row)}"]
-        entry = misses.get(name)
-        if entry is None:
-            unexplained.append(name)
-            out += ["- **UNEXPLAINED (finding)**: no cause has been established for this miss.", ""]
-            continue
-        if entry["cause"] == "unexplained":
-            unexplained.append(name)
-        experiment = entry["experiment"] or {}
-        status = experiment.get("status", "not yet run")
-        out += [f"- driving notion: **{entry['notion']}**",
-                f"- cause: **{entry['cause']}**. {' '.join(str(entry['explanation']).split())}"]
-        if entry.get("evidence"):
-            out += [f"- evidence: {' '.join(str(entry['evidence']).split())}"]
-        text = f"- experiment ({status}): {' '.join(str(experiment.get('name', '')).split())}"
-        if experiment.get("result"):
-            text += f" → {' '.join(str(experiment['result']).split())}"
-        out += [text, ""]
-    if unexplained:
-        out += [f"Unexplained misses (findings): {', '.join(unexplained)}. No tested cause accounts for them; "
-                "they are reported as results of this reproduction.", ""]
-    resolved = sorted(set(misses) - set(sub["condition"]))
-    if resolved:
-        out += ["Explained earlier, now within ±0.05 or not run: " + ", ".join(resolved) + ".", ""]
-    return out
+    return lines(render("fairness/misses.md.j2", misses=_misses_section(table, misses, threshold)))
 
 
-def data_scale_markdown(results: Sequence[dict[str, Any]]) -> list[str]:
-    """One row per condition result: the data its first repeat actually used (``scale`` of
-    :func:`fltrust.repro.fairness.data_scale`); results written before it existed say so."""
+def _scale_table(results: Sequence[dict[str, Any]]) -> pd.DataFrame:
+    """One row per condition result: the data its first repeat used; "n/a" for results older than the record."""
     def spread(v: dict[str, int] | None) -> str:
         return f"{v['median']} ({v['min']}-{v['max']})" if v else "n/a"
 
@@ -320,12 +344,78 @@ def data_scale_markdown(results: Sequence[dict[str, Any]]) -> list[str]:
                      str(sc.get("num_clients", "n/a")), spread(sc.get("train_per_client")),
                      spread(sc.get("val_per_client")),
                      f"{sc['aux_samples']:,}" if sc.get("aux_samples") is not None else "n/a"])
-    if not rows:
-        return ["No condition has run yet."]
-    return markdown_table(
-        ["condition", "mode", "source train / test", "clients", "train / client: median (min-max)",
-         "validation / client", "aux set"], rows,
-    ) + ["", "n/a = a result written before the scale was recorded (rerun the condition to fill it)."]
+    return pd.DataFrame(rows, columns=["condition", "mode", "source train / test", "clients",
+                                       "train / client: median (min-max)", "validation / client", "aux set"])
+
+
+def data_scale_markdown(results: Sequence[dict[str, Any]]) -> list[str]:
+    """Lines of the "Data scale" section: per condition result, the data its first repeat actually used.
+
+    Parameters
+    ----------
+    results : sequence of dict
+        Condition results; ``scale`` is :func:`fltrust.repro.fairness.data_scale` (results
+        written before it existed show ``n/a``).
+
+    Returns
+    -------
+    list of str
+        The section's lines (template ``fairness/data_scale.md.j2``).
+    """
+    return lines(render("fairness/data_scale.md.j2", scale=_scale_table(results)))
+
+
+def _table3_wide(sub: pd.DataFrame, reported: dict[str, Any], clients: dict[str, int]) -> pd.DataFrame:
+    """Table 3 in the paper's layout: one row per dataset, one :func:`_cell` per strategy x setting."""
+    columns = [(s, t) for s in STRATEGIES for t in SETTINGS]
+    rows = []
+    for key, setup in DATASETS.items():
+        label = setup.paper_label
+        if key in clients and clients[key] != setup.num_clients:
+            label += f"; ours: {clients[key]} {'writers' if setup.data == 'femnist' else 'clients'}"
+        cells = [label]
+        for strategy, setting in columns:
+            name = condition_name(strategy, key, setting)
+            match = sub[sub["condition"] == name]
+            cells.append(_cell(None if match.empty else match.iloc[0], reported["values"].get(name)))
+        rows.append(cells)
+    return pd.DataFrame(rows, columns=["Dataset"] + [f"{STRATEGY_LABELS[s]} {t}" for s, t in columns])
+
+
+def _table3_long(sub: pd.DataFrame, reported: dict[str, Any], tol: float) -> pd.DataFrame:
+    """Table 3 as a long table, one row per condition, with explicit strict-band and tolerance verdicts."""
+    rows = []
+    for key in DATASETS:
+        for strategy in STRATEGIES:
+            for setting in SETTINGS:
+                name = condition_name(strategy, key, setting)
+                match = sub[sub["condition"] == name]
+                paper_text = fmt(reported["values"].get(name), 2)
+                if match.empty:
+                    rows.append([name, paper_text, "not run", "", "", "", ""])
+                    continue
+                row = match.iloc[0]
+                rows.append([name, paper_text, _ours(row), str(int(row["repeats"])),
+                             fmt(row["delta"], DIGITS, signed=True), mark(row["within_strict"]),
+                             mark(row["within_tolerance"])])
+    return pd.DataFrame(rows, columns=["condition", "paper F_T", "ours F_T ± std", "n", "Δ",
+                                       f"within ±{STRICT_TOLERANCE:.2f}", f"within ±{tol:.2f}"])
+
+
+def _condition_table(table: pd.DataFrame) -> pd.DataFrame:
+    """The "Per condition" table: notions, F_T, accuracy, rounds, window, sizes, NaN skipped, seconds, flags."""
+    rows = []
+    for _, row in table.sort_values(["mode", "condition"]).iterrows():
+        rows.append([
+            row["condition"], row["mode"],
+            *(fmt(row[k], DIGITS) for k in ("f_j", "f_g", "f_r", "f_o")),
+            fmt(row["ours_F_T"], DIGITS), fmt(row["mean_local_accuracy"], DIGITS),
+            str(int(row["rounds"])), f"{row['window'][0]}-{row['window'][1]}", str(int(row["clients"])),
+            str(int(row["repeats"])), str(int(row["skipped"])), fmt(row["seconds_per_run"], 1),
+            " ".join(flag for flag in ("quick", "synthetic") if row[flag]),
+        ])
+    return pd.DataFrame(rows, columns=["condition", "mode", "f_j", "f_g", "f_r", "f_o", "F_T", "accuracy", "rounds",
+                                       "window", "clients", "repeats", "NaN skipped", "s / run", "flags"])
 
 
 def results_markdown(
@@ -336,7 +426,7 @@ def results_markdown(
     reported: dict[str, Any] | None = None,
     misses: dict[str, dict[str, Any]] | None = None,
 ) -> str:
-    """The text of RESULTS.md (see the module docstring for its sections).
+    """The text of RESULTS.md (see the module docstring for its sections; template :data:`TEMPLATE`).
 
     Parameters
     ----------
@@ -367,8 +457,6 @@ def results_markdown(
     tol = float(tolerance["absolute"])
     table = _add_result_columns(table, results)
     quick = quick or any(r["quick"] for r in results)
-    synthetic = sorted(r["condition"] for r in results if r["synthetic"])
-    command = REGENERATE + (" --quick" if quick else "")
     clients = {}  # our client count per dataset, where a full-size result differs from the paper's
     for res in results:
         if res["quick"]:
@@ -376,120 +464,21 @@ def results_markdown(
         key = "_".join(res["condition"].split("_")[1:-1])
         clients[key] = max(clients.get(key, 0), int(res["num_clients"]))
 
-    out = [
-        "# Federated Fairness Analytics: reproduction of Table 3",
-        "",
-        f"Generated by `{command}` (the summary notebook `notebooks/fairness/summary.ipynb`); do not edit by hand.",
-        f"Metric: general fairness F_T (paper Eq. 13), {reported['source']['protocol']}.",
-        "",
-    ]
-    if quick:
-        out += [
-            "> **⚠ QUICK RUN: these numbers are smoke tests, NOT comparable with the paper.**",
-            "> `--quick` shrinks rounds, clients, local epochs and data so that a condition runs in CPU",
-            "> minutes; the Table 3 window becomes the second half of the run's rounds. Run",
-            f"> `{REGENERATE}` (without `--quick`) for a comparison.",
-            "",
-        ]
-    if synthetic:
-        out += [
-            "> **⚠ SYNTHETIC DATA: the real dataset was missing for "
-            + ", ".join(synthetic)
-            + "; these cells are not comparable with the paper.**",
-            "",
-        ]
-    out += [f"Results: {len(results)} condition result(s). Cell: `paper / ours ± std (n) / Δ / mark` "
-            f"(std over repeats of the per-repeat window mean; ✓✓ = |Δ| ≤ {STRICT_TOLERANCE:.2f}, "
-            f"✓ = {STRICT_TOLERANCE:.2f} < |Δ| ≤ {tol:.2f} (the tolerance), ✗ = |Δ| > {tol:.2f}).", ""]
-
     modes = sorted({r["mode"] for r in results} | {"faithful"}, key=lambda m: (m != "faithful", m))
-    columns = [(s, t) for s in STRATEGIES for t in SETTINGS]
+    tables = []
     for mode in modes:
         sub = table[table["mode"] == mode]
-        out += [f"## Table 3, {mode} mode", ""]
-        if mode != "faithful":
-            out += [f"The {mode} metrics change the definitions (fairness spec 9): Δ is shown for orientation, "
-                    "not as a reproduction check. Window means leave out NaN rounds (a round with fewer than 2 "
-                    "positive FedSV has no f_j / f_r) and count them (column 'NaN skipped' below).", ""]
-        rows = []
-        for key, setup in DATASETS.items():
-            label = setup.paper_label
-            if key in clients and clients[key] != setup.num_clients:
-                label += f"; ours: {clients[key]} {'writers' if setup.data == 'femnist' else 'clients'}"
-            cells = [label]
-            for strategy, setting in columns:
-                name = condition_name(strategy, key, setting)
-                match = sub[sub["condition"] == name]
-                cells.append(_cell(None if match.empty else match.iloc[0], reported["values"].get(name)))
-            rows.append(cells)
-        out += markdown_table(["Dataset"] + [f"{STRATEGY_LABELS[s]} {t}" for s, t in columns], rows)
         checked = sub[sub["within_tolerance"].notna()] if not sub.empty else sub
-        within = int(checked["within_tolerance"].astype(bool).sum()) if not checked.empty else 0
-        strict = int(checked["within_strict"].astype(bool).sum()) if not checked.empty else 0
-        out += ["", f"{strict} of {len(checked)} run condition(s) within ±{STRICT_TOLERANCE:.2f}, {within} within "
-                f"±{tol:.2f} (the tolerance); {len(missing_conditions(results, mode))} of {len(all_conditions())} "
-                "not run.", ""]
-        long_rows = []
-        for key, setup in DATASETS.items():
-            for strategy, setting in columns:
-                name = condition_name(strategy, key, setting)
-                match = sub[sub["condition"] == name]
-                paper = reported["values"].get(name)
-                paper_text = "–" if paper is None else f"{paper:.2f}"
-                if match.empty:
-                    long_rows.append([name, paper_text, "not run", "", "", "", ""])
-                    continue
-                row = match.iloc[0]
-                ours = _fmt(row["ours_F_T"]) + ("" if is_missing(row["ours_std"]) else f" ± {_fmt(row['ours_std'])}")
-                marks = ["–" if is_missing(row[k]) else ("✓" if bool(row[k]) else "✗")
-                         for k in ("within_strict", "within_tolerance")]
-                long_rows.append([name, paper_text, ours, str(int(row["repeats"])),
-                                  _fmt(row["delta"], signed=True), *marks])
-        out += markdown_table(["condition", "paper F_T", "ours F_T ± std", "n", "Δ",
-                               f"within ±{STRICT_TOLERANCE:.2f}", f"within ±{tol:.2f}"], long_rows)
-        out += [""]
+        tables.append({
+            "mode": mode,
+            "wide": _table3_wide(sub, reported, clients),
+            "strict": int(checked["within_strict"].astype(bool).sum()) if not checked.empty else 0,
+            "within": int(checked["within_tolerance"].astype(bool).sum()) if not checked.empty else 0,
+            "checked": len(checked),
+            "missing": missing_conditions(results, mode),
+            "long": _table3_long(sub, reported, tol),
+        })
 
-    out += [
-        "## Tolerance",
-        "",
-        f"|Δ| ≤ {tol:.2f} (absolute, on F_T). {' '.join(str(tolerance['reason']).split())} "
-        f"The tighter ±{STRICT_TOLERANCE:.2f} column is reported next to it; a miss beyond ±{STRICT_TOLERANCE:.2f} "
-        "is explained below.",
-        "",
-    ]
-    stale = stale_results(results)
-    if stale:
-        out += ["## Stale results", "",
-                "These results were made by runs of an earlier configuration; `fltrust repro fairness` redoes them. "
-                "Their cells above are not the current faithful reproduction:", ""]
-        out += [f"- {name}: {reason}" for name, reason in stale] + [""]
-    if not quick:
-        out += ["## Misses explained (faithful mode)", ""]
-        out += misses_markdown(table, misses)
-    out += ["## Per condition", ""]
-    long_rows = []
-    for _, row in table.sort_values(["mode", "condition"]).iterrows():
-        long_rows.append([
-            row["condition"], row["mode"],
-            *(_fmt(row[k]) for k in ("f_j", "f_g", "f_r", "f_o")),
-            _fmt(row["ours_F_T"]), _fmt(row["mean_local_accuracy"]),
-            str(int(row["rounds"])), f"{row['window'][0]}-{row['window'][1]}", str(int(row["clients"])),
-            str(int(row["repeats"])), str(int(row["skipped"])), _fmt(row["seconds_per_run"], 1),
-            " ".join(flag for flag in ("quick", "synthetic") if row[flag]),
-        ])
-    if long_rows:
-        out += markdown_table(
-            ["condition", "mode", "f_j", "f_g", "f_r", "f_o", "F_T", "accuracy", "rounds", "window",
-             "clients", "repeats", "NaN skipped", "s / run", "flags"],
-            long_rows,
-        )
-    else:
-        out += ["No condition has run yet."]
-    out += ["", "accuracy = mean local validation accuracy of the participants after local training "
-            "(= f_o), averaged over the window. NaN skipped = notion-round entries left out of the window means "
-            "(corrected mode; faithful mode has none, as the authors).", ""]
-
-    out += ["## Deviations from the paper's setting", ""]
     deviations: dict[str, list[str]] = {}
     by_repeats: dict[int, list[str]] = {}
     for res in results:
@@ -498,21 +487,29 @@ def results_markdown(
             if res["condition"] not in deviations[text]:
                 deviations[text].append(res["condition"])
         by_repeats.setdefault(int(res["table3"]["repeats"]), []).append(res["condition"])
-    if results:
-        counts = "; ".join(f"{n} repeat(s): {', '.join(sorted(set(names)))}" for n, names in sorted(by_repeats.items()))
-        out += [f"- repeats per condition (the paper: 3): {counts}",
-                f"- {SEEDING}"]
-    if deviations:
-        out += [f"- {text} ({', '.join(sorted(names))})" for text, names in deviations.items()]
-    elif not results:
-        out += ["None recorded in the results."]
-    out += ["", "## Data scale", ""]
-    out += data_scale_markdown(results)
-    out += ["", "## Not run", ""]
-    for mode in modes:
-        missing = missing_conditions(results, mode)
-        out += [f"- {mode}: " + (", ".join(missing) if missing else "none (all 24 conditions have results)")]
-    return "\n".join(out) + "\n"
+
+    return render(
+        TEMPLATE,
+        command=REGENERATE + (" --quick" if quick else ""),
+        regenerate=REGENERATE,
+        protocol=reported["source"]["protocol"],
+        quick=quick,
+        synthetic=", ".join(sorted(r["condition"] for r in results if r["synthetic"])),
+        count=len(results),
+        strict=f"{STRICT_TOLERANCE:.2f}",
+        tolerance=f"{tol:.2f}",
+        tolerance_reason=_one_line(tolerance["reason"]),
+        conditions=len(all_conditions()),
+        tables=tables,
+        stale=[f"{name}: {reason}" for name, reason in stale_results(results)],
+        misses=None if quick else _misses_section(table, load_misses() if misses is None else misses,
+                                                  STRICT_TOLERANCE),
+        per_condition=_condition_table(table),
+        repeats="; ".join(f"{n} repeat(s): {', '.join(sorted(set(names)))}" for n, names in sorted(by_repeats.items())),
+        seeding=SEEDING,
+        deviations=[f"{text} ({', '.join(sorted(names))})" for text, names in deviations.items()],
+        scale=_scale_table(results),
+    )
 
 
 def write_results_md(

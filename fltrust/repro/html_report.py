@@ -3,11 +3,13 @@
 The page is what RESULTS.md says -- built by the same functions
 (:func:`fltrust.repro.fairness_report.results_markdown`, :func:`fltrust.repro.trust_report.results_markdown`)
 from the same result files, so the paper-vs-ours tables, the tolerance, the deviations and the
-conditions not run are identical -- rendered to HTML, followed by every figure of the paper
-embedded as a base64 PNG and by the commands that regenerate the page.
+conditions not run are identical -- rendered to HTML by markdown-it-py (CommonMark with GitHub
+tables, as GitHub shows RESULTS.md), followed by every figure of the paper embedded as a base64 PNG
+and by the commands that regenerate the page.
 
 Nothing is loaded from elsewhere: no external CSS, JavaScript, fonts or images, so the file can be
-opened offline and sent by mail. By default figures are re-encoded as 256-colour PNGs (Pillow, already
+opened offline and sent by mail; Markdown cannot add any (raw HTML is escaped, images and links are
+shown as text). By default figures are re-encoded as 256-colour PNGs (Pillow, already
 installed with matplotlib) when that is smaller, which keeps a page with every figure mailable;
 ``compact_figures=False`` embeds the files byte for byte.
 
@@ -34,11 +36,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from markdown_it import MarkdownIt  # pinned in constraints.txt; arrives with flwr and codecarbon via rich
+
 from fltrust.core.io import atomic_write_text
+from fltrust.repro.paths import repo_root
 
 __all__ = ["PAPERS", "markdown_to_html", "report_html", "write_report", "write_reports"]
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = repo_root()  # the checkout ($FLTRUST_REPO, this source tree, or the cwd's): fltrust.repro.paths
 
 
 @dataclass(frozen=True)
@@ -82,43 +87,10 @@ def _shown(path: Path) -> str:
     return str(path.relative_to(REPO)) if path.is_relative_to(REPO) else str(path)
 
 
-# -- markdown -> HTML (the subset RESULTS.md uses) ---------------------------------------------
-
-_CODE = re.compile(r"`([^`]+)`")
-_BOLD = re.compile(r"\*\*(.+?)\*\*")
-_LINK = re.compile(r"\[([^\]]+)\]\(([^)\s]+)\)")
-_ITALIC = re.compile(r"(?<![*\w])\*(?![\s*])(.+?)(?<![\s*])\*(?![*\w])")
-
-
-def _inline(text: str) -> str:
-    """Escape ``text`` and render `code`, **bold** and [links](target) (as text: the page links nowhere)."""
-    parts = re.split(r"(`[^`]+`)", text)
-    out = []
-    for part in parts:
-        code = _CODE.fullmatch(part)
-        if code:
-            out.append(f"<code>{html.escape(code.group(1), quote=False)}</code>")
-            continue
-        part = _LINK.sub(lambda m: f"{m.group(1)} ({m.group(2)})", part)
-        part = html.escape(part, quote=False)
-        out.append(_ITALIC.sub(r"<em>\1</em>", _BOLD.sub(r"<strong>\1</strong>", part)))
-    return "".join(out)
-
-
-def _cells(line: str) -> list[str]:
-    line = line.strip()
-    if line.startswith("|"):
-        line = line[1:]
-    if line.endswith("|"):
-        line = line[:-1]
-    return [cell.strip() for cell in line.split("|")]
-
-
-def _is_separator(line: str) -> bool:
-    return bool(re.fullmatch(r"\s*\|?(\s*:?-{3,}:?\s*\|)*\s*:?-{3,}:?\s*\|?\s*", line))
-
+# -- markdown -> HTML ---------------------------------------------------------------------------
 
 def _slug(text: str, used: set[str]) -> str:
+    """A heading's ``id``: lower-case words joined by ``-``, numbered when the page has it already."""
     base = re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-") or "section"
     slug, n = base, 2
     while slug in used:
@@ -127,58 +99,60 @@ def _slug(text: str, used: set[str]) -> str:
     return slug
 
 
-def markdown_to_html(text: str) -> str:
-    """Render the Markdown subset of the RESULTS.md writers to HTML.
+def _heading_open(renderer, tokens, idx, options, env) -> str:
+    """``<hN id="slug">``: every heading can be linked to (``env["slugs"]`` holds the ids of the page)."""
+    tokens[idx].attrSet("id", _slug(tokens[idx + 1].content, env.setdefault("slugs", set())))
+    return renderer.renderToken(tokens, idx, options, env)
 
-    Headings (``#`` .. ``######``), GitHub tables, ``>`` quotes, ``-`` / ``*`` lists, paragraphs, and
-    inline `code`, **bold** and *italic*. Everything else is escaped text. Headings get ``id`` anchors.
+
+def _link_open(renderer, tokens, idx, options, env) -> str:
+    return ""  # the page links nowhere: [text](target) is shown as "text (target)"
+
+
+def _link_close(renderer, tokens, idx, options, env) -> str:
+    opening = next(t for t in reversed(tokens[:idx]) if t.type == "link_open")
+    return "" if opening.markup == "autolink" else f" ({html.escape(str(opening.attrGet('href')), quote=False)})"
+
+
+def _markdown_it() -> MarkdownIt:
+    """CommonMark with GitHub tables; raw HTML and images are text, links are not followed."""
+    md = MarkdownIt("commonmark", {"html": False, "xhtmlOut": False}).enable("table").disable("image")
+    md.add_render_rule("heading_open", _heading_open)
+    md.add_render_rule("link_open", _link_open)
+    md.add_render_rule("link_close", _link_close)
+    md.add_render_rule("table_open", lambda *_: '<div class="table"><table>\n')  # wide tables scroll
+    md.add_render_rule("table_close", lambda *_: "</table></div>\n")
+    return md
+
+
+_MARKDOWN = _markdown_it()
+
+
+def markdown_to_html(text: str) -> str:
+    """Render the Markdown of the RESULTS.md writers to HTML (markdown-it-py: CommonMark and GitHub tables).
+
+    Headings get ``id`` anchors, tables sit in a ``<div class="table">`` that scrolls sideways.
+    Nothing in the result loads or links anything: raw HTML is escaped as text, an image is shown
+    as its text, and a link as ``text (target)``.
+
+    Parameters
+    ----------
+    text : str
+        Markdown.
+
+    Returns
+    -------
+    str
+        An HTML fragment (no ``<html>`` or ``<body>``).
+
+    Examples
+    --------
+    >>> print(markdown_to_html("## Not run <x>\\n\\nSee [RESULTS.md](RESULTS.md), `a<b`."))
+    <h2 id="not-run-x">Not run &lt;x&gt;</h2>
+    <p>See RESULTS.md (RESULTS.md), <code>a&lt;b</code>.</p>
+    <BLANKLINE>
     """
-    lines = text.splitlines()
-    out: list[str] = []
-    used: set[str] = set()
-    i = 0
-    while i < len(lines):
-        line = lines[i]
-        if not line.strip():
-            i += 1
-            continue
-        heading = re.match(r"(#{1,6})\s+(.*)", line)
-        if heading:
-            level, title = len(heading.group(1)), heading.group(2).strip()
-            out.append(f'<h{level} id="{_slug(title, used)}">{_inline(title)}</h{level}>')
-            i += 1
-        elif line.lstrip().startswith("|") and i + 1 < len(lines) and _is_separator(lines[i + 1]):
-            header = _cells(line)
-            i += 2
-            rows = []
-            while i < len(lines) and lines[i].lstrip().startswith("|"):
-                rows.append(_cells(lines[i]))
-                i += 1
-            head = "".join(f"<th>{_inline(c)}</th>" for c in header)
-            body = "\n".join("<tr>" + "".join(f"<td>{_inline(c)}</td>" for c in row) + "</tr>" for row in rows)
-            out.append(f'<div class="table"><table>\n<thead><tr>{head}</tr></thead>\n'
-                       f"<tbody>\n{body}\n</tbody>\n</table></div>")
-        elif line.startswith(">"):
-            quoted = []
-            while i < len(lines) and lines[i].startswith(">"):
-                quoted.append(lines[i][1:].strip())
-                i += 1
-            out.append(f"<blockquote><p>{_inline(' '.join(quoted))}</p></blockquote>")
-        elif re.match(r"\s*[-*]\s+", line):
-            items = []
-            while i < len(lines) and re.match(r"\s*[-*]\s+", lines[i]):
-                items.append(re.sub(r"^\s*[-*]\s+", "", lines[i]))
-                i += 1
-            out.append("<ul>\n" + "\n".join(f"<li>{_inline(item)}</li>" for item in items) + "\n</ul>")
-        else:
-            paragraph = []
-            while i < len(lines) and lines[i].strip() and not re.match(r"(#{1,6}\s|>|\s*\||\s*[-*]\s+)", lines[i]):
-                paragraph.append(lines[i].strip())
-                i += 1
-            if not paragraph:  # a lone table-like line without a separator
-                paragraph, i = [line.strip()], i + 1
-            out.append(f"<p>{_inline(' '.join(paragraph))}</p>")
-    return "\n".join(out)
+    return _MARKDOWN.render(text, {})
 
 
 # -- figures ----------------------------------------------------------------------------------

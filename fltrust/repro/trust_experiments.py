@@ -60,13 +60,14 @@ import yaml
 
 from fltrust.config import ExperimentConfig
 from fltrust.core.io import to_plain
+from fltrust.repro.paths import repo_root
 from fltrust.runs import RunRecord, load_final_model
 from fltrust.trust.report import TrustReport
 
 if TYPE_CHECKING:
     from fltrust.experiment import Experiment
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = repo_root()  # the checkout ($FLTRUST_REPO, this source tree, or the cwd's): fltrust.repro.paths
 PAPER_DIR = REPO / "papers_repro" / "federatedtrust"
 CONFIG_DIR = PAPER_DIR / "configs"
 

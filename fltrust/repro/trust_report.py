@@ -20,7 +20,9 @@ matches per mode, split into configuration-driven and coincidental (model-depend
 noise against model norm of the NbAFL experiments 2-3 (:func:`dp_noise_frame`); the
 extended-mode scores (:func:`extended_frame`); the attack ablation (:func:`load_ablation`); the
 time per experiment; the paper's internal inconsistencies; every deviation from the paper's
-setting; the experiments not run.
+setting; the experiments not run. The text is the Jinja2 template ``templates/trust/results.md.j2``
+(with its sections ``dp``, ``extended`` and ``ablation``) over tables built here as DataFrames of
+display strings with the formatters of :mod:`fltrust.repro.markdown`.
 
 Spec and bug references ("fairness spec §N", "trust spec §N", "Bn") are defined in ``docs/references.md``.
 """
@@ -36,7 +38,8 @@ import pandas as pd
 import yaml
 
 from fltrust.repro.results import ResultsError, load_result_files
-from fltrust.repro.markdown import format_number, is_missing, markdown_table
+from fltrust.repro.markdown import DASH, fmt, fmt_raw, is_missing, lines, mark, render
+from fltrust.repro.paths import REPO_ENV
 from fltrust.repro.trust_experiments import ABLATION_FILE, COMPARED_MODES, EXPERIMENTS, EXTENDED_MODE, PAPER_DIR
 from fltrust.core.io import atomic_write_text
 
@@ -124,7 +127,8 @@ def load_reported(path: str | Path = REPORTED_FILE) -> dict[str, Any]:
     """
     path = Path(path)
     if not path.is_file():
-        raise ResultsError(f"{path} does not exist; it ships with the repository (papers_repro/federatedtrust/)")
+        raise ResultsError(f"{path} does not exist; it ships with the fltrust checkout (papers_repro/federatedtrust/):"
+                           f" work inside the checkout or set {REPO_ENV} to it")
     data = yaml.safe_load(path.read_text())
     missing = [k for k in ("tolerance", "pillars", "pillar_labels", "experiments", "inconsistencies")
                if not isinstance(data, dict) or k not in data]
@@ -273,30 +277,20 @@ def timing_frame(results: Sequence[dict[str, Any]]) -> pd.DataFrame:
 
 
 # ---------------------------------------------------------------------------------------------
-# Markdown
+# Markdown: tables of display strings for the templates in fltrust/repro/templates/trust/
 # ---------------------------------------------------------------------------------------------
 
+TEMPLATE = "trust/results.md.j2"
+"""RESULTS.md's template; its sections ``trust/dp.md.j2``, ``trust/extended.md.j2`` and
+``trust/ablation.md.j2`` are also rendered alone by :func:`dp_markdown`, :func:`extended_markdown`
+and :func:`ablation_markdown`."""
 
 
-
-def _fmt(value: Any, digits: int = 2, *, signed: bool = False) -> str:
-    return format_number(value, digits, signed=signed)
-
-
-def _raw(value: Any) -> str:
-    if is_missing(value):
-        return "–"
-    if isinstance(value, bool):
-        return str(value).lower()
-    if isinstance(value, (int, float)):
-        return f"{value:.4g}"
-    return str(value)
-
-
-
-
-def _mark(match: Any) -> str:
-    return "" if match is None or (isinstance(match, float) and math.isnan(match)) else (" ✓" if match else " ✗")
+def _delta_cell(delta: Any, match: Any, digits: int) -> str:
+    """``Δ`` with its verdict (``+0.040 ✗``); the dash alone where the paper states no value."""
+    sign = mark(match, missing="")
+    text = fmt(delta, digits, signed=True)
+    return f"{text} {sign}" if sign else text
 
 
 def _title_as_run(res: dict[str, Any]) -> str:
@@ -310,9 +304,91 @@ def _title_as_run(res: dict[str, Any]) -> str:
 
 
 def _experiment_heading(res: dict[str, Any]) -> str:
+    """``exp3: <title as run> (Fig. 4) [SYNTHETIC data, QUICK]``: the experiment's sub-heading."""
     tags = (["SYNTHETIC data"] if res["synthetic"] else []) + (["QUICK"] if res["quick"] else [])
     tag = f" [{', '.join(tags)}]" if tags else ""
-    return f"### {res['experiment']}: {_title_as_run(res)} ({res['figure']}){tag}"
+    return f"{res['experiment']}: {_title_as_run(res)} ({res['figure']}){tag}"
+
+
+def _mode_columns(modes: Sequence[str]) -> list[str]:
+    return [x for m in modes for x in (MODE_LABELS[m], "Δ")]
+
+
+def _score_table(sub: pd.DataFrame, items: Sequence[str], modes: Sequence[str]) -> pd.DataFrame:
+    """Trust and pillar scores of one experiment (:func:`comparison_frame` rows): paper, then ours and Δ per mode."""
+    rows = []
+    for item in items:
+        part = sub[sub["item"] == item]
+        if part.empty:
+            continue
+        cells = [part.iloc[0]["label"], fmt(part.iloc[0]["paper"], 2)]
+        for mode in modes:
+            row = part[part["mode"] == mode]
+            if row.empty:
+                cells += ["not run", ""]
+                continue
+            row = row.iloc[0]
+            cells += [fmt(row["ours"], 3), _delta_cell(row["delta"], row["match"], 3)]
+        rows.append(cells)
+    return pd.DataFrame(rows, columns=["score", "paper"] + _mode_columns(modes))
+
+
+def _metric_table(sub: pd.DataFrame, modes: Sequence[str]) -> pd.DataFrame:
+    """Metrics of one experiment (rows of :func:`metric_frame`): paper, then ``score (raw)`` and Δ per mode."""
+    rows = []
+    for path in dict.fromkeys(sub["metric"]):
+        part = sub[sub["metric"] == path]
+        cells = [path, fmt(part.iloc[0]["paper"], 2)]
+        for mode in modes:
+            row = part[part["mode"] == mode]
+            if row.empty:
+                cells += ["not run", ""]
+                continue
+            row = row.iloc[0]
+            cells += [f"{fmt(row['score'], 2)} ({fmt_raw(row['raw'])})", _delta_cell(row["delta"], row["match"], 2)]
+        rows.append(cells)
+    return pd.DataFrame(rows, columns=["metric", "paper"] + _mode_columns(modes))
+
+
+def _match_tables(
+    comparison: pd.DataFrame, metrics: pd.DataFrame, modes: Sequence[str],
+) -> tuple[pd.DataFrame, list[str]]:
+    """Matches per mode split by :func:`match_source`, and one line per mode listing its coincidental matches."""
+    rows, listed = [], []
+    for mode in modes:
+        checked = pd.concat([
+            comparison[comparison["mode"] == mode].assign(key=lambda f: f["item"]),
+            metrics[metrics["mode"] == mode].assign(key=lambda f: f["metric"]),
+        ])
+        checked = checked[checked["match"].notna()]
+        hits = checked[checked["match"].astype(bool)]
+        sources = hits["key"].map(match_source)
+        config = hits[sources == "configuration"]
+        chance = hits[sources != "configuration"]
+        rows.append([MODE_LABELS[mode], f"{len(hits)} of {len(checked)}", str(len(config)), str(len(chance))])
+        if len(chance):
+            listed.append(f"{MODE_LABELS[mode]}: " + ", ".join(
+                f"{r.experiment} {r.key} ({fmt(r.score if is_missing(r.ours) else r.ours, 3)})"
+                for r in chance.itertuples()))
+    frame = pd.DataFrame(rows, columns=["mode", "matched", "configuration-driven", "coincidental (model-dependent)"])
+    return frame, listed
+
+
+def _timing_table(results: Sequence[dict[str, Any]]) -> pd.DataFrame:
+    """:func:`timing_frame` as displayed: settings, DP budget, server accuracy, seconds, flags."""
+    rows = []
+    for _, row in timing_frame(results).iterrows():
+        flags = " ".join(f for f in ("synthetic", "quick") if row[f])
+        same = is_missing(row["paper_rounds"]) or row["paper_rounds"] == row["rounds"]
+        rounds = str(int(row["rounds"])) + ("" if same else f" (paper {int(row['paper_rounds'])})")
+        dp = "none" if row["privacy"] == "none" else f"{row['privacy']} ε={row['epsilon']:g}"
+        if not is_missing(row["epsilon_spent"]):
+            dp += f" (spent {row['epsilon_spent']:.2f})"
+        rows.append([row["experiment"], str(int(row["clients"])), str(int(row["per_round"])), rounds, dp,
+                     fmt(row["final_aux_accuracy"], 3), fmt(row["run_wall_time_s"], 0), fmt(row["elapsed_s"], 0),
+                     flags])
+    return pd.DataFrame(rows, columns=["experiment", "clients", "per round", "rounds", "DP", "server accuracy",
+                                       "training s", "total s", "flags"])
 
 
 # ---------------------------------------------------------------------------------------------
@@ -357,29 +433,39 @@ def dp_noise_frame(results: Sequence[dict[str, Any]]) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def dp_markdown(results: Sequence[dict[str, Any]]) -> list[str]:
-    """RESULTS.md section on the NbAFL runs of experiments 2-3 (:func:`dp_noise_frame`)."""
+def _dp_section(results: Sequence[dict[str, Any]]) -> dict[str, Any] | None:
+    """Variables of ``trust/dp.md.j2``: None without an NbAFL experiment."""
     frame = dp_noise_frame(results)
     if frame.empty:
-        return []
+        return None
     collapsed = frame[frame["collapsed"]]["experiment"].tolist()
-    verdict = ("**" + " and ".join(collapsed) + " collapse to about chance accuracy**" if collapsed
-               else "**No DP run collapses**")
-    out = ["## Differential privacy of experiments 2-3: NbAFL noise against the model", "",
-           f"{verdict} (final server accuracy below {COLLAPSE_ACCURACY:.3f} = 3 x chance over 62 classes counts as "
-           "collapsed). NbAFL as FederatedScope implements it (`privacy.mode: nbafl`), with the prototype's constants: "
-           "every upload gets Gaussian noise of std w_clip T c / (n_k ε) per trainable entry; the table compares the "
-           "expected norm of that noise on the round's weighted mean of uploads with the norm of the model's actual "
-           "change in the round (noise included) and with the model's own norm. Per-round values are means over the "
-           "rounds (`dp_trace` in each result).", ""]
-    header = ["exp", "m / N, T, ε", "server acc.", "collapsed", "‖noise‖ per upload", "‖noise‖ on the mean",
-              "‖change‖ per round", "noise / change", "‖w‖ round 1 → T"]
-    table = [[r.experiment, f"{r.m} / {r.N}, {r.T}, {r.epsilon:g}", _fmt(r.final_aux_accuracy, 3),
-              "yes" if r.collapsed else "no", f"{r.upload_noise:.2f}", f"{r.noise:.2f}", f"{r.update:.2f}",
-              f"{r.noise_over_update:.2f}", f"{r.weight_norm_first:.1f} → {r.weight_norm_last:.1f}"]
-             for r in frame.itertuples()]
-    out += markdown_table(header, table) + [""]
-    return out
+    rows = [[r.experiment, f"{r.m} / {r.N}, {r.T}, {r.epsilon:g}", fmt(r.final_aux_accuracy, 3),
+             "yes" if r.collapsed else "no", f"{r.upload_noise:.2f}", f"{r.noise:.2f}", f"{r.update:.2f}",
+             f"{r.noise_over_update:.2f}", f"{r.weight_norm_first:.1f} → {r.weight_norm_last:.1f}"]
+            for r in frame.itertuples()]
+    return {
+        "collapsed": " and ".join(collapsed),
+        "threshold": f"{COLLAPSE_ACCURACY:.3f}",
+        "table": pd.DataFrame(rows, columns=[
+            "exp", "m / N, T, ε", "server acc.", "collapsed", "‖noise‖ per upload", "‖noise‖ on the mean",
+            "‖change‖ per round", "noise / change", "‖w‖ round 1 → T"]),
+    }
+
+
+def dp_markdown(results: Sequence[dict[str, Any]]) -> list[str]:
+    """Lines of the RESULTS.md section on the NbAFL runs of experiments 2-3 (:func:`dp_noise_frame`).
+
+    Parameters
+    ----------
+    results : sequence of dict
+        Experiment results; those without a ``dp_trace`` are left out.
+
+    Returns
+    -------
+    list of str
+        The section's lines (template ``trust/dp.md.j2``), the last one empty; [] without an NbAFL run.
+    """
+    return lines(render("trust/dp.md.j2", dp=_dp_section(results)))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -388,6 +474,9 @@ def dp_markdown(results: Sequence[dict[str, Any]]) -> list[str]:
 
 EXTENDED_PILLARS = ("robustness", "privacy", "fairness", "explainability", "accountability",
                     "architectural_soundness", "sustainability")
+EXTENDED_METRICS = ("robustness/client_reputation", "robustness/data_quality", "robustness/poisoning_defence",
+                    "robustness/empirical_robustness", "privacy/information_leakage", "fairness/discrimination_index")
+"""The extended-mode metrics shown next to the pillars (:func:`extended_frame` has their scores)."""
 
 
 def extended_frame(results: Sequence[dict[str, Any]]) -> pd.DataFrame:
@@ -401,9 +490,7 @@ def extended_frame(results: Sequence[dict[str, Any]]) -> pd.DataFrame:
                "trust_score": summary["trust_score"]}
         row.update({p: summary["pillars"].get(p) for p in EXTENDED_PILLARS})
         metrics = summary["metrics"]
-        for key in ("robustness/client_reputation", "robustness/data_quality", "robustness/poisoning_defence",
-                    "robustness/empirical_robustness", "privacy/information_leakage",
-                    "fairness/discrimination_index"):
+        for key in EXTENDED_METRICS:
             row[key] = (metrics.get(key) or {}).get("score")
         ext = res.get("extended_run") or {}
         row["server_accuracy"] = ext.get("final_aux_accuracy")
@@ -413,22 +500,11 @@ def extended_frame(results: Sequence[dict[str, Any]]) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def extended_markdown(results: Sequence[dict[str, Any]]) -> list[str]:
-    """RESULTS.md table of the extended-mode scores (:func:`extended_frame`)."""
+def _extended_section(results: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """Variables of ``trust/extended.md.j2``: the table (None without an extended score) and the collapsed runs."""
     frame = extended_frame(results)
-    out = ["## Extended mode: the 36-metric taxonomy plus sustainability", ""]
     if frame.empty:
-        return out + ["No experiment has an extended-mode score yet (`fltrust.repro.trust_experiments."
-                      "add_extended_mode`).", ""]
-    out += ["`fltrust.trust.scoring` mode `extended` (`fltrust/trust/definitions/extended.yaml`): all 36 metrics of "
-            "the paper's taxonomy plus nebula's sustainability pillar, notion means, weights renormalised over the "
-            "applicable metrics. Not comparable with the paper's numbers (a different metric set). Its client "
-            "reputation, data quality, co-versioning, membership inference and energy need the per-round client "
-            "models, the clients' rows and the rounds' energy, which a replay of the saved record cannot give (the "
-            "saved rounds carry no models); so each experiment was run once more with `metrics.trust.mode: extended`"
-            " (same configuration, seed and CPU scale; a companion run, `extended_run` in the result JSON). "
-            "Declared-but-not-declared items (testing coverage, anonymisation, simplification, model replacement) "
-            "score 0 as in the definitions.", ""]
+        return {"table": None, "collapsed": ""}
     header = ["experiment", "server acc.", "trust"] \
         + [p.replace("architectural_soundness", "federation") for p in EXTENDED_PILLARS] \
         + ["client reputation", "data quality", "poisoning defence", "empirical robustness", "information leakage",
@@ -437,24 +513,29 @@ def extended_markdown(results: Sequence[dict[str, Any]]) -> list[str]:
     for _, r in frame.iterrows():
         name = r["experiment"] + (" (SYNTHETIC)" if r["synthetic"] else "") + (" (QUICK)" if r["quick"] else "")
         prov = r["provenance"]
-        rows.append([name, _fmt(r["server_accuracy"], 3), _fmt(r["trust_score"], 3)]
-                    + [_fmt(r[p], 3) for p in EXTENDED_PILLARS]
-                    + [_fmt(r[k], 3) for k in ("robustness/client_reputation", "robustness/data_quality",
-                                               "robustness/poisoning_defence", "robustness/empirical_robustness",
-                                               "privacy/information_leakage", "fairness/discrimination_index")]
+        rows.append([name, fmt(r["server_accuracy"], 3), fmt(r["trust_score"], 3)]
+                    + [fmt(r[p], 3) for p in EXTENDED_PILLARS]
+                    + [fmt(r[k], 3) for k in EXTENDED_METRICS]
                     + [" / ".join(str(prov.get(k, 0)) for k in ("measured", "declared", "missing", "n/a"))])
-    out += markdown_table(header, rows) + [""]
-    out += ["Metric scores are 1 = best (information leakage: 1 − 2|AUC − 0.5| of the membership-inference "
-            "attack; discrimination: 1 − max group F1 gap). Poisoning defence without an attack run is the declared "
-            "Byzantine-robust flag (FedAvg 0, FedMedian 1). exp4 and exp5 ran on the SYNTHETIC N-BaIoT stand-in.", ""]
     collapsed = [r["experiment"] for _, r in frame.iterrows()
                  if not is_missing(r["server_accuracy"]) and r["server_accuracy"] < 0.05]
-    if collapsed:
-        out += [f"{', '.join(collapsed)}: the model is at chance accuracy (the DP collapse above), so their extended "
-                "scores describe a destroyed model: empirical robustness 0, accuracy variation missing (all client "
-                "accuracies 0, the CV is undefined), and client reputation / data quality judge clients relative to "
-                "peers that are all equally useless.", ""]
-    return out
+    return {"table": pd.DataFrame(rows, columns=header), "collapsed": ", ".join(collapsed)}
+
+
+def extended_markdown(results: Sequence[dict[str, Any]]) -> list[str]:
+    """Lines of the RESULTS.md section on the extended-mode scores (:func:`extended_frame`).
+
+    Parameters
+    ----------
+    results : sequence of dict
+        Experiment results; those without an extended-mode score are left out of the table.
+
+    Returns
+    -------
+    list of str
+        The section's lines (template ``trust/extended.md.j2``), the last one empty.
+    """
+    return lines(render("trust/extended.md.j2", extended=_extended_section(results)))
 
 
 def load_ablation(results_dir: str | Path) -> dict[str, Any] | None:
@@ -465,66 +546,63 @@ def load_ablation(results_dir: str | Path) -> dict[str, Any] | None:
     return json.loads(path.read_text()) if path.is_file() else None
 
 
-def ablation_markdown(ablation: dict[str, Any] | None, *, variant: bool = False) -> list[str]:
-    """RESULTS.md section of the attack ablation (``variants`` as sub-sections)."""
+def _ablation_sections(ablation: dict[str, Any] | None, *, variant: bool = False) -> list[dict[str, Any]]:
+    """Variables of ``trust/ablation.md.j2``: the ablation, then each of its ``variants`` (depth first)."""
     if not ablation:
         return []
-    tag = " [SYNTHETIC data]" if ablation.get("synthetic") else ""
-    if variant:
-        out = [f"### Variant: {ablation['clients_per_round']} of {ablation['num_clients']} clients per round "
-               f"({ablation.get('overrides')}){tag}", ""]
-    else:
-        out = [f"## Attack ablation: {ablation['experiment']}, {ablation['attack']['description']}, FedAvg vs "
-               f"robust aggregation (extended mode){tag}", ""]
-    if ablation.get("note"):
-        out += [ablation["note"], ""]
-    if ablation.get("synthetic") and not variant:
-        out += ["> **SYNTHETIC N-BaIoT stand-in**: these accuracies and scores are about generated data.", ""]
-    out += [] if variant else [
-            f"Experiment {ablation['experiment'][3:]}'s configuration ({ablation['num_clients']} devices, "
-            f"{ablation['clients_per_round']} per round, {ablation['rounds']} rounds) with "
-            f"{ablation['attack'].get('num_malicious', '?')} malicious clients; made by "
-            "`fltrust.repro.trust_experiments.attack_ablation` (`fltrust.experiment.defence_comparison`, every run "
-            "with "
-            "`metrics.trust.mode: extended`). Accuracy = final global model on the clean test split. Recovery "
-            "(`fltrust.trust.poisoning.poisoning_recovery`) = clip((acc_def − acc_FedAvg) / (acc_clean − acc_FedAvg), "
-            "0, 1); retention = the run's accuracy under attack / the clean accuracy. Each attacked run's extended "
-            "FactSheet gets these numbers (`record_attack_outcome`) and is scored again.", ""]
-    header = ["run", "aggregator", "f", "accuracy", "ASR", "recovery", "retention", "poisoning defence",
-              "empirical robustness", "robustness pillar", "trust score"]
     rows = []
     for r in ablation["runs"]:
         rm = r["robustness_metrics"]
         f = r.get("num_malicious_nodes")
-        rows.append([r["run"], r["strategy"], str(f) if f else "–",
-                     _fmt(r["test_accuracy"], 3), _fmt(r["attack_success_rate"], 3), _fmt(r["recovery"], 3),
-                     _fmt(r["retention"], 3), _fmt(rm.get("poisoning_defence"), 3),
-                     _fmt(rm.get("empirical_robustness"), 3), _fmt(r["pillars"].get("robustness"), 3),
-                     _fmt(r["trust_score"], 3)])
-    out += markdown_table(header, rows) + [""]
+        rows.append([r["run"], r["strategy"], str(f) if f else DASH,
+                     fmt(r["test_accuracy"], 3), fmt(r["attack_success_rate"], 3), fmt(r["recovery"], 3),
+                     fmt(r["retention"], 3), fmt(rm.get("poisoning_defence"), 3),
+                     fmt(rm.get("empirical_robustness"), 3), fmt(r["pillars"].get("robustness"), 3),
+                     fmt(r["trust_score"], 3)])
     clean = next((r for r in ablation["runs"] if r["run"] == "clean"), None)
     better = [r for r in ablation["runs"] if r["run"] not in ("clean", "fedavg") and clean is not None
               and not is_missing(r["trust_score"]) and not is_missing(clean["trust_score"])
               and r["trust_score"] > clean["trust_score"]]
-    if better and not variant:
-        out += ["Note: the clean FedAvg run scores poisoning defence by its declared flag (FedAvg is not "
-                "Byzantine-robust: 0), while an attacked robust run scores its measured recovery, so "
-                + ", ".join(f"attacked {r['strategy']}" for r in better)
-                + " end with a *higher* robustness pillar and trust score than the clean FedAvg run despite a lower "
-                "accuracy: the extended score rewards a defence that was shown to work, not the accuracy alone.", ""]
-    if not variant:
-        out += ["ASR is defined for backdoor attacks only (–). Figure: `figures/trust/attack_ablation.png` "
-                "(`fltrust.viz.trust.plot_attack_ablation`).", ""]
-    for extra in ablation.get("variants") or []:
-        out += ablation_markdown(extra, variant=True)
-    return out
+    section = {
+        "variant": variant,
+        "ablation": ablation,
+        "number": ablation["experiment"][3:],
+        "overrides": str(ablation.get("overrides")),
+        "malicious": ablation["attack"].get("num_malicious", "?"),
+        "note": ablation.get("note"),
+        "synthetic": bool(ablation.get("synthetic")),
+        "tag": " [SYNTHETIC data]" if ablation.get("synthetic") else "",
+        "table": pd.DataFrame(rows, columns=[
+            "run", "aggregator", "f", "accuracy", "ASR", "recovery", "retention", "poisoning defence",
+            "empirical robustness", "robustness pillar", "trust score"]),
+        "better": ", ".join(f"attacked {r['strategy']}" for r in better),
+    }
+    return [section] + [s for extra in ablation.get("variants") or [] for s in _ablation_sections(extra, variant=True)]
+
+
+def ablation_markdown(ablation: dict[str, Any] | None, *, variant: bool = False) -> list[str]:
+    """Lines of the RESULTS.md section on the attack ablation, its ``variants`` as sub-sections.
+
+    Parameters
+    ----------
+    ablation : dict or None
+        :func:`load_ablation`; None gives no section.
+    variant : bool
+        Render ``ablation`` as a variant sub-section (heading ``### Variant``, no introduction).
+
+    Returns
+    -------
+    list of str
+        The section's lines (template ``trust/ablation.md.j2``), the last one empty.
+    """
+    return lines(render("trust/ablation.md.j2", ablation_sections=_ablation_sections(ablation, variant=variant)))
 
 
 def results_markdown(
     results: Sequence[dict[str, Any]], *, quick: bool, reported: dict[str, Any] | None = None,
     ablation: dict[str, Any] | None = None,
 ) -> str:
-    """The text of RESULTS.md (see the module docstring for its sections).
+    """The text of RESULTS.md (see the module docstring for its sections; template :data:`TEMPLATE`).
 
     Parameters
     ----------
@@ -548,171 +626,49 @@ def results_markdown(
     synthetic = [r["experiment"] for r in results if r["synthetic"]]
     stand_ins = sorted({str(r.get("dataset", "")).removeprefix("synthetic_") for r in results if r["synthetic"]})
     modes = _modes(results)
-    command = REGENERATE + (" --quick" if quick else "")
     comparison = comparison_frame(results, reported)
     metrics = metric_frame(results, reported)
+    items = ["trust_score"] + list(reported["pillars"])
 
-    out = [
-        "# FederatedTrust: reproduction of Section 6 (experiments 1-5, Figures 4-5)",
-        "",
-        f"Generated by `{command}` (the summary notebook `notebooks/federatedtrust/summary.ipynb`); "
-        "do not edit by hand. Paper numbers: `papers_repro/federatedtrust/reported.yaml` (quoted from the "
-        "text of Section 6; Figures 4-5 are not in the text).",
-        "",
-    ]
-    if quick:
-        out += [
-            "> **⚠ QUICK RUN: these numbers are smoke tests, NOT comparable with the paper.**",
-            "> `--quick` trains 2 rounds on a fraction of the data with smaller CLEVER and SHAP samples.",
-            f"> Run `{REGENERATE}` (without `--quick`) for a comparison.",
-            "",
-        ]
-    if synthetic:
-        out += [
-            "> **⚠ SYNTHETIC DATA: " + ", ".join(synthetic) + " ran on the synthetic stand-in of "
-            + " and ".join(d for d in stand_ins if d)
-            + " (the real files are not on this machine); their model-dependent metrics say nothing about "
-            "the real data.**",
-            "",
-        ]
-        summary = standin_summary() if "n_baiot" in stand_ins else None
-        if summary:
-            out += ["**How far the N-BaIoT stand-in is from real traffic** (`papers_repro/federatedtrust/"
-                    "n_baiot_standin_vs_real.md`, `figures/n_baiot_standin_vs_real.png`): " + summary, ""]
-    out += [
-        "Scoring modes (`fltrust.trust.scoring`): **prototype** = the authors' released code (HEAD b67a59c); "
-        "**paper mode** = the normalisations that best reproduce the paper's numbers (5796d0b-era ranges, "
-        "flattened pillar means, trust spec 7.3); **fixed** = every bug fix of trust spec 9 (no rounding). "
-        "One training run per experiment; its FactSheet is rebuilt per mode from the saved run record. "
-        "**extended** = the 36-metric taxonomy plus sustainability, scored on a companion run made in extended "
-        "mode (its own table below; not compared with the paper).",
-        "",
-        f"Cells: `ours`, Δ = ours − paper; ✓ = |Δ| ≤ {tol:g} (the paper's 2-decimal rounding). A dash = the paper "
-        "states no value. The paper's own numbers are not all consistent (see *Known inconsistencies*), so no mode "
-        "can match every one.",
-        "",
-    ]
-    if results:
-        out += ["## Trust and pillar scores, paper vs ours", ""]
-        for res in results:
-            out += [_experiment_heading(res), ""]
-            sub = comparison[comparison["experiment"] == res["experiment"]]
-            header = ["score", "paper"] + [x for m in modes for x in (MODE_LABELS[m], "Δ")]
-            rows = []
-            for item in ["trust_score"] + list(reported["pillars"]):
-                part = sub[sub["item"] == item]
-                if part.empty:
-                    continue
-                cells = [part.iloc[0]["label"], _fmt(part.iloc[0]["paper"])]
-                for mode in modes:
-                    row = part[part["mode"] == mode]
-                    if row.empty:
-                        cells += ["not run", ""]
-                        continue
-                    row = row.iloc[0]
-                    cells += [_fmt(row["ours"], 3), _fmt(row["delta"], 3, signed=True) + _mark(row["match"])]
-                rows.append(cells)
-            out += markdown_table(header, rows) + [""]
-            note = reported["experiments"].get(res["experiment"], {}).get("implied") or {}
-            if note:
-                out += ["Not stated in the text but implied by it (trust spec 7.3; not compared): "
-                        + "; ".join(f"{k} ≈ {v['value']:g} ({' '.join(str(v['note']).split())})" for k, v in note.items()),
-                        ""]
-
-        out += ["## Metrics, paper vs ours", "",
-                "Per metric: the score in each mode with its raw FactSheet value in brackets.", ""]
-        for res in results:
-            out += [_experiment_heading(res), ""]
-            sub = metrics[metrics["experiment"] == res["experiment"]]
-            header = ["metric", "paper"] + [x for m in modes for x in (MODE_LABELS[m], "Δ")]
-            rows = []
-            for path in dict.fromkeys(sub["metric"]):
-                part = sub[sub["metric"] == path]
-                cells = [path, _fmt(part.iloc[0]["paper"])]
-                for mode in modes:
-                    row = part[part["mode"] == mode]
-                    if row.empty:
-                        cells += ["not run", ""]
-                        continue
-                    row = row.iloc[0]
-                    cells += [f"{_fmt(row['score'])} ({_raw(row['raw'])})",
-                              _fmt(row["delta"], signed=True) + _mark(row["match"])]
-                rows.append(cells)
-            out += markdown_table(header, rows) + [""]
-
-        out += ["## Matches per mode", "",
-                "Stated paper values (trust, pillars and metrics) within the tolerance, per scoring mode, split by "
-                "what fixes the value (`match_source`): **configuration-driven** = set by the configuration and the "
-                "data partition alone, no training (privacy, accountability and federation pillars and their "
-                "metrics, federation scale, personalisation, selection variation, class imbalance, model size, "
-                "transparency): a match there reproduces the paper's scoring. **Model-dependent** = the trust score, "
-                "the robustness, fairness and explainability pillars, performance, CLEVER, accuracy variation and "
-                "feature importance: they depend on the trained model, which differs here (5-round / CPU-scale "
-                "training, DP runs at chance accuracy, SYNTHETIC N-BaIoT), so a match there is a **coincidence** of "
-                "this run, not a reproduction.", ""]
-        rows, listed = [], []
-        for mode in modes:
-            checked = pd.concat([
-                comparison[comparison["mode"] == mode].assign(key=lambda f: f["item"]),
-                metrics[metrics["mode"] == mode].assign(key=lambda f: f["metric"]),
-            ])
-            checked = checked[checked["match"].notna()]
-            hits = checked[checked["match"].astype(bool)]
-            sources = hits["key"].map(match_source)
-            config = hits[sources == "configuration"]
-            chance = hits[sources != "configuration"]
-            rows.append([MODE_LABELS[mode], f"{len(hits)} of {len(checked)}", str(len(config)), str(len(chance))])
-            if len(chance):
-                listed.append(f"- {MODE_LABELS[mode]}: " + ", ".join(
-                    f"{r.experiment} {r.key} ({_fmt(r.score if is_missing(r.ours) else r.ours, 3)})"
-                    for r in chance.itertuples()))
-        out += markdown_table(["mode", "matched", "configuration-driven", "coincidental (model-dependent)"], rows)
-        out += [""]
-        if listed:
-            out += ["Coincidental matches (model-dependent values that happen to land within ±0.005):", ""]
-            out += listed + [""]
-
-        out += dp_markdown(results)
-        out += extended_markdown(results)
-        out += ablation_markdown(ablation)
-        out += ["## Time per experiment", ""]
-        rows = []
-        for _, row in timing_frame(results).iterrows():
-            flags = " ".join(f for f in ("synthetic", "quick") if row[f])
-            rounds = str(int(row["rounds"])) + ("" if is_missing(row["paper_rounds"]) or row["paper_rounds"] == row["rounds"]
-                                                else f" (paper {int(row['paper_rounds'])})")
-            dp = "none" if row["privacy"] == "none" else f"{row['privacy']} ε={row['epsilon']:g}"
-            if not is_missing(row["epsilon_spent"]):
-                dp += f" (spent {row['epsilon_spent']:.2f})"
-            rows.append([row["experiment"], str(int(row["clients"])), str(int(row["per_round"])), rounds, dp,
-                         _fmt(row["final_aux_accuracy"], 3), _fmt(row["run_wall_time_s"], 0), _fmt(row["elapsed_s"], 0),
-                         flags])
-        out += markdown_table(
-            ["experiment", "clients", "per round", "rounds", "DP", "server accuracy", "training s",
-             "total s", "flags"], rows)
-        out += ["", "training s = the run's wall time (all rounds); total s = the experiment notebook's library call "
-                "(training, CLEVER and SHAP, replaying the FactSheet for the other modes, scoring); a run reloaded "
-                "from its folder counts only the scoring. server accuracy = the final model on the server's "
-                "evaluation sample of the test split.", ""]
-    else:
-        out += ["No experiment has run yet.", ""]
-
-    out += ["## Known inconsistencies in the paper", "",
-            "These reported numbers cannot all be reproduced by any implementation (trust spec 7.3, B16); "
-            "nobody should chase them.", ""]
-    for item in reported["inconsistencies"]:
-        out += [f"- **{item['id']}** ({', '.join(item['experiments'])}): {' '.join(str(item['text']).split())}"]
-    out += ["", "## Deviations from the paper's setting", ""]
+    experiments = []
+    for res in results:
+        implied = reported["experiments"].get(res["experiment"], {}).get("implied") or {}
+        experiments.append({
+            "heading": _experiment_heading(res),
+            "scores": _score_table(comparison[comparison["experiment"] == res["experiment"]], items, modes),
+            "implied": "; ".join(f"{k} ≈ {v['value']:g} ({' '.join(str(v['note']).split())})"
+                                 for k, v in implied.items()),
+            "metrics": _metric_table(metrics[metrics["experiment"] == res["experiment"]], modes),
+        })
+    matches, coincidental = _match_tables(comparison, metrics, modes)
     deviations: dict[str, list[str]] = {}
     for res in results:
         for text in res["deviations"]:
             deviations.setdefault(text, [])
             if res["experiment"] not in deviations[text]:
                 deviations[text].append(res["experiment"])
-    out += [f"- {text} ({', '.join(names)})" for text, names in deviations.items()] or ["None recorded in the results."]
-    missing = missing_experiments(results)
-    out += ["", "## Not run", "", ", ".join(missing) if missing else "None: all five experiments have results."]
-    return "\n".join(out) + "\n"
+
+    return render(
+        TEMPLATE,
+        command=REGENERATE + (" --quick" if quick else ""),
+        regenerate=REGENERATE,
+        quick=quick,
+        synthetic=", ".join(synthetic),
+        stand_ins=" and ".join(d for d in stand_ins if d),
+        standin_summary=standin_summary() if synthetic and "n_baiot" in stand_ins else None,
+        tolerance=f"{tol:g}",
+        experiments=experiments,
+        matches=matches,
+        coincidental=coincidental,
+        dp=_dp_section(results),
+        extended=_extended_section(results),
+        ablation_sections=_ablation_sections(ablation),
+        timing=_timing_table(results),
+        inconsistencies=[f"**{item['id']}** ({', '.join(item['experiments'])}): {' '.join(str(item['text']).split())}"
+                         for item in reported["inconsistencies"]],
+        deviations=[f"{text} ({', '.join(names)})" for text, names in deviations.items()],
+        missing=", ".join(missing_experiments(results)),
+    )
 
 
 def write_results_md(
