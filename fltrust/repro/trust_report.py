@@ -48,6 +48,7 @@ __all__ = [
     "REPORTED_FILE",
     "RESULT_KEYS",
     "ResultsError",
+    "ablation_frame",
     "ablation_markdown",
     "comparison_frame",
     "dp_markdown",
@@ -60,6 +61,7 @@ __all__ = [
     "metric_frame",
     "match_source",
     "missing_experiments",
+    "mode_tables",
     "results_markdown",
     "timing_frame",
     "write_results_md",
@@ -228,6 +230,37 @@ def comparison_frame(results: Sequence[dict[str, Any]], reported: dict[str, Any]
                 })
     return pd.DataFrame(rows, columns=["experiment", "mode", "item", "label", "paper", "ours", "delta", "match",
                                        "synthetic", "quick"])
+
+
+def mode_tables(comparison: pd.DataFrame) -> dict[str, pd.DataFrame]:
+    """:func:`comparison_frame` pivoted per mode: one table per mode, a row per score, and per
+    experiment the columns ``paper``, ``ours`` and ``delta``.
+
+    Parameters
+    ----------
+    comparison : pandas.DataFrame
+        :func:`comparison_frame`'s output.
+
+    Returns
+    -------
+    dict of str to pandas.DataFrame
+        Mode (in the frame's order) to its table; rows are the score labels, columns a
+        ``(experiment, paper|ours|delta)`` MultiIndex sorted by experiment.
+
+    Examples
+    --------
+    >>> frame = pd.DataFrame({"experiment": ["exp1", "exp1"], "mode": ["prototype", "prototype"],
+    ...                       "label": ["Trust score", "Privacy"], "paper": [0.56, 0.31],
+    ...                       "ours": [0.56, 0.25], "delta": [0.0, -0.06]})
+    >>> mode_tables(frame)["prototype"].loc["Privacy", ("exp1", "delta")]
+    np.float64(-0.06)
+    """
+    tables = {}
+    for mode in dict.fromkeys(comparison["mode"]):
+        sub = comparison[comparison["mode"] == mode]
+        tables[mode] = sub.pivot(index="label", columns="experiment", values=["paper", "ours", "delta"]).swaplevel(
+            axis=1).sort_index(axis=1)
+    return tables
 
 
 def metric_frame(results: Sequence[dict[str, Any]], reported: dict[str, Any] | None = None) -> pd.DataFrame:
@@ -544,6 +577,26 @@ def load_ablation(results_dir: str | Path) -> dict[str, Any] | None:
 
     path = Path(results_dir) / ABLATION_FILE
     return json.loads(path.read_text()) if path.is_file() else None
+
+
+def ablation_frame(ablation: dict[str, Any] | None) -> pd.DataFrame:
+    """The attack ablation's runs, one row each: run, strategy, accuracy, recovery, retention, trust
+    score and robustness pillar (empty without an ablation).
+
+    Parameters
+    ----------
+    ablation : dict or None
+        :func:`load_ablation`'s result.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Columns ``run, strategy, test_accuracy, recovery, retention, trust_score, robustness``.
+    """
+    columns = ["run", "strategy", "test_accuracy", "recovery", "retention", "trust_score", "robustness"]
+    rows = [{**{k: r[k] for k in columns[:-1]}, "robustness": r["pillars"].get("robustness")}
+            for r in (ablation or {}).get("runs", [])]
+    return pd.DataFrame(rows, columns=columns)
 
 
 def _ablation_sections(ablation: dict[str, Any] | None, *, variant: bool = False) -> list[dict[str, Any]]:
