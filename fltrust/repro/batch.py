@@ -22,7 +22,8 @@ Output folders (``out_dir``):
 
 - full runs default to the paper folder (``papers_repro/<paper>/``): ``results/*.json`` (small,
   committed), ``runs/`` (raw run records, not committed), ``notebooks/`` (executed copies), and the
-  summary writes ``RESULTS.md`` there and figures to ``figures/<paper>/``;
+  summary writes ``RESULTS.md`` there and figures to ``figures/<paper>/``; its executed copy is
+  also kept as ``summary.ipynb`` there (committed with its outputs);
 - quick runs default to ``runs/repro/<paper>-quick/`` so they never overwrite committed results.
 """
 
@@ -44,6 +45,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from fltrust.repro.paths import repo_root
+from fltrust.core.io import atomic_write_text
 
 REPO = repo_root()  # the checkout ($FLTRUST_REPO, this source tree, or the cwd's): fltrust.repro.paths
 NOTEBOOKS = REPO / "notebooks"
@@ -477,6 +479,9 @@ def _paper_batch(
         },
     )
     failures += run_jobs([summary], title=f"{title} summary", in_process=in_process)
+    if folders["base"] == REPO / "papers_repro" / paper and summary.output_notebook.is_file():
+        # the committed paper folder keeps its executed summary notebook, outputs and all, for readers
+        atomic_write_text(folders["base"] / "summary.ipynb", summary.output_notebook.read_text())
     print(f"{title} tables: {folders['results_md']}\n{title} figures: {folders['figures']}")
     return failures
 

@@ -226,3 +226,26 @@ def test_in_process_ctrl_c_stops_the_batch_and_names_the_job(tmp_path, monkeypat
         run_jobs(jobs, title="t", in_process=True)
     assert (tmp_path / "r0.json").is_file() and not (tmp_path / "r2.json").exists()
     assert os.getcwd() == str(tmp_path) != str(REPO) and torch.get_num_threads() == threads
+
+
+def test_a_full_batch_keeps_its_executed_summary_in_the_paper_folder(tmp_path, monkeypatch):
+    """Into papers_repro/<paper>/ the executed summary notebook is also kept as summary.ipynb
+    (committed with its outputs); into another --out folder it is not."""
+    from fltrust.repro import batch
+
+    monkeypatch.setattr(batch, "REPO", tmp_path)
+
+    def fake_run_jobs(jobs, **kw):
+        for job in jobs:
+            job.output_notebook.parent.mkdir(parents=True, exist_ok=True)
+            job.output_notebook.write_text(f'{{"executed": "{job.name}"}}')
+        return []
+
+    monkeypatch.setattr(batch, "run_jobs", fake_run_jobs)
+    common = dict(paper="fairness_analytics", notebook_folder="fairness", item_notebook="condition.ipynb",
+                  item_key="condition", names=["a"], item_parameters={}, quick=False, data_dir=None)
+    batch._paper_batch(out_dir=None, **common)
+    kept = tmp_path / "papers_repro" / "fairness_analytics" / "summary.ipynb"
+    assert json.loads(kept.read_text()) == {"executed": "summary"}
+    batch._paper_batch(out_dir=tmp_path / "elsewhere", **common)
+    assert not (tmp_path / "elsewhere" / "summary.ipynb").exists()
