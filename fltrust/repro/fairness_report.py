@@ -263,8 +263,8 @@ def misses_markdown(
            "not the four notions, so the notion that drives a gap is named from the closed forms of the fairness "
            "spec (2.4: f_g of CIFAR-10 and q-FedAvg NSL-KDD is a function of accuracy; 3: the sign of the "
            "cumulative FedSV decides f_j and f_r) and the authors' reported observations (spec 3), checked against "
-           "our per-client data where the results hold it. 'Alone' = the value one notion would need, the others fixed, for F_T to equal the "
-           "paper's (F_T is the mean of the four).", ""]
+           "our per-client data where the results hold it. 'Alone' = the value one notion would need, the others "
+           "fixed, for F_T to equal the paper's (F_T is the mean of the four).", ""]
     if sub.empty:
         return out + ["No miss: every run condition is within ±0.05."]
     order = sorted(sub.index, key=lambda i: -abs(float(sub.at[i, "delta"])))
@@ -430,7 +430,7 @@ def results_markdown(
                 f"±{tol:.2f} (the tolerance); {len(missing_conditions(results, mode))} of {len(all_conditions())} "
                 "not run.", ""]
         long_rows = []
-        for key, setup in DATASETS.items():
+        for key in DATASETS:
             for strategy, setting in columns:
                 name = condition_name(strategy, key, setting)
                 match = sub[sub["condition"] == name]
