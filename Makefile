@@ -8,13 +8,19 @@ REQ_HASH    := $(shell cat requirements.txt constraints.txt | sha256sum | cut -c
 VENV        ?= $(HOME)/.cache/fltrust/venv-$(REQ_HASH)
 PY          := $(VENV)/bin/python
 STAMP       := $(VENV)/.fltrust-complete
+# ruff, pinned in requirements-lint.txt, in a small environment of its own (keyed the same way), so
+# that a new ruff never rebuilds the pinned stack above
+LINT_HASH   := $(shell cat requirements-lint.txt | sha256sum | cut -c1-12)
+LINT_VENV   ?= $(HOME)/.cache/fltrust/lint-$(LINT_HASH)
+LINT_STAMP  := $(LINT_VENV)/.fltrust-complete
+LINT_PATHS  := fltrust tests benchmarks examples notebooks papers_repro
 # Real data: $FLTRUST_DATA, else ../shared/datasets when it exists, else ./data (synthetic fallback).
 FLTRUST_DATA ?= $(shell if [ -d ../shared/datasets ]; then cd ../shared/datasets && pwd; else echo $(CURDIR)/data; fi)
 export FLTRUST_DATA
 export PYTHONPATH := $(CURDIR)$(if $(PYTHONPATH),:$(PYTHONPATH),)
 export FLWR_DISABLE_RUNTIME_DEPENDENCY_INSTALLATION := 1
 
-.PHONY: venv demo test lab test-fast repro-fairness repro-trust clean-venv
+.PHONY: venv lint demo test lab test-fast repro-fairness repro-trust clean-venv
 
 # No file prerequisites on purpose: the folder name already carries the hash of the pinned
 # requirements, and a fresh clone's newer file times must not trigger a rebuild of a shared venv.
@@ -29,12 +35,23 @@ $(STAMP):
 
 venv: $(STAMP)
 
+$(LINT_STAMP):
+	@echo "==> creating $(LINT_VENV) (pinned ruff; reused across clones)"
+	rm -rf $(LINT_VENV)
+	$(PYTHON) -m venv $(LINT_VENV)
+	$(LINT_VENV)/bin/python -m pip install --quiet -r requirements-lint.txt
+	touch $(LINT_STAMP)
+
+## lint: ruff (rules in pyproject.toml) on the package, tests, benchmarks, examples and notebooks
+lint: $(LINT_STAMP)
+	$(LINT_VENV)/bin/ruff check $(LINT_PATHS)
+
 ## demo: quick reproduction (every dataset family, then the quick fairness and trust reproductions)
 demo: venv
 	$(PY) -m fltrust demo
 
-## test: the whole test suite (CI runs exactly this)
-test: venv
+## test: lint, then the whole test suite (CI runs exactly this)
+test: lint venv
 	$(PY) -m pytest -q
 
 ## lab: JupyterLab on the pinned environment (figures inline, widget progress bars)

@@ -155,9 +155,9 @@ def main() -> None:
             f"+ discovery of {fl['cfg'].partition.num_clients} SuperNodes (Ray actors starting, loading the federation) "
             f"{timings.get('discovery_s', float('nan')):.1f} s; per round after the first: clients "
             f"{fl['clients_s']:.2f} s of work on {actors} actor(s) in parallel (in-process: {inproc['clients_s']:.2f} s "
-            f"vectorised, {seq['clients_s']:.2f} s one client after another), serialisation {serial * 1e3:.1f} ms ({2 * m} models of "
-            f"{sum(p.nbytes for p in params) / 1e6:.2f} MB), rest {rest:.2f} s (message routing: the runtime polls "
-            f"every 0.1 s, Ray dispatch, server evaluation)")
+            f"vectorised, {seq['clients_s']:.2f} s one client after another), serialisation {serial * 1e3:.1f} ms "
+            f"({2 * m} models of {sum(p.nbytes for p in params) / 1e6:.2f} MB), rest {rest:.2f} s "
+            f"(message routing: the runtime polls every 0.1 s, Ray dispatch, server evaluation)")
     header = (f"{'setting':<22} {'data':<9} {'engine':<9} {'total s':>8} {'start-up s':>10} {'round 1 s':>9} "
               f"{'s/round 2+':>10} {'clients s':>9} {'ratio':>6}")
     print(header)

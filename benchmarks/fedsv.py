@@ -49,7 +49,6 @@ from fltrust.metrics.shapley import (
     federated_shapley,
     monte_carlo_shapley,
     permutation_shapley,
-    shapley_values,
 )
 from fltrust.models import build_model
 

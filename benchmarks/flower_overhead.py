@@ -37,12 +37,12 @@ from torch.utils.data import DataLoader, TensorDataset
 os.environ.setdefault("FLWR_TELEMETRY_ENABLED", "0")
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from flwr.app import ArrayRecord, ConfigRecord, Context, Error, Message, MetricRecord, RecordDict  # noqa: E402
-from flwr.clientapp import ClientApp  # noqa: E402
-from flwr.serverapp import Grid, ServerApp  # noqa: E402
-from flwr.serverapp.strategy import FedAvg  # noqa: E402
+from flwr.app import ArrayRecord, ConfigRecord, Context, Error, Message, MetricRecord, RecordDict
+from flwr.clientapp import ClientApp
+from flwr.serverapp import Grid, ServerApp
+from flwr.serverapp.strategy import FedAvg
 
-import fltrust.flower as ft  # noqa: E402
+import fltrust.flower as ft
 
 NUM_CLIENTS = 10
 
@@ -127,28 +127,28 @@ class InProcessGrid(Grid):
                                           num_nodes}, state=RecordDict(), run_config={}) for p in range(num_nodes)}
         TaskIdentity.task_id, TaskIdentity.run_id, TaskIdentity.node_id = 1, 1, SUPERLINK_NODE_ID
 
-    def set_run(self, run) -> None:  # noqa: D102
+    def set_run(self, run) -> None:
         pass
 
     @property
-    def run(self):  # noqa: D102
+    def run(self):
         from flwr.supercore.run import Run
 
         return Run.create_empty(run_id=1)
 
-    def create_message(self, *args, **kwargs):  # noqa: D102
+    def create_message(self, *args, **kwargs):
         raise NotImplementedError
 
-    def get_node_ids(self):  # noqa: D102
+    def get_node_ids(self):
         return list(self.contexts)
 
-    def push_messages(self, messages):  # noqa: D102
+    def push_messages(self, messages):
         raise NotImplementedError
 
-    def pull_messages(self, message_ids):  # noqa: D102
+    def pull_messages(self, message_ids):
         raise NotImplementedError
 
-    def send_and_receive(self, messages, *, timeout=None):  # noqa: D102
+    def send_and_receive(self, messages, *, timeout=None):
         replies = []
         for message in messages:  # a runtime serialises the message: the client gets its own copy
             delivered = Message(copy.deepcopy(message.content), dst_node_id=message.metadata.dst_node_id,

@@ -200,7 +200,7 @@ def run_torch(w: Workload, rounds: int, seed: int) -> dict:
     state = {k: v.clone() for k, v in model.state_dict().items()}
     accuracy(model, w.x_aux, w.y_aux)  # the initial evaluation, as the other systems make
     clock.stamp()
-    for round_ in range(rounds):
+    for _ in range(rounds):
         states, sizes = [], []
         for cid in rng.choice(CLIENTS, PER_ROUND, replace=False):
             model.load_state_dict(state)
@@ -267,12 +267,12 @@ def run_pfl(w: Workload, rounds: int, seed: int) -> dict:
         def forward(self, x):
             return self.net(x)
 
-        def loss(self, x, y, eval=False):  # noqa: A002 (pfl's keyword)
+        def loss(self, x, y, eval=False):  # `eval` is pfl's keyword
             self.eval() if eval else self.train()
             return F.binary_cross_entropy_with_logits(self(x).reshape(-1), y.to(torch.float32))
 
         @torch.no_grad()
-        def metrics(self, x, y, eval=True):  # noqa: A002
+        def metrics(self, x, y, eval=True):  # `eval` is pfl's keyword
             self.eval()
             return {"accuracy": Weighted(float(((self(x).reshape(-1) > 0).long() == y).sum()), len(y))}
 

@@ -33,7 +33,7 @@ block (:func:`attack_summary`). Under Flower the ClientApp itself applies the up
 and reports ``malicious``; data-level poisoning reaches it with the shared federation.
 
 Measuring: :func:`attack_success_rate` (backdoor: share of triggered non-target rows classified as
-the target), :func:`clean_accuracy`; :func:`fltrust.experiment.defence_comparison` runs clean /
+the target), :func:`clean_accuracy`, and :func:`fltrust.experiment.defence_comparison`, which runs clean /
 attacked-undefended / attacked-defended experiments and returns the numbers that
 :func:`fltrust.trust.poisoning.attack_outcome` combines.
 
@@ -43,7 +43,6 @@ This module imports only the config, numpy and torch (engines and metrics both u
 from __future__ import annotations
 
 import dataclasses
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -138,7 +137,7 @@ class AttackPlan:
     poisoned_rows: dict[int, int] = field(default_factory=dict)
 
     @classmethod
-    def from_config(cls, cfg: ExperimentConfig, num_clients: int) -> "AttackPlan":
+    def from_config(cls, cfg: ExperimentConfig, num_clients: int) -> AttackPlan:
         """The plan of ``cfg.attack`` (malicious ids drawn with ``cfg.effective_seed()``)."""
         a = cfg.attack
         target = a.target_label

@@ -198,7 +198,8 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--strict", action="store_true", help=STRICT_HELP)
     run.set_defaults(func=_cmd_run)
 
-    demo = sub.add_parser("demo", parents=[common], help="quick run of every dataset family (synthetic stand-ins when data is missing)")
+    demo = sub.add_parser("demo", parents=[common],
+                          help="quick run of every dataset family (synthetic stand-ins when data is missing)")
     demo.add_argument("--out", default="runs/demo")
     demo.add_argument("--device", choices=["cpu", "cuda", "auto"], default="auto",
                       help="auto (default): CUDA when available, else CPU")

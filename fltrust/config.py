@@ -45,7 +45,7 @@ import yaml
 
 # the metrics' settings (built from metrics.fairness / metrics.trust below) and the one bounded
 # repr of error messages; fltrust.settings imports nothing heavy
-from fltrust.settings import SHOW_MAX_CHARS, FairnessSettings, SettingsError, TrustSettings, show
+from fltrust.settings import FairnessSettings, SettingsError, TrustSettings, show
 
 
 class ConfigError(ValueError):
@@ -1041,19 +1041,19 @@ class ExperimentConfig:
         """Seed of this repeat."""
         return self.run.seed + self.run.repeat
 
-    def with_overrides(self, overrides: dict[str, Any]) -> "ExperimentConfig":
+    def with_overrides(self, overrides: dict[str, Any]) -> ExperimentConfig:
         """A new config with dotted-path overrides applied (``{"training.rounds": 3}``)."""
         data = self.to_dict()
         apply_overrides(data, overrides)
         return ExperimentConfig.from_dict(data)
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any] | None) -> "ExperimentConfig":
+    def from_dict(cls, data: dict[str, Any] | None) -> ExperimentConfig:
         """Build and validate from a nested dict; unknown keys raise :class:`ConfigError`."""
         return _build(cls, data or {}, "")
 
     @classmethod
-    def tiny(cls, **sections: dict[str, Any]) -> "ExperimentConfig":
+    def tiny(cls, **sections: dict[str, Any]) -> ExperimentConfig:
         """A seconds-long experiment for tests, docs and trying things out: synthetic NSL-KDD
         (600 rows), 6 iid clients, 3 per round, 3 rounds of 1 local epoch, on the CPU.
 
@@ -1080,7 +1080,7 @@ class ExperimentConfig:
         return cls.from_dict(data)
 
     @classmethod
-    def from_yaml(cls, path: str | Path, overrides: dict[str, Any] | None = None) -> "ExperimentConfig":
+    def from_yaml(cls, path: str | Path, overrides: dict[str, Any] | None = None) -> ExperimentConfig:
         """Load a YAML file and apply dotted-path overrides."""
         return load_config(path, overrides)
 
@@ -1187,7 +1187,7 @@ def _check_finite(obj: Any, prefix: str) -> None:
                 raise ConfigError(f"{path}={show(value)} must be a finite number (NaN and infinity are not allowed)")
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def model_fits(model: str, input_shape: tuple[int, ...], num_classes: int) -> bool:
     """Whether registered ``model`` runs on inputs of ``input_shape`` (one forward pass of zeros).
 

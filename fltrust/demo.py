@@ -118,7 +118,7 @@ def _run_families(out_dir: Path, data_dir: str | None, device: str) -> tuple[lis
         print(f"\n== {family} ==")
         try:
             record = run_experiment(cfg, out_dir=out_dir, device=device)
-        except Exception as exc:  # keep going: report every family
+        except Exception as exc:  # noqa: BLE001 - keep going: report every family
             print(f"  FAILED: {type(exc).__name__}: {exc}")
             failures.append(family)
             continue

@@ -7,14 +7,13 @@ import json
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 
 from fltrust.config import ExperimentConfig
 from fltrust.experiment import run_experiment, run_id_for
-from fltrust.runs import RunFolder, RunFolderError, load_run
+from fltrust.runs import RunFolder, RunFolderError
 
 REPO = Path(__file__).resolve().parents[1]
 

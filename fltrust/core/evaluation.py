@@ -314,9 +314,10 @@ def evaluate_datasets(
     """:func:`evaluate` of one model on each of several datasets, in one pass over all samples.
 
     The datasets are concatenated and run through ``model`` (eval mode) in blocks of
-    ``chunk_size`` samples (``None``: :func:`auto_chunk_size`); per-sample losses are then summed per dataset and per mini-batch of
-    ``batch_size`` exactly as :func:`evaluate` would (the ``per_batch_sum`` convention depends on
-    ``batch_size``, the forward block size does not change any result beyond float rounding).
+    ``chunk_size`` samples (``None``: :func:`auto_chunk_size`); per-sample losses are then summed per
+    dataset and per mini-batch of ``batch_size`` exactly as :func:`evaluate` would (the
+    ``per_batch_sum`` convention depends on ``batch_size``, the forward block size does not change
+    any result beyond float rounding).
     Everything stays on the device until one transfer of all losses and confusion matrices.
 
     Parameters
@@ -353,7 +354,9 @@ def evaluate_datasets(
     net = stacked_net(model)
     if net.kind == "program":  # the replay's faster pooling; one model = a stack of one
         state = [v.unsqueeze(0) for v in model.state_dict().values()]
-        forward = lambda xb: net(state, xb, shared_input=True)[0]  # noqa: E731
+
+        def forward(xb):
+            return net(state, xb, shared_input=True)[0]
     else:
         forward = model
     chunk_size = chunk_size or auto_chunk_size(model, x, 1)

@@ -47,19 +47,19 @@ class BaseObserver:
 
     name = "observer"
 
-    def on_run_start(self, info: RunInfo) -> None:  # noqa: D102
+    def on_run_start(self, info: RunInfo) -> None:
         self.info = info
 
-    def on_round_end(self, record: RoundRecord) -> Mapping[str, Any] | None:  # noqa: D102
+    def on_round_end(self, record: RoundRecord) -> Mapping[str, Any] | None:
         return None
 
-    def on_run_end(self, summary: RunSummary) -> Mapping[str, Any] | None:  # noqa: D102
+    def on_run_end(self, summary: RunSummary) -> Mapping[str, Any] | None:
         return None
 
-    def state_dict(self) -> dict[str, Any]:  # noqa: D102
+    def state_dict(self) -> dict[str, Any]:
         return {}
 
-    def load_state_dict(self, state: dict[str, Any]) -> None:  # noqa: D102
+    def load_state_dict(self, state: dict[str, Any]) -> None:
         return None
 
 

@@ -127,7 +127,7 @@ class RoundRecord:
         }
 
     @classmethod
-    def from_json(cls, data: dict[str, Any]) -> "RoundRecord":
+    def from_json(cls, data: dict[str, Any]) -> RoundRecord:
         """Inverse of :meth:`to_json` (without model parameters)."""
         confusion = data.get("client_confusion")
         return cls(

@@ -157,7 +157,7 @@ class ProgramNet:
             import torch.fx as fx
 
             graph = fx.symbolic_trace(model).graph
-        except Exception as exc:  # noqa: BLE001 - any trace failure: not replayable
+        except Exception as exc:  # any trace failure: not replayable
             raise UnsupportedModel(f"torch.fx cannot trace {type(model).__name__}: {exc}") from exc
         self.names = list(model.state_dict().keys())
         index = {name: i for i, name in enumerate(self.names)}
@@ -334,11 +334,17 @@ class ProgramNet:
             _, wi, bi, mi, vi, eps = spec
             if mode == "loop" or v.layout == "list":
                 xs = _to_list(v, K).t
-                pick = lambda i, k: params[i][k] if i is not None else None  # noqa: E731
+
+                def pick(i, k):
+                    return params[i][k] if i is not None else None
+
                 return _Value([F.batch_norm(xs[k], pick(mi, k), pick(vi, k), pick(wi, k), pick(bi, k), False, 0.0, eps)
                                for k in range(K)], "list")
             v = _to_grouped(v, K)
-            flat = lambda i: params[i].reshape(-1) if i is not None else None  # noqa: E731
+
+            def flat(i):
+                return params[i].reshape(-1) if i is not None else None
+
             return _Value(F.batch_norm(v.t, flat(mi), flat(vi), flat(wi), flat(bi), False, 0.0, eps), "grouped")
         if kind == "flatten":
             start = spec[1]

@@ -59,7 +59,7 @@ class ArraySplit:
     def __len__(self) -> int:
         return len(self.y)
 
-    def subset(self, index: np.ndarray) -> "ArraySplit":
+    def subset(self, index: np.ndarray) -> ArraySplit:
         """Rows ``index`` of this split (a new split; arrays are copied by fancy indexing)."""
         return ArraySplit(
             x=self.x[index],

@@ -172,7 +172,7 @@ def _digest(obj: Any) -> str:
 
 # -- the cache ---------------------------------------------------------------------------------
 
-_MEMORY: "OrderedDict[str, tuple[Arrays, dict[str, Any]]]" = OrderedDict()
+_MEMORY: OrderedDict[str, tuple[Arrays, dict[str, Any]]] = OrderedDict()
 
 
 def clear_memory_cache() -> None:

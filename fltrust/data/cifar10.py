@@ -113,7 +113,7 @@ def _parse_batches(paths: list[Path]) -> tuple[dict[str, np.ndarray], dict[str, 
                 batch = _BatchUnpickler(handle, encoding="bytes").load()
         except _Refused as exc:  # not corrupt: planted, or not a CIFAR-10 batch at all
             raise DatasetError(f"{path}: not a CIFAR-10 python batch: {exc}") from None
-        except Exception as exc:  # noqa: BLE001 - EOFError, ValueError, ... : any failure is a bad file
+        except Exception as exc:  # EOFError, ValueError, ... : any failure is a bad file
             raise unreadable(path, f"not a CIFAR-10 python batch ({type(exc).__name__}: {exc})", "cifar10") from exc
         if not isinstance(batch, dict) or b"data" not in batch or b"labels" not in batch:
             raise DatasetError(f"{path.name}: expected a pickled dict with keys b'data' and b'labels'")
@@ -180,7 +180,7 @@ def _parse_npz(path: Path) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
     try:
         with np.load(path, allow_pickle=False) as data:
             arrays = {name: data[name] for name in data.files}
-    except Exception as exc:  # noqa: BLE001 - EOFError (empty), BadZipFile (truncated), zlib.error, ...
+    except Exception as exc:  # EOFError (empty), BadZipFile (truncated), zlib.error, ...
         reason = f"not a readable npz without pickles ({type(exc).__name__}: {exc or 'no data'})"
         raise unreadable(path, reason, "cifar10") from exc
     for name in NPZ_REQUIRED:

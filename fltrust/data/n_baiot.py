@@ -278,7 +278,7 @@ def load_n_baiot(
     folder = Path(folder)
     found = find_files(folder)
     xs, ys, groups, attacks, records = [], [], [], [], []
-    for device_index, (device, files) in enumerate(found.items()):
+    for device_index, files in enumerate(found.values()):
         for label, path in files:
             x = cached_arrays("n_baiot_csv", [path], lambda path=path: _parse_csv(path))[0]["x"]
             xs.append(x)

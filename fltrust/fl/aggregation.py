@@ -7,19 +7,20 @@ are aggregated in float and cast back to their dtype.
 Byzantine-robust rules (n updates, f assumed Byzantine; a client's update is its whole
 ``state_dict`` flattened into one vector):
 
-=========================  ==================================================================  ==========================================
-function                   rule                                                                Flower 1.42 (``flwr.serverapp.strategy``)
-=========================  ==================================================================  ==========================================
-``krum``                   the update with the smallest score, the sum of squared distances    ``Krum(num_malicious_nodes=f)``
-                           to its n - f - 2 nearest other updates (Blanchard et al. 2017)
-``multikrum``              weighted mean of the k lowest-scoring updates                       ``MultiKrum(num_nodes_to_select=k)``
-``trimmed_mean``           per coordinate: drop the int(beta n) smallest and largest values,   ``FedTrimmedAvg(beta)``
-                           average the rest (Yin et al. 2018)
-``coordinate_median``      per coordinate median (Yin et al. 2018)                             ``FedMedian``
-``bulyan``                 theta = n - 2f updates chosen by Krum applied recursively, then     ``Bulyan(num_malicious_nodes=f,
-                           per coordinate the mean of the beta = theta - 2f values closest     selection_rule=krum_selection_rule)``
-                           to their median (El Mhamdi et al. 2018)
-=========================  ==================================================================  ==========================================
+=====================  =================================================================  =====================================
+function               rule                                                               Flower 1.42
+                                                                                          (``flwr.serverapp.strategy``)
+=====================  =================================================================  =====================================
+``krum``               the update with the smallest score, the sum of squared distances   ``Krum(num_malicious_nodes=f)``
+                       to its n - f - 2 nearest other updates (Blanchard et al. 2017)
+``multikrum``          weighted mean of the k lowest-scoring updates                      ``MultiKrum(num_nodes_to_select=k)``
+``trimmed_mean``       per coordinate: drop the int(beta n) smallest and largest values,  ``FedTrimmedAvg(beta)``
+                       average the rest (Yin et al. 2018)
+``coordinate_median``  per coordinate median (Yin et al. 2018)                            ``FedMedian``
+``bulyan``             theta = n - 2f updates chosen by Krum applied recursively, then    ``Bulyan(num_malicious_nodes=f,
+                       per coordinate the mean of the beta = theta - 2f values closest    selection_rule=krum_selection_rule)``
+                       to their median (El Mhamdi et al. 2018)
+=====================  =================================================================  =====================================
 
 Where ours and Flower's differ (``tests/fl/test_robust_aggregation.py`` checks each on toy updates):
 

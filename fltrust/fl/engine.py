@@ -14,8 +14,9 @@ Round k (1..T), as the fairness authors' Flower runs executed it (fairness spec 
 Step 3 runs for all sampled clients at once where ``training.vectorize`` allows (default
 ``auto``): they train side by side as one stacked model and the per-client evaluations are batched
 (:mod:`fltrust.fl.vectorized`; same seeds, batch orders and optimiser math as one client after
-another, results equal to float32 rounding). Round 0 records the initial model's evaluation on D. All randomness derives from the run seed,
-the round and the client id, so a run is deterministic on CPU and resumes exactly.
+another, results equal to float32 rounding). Round 0 records the initial model's evaluation on D.
+All randomness derives from the run seed, the round and the client id, so a run is deterministic
+on CPU and resumes exactly.
 
 The engine knows nothing about metrics: :mod:`fltrust.experiment` builds the federation, the
 model and the observers and hands them to an engine (this one, or :mod:`fltrust.flower`).
@@ -55,7 +56,7 @@ NBAFL_NOISE_OFFSET = 1000
 class _Client:
     """ClientHandle bound to one client's data (see :class:`fltrust.fl.strategies.ClientHandle`)."""
 
-    def __init__(self, engine: "Engine", cid: int, round_: int) -> None:
+    def __init__(self, engine: Engine, cid: int, round_: int) -> None:
         self.engine, self.client_id, self.round = engine, cid, round_
         self.x, self.y, self.x_val, self.y_val = engine.fed.client_tensors(cid)
         self.num_samples = len(self.y)

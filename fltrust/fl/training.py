@@ -21,7 +21,6 @@ import math
 import warnings
 from dataclasses import dataclass
 
-import numpy as np
 import torch
 from torch import nn
 

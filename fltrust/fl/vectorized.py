@@ -267,7 +267,10 @@ class StackedOptimizer:
         self.eps = eps
         self.steps = 0
         self.fused = bool(fused) and kind == "adam"
-        zeros = lambda: torch.zeros(K, N, device=device, dtype=dtype)  # noqa: E731
+
+        def zeros():
+            return torch.zeros(K, N, device=device, dtype=dtype)
+
         self.exp_avg = zeros() if kind == "adam" else None
         self.exp_avg_sq = zeros() if kind == "adam" else None
         self.buf = zeros() if kind == "sgd" and self.momentum != 0 else None
@@ -661,7 +664,10 @@ class VectorTrainer(BatchedEvaluator):
         widths = [x.shape[1]] + [self.shapes[wi][0] for wi, _ in layers]
         binary = widths[-1] == 1
         target = y.to(self.dtype) if binary else y
-        new = lambda *shape, dtype=self.dtype: torch.empty(*shape, device=self.device, dtype=dtype)  # noqa: E731
+
+        def new(*shape, dtype=self.dtype):
+            return torch.empty(*shape, device=self.device, dtype=dtype)
+
         buffers = (new(K * B, widths[0]), new(K * B, dtype=target.dtype),
                    [new(K, B, w) for w in widths[1:]],  # each layer's output (ReLU applied in place)
                    [new(K, B, w) for w in widths[1:]],  # the loss gradient w.r.t. each layer's output

@@ -234,26 +234,26 @@ class _SubsetGrid(Grid):
         self._grid = grid
         self._nodes = [int(n) for n in node_ids]
 
-    def set_run(self, run) -> None:  # noqa: D102
+    def set_run(self, run) -> None:
         self._grid.set_run(run)
 
     @property
-    def run(self):  # noqa: D102
+    def run(self):
         return self._grid.run
 
-    def create_message(self, *args: Any, **kwargs: Any) -> Message:  # noqa: D102
+    def create_message(self, *args: Any, **kwargs: Any) -> Message:
         return self._grid.create_message(*args, **kwargs)
 
-    def get_node_ids(self) -> Iterable[int]:  # noqa: D102
+    def get_node_ids(self) -> Iterable[int]:
         return list(self._nodes)
 
-    def push_messages(self, messages: Iterable[Message]) -> Iterable[str]:  # noqa: D102
+    def push_messages(self, messages: Iterable[Message]) -> Iterable[str]:
         return self._grid.push_messages(messages)
 
-    def pull_messages(self, message_ids: Iterable[str]) -> Iterable[Message]:  # noqa: D102
+    def pull_messages(self, message_ids: Iterable[str]) -> Iterable[Message]:
         return self._grid.pull_messages(message_ids)
 
-    def send_and_receive(self, messages: Iterable[Message], *, timeout: float | None = None) -> Iterable[Message]:  # noqa: D102
+    def send_and_receive(self, messages: Iterable[Message], *, timeout: float | None = None) -> Iterable[Message]:
         return self._grid.send_and_receive(messages, timeout=timeout)
 
 
@@ -320,7 +320,7 @@ class ObservedStrategy(Strategy):
         return getattr(self.strategy, name)
 
     # -- Flower's Strategy interface --------------------------------------------------------
-    def summary(self) -> None:  # noqa: D102
+    def summary(self) -> None:
         self.strategy.summary()
 
     def configure_train(self, server_round: int, arrays: ArrayRecord, config: ConfigRecord,
@@ -430,10 +430,10 @@ class ObservedStrategy(Strategy):
         return ClientRow(cid, node, params, metrics, confusion)
 
     def configure_evaluate(self, server_round: int, arrays: ArrayRecord, config: ConfigRecord,
-                           grid: Grid) -> Iterable[Message]:  # noqa: D102
+                           grid: Grid) -> Iterable[Message]:
         return self.strategy.configure_evaluate(server_round, arrays, config, grid)
 
-    def aggregate_evaluate(self, server_round: int, replies: Iterable[Message]) -> MetricRecord | None:  # noqa: D102
+    def aggregate_evaluate(self, server_round: int, replies: Iterable[Message]) -> MetricRecord | None:
         return self.strategy.aggregate_evaluate(server_round, replies)
 
     # -- running ----------------------------------------------------------------------------

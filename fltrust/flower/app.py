@@ -56,7 +56,7 @@ from typing import Any
 
 import numpy as np
 import torch
-from flwr.app import ArrayRecord, ConfigRecord, Message, MetricRecord, RecordDict
+from flwr.app import ArrayRecord, ConfigRecord, Message, MetricRecord
 from flwr.serverapp import Grid
 from flwr.serverapp.strategy import Strategy
 from torch import nn
@@ -345,7 +345,7 @@ class InstrumentedStrategy(ObservedStrategy):
 
     def _returned(self, record) -> dict[str, float]:
         values = dict(record.server_metrics)
-        values.update((record.observations.get("fairness") or {}))
+        values.update(record.observations.get("fairness") or {})
         values.update({k: v for k, v in (record.observations.get("trust") or {}).items() if k == "trust_score"})
         out = {}
         for key in RETURNED_KEYS:
@@ -615,7 +615,7 @@ def instrument(
         raise _fail("fairness", "and trust= are both None: there is nothing to record")
     try:
         num_classes = _num_classes(model, *probe)
-    except Exception as exc:  # the model cannot take the data
+    except Exception as exc:  # noqa: BLE001 - the model cannot take the data
         raise _fail("model", f"cannot evaluate the {'aux' if 'aux' in tensors else 'test'} data "
                              f"({type(exc).__name__}: {exc}); pass data shaped as the model's input") from None
     if "aux" in tensors:

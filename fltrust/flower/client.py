@@ -69,7 +69,7 @@ class ClientReport:
 
     @classmethod
     def for_model(cls, model, x_val, y_val, *, partition_id: int | None, num_classes: int, batch_size: int = 1024,
-                  loss_scaling: str = "mean") -> "ClientReport":
+                  loss_scaling: str = "mean") -> ClientReport:
         """A report that evaluates ``model``'s architecture on ``(x_val, y_val)`` (torch tensors).
 
         The evaluation runs on the model's device (the validation tensors are moved there once),

@@ -122,7 +122,7 @@ class Ditto(FedAvg):
         self.personal_store = personal_store
         self.personal: dict[int, ArrayRecord] = {}  # node id -> personal model (server store)
 
-    def summary(self) -> None:  # noqa: D102
+    def summary(self) -> None:
         log.debug("Ditto: personal models stored on the %s", self.personal_store)
         super().summary()
 
@@ -211,7 +211,7 @@ class QFedAvg(FlowerQFedAvg):
         self.variant = variant
         self.central_loss = central_loss
 
-    def summary(self) -> None:  # noqa: D102
+    def summary(self) -> None:
         log.debug("q-FedAvg variant %s", self.variant)
         super().summary()
 
@@ -295,7 +295,7 @@ class SeededServerSideFixedClipping(DifferentialPrivacyServerSideFixedClipping):
             np.random.set_state(state)
 
 
-def build_flower_strategy(cfg: "ExperimentConfig", *, central_loss: Callable[[int, ArrayRecord], float] | None = None,
+def build_flower_strategy(cfg: ExperimentConfig, *, central_loss: Callable[[int, ArrayRecord], float] | None = None,
                           server_noise: float | None = None, ditto_personal_store: str = "server"):
     """The Flower strategy that runs ``cfg.strategy`` (see the module docstring).
 
@@ -369,7 +369,7 @@ def build_flower_strategy(cfg: "ExperimentConfig", *, central_loss: Callable[[in
 # ``LegacyContext``, and ``flwr.client.mod.secaggplus_mod`` on the ClientApp (whose train
 # handler then speaks the legacy FitIns/FitRes records). The Message-API strategies have no
 # SecAgg+ counterpart, so a secagg+ run uses the classes below.
-from flwr.common.secure_aggregation.secaggplus_constants import RECORD_KEY_CONFIGS as SECAGG_CONFIG_KEY  # noqa: E402
+from flwr.common.secure_aggregation.secaggplus_constants import RECORD_KEY_CONFIGS as SECAGG_CONFIG_KEY  # noqa: E402 - with its section
 
 
 def secagg_when_asked(msg: Message, context, call_next):
@@ -453,7 +453,7 @@ class SampledLegacyFedAvg(LegacyFedAvg):
             raise RuntimeError(f"round {server_round}: sampled client(s) {missing} have no connected SuperNode")
         return [(proxies[by_client[c]], fit_ins) for c in ids]
 
-    def aggregate_fit(self, server_round, results, failures):  # noqa: D102
+    def aggregate_fit(self, server_round, results, failures):
         """Hand the fit metrics to ``fit_metrics_hook``, then the legacy FedAvg.
 
         Parameters
@@ -496,12 +496,12 @@ class ObservedSecAggPlusWorkflow(SecAggPlusWorkflow):
 
         return int(context.state.config_records[MAIN_CONFIGS_RECORD][Key.CURRENT_ROUND])
 
-    def __call__(self, grid: Grid, context) -> None:  # noqa: D102
+    def __call__(self, grid: Grid, context) -> None:
         if self.on_done is not None:
             self.on_done(self._round(context), False)
         super().__call__(grid, context)
 
-    def collect_masked_vectors_stage(self, grid: Grid, context, state) -> bool:  # noqa: D102
+    def collect_masked_vectors_stage(self, grid: Grid, context, state) -> bool:
         """Flower's stage, then ``on_errors(round, reasons)`` with one reason per error reply.
 
         Parameters
@@ -524,7 +524,7 @@ class ObservedSecAggPlusWorkflow(SecAggPlusWorkflow):
             self.on_errors(self._round(context), [str(getattr(err, "reason", err)) for err in errors.values()])
         return ok
 
-    def unmask_stage(self, grid: Grid, context, state) -> bool:  # noqa: D102
+    def unmask_stage(self, grid: Grid, context, state) -> bool:
         """Flower's stage, then ``on_done(round, ok)`` with whether it produced an aggregate.
 
         Parameters

@@ -317,8 +317,9 @@ def build_client_splits(
     """Partition the training split into clients and hold out each client's validation part.
 
     Steps: :func:`make_partitioner` → ``partition(y, groups)`` → :func:`train_val_split` of every
-    client with ``cfg.val_fraction`` (or :func:`three_way_split` with ``cfg.client_splits``) → :func:`class_counts`; when ``n_test`` is given, also
-    :func:`select_aux` with ``cfg.aux_fraction`` / ``cfg.aux_max_samples``. The aux set comes
+    client with ``cfg.val_fraction`` (or :func:`three_way_split` with ``cfg.client_splits``) →
+    :func:`class_counts`; when ``n_test`` is given, also :func:`select_aux` with
+    ``cfg.aux_fraction`` / ``cfg.aux_max_samples``. The aux set comes
     from the test split, so it is disjoint from all client data (see the module docstring), unless
     ``cfg.aux_source == "client_pool"``: then it is drawn from the clients' pooled training and
     validation rows (indices into the training split).

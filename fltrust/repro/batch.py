@@ -192,7 +192,7 @@ def run_notebook_in_process(notebook: Path, parameters: dict[str, Any], log: Pat
             os.chdir(REPO)
             for number, cell in enumerate(cells, start=1):
                 try:
-                    exec(compile(cell.source, f"{notebook.name} cell {number}", "exec"), namespace)  # noqa: S102
+                    exec(compile(cell.source, f"{notebook.name} cell {number}", "exec"), namespace)
                 except Exception as exc:
                     traceback.print_exc()  # into the log, like a kernel's traceback in the executed notebook
                     raise NotebookCellError(f"{notebook.name} cell {number}: {type(exc).__name__}: {exc}") from exc
@@ -285,7 +285,7 @@ def _execute_job(job: NotebookJob, kernels: KernelRegistry | None = None,
             run_notebook_in_process(job.notebook, job.parameters, job.output_notebook.with_suffix(IN_PROCESS_LOG_SUFFIX))
         else:
             _papermill(job.notebook, job.output_notebook, job.parameters, kernels)
-    except Exception as exc:  # keep going; report at the end
+    except Exception as exc:  # noqa: BLE001 - keep going; report at the end
         if kernels is not None and kernels.stopping.is_set():  # its kernel was killed by an interrupt
             return job.name, time.perf_counter() - start, "stopped (interrupted)"
         message = str(exc).strip().splitlines()

@@ -177,7 +177,7 @@ def _png_bytes(path: Path, compact: bool) -> bytes:
         flat.quantize(colors=256, method=Image.Quantize.MEDIANCUT, dither=Image.Dither.NONE).save(
             buffer, format="PNG", optimize=True)
         small = buffer.getvalue()
-    except Exception:  # not decodable by Pillow (or no Pillow): embed the file as it is
+    except Exception:  # noqa: BLE001 - not decodable by Pillow (or no Pillow): embed the file as it is
         return raw
     return small if len(small) < len(raw) else raw
 

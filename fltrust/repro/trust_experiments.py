@@ -289,8 +289,9 @@ QUICK_OVERRIDES: dict[str, Any] = {
     "data.allow_synthetic_fallback": True,
 }
 """Applied by ``quick=True`` on top of the full-scale config (with :func:`quick_overrides`'
-client count and data size): a CPU-seconds smoke run (2 rounds, small CLEVER, SHAP, evasion, membership-inference and reputation samples; the labelled synthetic
-stand-in where the real data is missing). Every stage still runs. Not comparable with the paper.
+client count and data size): a CPU-seconds smoke run (2 rounds, small CLEVER, SHAP, evasion,
+membership-inference and reputation samples; the labelled synthetic stand-in where the real data
+is missing). Every stage still runs. Not comparable with the paper.
 On FEMNIST's 62 classes CLEVER and SHAP cost one gradient per class and sample: CLEVER's pool
 factor 1 and GradientExplainer's 16 samples per explained input (SHAP's default: 200) make them
 seconds instead of minutes."""

@@ -67,7 +67,7 @@ class _TwoDimOutput(nn.Module):
         super().__init__()
         self.model = model
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:  # noqa: D102
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.model(x).reshape(len(x), -1)
 
 

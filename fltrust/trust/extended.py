@@ -232,7 +232,8 @@ class ExtendedMetrics:
         self._implemented(fs)
         return out
 
-    def _privacy(self, summary: RunSummary, model: torch.nn.Module, fs: dict[str, Any], participated: list[int]) -> dict[str, Any]:
+    def _privacy(self, summary: RunSummary, model: torch.nn.Module, fs: dict[str, Any],
+                 participated: list[int]) -> dict[str, Any]:
         from fltrust.trust.leakage import membership_inference
 
         engine_secagg = any(_finite(r.server_metrics.get("secure_aggregation")) for r in summary.rounds)
@@ -274,7 +275,8 @@ class ExtendedMetrics:
                   f"(sklearn roc_auc_score); ART rule-based attack as a cross-check")
         return mia.to_dict()
 
-    def _robustness(self, summary: RunSummary, model: torch.nn.Module, fs: dict[str, Any], trained: list[RoundRecord]) -> dict[str, Any]:
+    def _robustness(self, summary: RunSummary, model: torch.nn.Module, fs: dict[str, Any],
+                    trained: list[RoundRecord]) -> dict[str, Any]:
         from fltrust.trust.robustness import evasion_accuracy
 
         out: dict[str, Any] = {}
@@ -418,7 +420,8 @@ class ExtendedMetrics:
                   attribute=self.sensitive.description)
         return result.to_dict()
 
-    def _explainability(self, summary: RunSummary, fs: dict[str, Any], trained: list[RoundRecord], run_folder: Path | None) -> None:
+    def _explainability(self, summary: RunSummary, fs: dict[str, Any], trained: list[RoundRecord],
+                        run_folder: Path | None) -> None:
         simplification = self.declared.get("simplification")
         set_field(fs, "explainability/simplification", simplification)
         self.prov(fs, "explainability/simplification", "declared", "metrics.trust.declared.simplification",

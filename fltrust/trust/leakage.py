@@ -209,7 +209,8 @@ def balanced_sample(num_members: int, num_nonmembers: int, num_samples: int, *, 
 
 
 @torch.no_grad()
-def per_sample_losses(model: nn.Module, x: torch.Tensor, y: torch.Tensor, *, batch_size: int = 256) -> tuple[np.ndarray, np.ndarray]:
+def per_sample_losses(model: nn.Module, x: torch.Tensor, y: torch.Tensor, *,
+                      batch_size: int = 256) -> tuple[np.ndarray, np.ndarray]:
     """Per-sample training loss (BCE or cross-entropy, as the model was trained) and correctness.
 
     Parameters

@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -121,7 +120,7 @@ class MetricResult:
         return to_plain(out)
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> "MetricResult":
+    def from_dict(cls, data: Mapping[str, Any]) -> MetricResult:
         """Inverse of :meth:`to_dict` (NaN values come back as ``None`` inputs / NaN scores)."""
         return cls(
             name=data["name"],
@@ -169,7 +168,7 @@ class NotionResult:
         return out
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> "NotionResult":
+    def from_dict(cls, data: Mapping[str, Any]) -> NotionResult:
         """Inverse of :meth:`to_dict`."""
         return cls(
             name=data["name"],
@@ -214,7 +213,7 @@ class PillarResult:
         return out
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> "PillarResult":
+    def from_dict(cls, data: Mapping[str, Any]) -> PillarResult:
         """Inverse of :meth:`to_dict`."""
         return cls(
             name=data["name"],
@@ -324,7 +323,7 @@ class TrustReport:
         return json.dumps(self.to_dict(), indent=indent, allow_nan=False)
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> "TrustReport":
+    def from_dict(cls, data: Mapping[str, Any]) -> TrustReport:
         """Inverse of :meth:`to_dict`."""
         return cls(
             trust_score=_score(data["trust_score"]),
@@ -340,7 +339,7 @@ class TrustReport:
         )
 
     @classmethod
-    def from_json(cls, text: str) -> "TrustReport":
+    def from_json(cls, text: str) -> TrustReport:
         """Read a report written by :meth:`to_json`."""
         return cls.from_dict(json.loads(text))
 
@@ -364,7 +363,7 @@ class TrustReport:
             }
         )
 
-    def to_frame(self) -> "Any":
+    def to_frame(self) -> Any:
         """One row per metric (pandas ``DataFrame``); ``df.attrs`` holds the trust score and mode.
 
         Columns: pillar, notion, metric, label, raw_value, normalized, score, metric_weight,

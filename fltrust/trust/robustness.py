@@ -63,7 +63,7 @@ class BinaryLogitAsTwoClasses(nn.Module):
         super().__init__()
         self.model = model
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:  # noqa: D102
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
         z = self.model(x).reshape(-1, 1)
         return torch.cat([torch.zeros_like(z), z], dim=1)
 

@@ -269,7 +269,7 @@ class Definitions:
                         return metric
         raise KeyError(f"no metric {path!r} in definitions {self.name!r}")
 
-    def replace_metric(self, path: str, **changes: Any) -> "Definitions":
+    def replace_metric(self, path: str, **changes: Any) -> Definitions:
         """A copy with the metric at ``path`` changed (fields as in :class:`MetricDefinition`)."""
         found = False
         pillars = []
@@ -464,7 +464,7 @@ def definitions_from_dict(data: Mapping[str, Any], *, source: str = "<dict>", na
     )
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _packaged_definitions(filename: str) -> Definitions:
     resource = importlib.resources.files("fltrust.trust").joinpath("definitions", filename)
     data = yaml.safe_load(resource.read_text(encoding="utf-8"))
@@ -758,7 +758,8 @@ def _provenance_entry(factsheet: Mapping[str, Any], path: str) -> dict[str, Any]
     return out
 
 
-def _not_applicable(metric: MetricDefinition, path: str, factsheet: Mapping[str, Any], provenance: dict[str, Any]) -> MetricResult:
+def _not_applicable(metric: MetricDefinition, path: str, factsheet: Mapping[str, Any],
+                    provenance: dict[str, Any]) -> MetricResult:
     inputs = {field_path: ops.resolve_field(factsheet, field_path) for field_path in metric.inputs}
     return MetricResult(
         name=metric.name, label=metric.label or metric.name, path=path, operation=metric.operation, type=metric.type,

@@ -77,7 +77,7 @@ def known_country(country_iso_code: str) -> bool | None:
         from codecarbon.input import DataSource
 
         return str(country_iso_code).upper() in DataSource().get_global_energy_mix_data()
-    except Exception:  # noqa: BLE001
+    except Exception:  # noqa: BLE001 - no CodeCarbon or no readable table: unknown
         return None
 
 
@@ -262,7 +262,7 @@ class EnergyTracker:
                       f"power {kind}: {explanation}")
             return EnergyResult(energy, emissions, carbon_intensity(emissions, energy), float(data.duration),
                                 source, method, self.country_iso_code, str(data.cpu_model or ""), hardware)
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:  # noqa: BLE001 - energy tracking must never stop a run
             reason = f"{type(exc).__name__}: {exc}"
             log.warning("sustainability: CodeCarbon failed at stop (%s)", reason)
             return EnergyResult(float("nan"), float("nan"), float("nan"), duration, "n/a",
@@ -274,5 +274,5 @@ class EnergyTracker:
             import codecarbon
 
             return str(codecarbon.__version__)
-        except Exception:  # noqa: BLE001
+        except Exception:  # noqa: BLE001 - any import failure reads as not installed
             return "(not installed)"

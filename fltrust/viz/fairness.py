@@ -8,7 +8,7 @@ function                       input                                            
 =============================  =====================================================  =======================
 :func:`plot_notion_timeseries`  :func:`fltrust.repro.fairness.notions_frame`          Figures 3, 5-8 (lines)
 :func:`plot_notion_bars`        :func:`fltrust.repro.fairness.notions_frame`          Figures 3, 5-8 (bars)
-:func:`plot_dataset_figure`     condition results (:func:`~fltrust.repro.fairness.condition_result`)  Figures 5-8 (one per dataset)
+:func:`plot_dataset_figure`     :func:`fltrust.repro.fairness.condition_result`       Figures 5-8 (one per dataset)
 :func:`plot_figure4`            :func:`fltrust.repro.fairness.figure4_frame`          Figure 4
 :func:`plot_table3_comparison`  :func:`fltrust.repro.fairness_report.summary_table`   Table 3, paper vs ours
 :func:`save_condition_figures`  one condition result                                 per-condition PNGs
@@ -436,7 +436,7 @@ def plot_table3_comparison(
     groups = [(s, t) for s in STRATEGIES for t in SETTINGS]
     width = 0.8 / (1 + len(modes))
     fig, axes = plt.subplots(2, 2, figsize=(12, 8), squeeze=False, sharey=True)
-    for ax, (key, setup) in zip(axes.ravel(), DATASETS.items()):
+    for ax, key in zip(axes.ravel(), DATASETS):
         positions = np.arange(len(groups))
         names = [f"{s}_{key}_{t}" for s, t in groups]
         paper = [paper_values.get(n, np.nan) for n in names]

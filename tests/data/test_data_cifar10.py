@@ -286,7 +286,8 @@ def test_a_batch_that_is_not_the_official_file_is_refused_before_unpickling(tmp_
     official_test_batches["data_batch_1"] = "54636561a3ce25bd3e19253c6b0d8538147b0ae398331ac4a2d86c6d987368cd"
 
     with pytest.raises(DatasetError, match=r"cifar-10-batches-py/data_batch_1: sha256 [0-9a-f]{64} differs from the "
-                                           r"official data_batch_1's 54636561a3ce25bd3e19253c6b0d8538147b0ae398331ac4a2d86c6d987368cd"):
+                                           r"official data_batch_1's "
+                                           r"54636561a3ce25bd3e19253c6b0d8538147b0ae398331ac4a2d86c6d987368cd"):
         load_dataset(DataConfig(name="cifar10", root=str(tmp_path)))
     # a batch under a name no official file has is refused too
     mk.write_cifar_batch(tmp_path / "cifar10" / "cifar-10-batches-py" / "my_batch", np.zeros((1, 3072), np.uint8), [0])

@@ -143,11 +143,13 @@ def test_copy_key_pairs_train_and_test_files():
 @pytest.mark.parametrize(
     ("change", "message"),
     [
-        (lambda s: s.update(num_samples=s["num_samples"][:1]), r"'num_samples' must list one count per entry of 'users' \(1 counts for 2 users\)"),
+        (lambda s: s.update(num_samples=s["num_samples"][:1]),
+         r"'num_samples' must list one count per entry of 'users' \(1 counts for 2 users\)"),
         (lambda s: s.update(users=["f_x", "f_x", "f_y"], num_samples=[2, 2, 1]), r"user 'f_x' is listed 2 times"),
         (lambda s: s["user_data"]["f_x"].update(y=[3.7, 1]), r"user 'f_x' row 0: label 3.7 is not an integer"),
         (lambda s: s["user_data"]["f_y"]["x"][0].__setitem__(5, float("nan")), r"user 'f_y' row 0: pixels must be finite"),
-        (lambda s: s["user_data"]["f_x"]["x"][1].__setitem__(0, 1e30), r"user 'f_x' row 1: pixels must be finite and lie in \[0, 1\].*1e\+30"),
+        (lambda s: s["user_data"]["f_x"]["x"][1].__setitem__(0, 1e30),
+         r"user 'f_x' row 1: pixels must be finite and lie in \[0, 1\].*1e\+30"),
         (lambda s: s["user_data"]["f_x"].update(y=[0, 62]), r"user 'f_x' row 1: label 62 must lie in 0..61"),
     ],
 )
@@ -281,7 +283,8 @@ def _bad_h5(h5py, path, change):
         (lambda h, g: (g.__delitem__("label"), g.create_dataset("label", data=np.array([0, 1, 2]))),
          r"user 'f_x' has 2 images but labels of shape \(3,\)"),
         (lambda h, g: g["label"].__setitem__(1, 62), r"user 'f_x' row 1: label 62 must lie in 0..61"),
-        (lambda h, g: g["pixels"].__setitem__((1, 3, 3), 1.5), r"user 'f_x' row 1: pixels must be finite and lie in \[0, 1\].*1\.5"),
+        (lambda h, g: g["pixels"].__setitem__((1, 3, 3), 1.5),
+         r"user 'f_x' row 1: pixels must be finite and lie in \[0, 1\].*1\.5"),
     ],
 )
 def test_malformed_tff_h5_is_one_error_naming_file_and_writer(tff, h5py_module, change, message):
@@ -307,7 +310,8 @@ def test_without_h5py_the_h5_path_says_what_to_install(tmp_path, monkeypatch):
         (folder / name).write_bytes(b"")
     monkeypatch.setitem(sys.modules, "h5py", None)  # import h5py now raises ImportError
 
-    with pytest.raises(DatasetError, match=r"fed_emnist_train\.h5: reading TensorFlow Federated's h5 files needs h5py.*h5py==3\.16\.0"):
+    with pytest.raises(DatasetError,
+                       match=r"fed_emnist_train\.h5: reading TensorFlow Federated's h5 files needs h5py.*h5py==3\.16\.0"):
         load_femnist(folder)
 
 

@@ -196,7 +196,8 @@ def test_femnist_archive_whose_h5_is_not_tff_layout_is_rejected(tmp_path, mk, mo
         for name in ("fed_emnist_train.h5", "fed_emnist_test.h5"):
             tar.add(src / name, arcname=name)
     payload = buffer.getvalue()
-    monkeypatch.setitem(SPECS, "femnist", dataclasses.replace(SPECS["femnist"], archive_sha256=hashlib.sha256(payload).hexdigest()))
+    monkeypatch.setitem(SPECS, "femnist",
+                        dataclasses.replace(SPECS["femnist"], archive_sha256=hashlib.sha256(payload).hexdigest()))
     _serve(monkeypatch, payload)
 
     with pytest.raises(DatasetError, match=r"fed_emnist_test\.h5: no group 'examples'; expected TensorFlow Federated's"):

@@ -91,7 +91,10 @@ def test_complete_run_is_skipped_and_interrupted_run_resumes(tmp_path):
     folder = tmp_path / "resumed" / cfg.run_id()
     assert (folder / "checkpoint.pt").exists() and not (folder / "summary.json").exists()
     resumed = run_experiment(cfg, out_dir=tmp_path / "resumed")
-    strip = lambda rec: [(r.round, r.client_ids.tolist(), r.server_metrics) for r in rec.rounds]
+
+    def strip(rec):
+        return [(r.round, r.client_ids.tolist(), r.server_metrics) for r in rec.rounds]
+
     assert strip(resumed) == strip(full)
     assert not (folder / "checkpoint.pt").exists()
     # a complete run is not recomputed
@@ -132,7 +135,8 @@ def test_server_dp_records_epsilon(tmp_path):
 @pytest.mark.parametrize(
     "data, model, partition",
     [
-        ({"name": "synthetic_cifar10", "synthetic_samples": 300}, "cifar_cnn", {"scheme": "dirichlet", "alpha": 0.5, "min_partition_size": 5}),
+        ({"name": "synthetic_cifar10", "synthetic_samples": 300}, "cifar_cnn",
+         {"scheme": "dirichlet", "alpha": 0.5, "min_partition_size": 5}),
         ({"name": "synthetic_femnist", "synthetic_samples": 400}, "femnist_cnn", {"scheme": "natural"}),
         ({"name": "synthetic_femnist", "synthetic_samples": 400}, "convnet2", {"scheme": "natural"}),
         ({"name": "synthetic_n_baiot", "synthetic_samples": 600}, "nbaiot_mlp_50_50", {"scheme": "natural"}),

@@ -15,10 +15,10 @@ import pytest
 
 pytest.importorskip("flwr")
 
-from flwr.app import Context, Error, Message, RecordDict  # noqa: E402
-from flwr.serverapp import Grid  # noqa: E402
+from flwr.app import Context, Error, Message, RecordDict
+from flwr.serverapp import Grid
 
-from fltrust.config import ExperimentConfig, TrainingConfig  # noqa: E402
+from fltrust.config import ExperimentConfig, TrainingConfig
 
 SEQUENTIAL = "vectorize" in TrainingConfig.__dataclass_fields__
 

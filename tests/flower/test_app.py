@@ -281,7 +281,7 @@ run_simulation(server_app=app.server, client_app=app.client, num_supernodes=4,
     assert done.returncode == 0, done.stderr[-3000:]
     [folder] = run_folders(tmp_path)
     assert "round 3: F_T" in done.stdout and f"run folder: {folder}" in done.stdout
-    from fltrust.runs import audit_run, load_run
+    from fltrust.runs import load_run
 
     record = load_run(folder)
     assert all(0 <= r.observations["fairness"]["F_T"] <= 1 and r.observations["trust"]["trust_score"] > 0

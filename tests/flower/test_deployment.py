@@ -103,13 +103,14 @@ def test_example_app_on_a_local_deployment(tmp_path):
     link_port = free_port()
     (home / "config.toml").write_text(
         f'[superlink]\ndefault = "deployment"\n\n[superlink.deployment]\naddress = "127.0.0.1:{link_port}"\ninsecure = true\n')
-    env = {**os.environ, "FLWR_HOME": str(home), "PATH": os.pathsep.join([str(BIN), os.environ.get("PATH", "")]), "FLWR_TELEMETRY_ENABLED": "0", "FLWR_DISABLE_UPDATE_CHECK": "1",
+    env = {**os.environ, "FLWR_HOME": str(home), "PATH": os.pathsep.join([str(BIN), os.environ.get("PATH", "")]),
+           "FLWR_TELEMETRY_ENABLED": "0", "FLWR_DISABLE_UPDATE_CHECK": "1",
            "FLWR_DISABLE_RUNTIME_DEPENDENCY_INSTALLATION": "1",
            "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]).strip(os.pathsep)}
     logs = {}
 
     def launch(name: str, *args: str) -> subprocess.Popen:
-        logs[name] = open(tmp_path / f"{name}.log", "w")  # noqa: SIM115 - closed in finally
+        logs[name] = open(tmp_path / f"{name}.log", "w")  # closed in finally
         return subprocess.Popen([str(BIN / args[0]), *args[1:]], cwd=tmp_path, env=env, stdout=logs[name],
                                 stderr=subprocess.STDOUT)
 

@@ -4,11 +4,11 @@ import matplotlib
 
 matplotlib.use("Agg")
 
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import pytest  # noqa: E402
+import matplotlib.pyplot as plt
+import numpy as np
+import pytest
 
-from fltrust.partition import PartitionError, plot_class_distribution  # noqa: E402
+from fltrust.partition import PartitionError, plot_class_distribution
 
 
 def test_stacked_bars_have_one_bar_per_client_and_class() -> None:

@@ -136,7 +136,8 @@ def test_range_score_paper_clever_bins(clever, bin_):
 
 @pytest.mark.parametrize(
     ("cv", "expected"),
-    [(0.0, 1.0), (0.05, 1 - 1 / 12), (0.1, 1 - 1 / 12), (0.15, 1 - 2 / 12), (0.45, 1 - 5 / 12), (1.0, 1 - 10 / 12), (1.44, 1 / 12)],
+    [(0.0, 1.0), (0.05, 1 - 1 / 12), (0.1, 1 - 1 / 12), (0.15, 1 - 2 / 12), (0.45, 1 - 5 / 12), (1.0, 1 - 10 / 12),
+     (1.44, 1 / 12)],
 )
 def test_range_score_twelve_bins_desc(cv, expected):
     assert range_score(cv, TENTHS, "desc") == pytest.approx(expected, abs=1e-12)

@@ -9,11 +9,11 @@ import matplotlib
 
 matplotlib.use("Agg")
 
-import matplotlib.pyplot as plt  # noqa: E402
-import pytest  # noqa: E402
+import matplotlib.pyplot as plt
+import pytest
 
-from fltrust.trust.report import REPORT_JSON, REPORT_PNG, TrustReport, plot_trust_report, write_report  # noqa: E402
-from fltrust.trust.scoring import score_factsheet  # noqa: E402
+from fltrust.trust.report import REPORT_JSON, REPORT_PNG, TrustReport, plot_trust_report, write_report
+from fltrust.trust.scoring import score_factsheet
 
 
 def _factsheet(model: str = "CNN") -> dict:

@@ -448,7 +448,8 @@ def _experiment(*, clients, rate, rounds, dp, epsilon, algorithm, accuracy, clev
             "differential_privacy": dp, "dp_epsilon": epsilon, "trainable_param_num": 12,
             "trainable_param_count": params, "total_round_num": rounds, "learning_rate": 0.01, "local_update_steps": 1,
         },
-        "performance": {"test_loss_avg": 1.0, "test_acc_avg": accuracy, "test_feature_importance_cv": fi_cv, "test_clever": clever},
+        "performance": {"test_loss_avg": 1.0, "test_acc_avg": accuracy, "test_feature_importance_cv": fi_cv,
+                        "test_clever": clever},
         "fairness": {"test_acc_cv": acc_cv, "selection_cv": selection_cv, "class_imbalance": class_cv},
         "system": {"avg_time_minutes": 3.0, "avg_model_size": "6.6M", "avg_upload_bytes": "1M", "avg_download_bytes": "1M"},
     }

@@ -6,13 +6,13 @@ import matplotlib
 
 matplotlib.use("Agg")
 
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
-import pytest  # noqa: E402
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+import pytest
 
-from fltrust.repro.fairness import NOTIONS  # noqa: E402
-from fltrust.viz.fairness import (  # noqa: E402
+from fltrust.repro.fairness import NOTIONS
+from fltrust.viz.fairness import (
     NOTION_LABELS,
     PlotInputError,
     dataset_title,

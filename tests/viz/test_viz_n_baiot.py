@@ -6,15 +6,15 @@ import matplotlib
 
 matplotlib.use("Agg")
 
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
-import pytest  # noqa: E402
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+import pytest
 
-from fltrust.data import DatasetError, n_baiot  # noqa: E402
-from fltrust.data.cache import CACHE_ENV  # noqa: E402
-from fltrust.viz.fairness import PlotInputError  # noqa: E402
-from fltrust.viz.n_baiot import plot_standin_vs_real, write_standin_comparison  # noqa: E402
+from fltrust.data import DatasetError, n_baiot
+from fltrust.data.cache import CACHE_ENV
+from fltrust.viz.fairness import PlotInputError
+from fltrust.viz.n_baiot import plot_standin_vs_real, write_standin_comparison
 
 
 @pytest.fixture(autouse=True)
