@@ -49,6 +49,7 @@ import warnings
 from pathlib import Path
 
 from fltrust.config import ConfigError, load_config, parse_overrides
+from fltrust.names import FAIRNESS_MODES, REAL_DATASETS, TRUST_MODES
 
 
 class UsageError(Exception):
@@ -213,7 +214,7 @@ def build_parser() -> argparse.ArgumentParser:
     info.add_argument("--strict", action="store_true", help="exit 2 when a file's SHA-256 differs from the known one")
     info.set_defaults(func=_cmd_data_info)
     fetch = data_sub.add_parser("fetch", parents=[common], help="download a dataset from its public source")
-    fetch.add_argument("name", choices=["cifar10", "femnist", "nsl_kdd", "n_baiot"])
+    fetch.add_argument("name", choices=REAL_DATASETS)
     fetch.set_defaults(func=_cmd_data_fetch)
 
     repro = sub.add_parser("repro", parents=[common], help="reproduce a paper (batch of papermill notebooks)")
@@ -221,7 +222,8 @@ def build_parser() -> argparse.ArgumentParser:
     repro.add_argument("--quick", action="store_true", help="small CPU-sized version")
     repro.add_argument("--conditions", default="*", help="glob over condition/experiment names")
     repro.add_argument("--repeats", type=_at_least_one, default=None, help="repeats per condition (fairness)")
-    repro.add_argument("--mode", default=None, help="fairness: faithful|corrected; trust: prototype|paper")
+    repro.add_argument("--mode", default=None,
+                       help=f"fairness: {'|'.join(FAIRNESS_MODES)}; trust: {'|'.join(TRUST_MODES)}")
     repro.add_argument("--device", choices=["cpu", "cuda", "auto"], default="auto",
                        help="auto (default): CUDA when available, else CPU")
     repro.add_argument("--out", default=None, help="folder for run folders and executed notebooks")

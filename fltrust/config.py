@@ -43,6 +43,21 @@ from typing import Any
 
 import yaml
 
+# the names the sections choose from (modes, strategies, datasets, engines: spelled once, there)
+from fltrust.names import (
+    DATASETS,
+    ENGINES,
+    PRIVACY_MODES,
+    ROBUST_STRATEGIES,
+    STRATEGIES,
+    DatasetName,
+    EngineName,
+    FairnessMode,
+    PrivacyMode,
+    StrategyName,
+    TrustMode,
+)
+
 # the metrics' settings (built from metrics.fairness / metrics.trust below) and the one bounded
 # repr of error messages; fltrust.settings imports nothing heavy
 from fltrust.settings import FairnessSettings, SettingsError, TrustSettings, show
@@ -80,18 +95,6 @@ def _fraction(section: str, name: str, value: Any, *, allow_zero: bool = False) 
 
 AUX_SOURCES = ("test", "client_pool")
 """Where the server's auxiliary set D is drawn from (``partition.aux_source``)."""
-
-DATASETS = (
-    "cifar10",
-    "femnist",
-    "nsl_kdd",
-    "n_baiot",
-    "synthetic_cifar10",
-    "synthetic_femnist",
-    "synthetic_nsl_kdd",
-    "synthetic_n_baiot",
-)
-
 
 @dataclass(frozen=True)
 class DataConfig:
@@ -139,7 +142,7 @@ class DataConfig:
         :func:`fltrust.data.synthetic.synthetic_n_baiot`).
     """
 
-    name: str = "synthetic_nsl_kdd"
+    name: DatasetName = "synthetic_nsl_kdd"
     root: str | None = None
     train_files: list[str] | None = None
     test_files: list[str] | None = None
@@ -269,12 +272,6 @@ class ModelConfig:
         _choice("model", "name", self.name, tuple(sorted(MODELS)))
 
 
-STRATEGIES = ("fedavg", "qfedavg", "ditto", "fedmedian", "fedprox", "krum", "multikrum", "trimmedmean", "bulyan")
-ROBUST_STRATEGIES = ("fedmedian", "krum", "multikrum", "trimmedmean", "bulyan")
-"""Byzantine-robust aggregation rules (:mod:`fltrust.fl.aggregation`; Flower's FedMedian, Krum,
-MultiKrum, FedTrimmedAvg and Bulyan under ``run.engine: flower``)."""
-
-
 @dataclass(frozen=True)
 class StrategyConfig:
     """Aggregation strategy and client sampling.
@@ -316,7 +313,7 @@ class StrategyConfig:
         side (Flower's ``FedTrimmedAvg(beta)``, scipy's ``trim_mean``; Yin et al. 2018), in [0, 0.5).
     """
 
-    name: str = "fedavg"
+    name: StrategyName = "fedavg"
     fraction_fit: float | None = 0.5
     clients_per_round: int | None = None
     weighting: str = "samples"
@@ -451,7 +448,7 @@ class PrivacyConfig:
         rounding of each client's weighted update; see ``fltrust.flower.engine``).
     """
 
-    mode: str = "none"
+    mode: PrivacyMode = "none"
     target_epsilon: float = 10.0
     delta: float = 1e-5
     max_grad_norm: float = 1.0
@@ -467,7 +464,7 @@ class PrivacyConfig:
     secagg_quantization_range: int = 4194304
 
     def __post_init__(self) -> None:
-        _choice("privacy", "mode", self.mode, ("none", "local", "server", "nbafl"))
+        _choice("privacy", "mode", self.mode, PRIVACY_MODES)
         _choice("privacy", "secure_aggregation", self.secure_aggregation, (None, "none", "secagg+"))
         _fraction("privacy", "secagg_num_shares", self.secagg_num_shares)
         _fraction("privacy", "secagg_reconstruction_threshold", self.secagg_reconstruction_threshold)
@@ -528,7 +525,7 @@ class FairnessConfig:
     """
 
     enabled: bool = False
-    mode: str = "faithful"
+    mode: FairnessMode = "faithful"
     shapley: str = "exact"
     shapley_permutations: int = 200
     exact_max_players: int = 10
@@ -595,7 +592,7 @@ class TrustConfig:
     """
 
     enabled: bool = False
-    mode: str = "prototype"
+    mode: TrustMode = "prototype"
     metrics_file: str | None = None
     clever_samples: int = 1
     clever_nb_batches: int = 10
@@ -902,7 +899,7 @@ class RunConfig:
     repeat: int = 0
     out_dir: str = "runs"
     device: str = "auto"
-    engine: str = "inprocess"
+    engine: EngineName = "inprocess"
     progress: bool = True
     checkpoint: bool = True
     torch_threads: int | None = None
@@ -910,7 +907,7 @@ class RunConfig:
 
     def __post_init__(self) -> None:
         _choice("run", "device", self.device, ("cpu", "cuda", "auto"))
-        _choice("run", "engine", self.engine, ("inprocess", "flower"))
+        _choice("run", "engine", self.engine, ENGINES)
         _positive("run", "repeat", self.repeat, allow_zero=True)
         _positive("run", "torch_threads", self.torch_threads)
         _at_most("run", "torch_threads", self.torch_threads, TORCH_THREADS_MAX, "CPU threads of one process")
@@ -1125,6 +1122,8 @@ def _coerce(value: Any, hint: Any, path: str) -> Any:
     """Check ``value`` against a simple type hint; ints are accepted where floats are expected."""
     origin = typing.get_origin(hint)
     args = typing.get_args(hint)
+    if origin is typing.Literal:  # a name of fltrust.names: a string here; its section checks the value
+        return _coerce(value, type(args[0]), path)
     if origin in (typing.Union, types.UnionType):
         if value is None and type(None) in args:
             return None

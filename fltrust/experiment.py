@@ -37,11 +37,10 @@ from fltrust.core.records import RunInfo
 from fltrust.data.base import DatasetBundle
 from fltrust.federation import Federation, prepare_federation, resolve_device
 from fltrust.models import build_model
+from fltrust.names import ENGINES
 from fltrust.runs import RunDiverged, RunFolder, RunRecord, RunRecorder, load_final_model, load_run, locked
 
 log = logging.getLogger("fltrust")
-
-ENGINES = ("inprocess", "flower")
 
 
 @dataclass

@@ -9,7 +9,8 @@ app: :func:`fltrust.flower.instrument`), or let an experiment configuration buil
 these same objects, so the checks below are the only ones and run once.
 
 A ``None`` switch means "the mode's default"; after construction every switch holds a concrete
-value (:data:`FAIRNESS_MODE_DEFAULTS`, :data:`TRUST_MODE_DEFAULTS`).
+value (:data:`FAIRNESS_MODE_DEFAULTS`, :data:`TRUST_MODE_DEFAULTS`; the modes and their defaults
+are defined in :mod:`fltrust.names`).
 
 This module imports nothing heavy (no torch), so that loading a configuration stays cheap.
 
@@ -29,6 +30,16 @@ import math
 import reprlib
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
+
+# the mode names and the defaults of each mode are spelled once, in fltrust.names
+from fltrust.names import (
+    FAIRNESS_MODE_DEFAULTS,
+    FAIRNESS_MODES,
+    TRUST_MODE_DEFAULTS,
+    TRUST_MODES,
+    FairnessMode,
+    TrustMode,
+)
 
 __all__ = [
     "FAIRNESS_MODE_DEFAULTS",
@@ -100,7 +111,6 @@ def _resolve(settings: Any, defaults: dict[str, Any]) -> None:
 # --------------------------------------------------------------------------------------------
 # Federated Fairness Analytics
 # --------------------------------------------------------------------------------------------
-FAIRNESS_MODES = ("faithful", "corrected")
 COALITION_WEIGHTINGS = ("uniform", "fedavg")
 NONPOSITIVE_POLICIES = ("raw", "exclude")
 REWARDS = ("instantaneous", "cumulative")
@@ -111,26 +121,6 @@ SHAPLEY_METHODS = ("exact", "monte_carlo", "permutation", "auto")
 equal, and the two defaults below to ``AUTO_EXACT_PLAYERS`` and ``SAMPLER_PERMUTATIONS`` there)."""
 AUTO_EXACT_PLAYERS = 6
 SAMPLER_PERMUTATIONS = 10
-
-FAIRNESS_MODE_DEFAULTS: dict[str, dict[str, Any]] = {
-    "faithful": {
-        "shapley_include_empty": False,
-        "coalition_weighting": "uniform",
-        "nonpositive_policy": "raw",
-        "reward": "instantaneous",
-        "group_metric": "authors",
-        "jain_zero_guard": "authors",
-    },
-    "corrected": {
-        "shapley_include_empty": True,
-        "coalition_weighting": "fedavg",
-        "nonpositive_policy": "exclude",
-        "reward": "cumulative",
-        "group_metric": "equalized_odds",
-        "jain_zero_guard": "all_zero_is_one",
-    },
-}
-"""Value of every fairness switch in each mode (fairness spec 9)."""
 
 
 @dataclass(frozen=True)
@@ -206,7 +196,7 @@ class FairnessSettings:
         only; ``None`` = automatic).
     """
 
-    mode: str = "faithful"
+    mode: FairnessMode = "faithful"
     shapley_include_empty: bool | None = None
     coalition_weighting: str | None = None
     nonpositive_policy: str | None = None
@@ -267,42 +257,12 @@ class FairnessSettings:
 # --------------------------------------------------------------------------------------------
 # FederatedTrust
 # --------------------------------------------------------------------------------------------
-TRUST_MODES = ("prototype", "paper", "fixed", "extended")
 ENTROPY_METHODS = ("minmax_label", "normalized_label", "client_identification")
 """:data:`fltrust.trust.statistics.ENTROPY_METHODS` (a test pins the two lists equal)."""
 CLASS_IMBALANCE_METHODS = ("present_classes", "all_classes")
 """:data:`fltrust.trust.statistics.CLASS_IMBALANCE_METHODS`."""
 FEATURE_IMPORTANCE_METHODS = ("class_sums", "feature_mean_abs")
 """:data:`fltrust.trust.explainability.FEATURE_IMPORTANCE_METHODS`."""
-
-TRUST_MODE_DEFAULTS: dict[str, dict[str, Any]] = {
-    "prototype": {
-        "entropy_method": "minmax_label",
-        "class_imbalance_method": "present_classes",
-        "feature_importance_method": "class_sums",
-        "cap_cvs": True,
-        "cap_fi": False,
-        "nan_is_missing": False,
-    },
-    "paper": {
-        "entropy_method": "client_identification",
-        "class_imbalance_method": "present_classes",
-        "feature_importance_method": "class_sums",
-        "cap_cvs": False,
-        "cap_fi": False,
-        "nan_is_missing": True,
-    },
-    "fixed": {
-        "entropy_method": "client_identification",
-        "class_imbalance_method": "all_classes",
-        "feature_importance_method": "feature_mean_abs",
-        "cap_cvs": True,
-        "cap_fi": True,
-        "nan_is_missing": True,
-    },
-}
-TRUST_MODE_DEFAULTS["extended"] = dict(TRUST_MODE_DEFAULTS["fixed"])
-"""FactSheet statistic switches per trust mode (see :mod:`fltrust.trust.observer`)."""
 
 
 @dataclass(frozen=True)
@@ -352,7 +312,7 @@ class TrustSettings:
         checked by :func:`fltrust.trust.governance.validate_declarations` where they are read.
     """
 
-    mode: str = "prototype"
+    mode: TrustMode = "prototype"
     entropy_method: str | None = None
     class_imbalance_method: str | None = None
     feature_importance_method: str | None = None

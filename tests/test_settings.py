@@ -76,3 +76,16 @@ def test_config_hashes_are_unchanged():
 
 
 PINNED_CORRECTED_FIXED = "1420b0d073"  # computed on main before the settings moved
+
+
+def test_the_config_sections_default_to_the_settings_defaults():
+    """A ``metrics.fairness`` / ``metrics.trust`` key is a settings field with the same default."""
+    from dataclasses import fields
+
+    from fltrust.config import FairnessConfig, TrustConfig, fairness_settings, trust_settings
+
+    for config, settings in ((FairnessConfig, FairnessSettings), (TrustConfig, TrustSettings)):
+        keys = {f.name for f in fields(config)} - {"enabled"}
+        assert keys <= {f.name for f in fields(settings)}, keys - {f.name for f in fields(settings)}
+    assert fairness_settings(FairnessConfig()) == FairnessSettings()
+    assert trust_settings(TrustConfig()) == TrustSettings()

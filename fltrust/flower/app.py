@@ -76,6 +76,7 @@ from fltrust.flower.records import (
     cast_like,
     confusion_from_metric,
 )
+from fltrust.names import EXTENDED_TRUST_MODE, PAPER_TREE_TRUST_MODES
 from fltrust.settings import FairnessSettings, TrustSettings
 
 log = logging.getLogger("fltrust")
@@ -591,9 +592,10 @@ def instrument(
         raise _fail("fairness", f"must be FairnessSettings(...) or None, got {type(fairness).__name__}")
     if trust is not None and not isinstance(trust, TrustSettings):
         raise _fail("trust", f"must be TrustSettings(...) or None, got {type(trust).__name__}")
-    if trust is not None and trust.mode == "extended":
-        raise _fail("trust", "mode='extended' measures the run from an fltrust experiment's data (membership "
-                             "inference, evasion); use 'prototype', 'paper' or 'fixed' for a Flower app")
+    if trust is not None and trust.mode == EXTENDED_TRUST_MODE:
+        raise _fail("trust", f"mode={EXTENDED_TRUST_MODE!r} measures the run from an fltrust experiment's data "
+                             f"(membership inference, evasion); use one of {list(PAPER_TREE_TRUST_MODES)} for a "
+                             "Flower app")
     if num_clients is not None and (not isinstance(num_clients, int) or num_clients < 1):
         raise _fail("num_clients", f"must be a positive integer or None, got {num_clients!r}")
     tensors = {}

@@ -40,6 +40,7 @@ from typing import Any
 import numpy as np
 
 from fltrust.core.records import Params
+from fltrust.names import CLIENT_METRIC_KEYS
 
 CLIENT_ID_KEY = "partition-id"
 CONFUSION_KEY = "confusion"
@@ -50,12 +51,10 @@ FLTRUST_KEY = "fltrust"
 server removes it before the app's strategy aggregates, so it never reaches Flower's metrics)."""
 RENAMED = {"num-examples": "num_samples", "num-batches": "num_batches"}
 """MetricRecord keys whose RoundRecord name differs."""
-STANDARD_CLIENT_KEYS = (
-    "num_samples", "num_batches", "val_samples", "reward_accuracy", "reward_loss", "accuracy", "loss",
-    "train_loss", "train_time_s", "bytes_received", "bytes_sent", "malicious",
-)
-"""``client_metrics`` keys of a RoundRecord, in the in-process engine's order (``malicious``, 1 for
-a malicious client, only in runs with an ``attack``: a key is kept when every reply has it)."""
+STANDARD_CLIENT_KEYS = CLIENT_METRIC_KEYS
+"""``client_metrics`` keys of a RoundRecord, in the in-process engine's order
+(:data:`fltrust.names.CLIENT_METRIC_KEYS`; ``malicious``, 1 for a malicious client, only in runs
+with an ``attack``: a key is kept when every reply has it)."""
 BOOKKEEPING_KEYS = frozenset({CLIENT_ID_KEY, "num-partitions", CONFUSION_KEY, LABEL_COUNTS_KEY})
 
 

@@ -44,8 +44,8 @@ from fltrust.core.observers import BaseObserver
 from fltrust.core.records import RoundRecord, RunInfo, RunSummary
 from fltrust.metrics.jain import MetricInputError, jain_index
 from fltrust.metrics.shapley import federated_shapley
+from fltrust.names import FAIRNESS_MODE_DEFAULTS, STRATEGIES
 from fltrust.settings import (
-    FAIRNESS_MODE_DEFAULTS,
     GROUP_METRICS,
     JAIN_ZERO_GUARDS,
     NONPOSITIVE_POLICIES,
@@ -75,15 +75,15 @@ __all__ = [
 ]
 
 MODE_DEFAULTS = FAIRNESS_MODE_DEFAULTS
-"""Value of every switch in each mode (spec 9); defined with the settings in :mod:`fltrust.settings`."""
+"""Value of every switch in each mode (spec 9); defined with the other modes' defaults in
+:mod:`fltrust.names`."""
 
 
 _ALL_TEN = list(range(10))
 _AUTHORS_ATTRIBUTES: dict[str, Any] = {
     "cifar10": _ALL_TEN,  # "all classes"
     "femnist": _ALL_TEN,  # "digits" 0-9 of 62 classes
-    "nsl_kdd": {"fedavg": [1], "ditto": [0], "qfedavg": _ALL_TEN, "fedmedian": [1], "fedprox": [1],
-                "krum": [1], "multikrum": [1], "trimmedmean": [1], "bulyan": [1]},
+    "nsl_kdd": {"fedavg": [1], "ditto": [0], "qfedavg": _ALL_TEN},  # any other strategy: FedAvg's
 }
 
 
@@ -110,12 +110,12 @@ def default_sensitive_attributes(dataset_name: str, strategy_name: str) -> list[
         )
     choice = _AUTHORS_ATTRIBUTES[base]
     if isinstance(choice, dict):
-        if strategy_name not in choice:
+        if strategy_name not in STRATEGIES:
             raise MetricInputError(
                 f"no default sensitive attributes for strategy {strategy_name!r} on {dataset_name!r}; "
-                f"known: {sorted(choice)}; set metrics.fairness.sensitive_attributes"
+                f"known: {sorted(STRATEGIES)}; set metrics.fairness.sensitive_attributes"
             )
-        choice = choice[strategy_name]
+        choice = choice.get(strategy_name, choice["fedavg"])
     return list(choice)
 
 

@@ -44,6 +44,7 @@ from pathlib import Path
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from fltrust.names import FAIRNESS_MODES, TRUST_MODES
 from fltrust.repro.paths import repo_root
 from fltrust.core.io import atomic_write_text
 
@@ -507,8 +508,8 @@ def run_fairness_batch(
     from fltrust.repro.fairness_conditions import all_conditions, condition_name
 
     mode = mode or "faithful"
-    if mode not in ("faithful", "corrected"):
-        raise ValueError(f"--mode {mode!r} is not a fairness mode; choose faithful or corrected")
+    if mode not in FAIRNESS_MODES:
+        raise ValueError(f"--mode {mode!r} is not a fairness mode; choose one of {list(FAIRNESS_MODES)}")
     repeats = repeats if repeats is not None else (1 if quick else 3)
 
     def run_ids(name: str) -> list[str]:
@@ -547,15 +548,15 @@ def run_trust_batch(
     (``jobs`` experiments at once, or ``in_process``: see :func:`run_jobs`)."""
     from fltrust.repro.trust_experiments import EXPERIMENTS, experiment_config
 
-    if mode is not None and mode not in ("prototype", "paper", "fixed", "extended"):
-        raise ValueError(f"--mode {mode!r} is not a trust mode; choose prototype, paper, fixed or extended")
+    if mode is not None and mode not in TRUST_MODES:
+        raise ValueError(f"--mode {mode!r} is not a trust mode; choose one of {list(TRUST_MODES)}")
     return _paper_batch(
         paper="federatedtrust",
         notebook_folder="federatedtrust",
         item_notebook="experiment.ipynb",
         item_key="experiment",
         names=_select(list(EXPERIMENTS), experiments),
-        item_parameters={"modes": [mode] if mode else ["prototype", "paper", "fixed", "extended"], "device": device},
+        item_parameters={"modes": [mode] if mode else list(TRUST_MODES), "device": device},
         quick=quick,
         out_dir=out_dir,
         data_dir=data_dir,

@@ -32,7 +32,7 @@ Local adaptations (stored in every configuration's ``run.deviations``, printed u
 
 One run per experiment; its FactSheet is then scored in every requested scoring mode
 (:func:`run_trust_experiment`). The FactSheet statistics differ by mode (capped or uncapped CVs,
-entropy and feature-importance variants, :data:`fltrust.trust.observer.MODE_DEFAULTS`), so the
+entropy and feature-importance variants, :data:`fltrust.names.TRUST_MODE_DEFAULTS`), so the
 FactSheet of a mode other than the run's is rebuilt by replaying the run's saved records through a
 :class:`~fltrust.trust.observer.TrustObserver` of that mode (:func:`mode_factsheet`); nothing is
 trained twice for the prototype, paper and fixed modes.
@@ -60,6 +60,7 @@ import yaml
 
 from fltrust.config import ExperimentConfig
 from fltrust.core.io import to_plain
+from fltrust.names import EXTENDED_TRUST_MODE, PAPER_TREE_TRUST_MODES, TRUST_MODE_DEFAULTS, TRUST_MODES, TrustMode
 from fltrust.repro.paths import repo_root
 from fltrust.runs import RunRecord, load_final_model
 from fltrust.trust.report import TrustReport
@@ -71,19 +72,19 @@ REPO = repo_root()  # the checkout ($FLTRUST_REPO, this source tree, or the cwd'
 PAPER_DIR = REPO / "papers_repro" / "federatedtrust"
 CONFIG_DIR = PAPER_DIR / "configs"
 
-RUN_MODE = "paper"
+RUN_MODE: TrustMode = "paper"
 """Trust mode of the observer attached to the run itself (its ``factsheet.json``); other modes
 are replayed from the run record. Fixed so that the run id does not depend on the modes asked for."""
 
-SCORING_MODES = ("prototype", "paper", "fixed", "extended")
+SCORING_MODES = TRUST_MODES
 """Every scoring mode of the experiments. ``extended`` (the 36-metric taxonomy plus sustainability,
 ``fltrust/trust/definitions/extended.yaml``) is not replayed: see :data:`EXTENDED_MODE`."""
 
-COMPARED_MODES = ("prototype", "paper", "fixed")
+COMPARED_MODES = PAPER_TREE_TRUST_MODES
 """The modes compared with the paper's numbers in RESULTS.md (extended mode scores 16 metrics and a
 pillar the paper does not have; it gets its own table)."""
 
-EXTENDED_MODE = "extended"
+EXTENDED_MODE = EXTENDED_TRUST_MODE
 """Extended mode needs what a replay cannot give: the per-round client models (client reputation,
 data quality, model co-versioning: ``RoundRecord.client_params`` are not saved in ``rounds.jsonl``),
 the clients' training rows (membership inference) and the energy of the rounds. So its FactSheet
@@ -500,7 +501,7 @@ def mode_factsheet(record: RunRecord, mode: str, *, device: str = "auto",
     from fltrust.core.records import RunSummary
     from fltrust.experiment import trust_observer
     from fltrust.trust.factsheet import get_field, load_factsheet, save_factsheet, set_field
-    from fltrust.trust.observer import FACTSHEET_FILE, MODE_DEFAULTS
+    from fltrust.trust.observer import FACTSHEET_FILE
 
     _check_modes([mode])
     if record.summary.get("status") != "complete":
@@ -521,7 +522,7 @@ def mode_factsheet(record: RunRecord, mode: str, *, device: str = "auto",
     if mode == cfg.metrics.trust.mode:
         fs = base
     else:
-        run_switches, switches = MODE_DEFAULTS[cfg.metrics.trust.mode], MODE_DEFAULTS[mode]
+        run_switches, switches = TRUST_MODE_DEFAULTS[cfg.metrics.trust.mode], TRUST_MODE_DEFAULTS[mode]
         fi_field = "performance/test_feature_importance_cv"
         reuse_fi = all(run_switches[k] == switches[k] for k in ("feature_importance_method", "cap_fi"))
         overrides: dict[str, Any] = {
@@ -611,7 +612,7 @@ class TrustRun:
 def run_trust_experiment(
     name: str,
     *,
-    modes: Sequence[str] = ("prototype", "paper"),
+    modes: Sequence[TrustMode] = ("prototype", "paper"),
     quick: bool = False,
     device: str = "auto",
     out_dir: str | Path | None = None,

@@ -107,7 +107,8 @@ import torch
 from fltrust.core.evaluation import evaluate, set_params
 from fltrust.core.observers import BaseObserver
 from fltrust.core.records import RoundRecord, RunInfo, RunSummary
-from fltrust.settings import TRUST_MODE_DEFAULTS, TrustSettings
+from fltrust.names import TRUST_MODE_DEFAULTS
+from fltrust.settings import TrustSettings
 from fltrust.trust.explainability import feature_importance_cv
 from fltrust.trust.factsheet import (
     STRATEGY_NAMES,
@@ -132,8 +133,8 @@ log = logging.getLogger("fltrust")
 FACTSHEET_FILE = "factsheet.json"
 
 MODE_DEFAULTS = TRUST_MODE_DEFAULTS
-"""Statistic switches per trust mode (see the module docstring); defined with the settings in
-:mod:`fltrust.settings`."""
+"""Statistic switches per trust mode (see the module docstring); defined with the other modes'
+defaults in :mod:`fltrust.names`."""
 
 MODEL_FIELDS = ("performance/test_clever", "performance/test_feature_importance_cv")
 """FactSheet fields measured on the model itself (at run end, or every round when

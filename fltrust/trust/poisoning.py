@@ -35,6 +35,8 @@ from __future__ import annotations
 import math
 from dataclasses import asdict, dataclass
 
+from fltrust.names import ROBUST_STRATEGIES
+
 __all__ = [
     "BYZANTINE_ROBUST_AGGREGATORS",
     "AttackOutcome",
@@ -47,10 +49,11 @@ __all__ = [
     "record_attack_outcome",
 ]
 
-BYZANTINE_ROBUST_AGGREGATORS = frozenset({"krum", "multikrum", "trimmedmean", "median", "fedmedian", "bulyan"})
+BYZANTINE_ROBUST_AGGREGATORS = frozenset(ROBUST_STRATEGIES) | {"median"}
 """Aggregators designed to bound the influence of poisoned updates (Blanchard et al. 2017 Krum and
-Multi-Krum; Yin et al. 2018 coordinate-wise median and trimmed mean; El Mhamdi et al. 2018 Bulyan).
-Names are compared case-insensitively without ``-`` or ``_``."""
+Multi-Krum; Yin et al. 2018 coordinate-wise median and trimmed mean; El Mhamdi et al. 2018 Bulyan):
+:data:`fltrust.names.ROBUST_STRATEGIES` and ``median`` (an app's name for FedMedian). Names are
+compared case-insensitively without ``-`` or ``_``."""
 
 
 class PoisoningError(ValueError):

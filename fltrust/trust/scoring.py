@@ -69,17 +69,28 @@ from typing import Any
 import numpy as np
 import yaml
 
+from fltrust.names import (
+    EXTENDED_TRUST_MODE,
+    PAPER_TREE_TRUST_MODES,
+    TRUST_MODES,
+    TRUST_SCORING_DEFAULTS,
+    TrustFix,
+    TrustMode,
+)
 from fltrust.trust import normalization as norm
 from fltrust.trust import operations as ops
 from fltrust.trust.report import MetricResult, NotionResult, PillarResult, TrustReport
 
 logger = logging.getLogger(__name__)
 
-MODES = ("prototype", "paper", "fixed")
+MODES = PAPER_TREE_TRUST_MODES
 """The modes that score the paper's implemented 20-metric tree (6 pillars)."""
-EXTENDED_MODE = "extended"
-ALL_MODES = MODES + (EXTENDED_MODE,)
+EXTENDED_MODE = EXTENDED_TRUST_MODE
+ALL_MODES = TRUST_MODES
 """Every scoring mode: :data:`MODES` plus ``extended`` (36 metrics + sustainability)."""
+MODE_DEFAULTS = TRUST_SCORING_DEFAULTS
+"""Per mode: packaged definitions file, default fixes and default rounding (defined with the
+other modes' defaults in :mod:`fltrust.names`)."""
 PROVENANCE_SECTION = "provenance"
 """FactSheet section with one ``{"status", "method", "reason"}`` entry per metric path."""
 PROVENANCE_STATUSES = ("measured", "declared", "missing", "n/a")
@@ -472,7 +483,7 @@ def _packaged_definitions(filename: str) -> Definitions:
 
 
 def load_definitions(
-    source: str | Path | Mapping[str, Any] | Definitions | None = None, *, mode: str = "prototype"
+    source: str | Path | Mapping[str, Any] | Definitions | None = None, *, mode: TrustMode = "prototype"
 ) -> Definitions:
     """Load metric definitions.
 
@@ -553,7 +564,7 @@ _CV_METRICS = (
     "explainability/post_hoc_methods/feature_importance",
 )
 
-FIXES: dict[str, Fix] = {
+FIXES: dict[TrustFix, Fix] = {
     fix.name: fix
     for fix in (
         Fix(
@@ -637,23 +648,8 @@ FIXES: dict[str, Fix] = {
         ),
     )
 }
-"""All fixes by name. Fix B12 (round only the final outputs) is the ``rounding`` argument."""
-
-MODE_DEFAULTS: dict[str, dict[str, Any]] = {
-    "prototype": {"definitions": "prototype.yaml", "fixes": (), "rounding": "prototype"},
-    "paper": {
-        "definitions": "paper.yaml",
-        "fixes": ("nan_is_missing", "unknown_key_zero", "coerce_types"),
-        "rounding": "prototype",
-    },
-    "fixed": {"definitions": "prototype.yaml", "fixes": tuple(FIXES), "rounding": "final"},
-    "extended": {
-        "definitions": "extended.yaml",
-        "fixes": ("nan_is_missing", "unknown_key_zero", "coerce_types"),
-        "rounding": "final",
-    },
-}
-"""Per mode: packaged definitions file, default fixes and default rounding."""
+"""All fixes by name (the names: :data:`fltrust.names.TRUST_FIXES`, same order). Fix B12 (round only
+the final outputs) is the ``rounding`` argument."""
 
 
 def _resolve_fixes(fixes: Iterable[str] | None, mode: str) -> tuple[str, ...]:
@@ -871,7 +867,7 @@ def _weighted_sum(weights: list[float], scores: list[float]) -> float:
 def score_factsheet(
     factsheet: Mapping[str, Any],
     *,
-    mode: str = "prototype",
+    mode: TrustMode = "prototype",
     definitions: str | Path | Mapping[str, Any] | Definitions | None = None,
     use_weights: bool = False,
     rounding: str | None = None,

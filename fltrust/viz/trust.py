@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from fltrust.names import PAPER_TREE_TRUST_MODES
 from fltrust.trust.report import TrustReport, plot_trust_report
 from fltrust.viz.fairness import figure_title
 
@@ -33,7 +34,7 @@ __all__ = ["COMPARISON_COLUMNS", "TrustPlotError", "plot_experiment_report", "pl
 COMPARISON_COLUMNS = ("experiment", "mode", "item", "label", "paper", "ours", "synthetic", "quick")
 """Columns :func:`plot_pillar_comparison` needs (those of ``comparison_frame``)."""
 
-MODE_ORDER = ("prototype", "paper", "fixed")
+MODE_ORDER = PAPER_TREE_TRUST_MODES
 
 
 class TrustPlotError(ValueError):
