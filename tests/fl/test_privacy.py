@@ -70,7 +70,8 @@ def test_server_dp_mean_of_clipped_updates_around_the_global_model():
     # mean update (0.3, 0.15) -> new model (1.3, 1.15) without noise
     theta = [np.array([1.0, 1.0])]
     uploads = [[np.array([4.0, 5.0])], [np.array([1.0, 0.5])]]
-    new, info = server_dp_aggregate(theta, uploads, clipping_norm=1.0, noise_multiplier=0.0, rng=np.random.default_rng(0))
+    new, info = server_dp_aggregate(theta, uploads, clipping_norm=1.0, noise_multiplier=0.0,
+                                    rng=np.random.default_rng(0))
     np.testing.assert_allclose(new[0], [1.3, 1.15])
     assert info["update_norms"] == pytest.approx([5.0, 0.5])
 

@@ -9,7 +9,6 @@ checked in ``test_training.py``).
 from __future__ import annotations
 
 import numpy as np
-import pytest
 
 from fltrust.config import ExperimentConfig
 from fltrust.fl.strategies import (
@@ -262,7 +261,8 @@ class FakeGroup:
 def test_grouped_updates_use_the_group_with_the_strategys_keywords():
     group, theta = FakeGroup(), [np.array([0.0])]
 
-    out = FedProx(cfg(name="fedprox", proximal_mu=0.4)).local_updates([FakeClient(0), FakeClient(1)], theta, group=group)
+    strategy = FedProx(cfg(name="fedprox", proximal_mu=0.4))
+    out = strategy.local_updates([FakeClient(0), FakeClient(1)], theta, group=group)
 
     assert [r.params[0].tolist() for r in out] == [[1.0], [2.0]] and [r.train_loss for r in out] == [0.1, 0.2]
     assert group.calls == [{"epochs": 1, "proximal_center": theta, "proximal_mu": 0.4}]

@@ -88,8 +88,8 @@ def test_batches_within_an_epoch_are_sequential_steps_and_the_loss_is_their_samp
     Epoch loss: (0.6931472 + 0.3132617) / 2 = 0.5032044.
     """
     model = zero_linear(1, 2, bias=False)
-    (w,), loss = trainer(model, batch_size=1).train(get_params(model), torch.ones(2, 1), torch.zeros(2, dtype=torch.int64),
-                                                     epochs=1, seed=3)
+    x, y = torch.ones(2, 1), torch.zeros(2, dtype=torch.int64)
+    (w,), loss = trainer(model, batch_size=1).train(get_params(model), x, y, epochs=1, seed=3)
     np.testing.assert_allclose(w.ravel(), [0.7689414, -0.7689414], atol=1e-6)
     assert loss == pytest.approx(0.5032044, abs=1e-6)
 
@@ -175,8 +175,8 @@ def test_private_training_clips_per_sample_gradients():
     W_1 = -0.1 dL/dW = [[0.025, -0.025], [-0.025, 0.025]]. The accountant saw 1 step at rate 1 per epoch.
     """
     model = zero_linear(bias=False)
-    (w,), loss, history = trainer(model).train_private(get_params(model), X, Y, epochs=1, seed=0,
-                                                        dp=LocalDP(noise_multiplier=0.0, max_grad_norm=0.1 * math.sqrt(0.5)))
+    dp = LocalDP(noise_multiplier=0.0, max_grad_norm=0.1 * math.sqrt(0.5))
+    (w,), loss, history = trainer(model).train_private(get_params(model), X, Y, epochs=1, seed=0, dp=dp)
     np.testing.assert_allclose(w, [[0.025, -0.025], [-0.025, 0.025]], atol=1e-6)
     assert loss == pytest.approx(math.log(2), abs=1e-6)
     assert history == [[0.0, 1.0, 1]]

@@ -157,7 +157,8 @@ def test_attach_without_a_training_loss_reports_nan():
 def test_attach_needs_a_report_made_by_client_report():
     report = ClientReport(by_first_entry, partition_id=0)
     report.reward(model_of(0.5))
-    with pytest.raises(RuntimeError, match=r"ClientReport\.attach is for reports made by fltrust\.flower\.client_report"):
+    message = r"ClientReport\.attach is for reports made by fltrust\.flower\.client_report"
+    with pytest.raises(RuntimeError, match=message):
         report.attach(RecordDict({}))
 
 
@@ -188,6 +189,7 @@ def test_for_model_evaluates_a_parameterless_model_on_the_cpu():
     assert result.loss == pytest.approx(expected, abs=1e-6) and expected == pytest.approx(0.5583703, abs=1e-6)
 
 
+@pytest.mark.gpu
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
 def test_for_model_follows_the_model_to_the_gpu_and_back():
     # Prepare: CPU validation tensors, a model that starts on the GPU

@@ -156,7 +156,8 @@ def test_pillar_comparison_rejects_bad_tables(change, message):
 
 
 def test_pillar_comparison_rejects_a_mode_not_in_the_table():
-    with pytest.raises(TrustPlotError, match=r"modes \['paper'\] are not in the table; it has \['fixed', 'prototype'\]"):
+    message = r"modes \['paper'\] are not in the table; it has \['fixed', 'prototype'\]"
+    with pytest.raises(TrustPlotError, match=message):
         plot_pillar_comparison(comparison(), modes=["fixed", "paper"])
 
 
@@ -177,7 +178,8 @@ def test_attack_ablation_bars_labels_and_title():
     fig, ax = plot_attack_ablation(ablation)
 
     # Assert: three series of three bars, None drawn as NaN (no bar)
-    assert [t.get_text() for t in ax.get_xticklabels()] == ["clean\nFedAvg", "attacked\nFedAvg", "attacked\nKrum (f = 1)"]
+    labels = [t.get_text() for t in ax.get_xticklabels()]
+    assert labels == ["clean\nFedAvg", "attacked\nFedAvg", "attacked\nKrum (f = 1)"]
     drawn = [float(p.get_height()) for p in ax.patches]
     np.testing.assert_allclose(drawn, [0.99, 0.6, 0.95, 0.5, 0.4, np.nan, 0.7, 0.6, np.nan])
     assert [t.get_text() for t in ax.get_legend().get_texts()] == [
