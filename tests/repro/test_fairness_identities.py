@@ -1,4 +1,4 @@
-"""The fairness spec's section 7 identities, checked on the committed condition results.
+"""The fairness spec's section 7 identities, checked on the committed condition results with fltrust's functions.
 
 The authors' result JSON stores the cumulative FedSV vector of all C clients, the accuracies and
 the gains of every round, and the spec lists identities that hold exactly in all 72 of their
@@ -7,8 +7,13 @@ are recovered from gains . s = accuracy against the changed entries of the cumul
 exactly the participants' entries change per round; f_g = 1 - median |m_n|. Our condition results
 (``papers_repro/fairness_analytics/results/*.json``, written by
 ``fltrust.repro.fairness.condition_result``) keep the same per-client data (``per_client``) plus
-the rewards, so the same identities, and f_r = J(rewards / s) and the Table 3 window mean, are
-checked here on what is committed, with numpy only: no data, no run folders, no training.
+the rewards. Here every stored notion is recomputed from the stored per-client data with the
+functions that computed it in the run -- ``individual_fairness`` (f_j and the gains),
+``incentive_fairness`` (f_r), ``orchestrator_fairness`` (f_o), ``general_fairness`` (F_T) of
+:mod:`fltrust.metrics.fairness`, and ``window_means`` of :mod:`fltrust.repro.fairness` (Table 3) --
+and, where the spec gives a closed form, also against that form written out with numpy (J, f_g,
+the Table 3 protocol). No data, no run folders, no training. f_g is checked by its closed form only:
+its fltrust function takes the confusion matrices, which a condition result does not store.
 
 Stored floats have 6 significant digits (per-client) and 10 (per-round notions); the tolerances
 below allow for that rounding and nothing more.
@@ -22,7 +27,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-RESULTS = Path(__file__).resolve().parents[2] / "papers_repro" / "fairness_analytics" / "results"
+from fltrust.metrics.fairness import general_fairness, incentive_fairness, individual_fairness, orchestrator_fairness
+from fltrust.repro.fairness import RESULTS_DIR, result_frame, window_means
+
+RESULTS = RESULTS_DIR
 FILES = sorted(RESULTS.glob("*.json"))
 WITH_CLIENTS = [p for p in FILES if "per_client" in json.loads(p.read_text())]
 RTOL = 5e-5  # two 6-significant-digit factors: relative error <= 1e-5
@@ -39,6 +47,8 @@ def jain_tolerance(values: np.ndarray) -> float:
     """Absolute error of J caused by rounding every value to 6 significant digits (first order)."""
     values = np.asarray(values, dtype=float)
     total, squares, m = np.sum(values), np.sum(values**2), values.size
+    if not np.isfinite(squares) or squares == 0:
+        return 1e-7  # J is NaN (or its guard value): compared exactly
     grad = 2 * total / (m * squares) - 2 * total**2 * values / (m * squares**2)
     return float(np.sum(np.abs(grad * values)) * 1e-5 + 1e-7)
 
@@ -84,9 +94,11 @@ def test_spec7_identities_every_round(path):
         where = f"{path.stem} repeat {rep['repeat']} round {rep['round'][k]}"
 
         # f_o = mean(accuracy)
-        assert notions["f_o"] == pytest.approx(acc.mean(), abs=1e-6), where
-        # gains_i = acc_i / s_i, and gains . s = accuracy against the cumulative vector at cid_i
-        np.testing.assert_allclose(gains, acc / s, rtol=RTOL, err_msg=where)
+        assert notions["f_o"] == pytest.approx(orchestrator_fairness(acc), abs=1e-6), where
+        assert orchestrator_fairness(acc) == pytest.approx(acc.mean(), abs=1e-12), where
+        # gains_i = acc_i / s_i (fltrust's f_j ratios), and gains . s = accuracy against the cumulative vector at cid_i
+        individual = individual_fairness(acc, s)  # faithful: signed s, no guard
+        np.testing.assert_allclose(gains, individual.ratios, rtol=RTOL, err_msg=where)
         np.testing.assert_allclose(gains * vector[ids], acc, rtol=RTOL, atol=1e-9, err_msg=where)
         assert np.array_equal(vector[ids], s), where
         # exactly the participants' entries change (as in all 72 of the authors' files); the others
@@ -100,18 +112,23 @@ def test_spec7_identities_every_round(path):
         # the count of non-positive s
         assert rep["num_nonpositive_s"][k] == int(np.sum(s <= 0)), where
         if result["mode"] == "faithful":
-            # f_j = J(gains); f_r = J(rewards / s), 1 when the ratios sum to exactly 0
+            # f_j = J(gains): fltrust's value, and the closed form of J on the stored gains
+            assert stored_equals(notions["f_j"], individual.value, jain_tolerance(gains) + 1e-9), where
             assert stored_equals(notions["f_j"], jain(gains), jain_tolerance(gains) + 1e-9), where
+            # f_r = J(rewards / s), 1 when the ratios sum to exactly 0 (the authors' only guard)
             ratios = rewards / s
             expected_fr = 1.0 if np.sum(ratios) == 0 else jain(ratios)
+            incentive = incentive_fairness(rewards, s)
+            assert stored_equals(notions["f_r"], incentive.value, jain_tolerance(ratios) + 1e-9), where
             assert stored_equals(notions["f_r"], expected_fr, jain_tolerance(ratios) + 1e-9), where
-            # f_g = 1 - median |m_n| (the authors' group score)
+            # f_g = 1 - median |m_n| (the authors' group score; closed form only, see the module docstring)
             scores = np.asarray(rep["group_scores"][k], dtype=float)
             assert notions["f_g"] == pytest.approx(1 - np.median(np.abs(scores)), abs=1e-5), where
-        # F_T = mean of the four notions
+        # F_T = mean of the four notions (fltrust's general_fairness with equal weights)
         four = [notions[n] for n in ("f_j", "f_g", "f_r", "f_o")]
         if all(v is not None for v in four):
-            assert notions["F_T"] == pytest.approx(np.mean(four), abs=1e-8), where
+            assert notions["F_T"] == pytest.approx(general_fairness(*four), abs=1e-8), where
+            assert general_fairness(*four) == pytest.approx(np.mean(four), abs=1e-12), where
         checked += 1
     assert checked == len(json.loads(path.read_text())["per_round"]["round"])
 
@@ -150,6 +167,10 @@ def test_table3_value_is_the_window_mean_of_the_stored_rounds(path):
     per_position = np.nanmean(matrix, axis=0) if result["mode"] == "corrected" else matrix.mean(axis=0)
     value = float(np.nanmean(per_position)) if result["mode"] == "corrected" else float(per_position.mean())
 
+    # fltrust's Table 3 (fltrust.repro.fairness.window_means) on the stored per-round notions
+    ours = window_means(result_frame(result), first, last, skip_nan=result["mode"] == "corrected")
+
     # Assert
     assert result["table3"]["F_T"] == pytest.approx(value, abs=1e-8)
-    assert result["table3"]["repeats"] == len(repeats) == len(result["run_ids"])
+    assert ours["F_T"] == pytest.approx(value, abs=1e-8)
+    assert result["table3"]["repeats"] == len(repeats) == len(result["run_ids"]) == ours["repeats"]
