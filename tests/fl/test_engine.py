@@ -91,7 +91,9 @@ def test_complete_run_is_skipped_and_interrupted_run_resumes(tmp_path):
     folder = tmp_path / "resumed" / cfg.run_id()
     assert (folder / "checkpoint.pt").exists() and not (folder / "summary.json").exists()
     resumed = run_experiment(cfg, out_dir=tmp_path / "resumed")
-    strip = lambda rec: [(r.round, r.client_ids.tolist(), r.server_metrics) for r in rec.rounds]
+    def strip(rec):
+        return [(r.round, r.client_ids.tolist(), r.server_metrics) for r in rec.rounds]
+
     assert strip(resumed) == strip(full)
     assert not (folder / "checkpoint.pt").exists()
     # a complete run is not recomputed

@@ -8,13 +8,13 @@ import matplotlib
 
 matplotlib.use("Agg")
 
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
-import pytest  # noqa: E402
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+import pytest
 
-from fltrust.trust.report import MetricResult, NotionResult, PillarResult, TrustReport  # noqa: E402
-from fltrust.viz.trust import (  # noqa: E402
+from fltrust.trust.report import MetricResult, NotionResult, PillarResult, TrustReport
+from fltrust.viz.trust import (
     COMPARISON_COLUMNS,
     TrustPlotError,
     plot_attack_ablation,
