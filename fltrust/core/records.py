@@ -106,12 +106,13 @@ class RoundRecord:
         Raises
         ------
         KeyError
-            If the round has no metric ``key``.
-        IndexError
-            If the client did not take part in the round.
+            If the round has no metric ``key``, or the client did not take part in the round.
         """
-        position = int(np.flatnonzero(self.client_ids == client_id)[0])
-        return float(self.client_metrics[key][position])
+        positions = np.flatnonzero(self.client_ids == client_id)
+        if positions.size == 0:
+            raise KeyError(f"client {client_id} did not take part in round {self.round} "
+                           f"(participants: {self.client_ids.tolist()})")
+        return float(self.client_metrics[key][int(positions[0])])
 
     def to_json(self) -> dict[str, Any]:
         """JSON-serialisable form (transient model parameters are dropped)."""

@@ -109,8 +109,6 @@ def test_client_value_looks_up_by_client_id_not_position():
     assert isinstance(record.client_value("accuracy", 1), float)
 
 
-@pytest.mark.xfail(strict=True, reason="RoundRecord.client_value of a non-participating client raises a bare "
-                   "IndexError ('index 0 is out of bounds ...') instead of an error naming the client id")
 def test_client_value_of_a_non_participant_names_the_client():
     with pytest.raises((KeyError, ValueError), match=r"client.*\b5\b"):
         a_record().client_value("accuracy", 5)
