@@ -41,7 +41,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 
-from fltrust.config import ExperimentConfig
+from fltrust.config import ExperimentConfig, StrategyConfig
 from fltrust.core.records import Params
 from fltrust.fl.aggregation import coordinate_median, qffl_aggregate, weighted_average
 from fltrust.fl import aggregation as robust
@@ -112,8 +112,36 @@ class Strategy:
 
     name = "base"
 
-    def __init__(self, cfg: ExperimentConfig) -> None:
-        self.cfg = cfg
+    def __init__(self, settings: StrategyConfig, *, local_epochs: int, clients_per_round: int) -> None:
+        """A strategy takes its own section of the config and two training facts, not the whole config.
+
+        Parameters
+        ----------
+        settings : StrategyConfig
+            The ``strategy`` section (weighting, q, Ditto and robust-aggregation settings).
+        local_epochs : int
+            ``training.local_epochs``: epochs of local training per round.
+        clients_per_round : int
+            Clients sampled per round (:meth:`~fltrust.config.ExperimentConfig.clients_per_round`;
+            Multi-Krum's default selection is this minus f).
+        """
+        self.settings = settings
+        self.local_epochs = int(local_epochs)
+        self.clients_per_round = int(clients_per_round)
+
+    @classmethod
+    def from_config(cls, cfg: ExperimentConfig) -> Strategy:
+        """This strategy with the settings it uses from an experiment config.
+
+        Parameters
+        ----------
+        cfg : ExperimentConfig
+
+        Returns
+        -------
+        Strategy
+        """
+        return cls(cfg.strategy, local_epochs=cfg.training.local_epochs, clients_per_round=cfg.clients_per_round())
 
     def local_update(self, client: ClientHandle, global_params: Params) -> LocalResult:
         """One client's local work in a round (the base class: ``local_epochs`` epochs from the
@@ -132,7 +160,7 @@ class Strategy:
             The model the client sends, its training loss, and optionally the model its
             performance is measured with and extra values for the server.
         """
-        params, loss = client.train(global_params, epochs=self.cfg.training.local_epochs)
+        params, loss = client.train(global_params, epochs=self.local_epochs)
         return LocalResult(params, loss)
 
     def local_updates(self, clients: list[ClientHandle], global_params: Params, group: Any = None) -> list[LocalResult]:
@@ -178,7 +206,7 @@ class Strategy:
         list of LocalResult
             One result per client, in the order of ``clients``.
         """
-        params, losses = group.train(global_params, epochs=self.cfg.training.local_epochs)
+        params, losses = group.train(global_params, epochs=self.local_epochs)
         return [LocalResult(p, loss) for p, loss in zip(params, losses)]
 
     def _grouped_matches(self) -> bool:
@@ -192,7 +220,7 @@ class Strategy:
     def aggregation_weights(self, results: list[ClientResult]) -> list[float]:
         """Each result's weight in a weighted mean: its ``num_batches`` when
         ``strategy.weighting`` is ``"batches"``, else its ``num_samples``."""
-        key = "num_batches" if self.cfg.strategy.weighting == "batches" else "num_samples"
+        key = "num_batches" if self.settings.weighting == "batches" else "num_samples"
         return [float(getattr(r, key)) for r in results]
 
     def aggregate(self, global_params: Params, results: list[ClientResult], server_loss: float) -> Params:
@@ -239,15 +267,15 @@ class FedProx(Strategy):
     def local_update(self, client: ClientHandle, global_params: Params) -> LocalResult:
         params, loss = client.train(
             global_params,
-            epochs=self.cfg.training.local_epochs,
+            epochs=self.local_epochs,
             proximal_center=global_params,
-            proximal_mu=self.cfg.strategy.proximal_mu,
+            proximal_mu=self.settings.proximal_mu,
         )
         return LocalResult(params, loss)
 
     def local_updates_grouped(self, clients: list[ClientHandle], global_params: Params, group: Any) -> list[LocalResult]:
-        params, losses = group.train(global_params, epochs=self.cfg.training.local_epochs,
-                                     proximal_center=global_params, proximal_mu=self.cfg.strategy.proximal_mu)
+        params, losses = group.train(global_params, epochs=self.local_epochs,
+                                     proximal_center=global_params, proximal_mu=self.settings.proximal_mu)
         return [LocalResult(p, loss) for p, loss in zip(params, losses)]
 
 
@@ -258,21 +286,21 @@ class QFedAvg(Strategy):
 
     def local_update(self, client: ClientHandle, global_params: Params) -> LocalResult:
         extra = {}
-        if self.cfg.strategy.qfedavg_variant == "qffl":
+        if self.settings.qfedavg_variant == "qffl":
             extra["qffl_loss"] = client.train_loss_of(global_params)
-        params, loss = client.train(global_params, epochs=self.cfg.training.local_epochs)
+        params, loss = client.train(global_params, epochs=self.local_epochs)
         return LocalResult(params, loss, extra=extra)
 
     def local_updates_grouped(self, clients: list[ClientHandle], global_params: Params, group: Any) -> list[LocalResult]:
         extras: list[dict[str, float]] = [{} for _ in clients]
-        if self.cfg.strategy.qfedavg_variant == "qffl":  # each client's loss of the received model
+        if self.settings.qfedavg_variant == "qffl":  # each client's loss of the received model
             for extra, loss in zip(extras, group.train_loss_of(global_params)):
                 extra["qffl_loss"] = loss
-        params, losses = group.train(global_params, epochs=self.cfg.training.local_epochs)
+        params, losses = group.train(global_params, epochs=self.local_epochs)
         return [LocalResult(p, loss, extra=e) for p, loss, e in zip(params, losses, extras)]
 
     def aggregate(self, global_params: Params, results: list[ClientResult], server_loss: float) -> Params:
-        s = self.cfg.strategy
+        s = self.settings
         if s.qfedavg_variant == "flower_legacy":
             losses = [server_loss] * len(results)
         else:
@@ -293,13 +321,13 @@ class Ditto(Strategy):
 
     name = "ditto"
 
-    def __init__(self, cfg: ExperimentConfig) -> None:
-        super().__init__(cfg)
+    def __init__(self, settings: StrategyConfig, *, local_epochs: int, clients_per_round: int) -> None:
+        super().__init__(settings, local_epochs=local_epochs, clients_per_round=clients_per_round)
         self.personal: dict[int, Params] = {}
 
     def local_update(self, client: ClientHandle, global_params: Params) -> LocalResult:
-        s = self.cfg.strategy
-        params, loss = client.train(global_params, epochs=self.cfg.training.local_epochs)
+        s = self.settings
+        params, loss = client.train(global_params, epochs=self.local_epochs)
         personal = self.personal.get(client.client_id, [p.copy() for p in global_params])
         anchor = params if s.ditto_anchor == "local" else global_params
         if s.ditto_epochs > 0:
@@ -317,8 +345,8 @@ class Ditto(Strategy):
         return LocalResult(params, loss, eval_params=personal)
 
     def local_updates_grouped(self, clients: list[ClientHandle], global_params: Params, group: Any) -> list[LocalResult]:
-        s = self.cfg.strategy
-        params, losses = group.train(global_params, epochs=self.cfg.training.local_epochs)
+        s = self.settings
+        params, losses = group.train(global_params, epochs=self.local_epochs)
         personal = [self.personal.get(c.client_id, [p.copy() for p in global_params]) for c in clients]
         if s.ditto_epochs > 0:
             anchor = params if s.ditto_anchor == "local" else global_params
@@ -354,7 +382,7 @@ class Krum(Strategy):
     name = "krum"
 
     def aggregate(self, global_params: Params, results: list[ClientResult], server_loss: float) -> Params:
-        return robust.krum([r.params for r in results], self.cfg.strategy.num_malicious_nodes)
+        return robust.krum([r.params for r in results], self.settings.num_malicious_nodes)
 
 
 class MultiKrum(Strategy):
@@ -364,8 +392,8 @@ class MultiKrum(Strategy):
     name = "multikrum"
 
     def aggregate(self, global_params: Params, results: list[ClientResult], server_loss: float) -> Params:
-        s = self.cfg.strategy
-        k = s.num_nodes_to_select or max(1, self.cfg.clients_per_round() - s.num_malicious_nodes)
+        s = self.settings
+        k = s.num_nodes_to_select or max(1, self.clients_per_round - s.num_malicious_nodes)
         return robust.multikrum([r.params for r in results], s.num_malicious_nodes, k, self.aggregation_weights(results))
 
 
@@ -375,7 +403,7 @@ class TrimmedMean(Strategy):
     name = "trimmedmean"
 
     def aggregate(self, global_params: Params, results: list[ClientResult], server_loss: float) -> Params:
-        return robust.trimmed_mean([r.params for r in results], self.cfg.strategy.beta)
+        return robust.trimmed_mean([r.params for r in results], self.settings.beta)
 
 
 class Bulyan(Strategy):
@@ -385,7 +413,7 @@ class Bulyan(Strategy):
     name = "bulyan"
 
     def aggregate(self, global_params: Params, results: list[ClientResult], server_loss: float) -> Params:
-        f = self.cfg.strategy.num_malicious_nodes
+        f = self.settings.num_malicious_nodes
         if len(results) < 4 * f + 3:
             import logging
 
@@ -401,5 +429,6 @@ STRATEGY_CLASSES: dict[str, type[Strategy]] = {
 
 
 def build_strategy(cfg: ExperimentConfig) -> Strategy:
-    """The strategy named by ``cfg.strategy.name``."""
-    return STRATEGY_CLASSES[cfg.strategy.name](cfg)
+    """The strategy named by ``cfg.strategy.name``, built from the settings it uses
+    (:meth:`Strategy.from_config`)."""
+    return STRATEGY_CLASSES[cfg.strategy.name].from_config(cfg)
