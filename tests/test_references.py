@@ -215,7 +215,7 @@ def test_bare_citations_take_the_paper_of_their_folder() -> None:
         "notebooks/federatedtrust/summary.ipynb": "trust",
         "tests/repro/test_repro_trust.py": "trust",
         "fltrust/data/femnist.py": None,
-        "fltrust/config.py": None,
+        "fltrust/config/paper_metrics.py": None,
     }
     # Act
     got = {path: default_paper(REPO / path) for path in cases}
@@ -224,10 +224,10 @@ def test_bare_citations_take_the_paper_of_their_folder() -> None:
 
 
 def test_a_bare_citation_in_a_module_about_both_papers_takes_its_class() -> None:
-    # Arrange: fltrust/config.py holds both papers' settings
+    # Arrange: fltrust/config/paper_metrics.py holds both papers' settings
     text = 'class TrustConfig:\n    """``"fixed"`` (every spec-9 fix)"""\n\nclass FairnessConfig:\n    """as coded, spec 4"""\n'
     # Act
-    found = [name for _, name in citations(text, default_paper(REPO / "fltrust" / "config.py"))]
+    found = [name for _, name in citations(text, default_paper(REPO / "fltrust" / "config" / "paper_metrics.py"))]
     # Assert
     assert found == ["trust-9", "fairness-4"]
 

@@ -1,0 +1,341 @@
+"""The whole experiment: :class:`ExperimentConfig` (the sections together and the checks across
+them), its run id and config hash, and building it from nested dicts and YAML files.
+
+Building (:func:`_build`) checks keys and coerces values against the sections' type hints; every
+float is checked finite there (:func:`_check_finite` for direct construction). :func:`model_fits`
+probes whether a model takes a dataset's inputs.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import hashlib
+import json
+import math
+import types
+import typing
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+from fltrust.config.checks import ConfigError
+from fltrust.config.data import DataConfig, ModelConfig, PartitionConfig
+from fltrust.config.learning import PrivacyConfig, StrategyConfig, TrainingConfig
+from fltrust.config.loading import apply_overrides, read_config_file
+from fltrust.config.paper_metrics import MetricsConfig, ProjectConfig
+from fltrust.config.run import AttackConfig, FlowerConfig, ReliabilityConfig, RunConfig
+from fltrust.names import ROBUST_STRATEGIES
+from fltrust.settings import show
+
+
+@dataclass(frozen=True)
+class ExperimentConfig:
+    """A complete, validated experiment description."""
+
+    data: DataConfig = field(default_factory=DataConfig)
+    partition: PartitionConfig = field(default_factory=PartitionConfig)
+    model: ModelConfig = field(default_factory=ModelConfig)
+    strategy: StrategyConfig = field(default_factory=StrategyConfig)
+    training: TrainingConfig = field(default_factory=TrainingConfig)
+    privacy: PrivacyConfig = field(default_factory=PrivacyConfig)
+    attack: AttackConfig = field(default_factory=AttackConfig)
+    reliability: ReliabilityConfig = field(default_factory=ReliabilityConfig)
+    metrics: MetricsConfig = field(default_factory=MetricsConfig)
+    project: ProjectConfig = field(default_factory=ProjectConfig)
+    run: RunConfig = field(default_factory=RunConfig)
+    flower: FlowerConfig = field(default_factory=FlowerConfig)
+
+    def __post_init__(self) -> None:
+        _check_finite(self, "")
+        _check_model_fits_dataset(self.model.name, self.data.name)
+        per_round = self.clients_per_round()
+        if per_round > self.partition.num_clients:
+            raise ConfigError(
+                f"strategy.clients_per_round={per_round} exceeds partition.num_clients={self.partition.num_clients}"
+            )
+
+        if self.privacy.mode == "local" and self.strategy.name == "fedprox":
+            raise ConfigError("privacy.mode='local' is not supported with strategy.name='fedprox'; use fedavg or fedmedian")
+        if self.privacy.mode == "server" and self.strategy.name in ("qfedavg", *ROBUST_STRATEGIES):
+            raise ConfigError(
+                f"privacy.mode='server' clips and averages updates (FedAvg); it cannot wrap strategy.name={self.strategy.name!r}"
+            )
+        if self.privacy.mode == "nbafl" and self.strategy.name == "fedprox":
+            raise ConfigError("privacy.mode='nbafl' has its own proximal term (privacy.nbafl_mu); "
+                              "use strategy.name=fedavg instead of fedprox")
+        if self.privacy.mode == "nbafl" and self.run.engine == "flower":
+            raise ConfigError("privacy.mode='nbafl' runs in the in-process engine only; set run.engine=inprocess")
+        self._check_robust(per_round)
+        self._check_attack()
+        self._check_secure_aggregation()
+
+    def _check_robust(self, per_round: int) -> None:
+        s = self.strategy
+        f = s.num_malicious_nodes
+        if s.name in ("krum", "multikrum") and per_round < 2 * f + 3:
+            raise ConfigError(f"strategy.name={s.name!r} with num_malicious_nodes={f} needs clients_per_round >= 2f + 3 = "
+                              f"{2 * f + 3} (Blanchard et al. 2017), got {per_round}")
+        if s.name == "bulyan" and per_round < 4 * f + 3:
+            raise ConfigError(f"strategy.name='bulyan' with num_malicious_nodes={f} needs clients_per_round >= 4f + 3 = "
+                              f"{4 * f + 3} (El Mhamdi et al. 2018), got {per_round}")
+        if s.name == "multikrum" and s.num_nodes_to_select is not None and s.num_nodes_to_select > per_round:
+            raise ConfigError(f"strategy.num_nodes_to_select={s.num_nodes_to_select} exceeds clients_per_round={per_round}")
+
+    def _check_attack(self) -> None:
+        a = self.attack
+        if a.kind == "none":
+            return
+        clients = self.partition.num_clients
+        bad = [c for c in (a.malicious_clients or []) if c >= clients]
+        if bad:
+            raise ConfigError(f"attack.malicious_clients {bad} are not client ids (partition.num_clients={clients})")
+        if a.malicious_clients is None and a.num_malicious > clients:
+            raise ConfigError(f"attack.num_malicious={a.num_malicious} exceeds partition.num_clients={clients}")
+        if a.target_label is not None:
+            from fltrust.data.specs import input_spec
+
+            num_classes = input_spec(self.data.name)[1]
+            if a.target_label >= num_classes:
+                raise ConfigError(f"attack.target_label={a.target_label} is not a label of {self.data.name!r} "
+                                  f"(labels 0..{num_classes - 1})")
+
+    def _check_secure_aggregation(self) -> None:
+        if self.privacy.secure_aggregation != "secagg+":
+            return
+        if self.run.engine != "flower":
+            raise ConfigError("privacy.secure_aggregation='secagg+' runs Flower's SecAgg+ protocol, which the in-process "
+                              "engine does not have: set run.engine=flower")
+        if self.strategy.name not in ("fedavg", "fedprox"):
+            raise ConfigError(f"privacy.secure_aggregation='secagg+' reveals only the weighted sum of the updates; "
+                              f"strategy.name={self.strategy.name!r} needs the individual updates: use fedavg or fedprox")
+        if self.privacy.mode == "server":
+            raise ConfigError("privacy.secure_aggregation='secagg+' hides the individual updates that privacy.mode='server' "
+                              "clips; use privacy.mode=local or none")
+
+    # -- derived values -------------------------------------------------------------------
+    def clients_per_round(self) -> int:
+        """Clients sampled per round (Flower: ``int(C * fraction_fit)``, at least 1)."""
+        if self.strategy.clients_per_round is not None:
+            return self.strategy.clients_per_round
+        assert self.strategy.fraction_fit is not None
+        return max(1, int(self.partition.num_clients * self.strategy.fraction_fit))
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain nested dict (what is saved with every run)."""
+        return dataclasses.asdict(self)
+
+    def config_hash(self) -> str:
+        """Hash of the settings that differ from the defaults, without run identity.
+
+        Only non-default values enter the hash, so adding a new option (with a default) to the
+        kit does not change the ids of existing runs. Seed, repeat, output folder, device,
+        threads, progress and checkpoint settings are excluded.
+        """
+        data = _non_default(self.to_dict(), ExperimentConfig().to_dict())
+        for key in ("seed", "repeat", "out_dir", "progress", "device", "checkpoint", "torch_threads"):
+            data.get("run", {}).pop(key, None)
+        data.pop("flower", None)  # where clients run changes nothing in the results
+        data.get("training", {}).pop("vectorize", None)  # speed switches: same results to float rounding
+        data.get("metrics", {}).get("fairness", {}).pop("aux_batch_size", None)
+        data = {k: v for k, v in data.items() if v != {}}
+        blob = json.dumps(data, sort_keys=True, default=str).encode()
+        return hashlib.sha256(blob).hexdigest()[:10]
+
+    def run_id(self) -> str:
+        """``<name>-<config hash>-s<seed>-r<repeat>``."""
+        return f"{self.run.name}-{self.config_hash()}-s{self.run.seed}-r{self.run.repeat}"
+
+    def effective_seed(self) -> int:
+        """Seed of this repeat."""
+        return self.run.seed + self.run.repeat
+
+    def with_overrides(self, overrides: dict[str, Any]) -> ExperimentConfig:
+        """A new config with dotted-path overrides applied (``{"training.rounds": 3}``)."""
+        data = self.to_dict()
+        apply_overrides(data, overrides)
+        return ExperimentConfig.from_dict(data)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any] | None) -> ExperimentConfig:
+        """Build and validate from a nested dict; unknown keys raise :class:`ConfigError`."""
+        return _build(cls, data or {}, "")
+
+    @classmethod
+    def tiny(cls, **sections: dict[str, Any]) -> ExperimentConfig:
+        """A seconds-long experiment for tests, docs and trying things out: synthetic NSL-KDD
+        (600 rows), 6 iid clients, 3 per round, 3 rounds of 1 local epoch, on the CPU.
+
+        ``sections`` update the matching sections key by key (nested dicts merge), e.g.
+        ``ExperimentConfig.tiny(strategy={"name": "ditto"}, metrics={"fairness": {"enabled": True}})``.
+        """
+        data: dict[str, Any] = {
+            "data": {"name": "synthetic_nsl_kdd", "synthetic_samples": 600},
+            "partition": {"num_clients": 6, "scheme": "iid"},
+            "model": {"name": "nsl_kdd_mlp"},
+            "strategy": {"name": "fedavg", "clients_per_round": 3},
+            "training": {"rounds": 3, "local_epochs": 1, "batch_size": 32},
+            "run": {"name": "tiny", "progress": False, "torch_threads": 1, "device": "cpu"},
+        }
+
+        def merge(into: dict[str, Any], new: dict[str, Any]) -> None:
+            for key, value in new.items():
+                if isinstance(value, dict) and isinstance(into.get(key), dict):
+                    merge(into[key], value)
+                else:
+                    into[key] = value
+
+        merge(data, sections)
+        return cls.from_dict(data)
+
+    @classmethod
+    def from_yaml(cls, path: str | Path, overrides: dict[str, Any] | None = None) -> ExperimentConfig:
+        """Load a YAML file and apply dotted-path overrides."""
+        return load_config(path, overrides)
+
+
+def _non_default(data: dict[str, Any], default: dict[str, Any]) -> dict[str, Any]:
+    """The entries of nested ``data`` that differ from ``default``."""
+    out: dict[str, Any] = {}
+    for key, value in data.items():
+        if isinstance(value, dict):
+            sub = _non_default(value, default.get(key, {}))
+            if sub:
+                out[key] = sub
+        elif default.get(key, object()) != value:
+            out[key] = value
+    return out
+
+
+def _build(cls: type, data: Any, prefix: str) -> Any:
+    """Recursively build dataclass ``cls`` from ``data``, checking keys and types."""
+    where = prefix.rstrip(".") or "config"
+    if not isinstance(data, dict):
+        raise ConfigError(f"{where} must be a mapping, got {type(data).__name__}")
+    known = {f.name: f for f in fields(cls)}
+    unknown = sorted(set(data) - set(known))
+    if unknown:
+        raise ConfigError(f"unknown key(s) {[prefix + k for k in unknown]} in {where}; allowed: {sorted(known)}")
+    hints = typing.get_type_hints(cls)
+    kwargs = {}
+    for name, value in data.items():
+        hint = hints[name]
+        if dataclasses.is_dataclass(hint):
+            kwargs[name] = _build(hint, value, f"{prefix}{name}.")
+        else:
+            kwargs[name] = _coerce(value, hint, f"{prefix}{name}")
+    try:
+        return cls(**kwargs)
+    except TypeError as exc:  # pragma: no cover - defensive
+        raise ConfigError(f"{where}: {exc}") from exc
+
+
+def _coerce(value: Any, hint: Any, path: str) -> Any:
+    """Check ``value`` against a simple type hint; ints are accepted where floats are expected."""
+    origin = typing.get_origin(hint)
+    args = typing.get_args(hint)
+    if origin is typing.Literal:  # a name of fltrust.names: a string here; its section checks the value
+        return _coerce(value, type(args[0]), path)
+    if origin in (typing.Union, types.UnionType):
+        if value is None and type(None) in args:
+            return None
+        errors = []
+        for arg in args:
+            if arg is type(None):
+                continue
+            try:
+                return _coerce(value, arg, path)
+            except ConfigError as exc:
+                errors.append(str(exc))
+        raise ConfigError(errors[0] if errors else f"{path}: invalid value {show(value)}")
+    if origin is list:
+        if isinstance(value, tuple):
+            value = list(value)
+        if not isinstance(value, list):
+            raise ConfigError(f"{path}={show(value)} must be a list")
+        return [_coerce(v, args[0], f"{path}[{i}]") for i, v in enumerate(value)] if args else value
+    if hint is float:
+        if isinstance(value, str):  # YAML 1.1 reads 1e-3 (no decimal point) as a string
+            try:
+                value = float(value.strip())
+            except ValueError:
+                raise ConfigError(f"{path}={show(value)} must be a number") from None
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise ConfigError(f"{path}={show(value)} must be a number")
+        if not math.isfinite(value):
+            raise ConfigError(f"{path}={show(value)} must be a finite number (NaN and infinity are not allowed)")
+        return float(value)
+    if hint is int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise ConfigError(f"{path}={show(value)} must be an integer")
+        return value
+    if hint is bool:
+        if not isinstance(value, bool):
+            raise ConfigError(f"{path}={show(value)} must be true or false")
+        return value
+    if hint is str:
+        if isinstance(value, bool):  # YAML 1.1: unquoted on/off/yes/no/true/false are booleans
+            raise ConfigError(f"{path}={show(value)} must be a string; YAML reads an unquoted on, off, yes, no, "
+                              f"true or false as a boolean: quote it, e.g. {path}: 'on' (--set \"{path}='on'\")")
+        if not isinstance(value, str):
+            hint = "; quote it: YAML read it as a number" if isinstance(value, (int, float)) else ""
+            raise ConfigError(f"{path}={show(value)} must be a string{hint}")
+        return value
+    return value
+
+
+def _check_finite(obj: Any, prefix: str) -> None:
+    """Reject NaN/infinity anywhere in a config built without :func:`_coerce` (direct construction)."""
+    for f in fields(obj):
+        value = getattr(obj, f.name)
+        path = f"{prefix}{f.name}"
+        if dataclasses.is_dataclass(value):
+            _check_finite(value, path + ".")
+            continue
+        items = value if isinstance(value, list) else [value]
+        for item in items:
+            if isinstance(item, float) and not math.isfinite(item):
+                raise ConfigError(f"{path}={show(value)} must be a finite number (NaN and infinity are not allowed)")
+
+
+@functools.cache
+def model_fits(model: str, input_shape: tuple[int, ...], num_classes: int) -> bool:
+    """Whether registered ``model`` runs on inputs of ``input_shape`` (one forward pass of zeros).
+
+    The probe builds the model on the CPU inside ``torch.random.fork_rng`` so that the global
+    random state (and hence every seeded run) is unchanged; results are cached per process.
+    """
+    import torch
+
+    from fltrust.models import MODELS
+
+    try:
+        with torch.random.fork_rng(devices=[]), torch.no_grad():
+            net = MODELS[model](tuple(input_shape), num_classes).eval()
+            out = net(torch.zeros((1, *input_shape)))
+    except Exception:  # noqa: BLE001 - any failure means "does not fit"
+        return False
+    return out.ndim == 2 and out.shape[0] == 1
+
+
+def _check_model_fits_dataset(model: str, dataset: str) -> None:
+    """ConfigError naming the pair and the models that fit, when ``model`` cannot take ``dataset``."""
+    from fltrust.data.specs import input_spec
+    from fltrust.models import MODELS
+
+    shape, num_classes = input_spec(dataset)
+    if model not in MODELS or model_fits(model, shape, num_classes):
+        return
+    fitting = [name for name in sorted(MODELS) if model_fits(name, shape, num_classes)]
+    kind = "images " + "x".join(map(str, shape)) if len(shape) > 1 else f"{shape[0]} tabular features"
+    raise ConfigError(
+        f"model.name={model!r} does not fit data.name={dataset!r} (inputs are {kind}); "
+        f"choose one of {fitting}"
+    )
+
+
+def load_config(path: str | Path, overrides: dict[str, Any] | None = None) -> ExperimentConfig:
+    """Load an :class:`ExperimentConfig` from YAML with optional dotted-path overrides."""
+    data = read_config_file(path)
+    apply_overrides(data, overrides or {})
+    return ExperimentConfig.from_dict(data)

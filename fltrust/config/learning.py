@@ -1,0 +1,219 @@
+"""The ``strategy``, ``training`` and ``privacy`` sections: how the clients learn and the server aggregates.
+
+Spec and bug references ("fairness spec §N", "trust spec §N", "Bn") are defined in ``docs/references.md``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from fltrust.config.checks import ConfigError, choice, fraction, positive
+from fltrust.names import PRIVACY_MODES, STRATEGIES, PrivacyMode, StrategyName
+
+
+@dataclass(frozen=True)
+class StrategyConfig:
+    """Aggregation strategy and client sampling.
+
+    Attributes
+    ----------
+    name : str
+        One of ``STRATEGIES``.
+    fraction_fit : float or None
+        Share of clients sampled per round; Flower rounds ``int(C * fraction)`` down (min 1).
+    clients_per_round : int or None
+        Fixed number per round (overrides ``fraction_fit``).
+    weighting : str
+        FedAvg/FedProx/Ditto aggregation weights: ``"samples"`` or ``"batches"`` (the fairness
+        authors returned the number of mini-batches as ``num_examples``).
+    q, qffl_learning_rate : float
+        q-FedAvg fairness exponent and step ``1/L``.
+    qfedavg_variant : str
+        ``"flower_legacy"``: one central loss L(theta_k; D) for all clients (what the fairness
+        authors ran, fairness spec 5.2); ``"qffl"``: each client's own loss of theta_k on its
+        training data (Li et al. 2020, the q-FFL paper).
+    ditto_lambda, ditto_lr, ditto_epochs : float, float, int
+        Ditto personalisation strength, personal learning rate and personal epochs.
+    ditto_anchor : str
+        Proximal anchor of the personal update: ``"local"`` (the freshly trained w_n, as the
+        fairness authors coded) or ``"global"`` (the received theta_k, as the Ditto paper).
+    proximal_mu : float
+        FedProx proximal coefficient.
+    num_malicious_nodes : int
+        Krum, MultiKrum, Bulyan: f, the number of Byzantine updates the rule assumes among the
+        updates of a round (Flower's ``num_malicious_nodes``). Krum/MultiKrum need
+        ``clients_per_round >= 2f + 3`` (Blanchard et al. 2017), Bulyan ``>= 4f + 3`` (El Mhamdi
+        et al. 2018; a round with fewer updates keeps the global model, as Flower's Bulyan does).
+    num_nodes_to_select : int or None
+        MultiKrum: updates averaged (Flower's ``num_nodes_to_select``); ``None`` =
+        ``clients_per_round - num_malicious_nodes`` (Blanchard et al.'s m = n - f).
+    beta : float
+        TrimmedMean: fraction cut at *each* end of every coordinate, ``int(beta * n)`` values per
+        side (Flower's ``FedTrimmedAvg(beta)``, scipy's ``trim_mean``; Yin et al. 2018), in [0, 0.5).
+    """
+
+    name: StrategyName = "fedavg"
+    fraction_fit: float | None = 0.5
+    clients_per_round: int | None = None
+    weighting: str = "samples"
+    q: float = 0.2
+    qffl_learning_rate: float = 0.1
+    qfedavg_variant: str = "flower_legacy"
+    ditto_lambda: float = 0.8
+    ditto_lr: float = 0.01
+    ditto_epochs: int = 10
+    ditto_anchor: str = "local"
+    proximal_mu: float = 0.01
+    num_malicious_nodes: int = 0
+    num_nodes_to_select: int | None = None
+    beta: float = 0.2
+
+    def __post_init__(self) -> None:
+        choice("strategy", "name", self.name, STRATEGIES)
+        positive("strategy", "num_malicious_nodes", self.num_malicious_nodes, allow_zero=True)
+        positive("strategy", "num_nodes_to_select", self.num_nodes_to_select)
+        if not 0.0 <= self.beta < 0.5:
+            raise ConfigError(f"strategy.beta={self.beta!r} must lie in [0, 0.5) (fraction cut at each end)")
+        fraction("strategy", "fraction_fit", self.fraction_fit)
+        positive("strategy", "clients_per_round", self.clients_per_round)
+        if self.fraction_fit is None and self.clients_per_round is None:
+            raise ConfigError("set strategy.fraction_fit or strategy.clients_per_round")
+        choice("strategy", "weighting", self.weighting, ("samples", "batches"))
+        positive("strategy", "q", self.q, allow_zero=True)
+        positive("strategy", "qffl_learning_rate", self.qffl_learning_rate)
+        choice("strategy", "qfedavg_variant", self.qfedavg_variant, ("flower_legacy", "qffl"))
+        positive("strategy", "ditto_lambda", self.ditto_lambda, allow_zero=True)
+        positive("strategy", "ditto_lr", self.ditto_lr)
+        positive("strategy", "ditto_epochs", self.ditto_epochs, allow_zero=True)
+        choice("strategy", "ditto_anchor", self.ditto_anchor, ("local", "global"))
+        positive("strategy", "proximal_mu", self.proximal_mu, allow_zero=True)
+
+
+@dataclass(frozen=True)
+class TrainingConfig:
+    """Rounds and local training.
+
+    Attributes
+    ----------
+    rounds : int
+        Training rounds T.
+    local_epochs : int
+        Local epochs E per round.
+    batch_size : int
+        Local mini-batch size (also used for evaluation).
+    optimizer : str
+        ``"adam"`` (new optimiser every round, as the fairness authors) or ``"sgd"``.
+    learning_rate, momentum, weight_decay : float
+        Optimiser settings.
+    grad_clip : float or None
+        Clip the gradient norm to this value (FederatedScope's ``grad_clip``).
+    loss_scaling : str
+        ``"mean"`` or ``"per_batch_sum"`` (see :mod:`fltrust.core.evaluation`).
+    vectorize : str
+        Train a round's sampled clients side by side as one stacked model
+        (:mod:`fltrust.fl.vectorized`) and batch the per-client evaluations: ``"auto"`` (where it
+        applies: not with local DP-SGD, BatchNorm models or one client per round -- those train
+        sequentially), ``"on"`` (an error where it does not apply) or ``"off"`` (one client after
+        another). Same batch orders and optimiser math as the sequential path; results agree to
+        float32 rounding. A speed switch: it is not part of the run id.
+    """
+
+    rounds: int = 5
+    local_epochs: int = 1
+    batch_size: int = 32
+    optimizer: str = "adam"
+    learning_rate: float = 1e-3
+    momentum: float = 0.0
+    weight_decay: float = 0.0
+    grad_clip: float | None = None
+    loss_scaling: str = "mean"
+    vectorize: str = "auto"
+
+    def __post_init__(self) -> None:
+        positive("training", "rounds", self.rounds)
+        positive("training", "local_epochs", self.local_epochs)
+        positive("training", "batch_size", self.batch_size)
+        choice("training", "optimizer", self.optimizer, ("adam", "sgd"))
+        positive("training", "learning_rate", self.learning_rate)
+        positive("training", "momentum", self.momentum, allow_zero=True)
+        positive("training", "weight_decay", self.weight_decay, allow_zero=True)
+        positive("training", "grad_clip", self.grad_clip)
+        choice("training", "loss_scaling", self.loss_scaling, ("mean", "per_batch_sum"))
+        choice("training", "vectorize", self.vectorize, ("auto", "on", "off"))
+
+
+@dataclass(frozen=True)
+class PrivacyConfig:
+    """Differential privacy.
+
+    Attributes
+    ----------
+    mode : str
+        ``"none"``; ``"local"`` = DP-SGD on every client with Opacus, noise calibrated so that
+        a client that trains in every round spends at most ``target_epsilon``; ``"server"`` =
+        server-side fixed clipping of client updates plus Gaussian noise on their mean;
+        ``"nbafl"`` = NbAFL as FederatedScope implements it (:class:`fltrust.fl.privacy.NbAFL`):
+        the server clips the broadcast weights and, when ``rounds > sqrt(N) * K``, adds noise; each
+        client trains with a proximal term and adds Gaussian noise to the model it uploads.
+    target_epsilon, delta : float
+        Privacy budget. NbAFL: ``target_epsilon`` is FederatedScope's ``nbafl.epsilon`` (default
+        100 there) and ``delta`` is unused.
+    max_grad_norm : float
+        Local DP: per-sample gradient clipping norm.
+    clipping_norm : float
+        Server DP: clipping norm of each client update.
+    noise_multiplier : float or None
+        Server DP: noise multiplier; ``None`` = calibrated to ``target_epsilon`` over the run.
+    nbafl_mu, nbafl_w_clip, nbafl_constant : float
+        NbAFL: FederatedScope's ``nbafl.mu`` (proximal factor, >= 0), ``nbafl.w_clip`` (weight
+        clipping threshold) and ``nbafl.constant`` (the noise constant c), with its defaults 0, 1
+        and 30. The FederatedTrust prototype's example configs use mu 0.01, w_clip 0.1, constant 1.
+    secure_aggregation : str or None
+        ``"secagg+"``: the server only learns the weighted sum of the clients' updates, through
+        Flower's SecAgg+ protocol (``SecAggPlusWorkflow`` + ``secaggplus_mod``; Bell et al. 2020);
+        needs ``run.engine: flower`` and a FedAvg-style mean (``fedavg``, ``fedprox``). Rounds
+        that ran it report ``server_metrics["secure_aggregation"] = 1``. ``"none"``: no secure
+        aggregation; ``None`` (default): not stated (the extended trust metrics then read
+        ``metrics.trust.declared.encryption``).
+    secagg_num_shares, secagg_reconstruction_threshold : float
+        SecAgg+'s ``num_shares`` and ``reconstruction_threshold`` (a float = a fraction of the
+        round's clients / of the shares, as Flower reads them).
+    secagg_clipping_range : float
+        Parameters are clipped to [-range, range] before quantisation (Flower's ``clipping_range``).
+    secagg_quantization_range : int
+        Quantisation levels over [-clipping_range, clipping_range] (Flower's
+        ``quantization_range``); the aggregate differs from plain FedAvg by at most
+        ``m * 2 * clipping_range / quantization_range`` per coordinate for m clients (stochastic
+        rounding of each client's weighted update; see ``fltrust.flower.engine``).
+    """
+
+    mode: PrivacyMode = "none"
+    target_epsilon: float = 10.0
+    delta: float = 1e-5
+    max_grad_norm: float = 1.0
+    clipping_norm: float = 1.0
+    noise_multiplier: float | None = None
+    nbafl_mu: float = 0.0
+    nbafl_w_clip: float = 1.0
+    nbafl_constant: float = 30.0
+    secure_aggregation: str | None = None
+    secagg_num_shares: float = 1.0
+    secagg_reconstruction_threshold: float = 0.67
+    secagg_clipping_range: float = 8.0
+    secagg_quantization_range: int = 4194304
+
+    def __post_init__(self) -> None:
+        choice("privacy", "mode", self.mode, PRIVACY_MODES)
+        choice("privacy", "secure_aggregation", self.secure_aggregation, (None, "none", "secagg+"))
+        fraction("privacy", "secagg_num_shares", self.secagg_num_shares)
+        fraction("privacy", "secagg_reconstruction_threshold", self.secagg_reconstruction_threshold)
+        positive("privacy", "secagg_clipping_range", self.secagg_clipping_range)
+        positive("privacy", "secagg_quantization_range", self.secagg_quantization_range)
+        positive("privacy", "target_epsilon", self.target_epsilon)
+        fraction("privacy", "delta", self.delta)
+        positive("privacy", "max_grad_norm", self.max_grad_norm)
+        positive("privacy", "clipping_norm", self.clipping_norm)
+        positive("privacy", "noise_multiplier", self.noise_multiplier, allow_zero=True)
+        positive("privacy", "nbafl_mu", self.nbafl_mu, allow_zero=True)
+        positive("privacy", "nbafl_w_clip", self.nbafl_w_clip)
+        positive("privacy", "nbafl_constant", self.nbafl_constant)
