@@ -4,11 +4,13 @@ Index of the public names, grouped by family. Naming: ``*_index`` / ``*_fairness
 ``[0, 1]`` with higher = fairer; ``*_gap`` would be >= 0 with lower = better.
 
 - Uniformity (:mod:`fltrust.metrics.jain`): Jain's fairness index (fairness paper Eq. 2).
-- Contribution (:mod:`fltrust.metrics.shapley`): federated Shapley values, exact and Monte
-  Carlo, and the batched evaluation of a round's coalition models (paper Eqs. 3-6).
+- Contribution (:mod:`fltrust.metrics.shapley`): federated Shapley values of cooperative games
+  (``games``: exact), their estimators (``sampling``: Monte Carlo, permutation) and the
+  batched evaluation of a round's coalition models (``federated``), paper Eqs. 3-6.
 - Fairness notions (:mod:`fltrust.metrics.fairness`): f_j, f_g, f_r, f_o and F_T of
-  Federated Fairness Analytics (paper Eqs. 7-13), their settings, the observer, and the
-  Table 3 averaging protocol.
+  Federated Fairness Analytics (``notions``, paper Eqs. 7-13), their ``settings`` and the
+  ``observer``. The Table 3 averaging protocol is reproduction:
+  :func:`fltrust.repro.fairness.table3_window_mean`.
 """
 
 from fltrust.metrics.fairness import (
@@ -18,7 +20,6 @@ from fltrust.metrics.fairness import (
     GroupFairness,
     RatioFairness,
     RoundFairness,
-    WindowMean,
     authors_group_fairness,
     authors_group_values,
     default_sensitive_attributes,
@@ -30,7 +31,6 @@ from fltrust.metrics.fairness import (
     label_group_arrays,
     orchestrator_fairness,
     round_fairness,
-    table3_window_mean,
 )
 from fltrust.metrics.jain import MetricInputError, jain_index
 from fltrust.metrics.shapley import (
@@ -82,8 +82,6 @@ _FAIRNESS_RUN = [
     "MODE_DEFAULTS",
     "default_sensitive_attributes",
     "FairnessObserver",
-    "table3_window_mean",
-    "WindowMean",
 ]
 
 __all__ = _ERRORS + _UNIFORMITY + _CONTRIBUTION + _FAIRNESS_NOTIONS + _FAIRNESS_RUN

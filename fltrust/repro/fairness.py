@@ -4,7 +4,8 @@ The condition notebook (``notebooks/fairness/condition.ipynb``) calls :func:`run
 :func:`notions_frame`, :func:`condition_result` and :func:`write_result`; the summary notebook
 calls :func:`table3` and :func:`figure4_frame`. Everything reads plain run records, so figures can
 be redrawn without rerunning, and :func:`rewrite_result` rewrites a committed condition result
-from its reloaded run folders (no training).
+from its reloaded run folders (no training). The Table 3 window protocol (fairness spec 8) is
+:func:`table3_window_mean` on per-round arrays and :func:`window_means` on a notions frame.
 
 A condition result holds, besides the Table 3 window means and the per-round notions, the
 per-client data of every round (:func:`per_client_data`: the cumulative FedSV vector of all C
@@ -21,6 +22,7 @@ import json
 import math
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +32,7 @@ import yaml
 
 from fltrust.config import ExperimentConfig, load_config
 from fltrust.core.io import atomic_write_text, to_plain
-from fltrust.metrics.fairness import table3_window_mean
+from fltrust.metrics.jain import MetricInputError
 from fltrust.repro.fairness_conditions import DATASETS, QUICK_OVERRIDES, quick_overrides
 from fltrust.repro.paths import repo_root
 from fltrust.runs import RunRecord, load_run
@@ -139,12 +141,86 @@ def _round_matrix(frame: pd.DataFrame, column: str, repeats: Sequence[Any], last
     return values
 
 
+@dataclass(frozen=True)
+class WindowMean:
+    """Mean of a round window (``float(result)`` gives ``value``).
+
+    Attributes
+    ----------
+    value : float
+        The mean.
+    num_values : int
+        Entries (repeats x rounds) in the window.
+    num_skipped : int
+        NaN entries left out (only with ``skip_nan=True``).
+    """
+
+    value: float
+    num_values: int
+    num_skipped: int
+
+    def __float__(self) -> float:
+        return self.value
+
+
+def table3_window_mean(
+    per_round_values: Sequence[float] | Sequence[Sequence[float]] | np.ndarray,
+    first_round: int = 15,
+    last_round: int = 30,
+    *,
+    skip_nan: bool = False,
+) -> WindowMean:
+    """The paper's Table 3 averaging protocol (spec 8).
+
+    Values are indexed by list *position*: position ``p`` holds server round ``p + 1`` (the
+    observer reports rounds 1..T). The window is server rounds ``first_round..last_round``
+    inclusive, i.e. positions 14..29 by default (16 entries). Each position is averaged across
+    repeats, then the positions are averaged (the authors' plotter; the published values
+    reproduce only with this window).
+
+    Parameters
+    ----------
+    per_round_values : array-like, shape (rounds,) or (repeats, rounds)
+        One notion (or F_T) per round, one row per repeat.
+    first_round, last_round : int
+        Server rounds (1-based, inclusive).
+    skip_nan : bool, default False
+        ``False``: a NaN anywhere in the window makes the mean NaN (the authors had none).
+        ``True``: NaN entries (e.g. f_j with fewer than 2 positive contributions under
+        ``nonpositive_policy="exclude"``) are left out and counted in ``num_skipped``.
+
+    Returns
+    -------
+    WindowMean
+    """
+    values = np.asarray(per_round_values, dtype=float)
+    if values.ndim == 1:
+        values = values[None]
+    if values.ndim != 2:
+        raise MetricInputError(f"per_round_values must be (rounds,) or (repeats, rounds), got shape {values.shape}")
+    if not 1 <= first_round <= last_round:
+        raise MetricInputError(f"need 1 <= first_round <= last_round, got {first_round}..{last_round}")
+    if values.shape[1] < last_round:
+        raise MetricInputError(
+            f"per_round_values has {values.shape[1]} rounds; the window needs rounds up to {last_round}"
+        )
+    window = values[:, first_round - 1 : last_round]
+    if not skip_nan:
+        return WindowMean(value=float(np.mean(window.mean(axis=0))), num_values=int(window.size), num_skipped=0)
+    present = ~np.isnan(window)
+    per_repeat_count = present.sum(axis=0)
+    positions = per_repeat_count > 0  # positions with at least one defined repeat
+    per_position = np.nansum(window, axis=0)[positions] / per_repeat_count[positions]
+    value = float(np.mean(per_position)) if per_position.size else math.nan
+    return WindowMean(value=value, num_values=int(window.size), num_skipped=int((~present).sum()))
+
+
 def window_means(
     frame: pd.DataFrame, first_round: int = 15, last_round: int = 30, *, skip_nan: bool = False
 ) -> dict[str, Any]:
     """Table 3 protocol (fairness spec 8): per-round mean over repeats, then mean over the window.
 
-    Every mean is :func:`fltrust.metrics.fairness.table3_window_mean`. With ``skip_nan=False``
+    Every mean is :func:`table3_window_mean`. With ``skip_nan=False``
     (faithful mode: the authors had no undefined round) a NaN in the window makes the mean NaN;
     with ``skip_nan=True`` (corrected mode, where f_j / f_r are NaN in a round with fewer than 2
     positive contributions) NaN entries are left out and counted in ``num_skipped``.
@@ -484,6 +560,8 @@ __all__ = [
     "condition_configs",
     "run_condition",
     "notions_frame",
+    "WindowMean",
+    "table3_window_mean",
     "window_means",
     "per_client_data",
     "condition_result",

@@ -1,4 +1,4 @@
-"""The four notions, F_T, settings and the Table 3 protocol (paper Eqs. 7-13, spec 2, 4, 8, 9).
+"""The four notions, F_T and settings (paper Eqs. 7-13, spec 2, 4, 9).
 
 The worked 5-client round of ``data.py``:
 
@@ -42,7 +42,6 @@ from fltrust.metrics import (
     label_group_arrays,
     orchestrator_fairness,
     round_fairness,
-    table3_window_mean,
 )
 
 from .data import CONFUSION, CONTRIBUTION, PERFORMANCE, REWARDS, random_confusions
@@ -367,35 +366,3 @@ def test_experiment_config_resolves():
     settings = fairness_settings(cfg.metrics.fairness)
 
     assert settings.mode == "corrected" and settings.reward == "instantaneous"
-
-
-# ------------------------------------------------------------------------------------------
-# Table 3 protocol
-# ------------------------------------------------------------------------------------------
-def test_table3_window_positions_14_to_29():
-    # values = round number (1..30) -> mean of rounds 15..30 = (15 + 30)/2 = 22.5
-    # second repeat doubled -> per-position mean 1.5 k -> 33.75
-    single = np.arange(1, 31, dtype=float)
-
-    assert float(table3_window_mean(single)) == pytest.approx(22.5)
-    assert table3_window_mean(np.stack([single, 2 * single])).value == pytest.approx(33.75)
-    assert table3_window_mean(single, 21, 30).value == pytest.approx(25.5)  # Figure 4 window
-    assert table3_window_mean(single).num_values == 16
-
-
-def test_table3_window_nan_handling():
-    # repeat 2 misses round 15: position 14 averages repeat 1 only.
-    # positions: round 15 -> 15 ; rounds 16..30 -> 1.5 k ; mean = (15 + 1.5 * 345) / 16
-    values = np.stack([np.arange(1, 31, dtype=float), 2 * np.arange(1, 31, dtype=float)])
-    values[1, 14] = math.nan
-
-    skipped = table3_window_mean(values, skip_nan=True)
-
-    assert math.isnan(table3_window_mean(values).value)
-    assert skipped.value == pytest.approx((15 + 1.5 * sum(range(16, 31))) / 16)
-    assert skipped.num_skipped == 1
-
-
-def test_table3_window_too_short():
-    with pytest.raises(MetricInputError, match="rounds up to 30"):
-        table3_window_mean(np.zeros(29))

@@ -8,7 +8,7 @@ import pytest
 import torch
 from torch import nn
 
-import fltrust.metrics.shapley as shapley_module
+import fltrust.metrics.shapley.federated as federated_module
 from fltrust.config import ExperimentConfig
 from fltrust.core.evaluation import evaluate, get_params, set_params
 from fltrust.core.observers import ObserverSet
@@ -114,13 +114,13 @@ def test_three_rounds_faithful_identities():
 
 def test_one_evaluate_many_call_of_31_models_per_round(monkeypatch):
     calls = []
-    real = shapley_module.evaluate_many
+    real = federated_module.evaluate_many
 
     def counting(model, param_sets, *args, **kwargs):
         calls.append(len(param_sets))
         return real(model, param_sets, *args, **kwargs)
 
-    monkeypatch.setattr(shapley_module, "evaluate_many", counting)
+    monkeypatch.setattr(federated_module, "evaluate_many", counting)
     observer = _observer()
 
     for k in (1, 2, 3):

@@ -7,7 +7,7 @@ import pytest
 import torch
 from torch import nn
 
-import fltrust.metrics.shapley as shapley_module
+import fltrust.metrics.shapley.federated as federated_module
 from fltrust.core.evaluation import get_params
 from fltrust.metrics import (
     MetricInputError,
@@ -264,15 +264,15 @@ def test_federated_shapley_fedavg_weighted_coalitions():
 
 @pytest.fixture
 def counted_evaluate_many(monkeypatch):
-    """Wrap evaluate_many in the Shapley module and record each call's number of parameter sets."""
+    """Wrap evaluate_many where federated_shapley calls it and record each call's number of parameter sets."""
     calls: list[list] = []
-    real = shapley_module.evaluate_many
+    real = federated_module.evaluate_many
 
     def counting(model, param_sets, *args, **kwargs):
         calls.append(param_sets)
         return real(model, param_sets, *args, **kwargs)
 
-    monkeypatch.setattr(shapley_module, "evaluate_many", counting)
+    monkeypatch.setattr(federated_module, "evaluate_many", counting)
     return calls
 
 

@@ -7,7 +7,7 @@ import pytest
 import torch
 from torch import nn
 
-import fltrust.metrics.shapley as shapley_module
+import fltrust.metrics.shapley.federated as federated_module
 from fltrust.config import ConfigError, ExperimentConfig, FairnessConfig, fairness_settings
 from fltrust.core.records import RoundRecord
 from fltrust.settings import SettingsError
@@ -273,13 +273,13 @@ def _linear_round(num_clients: int, seed: int = 0):
 @pytest.fixture
 def counted_evaluate_many(monkeypatch):
     calls: list[int] = []
-    real = shapley_module.evaluate_many
+    real = federated_module.evaluate_many
 
     def counting(model, param_sets, *args, **kwargs):
         calls.append(len(param_sets))
         return real(model, param_sets, *args, **kwargs)
 
-    monkeypatch.setattr(shapley_module, "evaluate_many", counting)
+    monkeypatch.setattr(federated_module, "evaluate_many", counting)
     return calls
 
 

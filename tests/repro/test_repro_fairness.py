@@ -1,4 +1,4 @@
-"""Table 3 comparison, Figure 4 points and RESULTS.md on hand-made condition results."""
+"""The Table 3 window protocol and comparison, Figure 4 points and RESULTS.md on hand-made condition results."""
 
 from __future__ import annotations
 
@@ -7,7 +7,8 @@ import math
 
 import pytest
 
-from fltrust.repro.fairness import figure4_frame, table3
+from fltrust.metrics import MetricInputError
+from fltrust.repro.fairness import figure4_frame, table3, table3_window_mean
 from fltrust.repro.fairness_report import (
     RESULT_KEYS,
     TABLE_COLUMNS,
@@ -348,6 +349,41 @@ def test_figure4_frame_quick_run_falls_back_to_its_window():
     # Assert
     assert row["F_T"] == pytest.approx(0.42) and row["window"] == (1, 3)
     assert not math.isnan(row["mean_local_accuracy"])
+
+
+def test_table3_window_positions_14_to_29():
+    import numpy as np
+
+    # values = round number (1..30) -> mean of rounds 15..30 = (15 + 30)/2 = 22.5
+    # second repeat doubled -> per-position mean 1.5 k -> 33.75
+    single = np.arange(1, 31, dtype=float)
+
+    assert float(table3_window_mean(single)) == pytest.approx(22.5)
+    assert table3_window_mean(np.stack([single, 2 * single])).value == pytest.approx(33.75)
+    assert table3_window_mean(single, 21, 30).value == pytest.approx(25.5)  # Figure 4 window
+    assert table3_window_mean(single).num_values == 16
+
+
+def test_table3_window_nan_handling():
+    import numpy as np
+
+    # repeat 2 misses round 15: position 14 averages repeat 1 only.
+    # positions: round 15 -> 15 ; rounds 16..30 -> 1.5 k ; mean = (15 + 1.5 * 345) / 16
+    values = np.stack([np.arange(1, 31, dtype=float), 2 * np.arange(1, 31, dtype=float)])
+    values[1, 14] = math.nan
+
+    skipped = table3_window_mean(values, skip_nan=True)
+
+    assert math.isnan(table3_window_mean(values).value)
+    assert skipped.value == pytest.approx((15 + 1.5 * sum(range(16, 31))) / 16)
+    assert skipped.num_skipped == 1
+
+
+def test_table3_window_too_short():
+    import numpy as np
+
+    with pytest.raises(MetricInputError, match="rounds up to 30"):
+        table3_window_mean(np.zeros(29))
 
 
 def test_window_means_skips_nan_only_in_corrected_mode():

@@ -1,50 +1,34 @@
-r"""Federated Fairness Analytics: the four fairness notions, general fairness F_T, and the observer.
+r"""The four fairness notions and general fairness F_T of one round, as pure functions of arrays.
 
-Paper: Federated Fairness Analytics (Eqs. 2-13); facts about the authors' code:
-``docs/references.md`` ("spec" below). All notions are *indices*: in
-``[0, 1]`` for well-behaved input, higher = fairer.
+Paper: Federated Fairness Analytics (Eqs. 2 and 7-13); spec 2. Each function takes the
+participants' per-round values and returns the notion with its per-client pieces:
 
-=================  =====================================================================
-name               meaning (round k, participants S_k, m = |S_k|)
-=================  =====================================================================
-f_j (Eq. 7)        individual fairness: J(x_n / s_n), performance over cumulative FedSV
-f_g (Eqs. 8-9)     protected-group fairness: 1 - median over clients of a group gap
-f_r (Eq. 10)       incentive fairness: J(r_n / s_n), reward over cumulative FedSV
-f_o (Eq. 11)       orchestrator fairness: mean_n x_n
-F_T (Eqs. 12-13)   general fairness: weighted mean of the four (equal weights by default)
-=================  =====================================================================
+=========================================  =================================================
+function                                   notion
+=========================================  =================================================
+:func:`individual_fairness`                f_j = J(x_n / s_n) (Eq. 7)
+:func:`group_fairness`                     f_g (Eqs. 8-9): :func:`authors_group_fairness`
+                                           (as coded) or :func:`equalized_odds_group_fairness`
+:func:`incentive_fairness`                 f_r = J(r_n / s_n) (Eq. 10)
+:func:`orchestrator_fairness`              f_o = mean_n x_n (Eq. 11)
+:func:`general_fairness`                   F_T, weighted mean of the four (Eqs. 12-13)
+:func:`round_fairness`                     all of them, by :class:`FairnessSettings`
+=========================================  =================================================
 
-x_n is the client's validation accuracy after local training, r_n the accuracy of the
-received global model before training, s_n the cumulative federated Shapley value
-(:mod:`fltrust.metrics.shapley`) including the current round.
-
-Two modes (:class:`FairnessSettings`): ``"faithful"`` reproduces exactly what produced the
-paper's Table 3 (spec 2, 3 and 9); ``"corrected"`` turns on every correction of spec 9. Each
-correction is also a named switch, so it can be studied alone.
-
-The pure functions (:func:`individual_fairness`, :func:`group_fairness`,
-:func:`incentive_fairness`, :func:`orchestrator_fairness`, :func:`general_fairness`,
-:func:`round_fairness`) work on per-round arrays. :class:`FairnessObserver` computes them
-from :class:`fltrust.core.records.RoundRecord` objects of any FL engine.
+J is Jain's index (:func:`fltrust.metrics.jain.jain_index`, Eq. 2); s_n the participant's
+cumulative FedSV (:mod:`fltrust.metrics.shapley`), which these functions receive, never compute.
 """
 
 from __future__ import annotations
 
 import math
-import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-import torch
-from torch import nn
 
-from fltrust.core.observers import BaseObserver
-from fltrust.core.records import RoundRecord, RunInfo, RunSummary
 from fltrust.metrics.jain import MetricInputError, jain_index
-from fltrust.metrics.shapley import federated_shapley
-from fltrust.names import FAIRNESS_MODE_DEFAULTS, STRATEGIES
 from fltrust.settings import (
     GROUP_METRICS,
     JAIN_ZERO_GUARDS,
@@ -53,16 +37,11 @@ from fltrust.settings import (
 )
 
 __all__ = [
-    "FairnessObserver",
-    "FairnessSettings",
     "GroupFairness",
-    "MODE_DEFAULTS",
     "RatioFairness",
     "RoundFairness",
-    "WindowMean",
     "authors_group_fairness",
     "authors_group_values",
-    "default_sensitive_attributes",
     "equalized_odds_group_fairness",
     "general_fairness",
     "group_fairness",
@@ -71,52 +50,7 @@ __all__ = [
     "label_group_arrays",
     "orchestrator_fairness",
     "round_fairness",
-    "table3_window_mean",
 ]
-
-MODE_DEFAULTS = FAIRNESS_MODE_DEFAULTS
-"""Value of every switch in each mode (spec 9); defined with the other modes' defaults in
-:mod:`fltrust.names`."""
-
-
-_ALL_TEN = list(range(10))
-_AUTHORS_ATTRIBUTES: dict[str, Any] = {
-    "cifar10": _ALL_TEN,  # "all classes"
-    "femnist": _ALL_TEN,  # "digits" 0-9 of 62 classes
-    "nsl_kdd": {"fedavg": [1], "ditto": [0], "qfedavg": _ALL_TEN},  # any other strategy: FedAvg's
-}
-
-
-def default_sensitive_attributes(dataset_name: str, strategy_name: str) -> list[int]:
-    """The authors' sensitive-attribute list for a dataset and strategy (spec 2.4 and 4).
-
-    CIFAR-10 and FEMNIST: ``[0..9]`` (all classes / the digits). NSL-KDD: FedAvg ``[1]``, Ditto
-    ``[0]``, q-FedAvg ``[0..9]`` (a copy-paste bug of the authors' scripts, kept for
-    faithfulness); FedMedian, FedProx and the robust rules (Krum, Multi-Krum, trimmed mean,
-    Bulyan), which the paper did not run, use FedAvg's ``[1]``.
-    ``synthetic_*`` datasets use the list of the dataset they stand in for.
-
-    Raises
-    ------
-    MetricInputError
-        For datasets the fairness paper did not use (N-BaIoT): set
-        ``metrics.fairness.sensitive_attributes`` explicitly.
-    """
-    base = dataset_name.removeprefix("synthetic_")
-    if base not in _AUTHORS_ATTRIBUTES:
-        raise MetricInputError(
-            f"no default sensitive attributes for dataset {dataset_name!r} (the fairness paper used "
-            f"{sorted(_AUTHORS_ATTRIBUTES)}); set metrics.fairness.sensitive_attributes to a list of labels"
-        )
-    choice = _AUTHORS_ATTRIBUTES[base]
-    if isinstance(choice, dict):
-        if strategy_name not in STRATEGIES:
-            raise MetricInputError(
-                f"no default sensitive attributes for strategy {strategy_name!r} on {dataset_name!r}; "
-                f"known: {sorted(STRATEGIES)}; set metrics.fairness.sensitive_attributes"
-            )
-        choice = choice.get(strategy_name, choice["fedavg"])
-    return list(choice)
 
 
 # --------------------------------------------------------------------------------------------
@@ -633,324 +567,3 @@ def round_fairness(
         incentive=incentive,
         group=group,
     )
-
-
-# --------------------------------------------------------------------------------------------
-# Table 3 protocol
-# --------------------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class WindowMean:
-    """Mean of a round window (``float(result)`` gives ``value``).
-
-    Attributes
-    ----------
-    value : float
-        The mean.
-    num_values : int
-        Entries (repeats x rounds) in the window.
-    num_skipped : int
-        NaN entries left out (only with ``skip_nan=True``).
-    """
-
-    value: float
-    num_values: int
-    num_skipped: int
-
-    def __float__(self) -> float:
-        return self.value
-
-
-def table3_window_mean(
-    per_round_values: Sequence[float] | Sequence[Sequence[float]] | np.ndarray,
-    first_round: int = 15,
-    last_round: int = 30,
-    *,
-    skip_nan: bool = False,
-) -> WindowMean:
-    """The paper's Table 3 averaging protocol (spec 8).
-
-    Values are indexed by list *position*: position ``p`` holds server round ``p + 1`` (the
-    observer reports rounds 1..T). The window is server rounds ``first_round..last_round``
-    inclusive, i.e. positions 14..29 by default (16 entries). Each position is averaged across
-    repeats, then the positions are averaged (the authors' plotter; the published values
-    reproduce only with this window).
-
-    Parameters
-    ----------
-    per_round_values : array-like, shape (rounds,) or (repeats, rounds)
-        One notion (or F_T) per round, one row per repeat.
-    first_round, last_round : int
-        Server rounds (1-based, inclusive).
-    skip_nan : bool, default False
-        ``False``: a NaN anywhere in the window makes the mean NaN (the authors had none).
-        ``True``: NaN entries (e.g. f_j with fewer than 2 positive contributions under
-        ``nonpositive_policy="exclude"``) are left out and counted in ``num_skipped``.
-
-    Returns
-    -------
-    WindowMean
-    """
-    values = np.asarray(per_round_values, dtype=float)
-    if values.ndim == 1:
-        values = values[None]
-    if values.ndim != 2:
-        raise MetricInputError(f"per_round_values must be (rounds,) or (repeats, rounds), got shape {values.shape}")
-    if not 1 <= first_round <= last_round:
-        raise MetricInputError(f"need 1 <= first_round <= last_round, got {first_round}..{last_round}")
-    if values.shape[1] < last_round:
-        raise MetricInputError(
-            f"per_round_values has {values.shape[1]} rounds; the window needs rounds up to {last_round}"
-        )
-    window = values[:, first_round - 1 : last_round]
-    if not skip_nan:
-        return WindowMean(value=float(np.mean(window.mean(axis=0))), num_values=int(window.size), num_skipped=0)
-    present = ~np.isnan(window)
-    per_repeat_count = present.sum(axis=0)
-    positions = per_repeat_count > 0  # positions with at least one defined repeat
-    per_position = np.nansum(window, axis=0)[positions] / per_repeat_count[positions]
-    value = float(np.mean(per_position)) if per_position.size else math.nan
-    return WindowMean(value=value, num_values=int(window.size), num_skipped=int((~present).sum()))
-
-
-# --------------------------------------------------------------------------------------------
-# Observer
-# --------------------------------------------------------------------------------------------
-class FairnessObserver(BaseObserver):
-    """Computes the Federated Fairness Analytics notions after every round of any FL engine.
-
-    Per round k >= 1 it evaluates the round's coalition models on the auxiliary set (one
-    :func:`fltrust.core.evaluation.evaluate_many` call), updates the cumulative FedSV ``s``
-    (length C, never reset; non-participants keep their value), and returns f_j, f_g, f_r,
-    f_o, F_T with every per-client piece and the full vector ``s``, so that figures can be
-    redrawn without rerunning. Round 0 (initial model, no clients) returns ``None``.
-
-    Reads from each :class:`~fltrust.core.records.RoundRecord`: ``client_ids``,
-    ``client_params``, ``client_metrics["accuracy"]`` (x), ``["reward_accuracy"]`` (r),
-    the coalition weight key (``fedavg`` weighting), ``client_confusion`` and
-    ``server_metrics["aux_loss_before"]`` = l(theta_k; D), the reference loss at callback time
-    (spec 1, consequence ii).
-
-    Parameters
-    ----------
-    settings : FairnessSettings
-        Resolved switches, the attribute list A (``settings.sensitive_attributes``; ``None`` =
-        every label of the model's classes, read from the first round's confusion matrices) and
-        the aux chunk size.
-    model : nn.Module
-        Architecture template of the clients' parameter sets.
-    x_aux, y_aux : torch.Tensor
-        The server's auxiliary set D (on the evaluation device).
-    batch_size : int
-        Evaluation batch size.
-    loss_scaling : str, default "mean"
-        ``"mean"`` or ``"per_batch_sum"`` (the authors', spec 6.4), as the run's evaluation.
-    num_clients : int or None
-        Number of registered clients C; ``None`` = ``RunInfo.num_clients`` at the run's start.
-    coalition_weight_key : str, default "num_samples"
-        ``client_metrics`` key of the FedAvg coalition weights (``"num_batches"`` when the run
-        aggregates by batches, as the authors did).
-    seed : int, default 0
-        Monte Carlo seed; round k uses ``[seed, k]``.
-    sensitive_attributes : sequence of int or None
-        Replaces ``settings.sensitive_attributes`` when given (code written before the settings
-        held the list passes it here).
-    aux_batch_size : int or None
-        Replaces ``settings.aux_batch_size`` when given: aux samples per forward pass of the
-        coalition evaluation (speed/memory only). ``batch_size`` still groups the
-        ``per_batch_sum`` loss.
-
-    Examples
-    --------
-    The experiment builds it from its config (:func:`fltrust.experiment.fairness_observer`); on
-    its own it needs only the settings, a model and the aux set:
-
-    >>> import torch
-    >>> observer = FairnessObserver(FairnessSettings(mode="corrected"), torch.nn.Linear(3, 2),
-    ...                             torch.zeros(4, 3), torch.tensor([0, 1, 0, 1]), batch_size=32)
-    >>> observer.settings.reward
-    'cumulative'
-    """
-
-    name = "fairness"
-
-    def __init__(
-        self,
-        settings: FairnessSettings,
-        model: nn.Module,
-        x_aux: torch.Tensor,
-        y_aux: torch.Tensor,
-        *,
-        batch_size: int,
-        loss_scaling: str = "mean",
-        num_clients: int | None = None,
-        coalition_weight_key: str = "num_samples",
-        seed: int = 0,
-        sensitive_attributes: Sequence[int] | None = None,
-        aux_batch_size: int | None = None,
-    ) -> None:
-        if num_clients is not None and num_clients < 1:
-            raise MetricInputError(f"num_clients={num_clients} must be >= 1")
-        if len(x_aux) != len(y_aux) or len(y_aux) == 0:
-            raise MetricInputError(
-                f"the auxiliary set needs as many labels as samples and at least one sample; "
-                f"got x_aux {len(x_aux)} and y_aux {len(y_aux)}"
-            )
-        self.settings = settings
-        self.model = model
-        self.x_aux, self.y_aux = x_aux, y_aux
-        self.batch_size = int(batch_size)
-        self.loss_scaling = loss_scaling
-        attributes = settings.sensitive_attributes if sensitive_attributes is None else sensitive_attributes
-        self.sensitive_attributes = None if attributes is None else _attributes(attributes)
-        self.coalition_weight_key = coalition_weight_key
-        self.seed = int(seed)
-        self.aux_batch_size = settings.aux_batch_size if aux_batch_size is None else aux_batch_size
-        self.num_clients = 0
-        if num_clients is not None:
-            self._size(int(num_clients))
-
-    def _size(self, num_clients: int) -> None:
-        self.num_clients = num_clients
-        self.cumulative_shapley = np.zeros(num_clients)
-        self.cumulative_rewards = np.zeros(num_clients)
-
-    # -- observer hooks --------------------------------------------------------------------
-    def on_run_start(self, info: RunInfo) -> None:
-        """Take the number of clients from ``info`` (or check it against the constructor's)."""
-        super().on_run_start(info)
-        if self.num_clients == 0:
-            self._size(int(info.num_clients))
-        if info.num_clients != self.num_clients:
-            raise MetricInputError(
-                f"FairnessObserver was built for num_clients={self.num_clients} but the run has {info.num_clients}"
-            )
-
-    def _client_metric(self, record: RoundRecord, key: str, length: int) -> np.ndarray:
-        if key not in record.client_metrics:
-            raise MetricInputError(
-                f"round {record.round}: record.client_metrics has no {key!r} (keys: {sorted(record.client_metrics)}); "
-                "the engine must report it for the fairness metrics"
-            )
-        return _per_client(f"client_metrics[{key!r}]", record.client_metrics[key], length)
-
-    def on_round_end(self, record: RoundRecord) -> dict[str, Any] | None:
-        """Fairness of round ``record.round`` (``None`` for round 0 or a round without clients)."""
-        ids = np.asarray(record.client_ids, dtype=np.int64)
-        if record.round == 0 or ids.size == 0:
-            return None
-        if ids.ndim != 1 or np.any(ids < 0) or np.any(ids >= self.num_clients) or np.unique(ids).size != ids.size:
-            raise MetricInputError(
-                f"round {record.round}: client_ids {ids.tolist()} must be distinct ids in [0, {self.num_clients})"
-            )
-        m = ids.size
-        performance = self._client_metric(record, "accuracy", m)
-        rewards = self._client_metric(record, "reward_accuracy", m)
-        if "aux_loss_before" not in record.server_metrics:
-            raise MetricInputError(
-                f"round {record.round}: record.server_metrics has no 'aux_loss_before' (the loss of the received "
-                "global model on the auxiliary set, the FedSV reference loss); on Flower pass "
-                "evaluate_fn=fltrust.flower.aux_evaluate_fn(...) to start(), or use fltrust.flower.instrument"
-            )
-        if record.client_confusion is None:
-            raise MetricInputError(f"round {record.round}: record.client_confusion is None; f_g needs it")
-        if self.sensitive_attributes is None:  # every label of the model's classes
-            self.sensitive_attributes = list(range(np.asarray(record.client_confusion).shape[-1]))
-        weights = None
-        if self.settings.coalition_weighting == "fedavg":
-            weights = self._client_metric(record, self.coalition_weight_key, m)
-        method = self.settings.shapley
-        if method == "exact" and m > self.settings.exact_max_players:
-            warnings.warn(
-                f"FedSV of {m} participants: more than metrics.fairness.exact_max_players="
-                f"{self.settings.exact_max_players}, so shapley='exact' runs 'monte_carlo' "
-                f"({self.settings.shapley_permutations} permutations, up to "
-                f"{1 + self.settings.shapley_permutations * (m - 1):,} coalition models per round); "
-                "set metrics.fairness.shapley: auto for the faster 'permutation' estimator",
-                stacklevel=2,
-            )
-            method = "monte_carlo"
-        ref_loss = float(record.server_metrics["aux_loss_before"])
-
-        fedsv = federated_shapley(
-            self.model,
-            ids,
-            record.client_params,
-            self.x_aux,
-            self.y_aux,
-            ref_loss=ref_loss,
-            include_empty=self.settings.shapley_include_empty,
-            weights=weights,
-            method=method,
-            num_permutations=(
-                self.settings.shapley_permutations if method == "monte_carlo"
-                else self.settings.shapley_sampler_permutations
-            ),
-            seed=[self.seed, int(record.round)],
-            batch_size=self.batch_size,
-            loss_scaling=self.loss_scaling,
-            chunk_size=self.aux_batch_size,
-            exact_max_players=self.settings.exact_max_players,
-            auto_exact_players=self.settings.shapley_auto_exact_players,
-            truncation=self.settings.shapley_truncation,
-        )
-        shapley = self.cumulative_shapley.copy()
-        shapley[ids] += fedsv.phi
-        summed_rewards = self.cumulative_rewards.copy()
-        summed_rewards[ids] += rewards
-        reward_values = rewards if self.settings.reward == "instantaneous" else summed_rewards[ids]
-        result = round_fairness(
-            performance,
-            reward_values,
-            shapley[ids],
-            record.client_confusion,
-            self.sensitive_attributes,
-            self.settings,
-        )
-        self.cumulative_shapley, self.cumulative_rewards = shapley, summed_rewards
-
-        out = {"round": int(record.round), **result.to_dict()}
-        out.update(
-            client_ids=ids.tolist(),
-            phi=fedsv.phi.tolist(),
-            s=shapley[ids].tolist(),
-            performance=performance.tolist(),
-            rewards=np.asarray(reward_values, dtype=float).tolist(),
-            shapley_method=fedsv.method,
-            num_coalitions=len(fedsv.utilities),
-            ref_loss=ref_loss,
-            cumulative_shapley=shapley.tolist(),
-        )
-        if fedsv.num_permutations is not None:  # sampled rounds only: exact rounds keep their keys
-            out["shapley_permutations"] = fedsv.num_permutations
-        if fedsv.stderr is not None:
-            out.update(shapley_stderr=fedsv.stderr.tolist(), shapley_truncated=fedsv.num_truncated)
-        return out
-
-    def on_run_end(self, summary: RunSummary) -> dict[str, Any]:
-        """The resolved settings, the attribute list and the final cumulative FedSV."""
-        return {
-            "settings": self.settings.to_dict(),
-            "sensitive_attributes": None if self.sensitive_attributes is None else list(self.sensitive_attributes),
-            "cumulative_shapley": self.cumulative_shapley.tolist(),
-            "cumulative_rewards": self.cumulative_rewards.tolist(),
-        }
-
-    # -- resume ----------------------------------------------------------------------------
-    def state_dict(self) -> dict[str, Any]:
-        """Cumulative FedSV and cumulative rewards (length C each)."""
-        return {
-            "cumulative_shapley": self.cumulative_shapley.tolist(),
-            "cumulative_rewards": self.cumulative_rewards.tolist(),
-        }
-
-    def load_state_dict(self, state: dict[str, Any]) -> None:
-        """Restore :meth:`state_dict`."""
-        for key in ("cumulative_shapley", "cumulative_rewards"):
-            if key not in state:
-                raise MetricInputError(f"fairness observer state has no {key!r}; was it saved by state_dict()?")
-            values = np.asarray(state[key], dtype=float)
-            if values.shape != (self.num_clients,):
-                raise MetricInputError(
-                    f"fairness observer state {key!r} has shape {values.shape}; expected ({self.num_clients},)"
-                )
-            setattr(self, key, values.copy())
