@@ -13,7 +13,8 @@ Scoring modules (cheap to import):
 - :mod:`fltrust.trust.normalization` -- score types (true_score, ranges, score_mapping, ...);
 - :mod:`fltrust.trust.operations` -- raw values from factsheet fields (check_properties,
   global privacy risk, ...);
-- :mod:`fltrust.trust.scoring` -- definitions files, bug-fix switches, :func:`score_factsheet`;
+- :mod:`fltrust.trust.scoring` -- definitions files, bug-fix switches, :func:`score_factsheet`
+  (modules ``definitions``, ``fixes`` and ``engine``);
 - :mod:`fltrust.trust.report` -- :class:`TrustReport`, plot and writer.
 
 The metric definitions ship as YAML in ``fltrust/trust/definitions/`` (``prototype.yaml``,
