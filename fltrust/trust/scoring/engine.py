@@ -66,6 +66,7 @@ import numpy as np
 from fltrust.names import TrustMode
 from fltrust.trust import normalization as norm
 from fltrust.trust import operations as ops
+from fltrust.trust.factsheet.schema import PROVENANCE_SECTION, PROVENANCE_STATUSES
 from fltrust.trust.report import MetricResult, NotionResult, PillarResult, TrustReport
 from fltrust.trust.scoring.definitions import (
     ALL_MODES,
@@ -80,9 +81,6 @@ from fltrust.trust.scoring.fixes import apply_fixes, resolve_fixes
 logger = logging.getLogger("fltrust.trust.scoring")
 """The package's logger (not this module's): the name the trust observer and the reproduction silence."""
 
-PROVENANCE_SECTION = "provenance"
-"""FactSheet section with one ``{"status", "method", "reason"}`` entry per metric path."""
-PROVENANCE_STATUSES = ("measured", "declared", "missing", "n/a")
 ROUNDINGS = ("prototype", "final")
 
 
