@@ -141,7 +141,7 @@ def populate_from_prototype_logs(
     """
     # imported here: the statistics need scipy, and the scoring engine, which reads the schema of
     # this package, stays cheap to import
-    from fltrust.trust.statistics import cap1, class_imbalance, minmax_mean_entropy, selection_cv
+    from fltrust.trust.measures.statistics import cap1, class_imbalance, minmax_mean_entropy, selection_cv
 
     cfg_path = Path(config_yaml)
     if not cfg_path.is_file():

@@ -21,7 +21,7 @@ def test_importing_the_scoring_engine_loads_neither_torch_nor_scipy() -> None:
     # Prepare: a fresh interpreter (this one has imported everything already)
     code = (
         "import sys; import fltrust.trust.scoring, fltrust.trust.factsheet.schema; "
-        "print(sorted(m for m in ('torch', 'scipy', 'fltrust.trust.statistics') if m in sys.modules))"
+        "print(sorted(m for m in ('torch', 'scipy', 'fltrust.trust.measures.statistics') if m in sys.modules))"
     )
     # Execute
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, check=True).stdout
