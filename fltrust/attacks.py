@@ -35,7 +35,7 @@ and reports ``malicious``; data-level poisoning reaches it with the shared feder
 Measuring: :func:`attack_success_rate` (backdoor: share of triggered non-target rows classified as
 the target), :func:`clean_accuracy`, and :func:`fltrust.experiment.defence_comparison`, which runs clean /
 attacked-undefended / attacked-defended experiments and returns the numbers that
-:func:`fltrust.trust.poisoning.attack_outcome` combines.
+:func:`fltrust.trust.measures.poisoning.attack_outcome` combines.
 
 This module imports only the config, numpy and torch (engines and metrics both use it).
 """

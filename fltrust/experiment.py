@@ -378,10 +378,10 @@ def defence_comparison(cfg: ExperimentConfig, defences: Sequence[str] = ("krum",
         ``{"attack": str, "clean": {...}, "undefended": {...}, "defended": {name: {...}},
         "outcomes": {name: kwargs}}``; each run entry has ``run_id``, ``path``, ``strategy``,
         ``test_accuracy``, ``attack_success_rate``, ``final_aux_accuracy``; ``outcomes[name]`` are
-        the keyword arguments of :func:`fltrust.trust.poisoning.attack_outcome` (clean, attacked =
+        the keyword arguments of :func:`fltrust.trust.measures.poisoning.attack_outcome` (clean, attacked =
         undefended and defended test accuracies, the defended run's attack success rate)::
 
-            from fltrust.trust.poisoning import attack_outcome, record_attack_outcome
+            from fltrust.trust.measures.poisoning import attack_outcome, record_attack_outcome
             numbers = defence_comparison(cfg, ["krum"], out_dir="runs/poisoning")
             outcome = attack_outcome(**numbers["outcomes"]["krum"])
     """

@@ -19,7 +19,7 @@ category        when                                  what happens (both engines
 The round aggregates the updates that arrived; when none did, the global model is kept
 (``server_metrics["model_kept"] = 1``). With any rate above 0 every training round's
 ``server_metrics`` carries ``num_sampled``, ``num_dropped``, ``num_failed``, ``num_timed_out`` (what
-:mod:`fltrust.trust.reliability` reads) and ``num_aggregated``; ``client_ids`` and the per-client
+:mod:`fltrust.trust.measures.reliability` reads) and ``num_aggregated``; ``client_ids`` and the per-client
 arrays list only the clients whose update arrived. The counters are what the server observed: the
 in-process engine counts the exceptions it caught and the updates it discarded, the Flower engine
 classifies the error replies it received (:func:`classify_error`).

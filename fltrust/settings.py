@@ -258,11 +258,11 @@ class FairnessSettings:
 # FederatedTrust
 # --------------------------------------------------------------------------------------------
 ENTROPY_METHODS = ("minmax_label", "normalized_label", "client_identification")
-""":data:`fltrust.trust.statistics.ENTROPY_METHODS` (a test pins the two lists equal)."""
+""":data:`fltrust.trust.measures.statistics.ENTROPY_METHODS` (a test pins the two lists equal)."""
 CLASS_IMBALANCE_METHODS = ("present_classes", "all_classes")
-""":data:`fltrust.trust.statistics.CLASS_IMBALANCE_METHODS`."""
+""":data:`fltrust.trust.measures.statistics.CLASS_IMBALANCE_METHODS`."""
 FEATURE_IMPORTANCE_METHODS = ("class_sums", "feature_mean_abs")
-""":data:`fltrust.trust.explainability.FEATURE_IMPORTANCE_METHODS`."""
+""":data:`fltrust.trust.measures.explainability.FEATURE_IMPORTANCE_METHODS`."""
 
 
 @dataclass(frozen=True)
@@ -281,7 +281,7 @@ class TrustSettings:
         data (membership inference, evasion), so it needs an experiment config
         (:func:`fltrust.experiment.trust_observer`).
     entropy_method, class_imbalance_method, feature_importance_method : str
-        Statistic variants (:mod:`fltrust.trust.statistics`, :mod:`fltrust.trust.explainability`).
+        Statistic variants (:mod:`fltrust.trust.measures.statistics`, :mod:`fltrust.trust.measures.explainability`).
     cap_cvs, cap_fi : bool
         Cap the fairness CVs / the feature-importance CV at 1.
     nan_is_missing : bool
@@ -309,7 +309,7 @@ class TrustSettings:
     evasion_eps, evasion_samples, evasion_pgd_steps, mia_samples, reference_samples,
     reputation_tolerance, country_iso_code, declared
         Extended mode only (see :class:`fltrust.config.TrustConfig`); the declarations are
-        checked by :func:`fltrust.trust.governance.validate_declarations` where they are read.
+        checked by :func:`fltrust.trust.measures.governance.validate_declarations` where they are read.
     """
 
     mode: TrustMode = "prototype"
@@ -356,7 +356,7 @@ class TrustSettings:
         _positive(owner, "mia_samples", self.mia_samples, allow_zero=True)
         _positive(owner, "reference_samples", self.reference_samples)
         _positive(owner, "reputation_tolerance", self.reputation_tolerance, allow_zero=True)
-        if not isinstance(self.declared, dict):  # its values: fltrust.trust.governance.validate_declarations
+        if not isinstance(self.declared, dict):  # its values: fltrust.trust.measures.governance.validate_declarations
             raise SettingsError(owner, "declared", f"={show(self.declared)} must be a mapping")
         for key, value in self.declared.items():  # scalars only: a YAML alias bomb never reaches str()/repr()
             scalar = value is None or isinstance(value, (bool, int, float)) or (isinstance(value, str) and len(value) <= 64)

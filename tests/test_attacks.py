@@ -193,7 +193,7 @@ def test_backdoor_run_reports_asr(tmp_path):
 
 
 def test_defence_comparison_feeds_attack_outcome(tmp_path):
-    from fltrust.trust.poisoning import attack_outcome
+    from fltrust.trust.measures.poisoning import attack_outcome
 
     cfg = config(attack={"kind": "scale", "malicious_clients": [1], "scale": 50.0}, training={"rounds": 2})
     numbers = defence_comparison(cfg, ["krum", "trimmedmean"], out_dir=tmp_path)

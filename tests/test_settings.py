@@ -13,8 +13,8 @@ from fltrust.settings import FAIRNESS_MODE_DEFAULTS, TRUST_MODE_DEFAULTS, Fairne
 def test_the_allowed_names_are_those_of_the_modules_that_compute_them():
     from fltrust import settings
     from fltrust.metrics.shapley import AUTO_EXACT_PLAYERS, SAMPLER_PERMUTATIONS, SHAPLEY_METHODS
-    from fltrust.trust.explainability import FEATURE_IMPORTANCE_METHODS
-    from fltrust.trust.statistics import CLASS_IMBALANCE_METHODS, ENTROPY_METHODS
+    from fltrust.trust.measures.explainability import FEATURE_IMPORTANCE_METHODS
+    from fltrust.trust.measures.statistics import CLASS_IMBALANCE_METHODS, ENTROPY_METHODS
 
     assert settings.SHAPLEY_METHODS == SHAPLEY_METHODS
     assert (settings.AUTO_EXACT_PLAYERS, settings.SAMPLER_PERMUTATIONS) == (AUTO_EXACT_PLAYERS, SAMPLER_PERMUTATIONS)

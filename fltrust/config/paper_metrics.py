@@ -129,7 +129,7 @@ class TrustConfig:
     declared : dict
         Extended mode: values only a person can state -- ``testing_coverage`` (0..1),
         ``anonymisation``, ``simplification``, ``model_replacement``, ``encryption`` (see
-        ``fltrust.trust.governance.DECLARATIONS``).
+        ``fltrust.trust.measures.governance.DECLARATIONS``).
     """
 
     enabled: bool = False
@@ -221,7 +221,7 @@ def trust_settings(config: TrustConfig) -> TrustSettings:
     values = {f.name: getattr(config, f.name) for f in dataclasses.fields(config) if f.name != "enabled"}
     settings = _settings("metrics.trust", lambda: TrustSettings(**values))
     if config.declared:
-        from fltrust.trust.governance import DeclarationError, validate_declarations
+        from fltrust.trust.measures.governance import DeclarationError, validate_declarations
 
         try:
             validate_declarations(config.declared)

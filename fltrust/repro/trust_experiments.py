@@ -850,7 +850,7 @@ def attack_ablation(
     ``metrics.trust.mode: extended`` and ``attack`` (dotted ``attack.*`` keys of
     :class:`fltrust.config.AttackConfig`, e.g. ``{"kind": "scale", "scale": 10, "num_malicious": 2}``).
     Every run's extended FactSheet then gets the measured poisoning numbers
-    (:func:`fltrust.trust.poisoning.record_attack_outcome`): the defended runs their recovery
+    (:func:`fltrust.trust.measures.poisoning.record_attack_outcome`): the defended runs their recovery
     clip((acc_def - acc_undef) / (acc_clean - acc_undef), 0, 1); the attacked FedAvg run no recovery
     (no defence: the declared Byzantine-robust flag, 0, scores poisoning defence). Each attacked
     run's poisoning retention is *its own* accuracy under attack over the clean run's. The clean run
@@ -869,7 +869,7 @@ def attack_ablation(
     from fltrust.experiment import defence_comparison
     from fltrust.trust.factsheet import load_factsheet, set_field
     from fltrust.trust.observer import FACTSHEET_FILE
-    from fltrust.trust.poisoning import attack_outcome, record_attack_outcome
+    from fltrust.trust.measures.poisoning import attack_outcome, record_attack_outcome
     from fltrust.trust.scoring import score_factsheet
 
     attack = dict(attack or {"kind": "scale", "scale": 10.0, "num_malicious": 2})

@@ -13,21 +13,26 @@ Scoring modules (cheap to import):
 - :mod:`fltrust.trust.normalization` -- score types (true_score, ranges, score_mapping, ...);
 - :mod:`fltrust.trust.operations` -- raw values from factsheet fields (check_properties,
   global privacy risk, ...);
-- :mod:`fltrust.trust.scoring` -- definitions files, bug-fix switches, :func:`score_factsheet`;
+- :mod:`fltrust.trust.scoring` -- definitions files, bug-fix switches, :func:`score_factsheet`
+  (modules ``definitions``, ``fixes`` and ``engine``);
 - :mod:`fltrust.trust.report` -- :class:`TrustReport`, plot and writer.
 
 The metric definitions ship as YAML in ``fltrust/trust/definitions/`` (``prototype.yaml``,
-``paper.yaml``, ``extended.yaml``). FactSheet population, statistics, CLEVER and SHAP live in the
-sibling modules ``factsheet``, ``statistics``, ``robustness``, ``explainability`` and ``observer``
-(imported on use).
+``paper.yaml``, ``extended.yaml``). The rest is imported on use:
 
-Extended mode (``mode="extended"``) scores all 36 metrics of the paper's taxonomy plus nebula's
-sustainability pillar; the measurements behind the 16 metrics the prototype left out live in
-``leakage`` (membership inference), ``robustness`` (ART FGSM/PGD), ``poisoning`` (defence
-recovery from attack runs), ``reputation`` (client reputation, data quality), ``reliability``
-(drop-out / error / time-out rates), ``discrimination`` (discrimination index, fairlearn gaps),
-``governance`` (hash-chain audit, co-versioning, registry, visualisation, declared values),
-``sustainability`` (CodeCarbon offline) and ``extended`` (the observer's extended hooks).
+- :mod:`fltrust.trust.factsheet` -- the FactSheet schema, its reading and writing, its
+  pre-training population and the prototype-log importer;
+- :mod:`fltrust.trust.measures` -- the measurements behind the FactSheet values: ``statistics``
+  (entropy, CVs), ``robustness`` (CLEVER, ART FGSM/PGD), ``explainability`` (SHAP), and for the
+  metrics the prototype left out (extended mode: all 36 metrics of the paper's taxonomy plus
+  nebula's sustainability pillar) ``leakage`` (membership inference), ``poisoning`` (defence
+  recovery from attack runs), ``reputation`` (client reputation, data quality), ``reliability``
+  (drop-out / error / time-out rates), ``discrimination`` (discrimination index, fairlearn gaps),
+  ``governance`` (hash-chain audit, co-versioning, registry, visualisation, declared values),
+  ``sustainability`` (CodeCarbon offline), with ``memo`` (CLEVER and SHAP computed once per model);
+- :mod:`fltrust.trust.observer` -- :class:`~fltrust.trust.observer.TrustObserver`, which fills
+  the FactSheet from any engine's round records, and :mod:`fltrust.trust.extended` (its
+  extended-mode hooks).
 
 Spec and bug references ("fairness spec §N", "trust spec §N", "Bn") are defined in ``docs/references.md``.
 """

@@ -39,12 +39,12 @@ import torch
 
 from fltrust.core.evaluation import evaluate_many, predict
 from fltrust.core.records import Params, RoundRecord, RunInfo, RunSummary
-from fltrust.trust import governance, poisoning, reliability, reputation
+from fltrust.trust.measures import governance, poisoning, reliability, reputation
 from fltrust.trust.factsheet import get_field, set_field, set_provenance
 
 if TYPE_CHECKING:
     from fltrust.config import ExperimentConfig
-    from fltrust.trust.discrimination import SensitiveAttribute
+    from fltrust.trust.measures.discrimination import SensitiveAttribute
 
 log = logging.getLogger("fltrust")
 
@@ -81,11 +81,11 @@ def extended_inputs(cfg: ExperimentConfig, federation: Any) -> dict[str, Any]:
     """Keyword arguments of :class:`TrustObserver` for extended mode (``{}`` in the other modes).
 
     ``member_sampler`` draws clients' training rows (membership inference); ``sensitive`` is the
-    test split's sensitive attribute (:func:`fltrust.trust.discrimination.sensitive_attribute`).
+    test split's sensitive attribute (:func:`fltrust.trust.measures.discrimination.sensitive_attribute`).
     """
     if cfg.metrics.trust.mode != "extended":
         return {}
-    from fltrust.trust.discrimination import sensitive_attribute
+    from fltrust.trust.measures.discrimination import sensitive_attribute
 
     return {
         "member_sampler": functools.partial(sample_client_rows, federation),
@@ -127,7 +127,7 @@ class ExtendedMetrics:
 
     def __init__(self, cfg: ExperimentConfig, model: torch.nn.Module, x_test: torch.Tensor, y_test: torch.Tensor, *,
                  member_sampler: Any = None, sensitive: SensitiveAttribute | None = None) -> None:
-        from fltrust.trust.governance import validate_declarations
+        from fltrust.trust.measures.governance import validate_declarations
 
         self.cfg = cfg
         self.trust = cfg.metrics.trust
@@ -167,7 +167,7 @@ class ExtendedMetrics:
     # -- hooks --------------------------------------------------------------------------------
     def start(self, info: RunInfo, fs: dict[str, Any]) -> None:
         """Start the energy tracker; record the federation facts nebula's complexity needs."""
-        from fltrust.trust.sustainability import EnergyTracker
+        from fltrust.trust.measures.sustainability import EnergyTracker
 
         self.info = info
         sizes = np.asarray(info.client_num_samples, dtype=float)
@@ -234,7 +234,7 @@ class ExtendedMetrics:
 
     def _privacy(self, summary: RunSummary, model: torch.nn.Module, fs: dict[str, Any],
                  participated: list[int]) -> dict[str, Any]:
-        from fltrust.trust.leakage import membership_inference
+        from fltrust.trust.measures.leakage import membership_inference
 
         engine_secagg = any(_finite(r.server_metrics.get("secure_aggregation")) for r in summary.rounds)
         configured = getattr(self.cfg.privacy, "secure_aggregation", None)
@@ -277,7 +277,7 @@ class ExtendedMetrics:
 
     def _robustness(self, summary: RunSummary, model: torch.nn.Module, fs: dict[str, Any],
                     trained: list[RoundRecord]) -> dict[str, Any]:
-        from fltrust.trust.robustness import evasion_accuracy
+        from fltrust.trust.measures.robustness import evasion_accuracy
 
         out: dict[str, Any] = {}
         name = self.cfg.strategy.name
@@ -388,7 +388,7 @@ class ExtendedMetrics:
         return rounds
 
     def _fairness(self, summary: RunSummary, model: torch.nn.Module, fs: dict[str, Any]) -> dict[str, Any]:
-        from fltrust.trust.discrimination import group_fairness_report
+        from fltrust.trust.measures.discrimination import group_fairness_report
 
         if self.sensitive is None:
             name = str(summary.info.dataset.get("name", self.cfg.data.name)).removeprefix("synthetic_")

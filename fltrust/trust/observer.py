@@ -109,7 +109,7 @@ from fltrust.core.observers import BaseObserver
 from fltrust.core.records import RoundRecord, RunInfo, RunSummary
 from fltrust.names import TRUST_MODE_DEFAULTS
 from fltrust.settings import TrustSettings
-from fltrust.trust.explainability import feature_importance_cv
+from fltrust.trust.measures.explainability import feature_importance_cv
 from fltrust.trust.factsheet import (
     STRATEGY_NAMES,
     get_field,
@@ -118,8 +118,8 @@ from fltrust.trust.factsheet import (
     save_factsheet,
     set_field,
 )
-from fltrust.trust.robustness import clever_score
-from fltrust.trust.statistics import (
+from fltrust.trust.measures.robustness import clever_score
+from fltrust.trust.measures.statistics import (
     accuracy_cv,
     avg_entropy,
     class_imbalance,

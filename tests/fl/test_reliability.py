@@ -120,7 +120,7 @@ def test_no_update_keeps_the_global_model():
 
 def test_run_summary_and_trust_metric(tmp_path):
     from fltrust.experiment import run_experiment
-    from fltrust.trust.reliability import system_reliability
+    from fltrust.trust.measures.reliability import system_reliability
 
     cfg = config(reliability={"dropout_rate": 0.2, "failure_rate": 0.2, "timeout_rate": 0.2}, training={"rounds": 4})
     a = run_experiment(cfg, out_dir=tmp_path / "a")

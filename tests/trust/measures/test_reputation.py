@@ -1,4 +1,4 @@
-"""Client reputation and data quality (fltrust.trust.reputation), and label-noise detection in a real run."""
+"""Client reputation and data quality (fltrust.trust.measures.reputation), and label-noise detection in a real run."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import torch
 
-from fltrust.trust.reputation import (
+from fltrust.trust.measures.reputation import (
     ContributionRound,
     ReputationError,
     beta_reputation,

@@ -13,8 +13,8 @@ import pytest
 import torch
 from torch import nn
 
-from fltrust.trust import memo
-from fltrust.trust.explainability import (
+from fltrust.trust.measures import memo
+from fltrust.trust.measures.explainability import (
     ExplainabilityError,
     _normalise_layout,
     class_sum_cv,

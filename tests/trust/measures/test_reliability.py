@@ -1,10 +1,10 @@
-"""System reliability: drop-out, error and time-out rates (fltrust.trust.reliability)."""
+"""System reliability: drop-out, error and time-out rates (fltrust.trust.measures.reliability)."""
 
 from __future__ import annotations
 
 import pytest
 
-from fltrust.trust.reliability import system_reliability
+from fltrust.trust.measures.reliability import system_reliability
 
 
 def test_rates_by_hand():

@@ -1,4 +1,4 @@
-"""Energy and emissions with CodeCarbon offline (fltrust.trust.sustainability)."""
+"""Energy and emissions with CodeCarbon offline (fltrust.trust.measures.sustainability)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from fltrust.trust.sustainability import EnergyTracker, carbon_intensity, classify_power_source, known_country
+from fltrust.trust.measures.sustainability import EnergyTracker, carbon_intensity, classify_power_source, known_country
 
 
 def test_carbon_intensity_by_hand():

@@ -1,4 +1,4 @@
-"""Poisoning defence and robustness under a poisoning attack (fltrust.trust.poisoning)."""
+"""Poisoning defence and robustness under a poisoning attack (fltrust.trust.measures.poisoning)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import math
 import pytest
 
 from fltrust.trust.factsheet import new_factsheet, set_field
-from fltrust.trust.poisoning import (
+from fltrust.trust.measures.poisoning import (
     PoisoningError,
     accuracy_drop,
     attack_outcome,

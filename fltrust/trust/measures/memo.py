@@ -3,8 +3,8 @@
 The FederatedTrust reproduction scores one final model several times in one process: the run's own
 observer, the replay of every other scoring mode (:func:`fltrust.repro.trust_experiments.mode_factsheet`)
 and the extended companion run, whose training (same configuration, seed and data) ends in the same
-parameters. CLEVER (:func:`fltrust.trust.robustness.clever_score`) and the SHAP values
-(:func:`fltrust.trust.explainability.shap_values`) depend only on the model, the samples and their
+parameters. CLEVER (:func:`fltrust.trust.measures.robustness.clever_score`) and the SHAP values
+(:func:`fltrust.trust.measures.explainability.shap_values`) depend only on the model, the samples and their
 settings (both are seeded), so each is computed once and then reused.
 
 The key (:func:`digest`) is the SHA-256 of the model's class, structure and every parameter and

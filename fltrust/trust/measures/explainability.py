@@ -47,8 +47,8 @@ import numpy as np
 import torch
 from torch import nn
 
-from fltrust.trust import memo
-from fltrust.trust.statistics import coefficient_of_variation
+from fltrust.trust.measures import memo
+from fltrust.trust.measures.statistics import coefficient_of_variation
 
 log = logging.getLogger("fltrust")
 
@@ -124,7 +124,7 @@ def shap_values(
         raise ExplainabilityError(
             f"need at least one background and one explained sample (got {len(background)} and {len(explained)})"
         )
-    # the same model and samples are explained again by a replayed mode or a companion run (fltrust.trust.memo)
+    # the same model and samples are explained again by a replayed mode or a companion run (fltrust.trust.measures.memo)
     key = memo.digest("shap", model, background, explained, explainer=explainer, seed=seed, nsamples=nsamples)
     return memo.remembered(key, lambda: _shap_values(model, background, explained, explainer, seed, nsamples))
 

@@ -246,7 +246,7 @@ def _art_rule_based(model: nn.Module, x: np.ndarray, y: np.ndarray, nb_classes: 
     from art.attacks.inference.membership_inference import MembershipInferenceBlackBoxRuleBased
     from art.estimators.classification import PyTorchClassifier
 
-    from fltrust.trust.robustness import as_class_logits
+    from fltrust.trust.measures.robustness import as_class_logits
 
     net, classes = as_class_logits(model, x[:1], nb_classes)
     device = next(model.parameters()).device

@@ -1,4 +1,4 @@
-"""Information-leakage risk: loss-threshold membership inference (fltrust.trust.leakage)."""
+"""Information-leakage risk: loss-threshold membership inference (fltrust.trust.measures.leakage)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import pytest
 import torch
 from torch import nn
 
-from fltrust.trust.leakage import (
+from fltrust.trust.measures.leakage import (
     LeakageError,
     balanced_sample,
     leakage_risk,

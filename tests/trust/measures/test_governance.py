@@ -1,4 +1,4 @@
-"""Auditing, co-versioning, registry / visualisation coverage and declarations (fltrust.trust.governance)."""
+"""Auditing, co-versioning, registry / visualisation coverage and declarations (fltrust.trust.measures.governance)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from fltrust.runs import chain_hash, params_hash
-from fltrust.trust.governance import (
+from fltrust.trust.measures.governance import (
     REGISTRY_ITEMS,
     DeclarationError,
     co_versioning_coverage,

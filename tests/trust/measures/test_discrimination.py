@@ -1,4 +1,4 @@
-"""Discrimination index and fairlearn group gaps with a non-label attribute (fltrust.trust.discrimination)."""
+"""Discrimination index and fairlearn group gaps with a non-label attribute (fltrust.trust.measures.discrimination)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from fltrust.data.synthetic import synthetic_cifar10, synthetic_femnist, synthetic_n_baiot, synthetic_nsl_kdd
-from fltrust.trust.discrimination import (
+from fltrust.trust.measures.discrimination import (
     DiscriminationError,
     discrimination_index,
     group_fairness_report,

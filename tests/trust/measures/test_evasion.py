@@ -1,4 +1,4 @@
-"""Empirical robustness: ART FGSM / PGD accuracy of the final model (fltrust.trust.robustness)."""
+"""Empirical robustness: ART FGSM / PGD accuracy of the final model (fltrust.trust.measures.robustness)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import pytest
 import torch
 from torch import nn
 
-from fltrust.trust.robustness import RobustnessError, accuracy_retention, evasion_accuracy
+from fltrust.trust.measures.robustness import RobustnessError, accuracy_retention, evasion_accuracy
 
 
 def _linear_binary() -> nn.Module:

@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 import torch
 
-from fltrust.trust import memo
-from fltrust.trust.explainability import shap_values
-from fltrust.trust.robustness import clever_score
+from fltrust.trust.measures import memo
+from fltrust.trust.measures.explainability import shap_values
+from fltrust.trust.measures.robustness import clever_score
 
 
 def _mlp() -> torch.nn.Module:

@@ -202,7 +202,7 @@ def attack_outcome(
     >>> round(out.accuracy_drop, 6), round(out.retention, 6), round(out.recovery, 6)
     (0.3, 0.666667, 0.8)
     """
-    from fltrust.trust.robustness import accuracy_retention
+    from fltrust.trust.measures.robustness import accuracy_retention
 
     clean = _check_accuracy("clean_accuracy", clean_accuracy)
     attacked = _check_accuracy("attacked_accuracy", attacked_accuracy)

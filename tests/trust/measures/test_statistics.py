@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from fltrust.trust.statistics import (
+from fltrust.trust.measures.statistics import (
     StatisticsError,
     accuracy_cv,
     avg_entropy,

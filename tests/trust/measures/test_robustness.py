@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 import torch
 
-from fltrust.trust import memo
-from fltrust.trust.robustness import BinaryLogitAsTwoClasses, RobustnessError, clever_score
+from fltrust.trust.measures import memo
+from fltrust.trust.measures.robustness import BinaryLogitAsTwoClasses, RobustnessError, clever_score
 
 # A linear model has one constant gradient norm, so scipy's Weibull fit warns about identical data.
 linear_fit_warning = pytest.mark.filterwarnings("ignore:Precision loss occurred:RuntimeWarning")

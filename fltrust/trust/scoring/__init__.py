@@ -1,0 +1,73 @@
+"""FederatedTrust scoring: a FactSheet -> metric, notion, pillar and trust scores (trust spec 2-3, 7-9).
+
+Three modules, each importable on its own and cheap to import (no torch, no scipy):
+
+- :mod:`fltrust.trust.scoring.definitions` -- the metric tree (pillar -> notion -> metric) and
+  its YAML/JSON files: :func:`load_definitions`, :class:`Definitions`, :class:`MetricDefinition`,
+  the modes and :class:`DefinitionsError`;
+- :mod:`fltrust.trust.scoring.fixes` -- the named corrections of the prototype's bugs
+  (:data:`FIXES`, :class:`Fix`, :func:`apply_fixes`);
+- :mod:`fltrust.trust.scoring.engine` -- :func:`score_factsheet`: scores and their aggregation,
+  rounding, provenance (extended mode).
+
+The packaged definitions files stay in ``fltrust/trust/definitions/`` (``prototype.yaml``,
+``paper.yaml``, ``extended.yaml``). Every name is importable from here:
+
+>>> from fltrust.trust.scoring import score_factsheet
+>>> score_factsheet({"participants": {"client_num": 10}}, mode="fixed").metric("scale").score
+0.0
+
+Spec and bug references ("fairness spec §N", "trust spec §N", "Bn") are defined in ``docs/references.md``.
+"""
+
+from fltrust.trust.scoring.definitions import (
+    ALL_MODES,
+    EXTENDED_MODE,
+    MODE_DEFAULTS,
+    MODES,
+    OPERATION_ARITY,
+    PILLAR_AGGREGATIONS,
+    PROTOTYPE_PILLAR_WEIGHTS,
+    TYPE_PARAMETERS,
+    Definitions,
+    DefinitionsError,
+    MetricDefinition,
+    NotionDefinition,
+    PillarDefinition,
+    TrustScoringError,
+    definitions_from_dict,
+    load_definitions,
+)
+from fltrust.trust.scoring.engine import PROVENANCE_SECTION, PROVENANCE_STATUSES, ROUNDINGS, score_factsheet
+from fltrust.trust.scoring.engine import _round2 as _round2  # the golden-vector tests check the rounding
+from fltrust.trust.scoring.engine import _weighted_sum as _weighted_sum  # and the accumulation order
+from fltrust.trust.scoring.fixes import CLEVER_RADIUS, FIXES, PARAM_COUNT_FIELD, Fix, apply_fixes, resolve_fixes
+
+__all__ = [
+    "ALL_MODES",
+    "CLEVER_RADIUS",
+    "EXTENDED_MODE",
+    "FIXES",
+    "MODES",
+    "MODE_DEFAULTS",
+    "OPERATION_ARITY",
+    "PARAM_COUNT_FIELD",
+    "PILLAR_AGGREGATIONS",
+    "PROTOTYPE_PILLAR_WEIGHTS",
+    "PROVENANCE_SECTION",
+    "PROVENANCE_STATUSES",
+    "ROUNDINGS",
+    "TYPE_PARAMETERS",
+    "Definitions",
+    "DefinitionsError",
+    "Fix",
+    "MetricDefinition",
+    "NotionDefinition",
+    "PillarDefinition",
+    "TrustScoringError",
+    "apply_fixes",
+    "definitions_from_dict",
+    "load_definitions",
+    "resolve_fixes",
+    "score_factsheet",
+]

@@ -1,0 +1,465 @@
+"""Metric definitions of the FederatedTrust scoring engine: the tree pillar -> notion -> metric.
+
+A *definitions* document (YAML or JSON; the packaged ones are ``fltrust/trust/definitions/*.yaml``)
+names, per metric, the FactSheet fields it reads, the *operation* applied to them
+(:mod:`fltrust.trust.operations`, :data:`OPERATION_ARITY`) and the score *type*
+(:mod:`fltrust.trust.normalization`, :data:`TYPE_PARAMETERS`), with optional weights (paper
+Table 2 metrics, Table 3 normalisations; trust spec sections 2-3). :func:`load_definitions` reads
+fltrust's layout or the prototype's own ``eval_metrics`` JSON and validates every key, so that a
+bad file fails with one line naming the file, the key and the fix (:class:`DefinitionsError`).
+
+>>> tree = load_definitions(mode="paper")
+>>> tree.pillar_aggregation, len(tree.pillars)
+('flattened', 6)
+>>> tree.get_metric("robustness/client_reliability/scale").type
+'breakpoints'
+
+Spec and bug references ("fairness spec §N", "trust spec §N", "Bn") are defined in ``docs/references.md``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import importlib.resources
+import json
+import math
+import types
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from fltrust.names import EXTENDED_TRUST_MODE, PAPER_TREE_TRUST_MODES, TRUST_MODES, TRUST_SCORING_DEFAULTS, TrustMode
+from fltrust.trust import normalization as norm
+
+MODES = PAPER_TREE_TRUST_MODES
+"""The modes that score the paper's implemented 20-metric tree (6 pillars)."""
+EXTENDED_MODE = EXTENDED_TRUST_MODE
+ALL_MODES = TRUST_MODES
+"""Every scoring mode: :data:`MODES` plus ``extended`` (36 metrics + sustainability)."""
+MODE_DEFAULTS = TRUST_SCORING_DEFAULTS
+"""Per mode: packaged definitions file, default fixes and default rounding (defined with the
+other modes' defaults in :mod:`fltrust.names`)."""
+PILLAR_AGGREGATIONS = ("notion_mean", "flattened")
+
+PROTOTYPE_PILLAR_WEIGHTS = {
+    "robustness": 0.2,
+    "privacy": 0.2,
+    "fairness": 0.2,
+    "explainability": 0.2,
+    "accountability": 0.1,
+    "architectural_soundness": 0.1,
+}
+"""Pillar weights hard-coded in the prototype's metric.py (spec 2.5); applied only when a file in
+the prototype's own JSON format (no pillar weights in it) is loaded."""
+
+OPERATION_ARITY: dict[str, int | None] = {
+    "get_value": 1,
+    "check_properties": None,  # one or more
+    "get_global_privacy_risk": 3,
+    "get_uniform_entropy": 1,
+    "get_capped_value": 1,
+    "check_client_selector": 1,
+    "first_present": None,
+    "mean_of_present": None,
+}
+"""Operations a metric may name, with their number of inputs (None = any number >= 1)."""
+
+TYPE_PARAMETERS: dict[str, tuple[frozenset[str], frozenset[str]]] = {
+    # type: (required keys, optional keys)
+    "true_score": (frozenset(), frozenset({"direction"})),
+    "ranges": (frozenset({"ranges"}), frozenset({"direction"})),
+    "breakpoints": (frozenset({"ranges"}), frozenset({"direction"})),
+    "scaled_score": (frozenset({"scale"}), frozenset({"direction"})),
+    "score_mapping": (frozenset({"score_map"}), frozenset({"map_normalization"})),
+    "score_ranking": (frozenset({"score_map"}), frozenset({"direction"})),
+    "score_map_value": (frozenset({"score_map"}), frozenset()),
+    "property_check": (frozenset(), frozenset()),
+}
+"""Score types (see :mod:`fltrust.trust.normalization`) and the metric keys each one uses."""
+
+_TOP_KEYS = frozenset({"name", "description", "pillar_aggregation", "use_provenance", "pillars"})
+_PILLAR_KEYS = frozenset({"weight", "label", "description", "notions"})
+_NOTION_KEYS = frozenset({"weight", "label", "description", "metrics"})
+_METRIC_COMMON_KEYS = frozenset({"inputs", "operation", "type", "weight", "label", "description", "score_function"})
+_TYPE_KEYS = frozenset().union(*(req | opt for req, opt in TYPE_PARAMETERS.values()))
+
+
+class DefinitionsError(ValueError):
+    """A metric definitions file is invalid; the message names the file, the key and the fix."""
+
+
+class TrustScoringError(ValueError):
+    """A factsheet cannot be scored as asked; the message names the metric or argument."""
+
+
+@dataclass(frozen=True)
+class MetricDefinition:
+    """One metric: which factsheet fields, which operation, which score type.
+
+    Attributes
+    ----------
+    name : str
+    inputs : tuple of str
+        Factsheet field paths, passed to the operation as positional arguments.
+    operation : str
+        A key of :data:`OPERATION_ARITY`.
+    type : str
+        A key of :data:`TYPE_PARAMETERS`.
+    direction : {"asc", "desc"}
+    weight : float or None
+        Weight within the notion (``use_weights=True`` only).
+    ranges : tuple of float or None
+        Ascending boundaries (types ``ranges`` and ``breakpoints``).
+    score_map : mapping of str to float or None
+        Ratings (types ``score_mapping``, ``score_ranking``, ``score_map_value``).
+    map_normalization : {"minmax", "l2"}
+        ``score_mapping`` only.
+    scale : tuple (low, high) or None
+        ``scaled_score`` only.
+    label, description : str
+    """
+
+    name: str
+    inputs: tuple[str, ...]
+    operation: str
+    type: str
+    direction: str = "asc"
+    weight: float | None = None
+    ranges: tuple[float, ...] | None = None
+    score_map: Mapping[str, float] | None = None
+    map_normalization: str = "minmax"
+    scale: tuple[float, float] | None = None
+    label: str = ""
+    description: str = ""
+
+    def __post_init__(self) -> None:
+        where = f"metric {self.name!r}"
+        if self.operation not in OPERATION_ARITY:
+            raise DefinitionsError(f"{where}: unknown operation {self.operation!r}; choose one of {sorted(OPERATION_ARITY)}")
+        if self.type not in TYPE_PARAMETERS:
+            raise DefinitionsError(f"{where}: unknown type {self.type!r}; choose one of {sorted(TYPE_PARAMETERS)}")
+        arity = OPERATION_ARITY[self.operation]
+        if not self.inputs or (arity is not None and len(self.inputs) != arity):
+            wanted = "at least 1" if arity is None else str(arity)
+            raise DefinitionsError(f"{where}: operation {self.operation!r} takes {wanted} input(s), got {len(self.inputs)}")
+        if self.direction not in norm.DIRECTIONS:
+            raise DefinitionsError(f"{where}: direction={self.direction!r}; choose 'asc' or 'desc'")
+        if self.map_normalization not in norm.MAP_NORMALIZATIONS:
+            raise DefinitionsError(
+                f"{where}: map_normalization={self.map_normalization!r}; choose one of {list(norm.MAP_NORMALIZATIONS)}"
+            )
+        required, _ = TYPE_PARAMETERS[self.type]
+        for key in required:
+            if getattr(self, key) is None:
+                raise DefinitionsError(f"{where}: type {self.type!r} needs the key {key!r}")
+        if self.ranges is not None:
+            if len(self.ranges) < (2 if self.type == "breakpoints" else 1):
+                raise DefinitionsError(f"{where}: 'ranges' is too short for type {self.type!r}")
+            if any(b <= a for a, b in zip(self.ranges, self.ranges[1:])):
+                raise DefinitionsError(f"{where}: 'ranges' must be strictly ascending, got {list(self.ranges)}")
+        if self.scale is not None and (len(self.scale) != 2 or not self.scale[0] < self.scale[1]):
+            raise DefinitionsError(f"{where}: 'scale' must be [low, high] with low < high, got {self.scale!r}")
+        if self.score_map is not None:
+            if not self.score_map:
+                raise DefinitionsError(f"{where}: 'score_map' is empty")
+            if self.type == "score_mapping" and self.map_normalization == "minmax" and len(set(self.score_map.values())) < 2:
+                raise DefinitionsError(f"{where}: a min-max 'score_map' needs two different values")
+
+
+@dataclass(frozen=True)
+class NotionDefinition:
+    """A notion: a group of metrics with a weight within its pillar."""
+
+    name: str
+    metrics: tuple[MetricDefinition, ...]
+    weight: float | None = None
+    label: str = ""
+    description: str = ""
+
+
+@dataclass(frozen=True)
+class PillarDefinition:
+    """A pillar: a group of notions with a weight in the trust score (fix B13: from the file)."""
+
+    name: str
+    notions: tuple[NotionDefinition, ...]
+    weight: float | None = None
+    label: str = ""
+    description: str = ""
+
+
+@dataclass(frozen=True)
+class Definitions:
+    """A complete metric tree, as loaded by :func:`load_definitions`."""
+
+    name: str
+    pillars: tuple[PillarDefinition, ...]
+    pillar_aggregation: str = "notion_mean"
+    description: str = ""
+    source: str = "<dict>"
+    use_provenance: bool = False
+
+    def metric_paths(self) -> list[str]:
+        """``pillar/notion/metric`` of every metric, in order."""
+        return [f"{p.name}/{n.name}/{m.name}" for p in self.pillars for n in p.notions for m in n.metrics]
+
+    def get_metric(self, path: str) -> MetricDefinition:
+        """The metric at ``pillar/notion/metric``."""
+        for pillar in self.pillars:
+            for notion in pillar.notions:
+                for metric in notion.metrics:
+                    if f"{pillar.name}/{notion.name}/{metric.name}" == path:
+                        return metric
+        raise KeyError(f"no metric {path!r} in definitions {self.name!r}")
+
+    def replace_metric(self, path: str, **changes: Any) -> Definitions:
+        """A copy with the metric at ``path`` changed (fields as in :class:`MetricDefinition`)."""
+        found = False
+        pillars = []
+        for pillar in self.pillars:
+            notions = []
+            for notion in pillar.notions:
+                metrics = []
+                for metric in notion.metrics:
+                    if f"{pillar.name}/{notion.name}/{metric.name}" == path:
+                        metric = dataclasses.replace(metric, **changes)
+                        found = True
+                    metrics.append(metric)
+                notions.append(dataclasses.replace(notion, metrics=tuple(metrics)))
+            pillars.append(dataclasses.replace(pillar, notions=tuple(notions)))
+        if not found:
+            raise KeyError(f"no metric {path!r} in definitions {self.name!r}")
+        return dataclasses.replace(self, pillars=tuple(pillars))
+
+
+def _check_keys(data: Any, allowed: frozenset[str], where: str, source: str) -> None:
+    if not isinstance(data, Mapping):
+        raise DefinitionsError(f"{source}: {where} must be a mapping, got {type(data).__name__}")
+    unknown = sorted(set(data) - allowed)
+    if unknown:
+        raise DefinitionsError(f"{source}: unknown key(s) {unknown} in {where}; allowed keys are {sorted(allowed)}")
+
+
+def _number(value: Any, where: str, source: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or math.isnan(value):
+        raise DefinitionsError(
+            f"{source}: {where} must be a number, got {value!r} (in YAML write 1000 or 1.0e+3, not 1e3)"
+        )
+    return float(value)
+
+
+def _weight(data: Mapping[str, Any], where: str, source: str) -> float | None:
+    if data.get("weight") is None:
+        return None
+    weight = _number(data["weight"], f"{where}.weight", source)
+    if weight < 0:
+        raise DefinitionsError(f"{source}: {where}.weight={weight} must be >= 0")
+    return weight
+
+
+def _parse_input(entry: Any, where: str, source: str) -> str:
+    if isinstance(entry, str):
+        path = entry
+    else:
+        _check_keys(entry, frozenset({"source", "field_path"}), f"{where}.inputs entry", source)
+        if entry.get("source", "factsheet") != "factsheet":
+            raise DefinitionsError(f"{source}: {where}: input source {entry['source']!r} is not supported; use 'factsheet'")
+        path = entry.get("field_path")
+    if not isinstance(path, str) or not path.strip("/"):
+        raise DefinitionsError(f"{source}: {where}: input {entry!r} must be a 'section/field' path")
+    return path
+
+
+def _parse_metric(name: str, data: Any, where: str, source: str) -> MetricDefinition:
+    _check_keys(data, _METRIC_COMMON_KEYS | _TYPE_KEYS, where, source)
+    for key in ("inputs", "operation", "type"):
+        if key not in data:
+            raise DefinitionsError(f"{source}: {where} needs the key {key!r}")
+    kind = data["type"]
+    if kind in TYPE_PARAMETERS:
+        required, optional = TYPE_PARAMETERS[kind]
+        unused = sorted((set(data) & _TYPE_KEYS) - required - optional)
+        if unused:
+            raise DefinitionsError(f"{source}: {where}: key(s) {unused} are not used by type {kind!r}; remove them")
+    inputs = data["inputs"]
+    if not isinstance(inputs, list):
+        raise DefinitionsError(f"{source}: {where}.inputs must be a list of field paths")
+    ranges = data.get("ranges")
+    if ranges is not None:
+        if not isinstance(ranges, list):
+            raise DefinitionsError(f"{source}: {where}.ranges must be a list of numbers")
+        ranges = tuple(_number(v, f"{where}.ranges", source) for v in ranges)
+    score_map = data.get("score_map")
+    if score_map is not None:
+        if not isinstance(score_map, Mapping):
+            raise DefinitionsError(f"{source}: {where}.score_map must be a mapping name -> number")
+        score_map = types.MappingProxyType(
+            {str(k): _number(v, f"{where}.score_map[{k!r}]", source) for k, v in score_map.items()}
+        )
+    scale = data.get("scale")
+    if scale is not None:
+        if not isinstance(scale, list):
+            raise DefinitionsError(f"{source}: {where}.scale must be [low, high]")
+        scale = tuple(_number(v, f"{where}.scale", source) for v in scale)
+    try:
+        return MetricDefinition(
+            name=name,
+            inputs=tuple(_parse_input(entry, where, source) for entry in inputs),
+            operation=data["operation"],
+            type=kind,
+            direction=data.get("direction", "asc"),
+            weight=_weight(data, where, source),
+            ranges=ranges,
+            score_map=score_map,
+            map_normalization=data.get("map_normalization", "minmax"),
+            scale=scale,
+            label=str(data.get("label", "")),
+            description=str(data.get("description", "")),
+        )
+    except DefinitionsError as exc:
+        raise DefinitionsError(f"{source}: {where}: {exc}") from None
+
+
+def _is_prototype_json_layout(data: Mapping[str, Any]) -> bool:
+    """The prototype's eval_metrics JSON: pillars at the top level, no 'pillars' key."""
+    return "pillars" not in data and all(
+        isinstance(notions, Mapping) and all(isinstance(n, Mapping) and "metrics" in n for n in notions.values())
+        for notions in data.values()
+    ) and bool(data)
+
+
+def definitions_from_dict(data: Mapping[str, Any], *, source: str = "<dict>", name: str | None = None) -> Definitions:
+    """Build :class:`Definitions` from a parsed YAML/JSON document.
+
+    Two layouts are accepted:
+
+    - fltrust's (``prototype.yaml``): top-level ``name``, ``description``,
+      ``pillar_aggregation`` and ``pillars`` -> pillar {weight, label, notions -> notion
+      {weight, label, metrics -> metric}};
+    - the prototype's ``eval_metrics_v1.json``: pillars at the top level, notions with
+      ``weight`` and ``metrics``, inputs as ``{"source": "factsheet", "field_path": ...}``.
+      Its pillar weights were hard-coded in code, so :data:`PROTOTYPE_PILLAR_WEIGHTS` is used.
+      Its ``score_function`` key is accepted and ignored, as the prototype did.
+
+    Unknown keys, operations and types raise :class:`DefinitionsError` naming the key.
+    """
+    if not isinstance(data, Mapping) or not data:
+        raise DefinitionsError(f"{source}: a definitions document must be a non-empty mapping")
+    if _is_prototype_json_layout(data):
+        data = {
+            "name": name or Path(source).stem,
+            "description": "prototype eval_metrics JSON layout (pillar weights from the prototype's metric.py)",
+            "pillars": {
+                pillar: {"weight": PROTOTYPE_PILLAR_WEIGHTS.get(pillar), "notions": notions}
+                for pillar, notions in data.items()
+            },
+        }
+    _check_keys(data, _TOP_KEYS, "the top level", source)
+    if "pillars" not in data or not isinstance(data["pillars"], Mapping) or not data["pillars"]:
+        raise DefinitionsError(f"{source}: needs a non-empty 'pillars' mapping")
+    aggregation = data.get("pillar_aggregation", "notion_mean")
+    if aggregation not in PILLAR_AGGREGATIONS:
+        raise DefinitionsError(f"{source}: pillar_aggregation={aggregation!r}; choose one of {list(PILLAR_AGGREGATIONS)}")
+    pillars = []
+    for pillar_name, pillar in data["pillars"].items():
+        where = f"pillars.{pillar_name}"
+        _check_keys(pillar, _PILLAR_KEYS, where, source)
+        if not isinstance(pillar.get("notions"), Mapping) or not pillar["notions"]:
+            raise DefinitionsError(f"{source}: {where} needs a non-empty 'notions' mapping")
+        notions = []
+        for notion_name, notion in pillar["notions"].items():
+            nwhere = f"{where}.notions.{notion_name}"
+            _check_keys(notion, _NOTION_KEYS, nwhere, source)
+            if not isinstance(notion.get("metrics"), Mapping) or not notion["metrics"]:
+                raise DefinitionsError(f"{source}: {nwhere} needs a non-empty 'metrics' mapping")
+            metrics = tuple(
+                _parse_metric(metric_name, metric, f"{nwhere}.metrics.{metric_name}", source)
+                for metric_name, metric in notion["metrics"].items()
+            )
+            notions.append(
+                NotionDefinition(
+                    name=notion_name,
+                    metrics=metrics,
+                    weight=_weight(notion, nwhere, source),
+                    label=str(notion.get("label", "")),
+                    description=str(notion.get("description", "")),
+                )
+            )
+        pillars.append(
+            PillarDefinition(
+                name=pillar_name,
+                notions=tuple(notions),
+                weight=_weight(pillar, where, source),
+                label=str(pillar.get("label", "")),
+                description=str(pillar.get("description", "")),
+            )
+        )
+    use_provenance = data.get("use_provenance", False)
+    if not isinstance(use_provenance, bool):
+        raise DefinitionsError(f"{source}: use_provenance must be true or false, got {use_provenance!r}")
+    return Definitions(
+        name=str(data.get("name") or name or Path(source).stem),
+        pillars=tuple(pillars),
+        pillar_aggregation=aggregation,
+        description=str(data.get("description", "")),
+        source=source,
+        use_provenance=use_provenance,
+    )
+
+
+@functools.cache
+def _packaged_definitions(filename: str) -> Definitions:
+    resource = importlib.resources.files("fltrust.trust").joinpath("definitions", filename)
+    data = yaml.safe_load(resource.read_text(encoding="utf-8"))
+    return definitions_from_dict(data, source=f"fltrust/trust/definitions/{filename}")
+
+
+def load_definitions(
+    source: str | Path | Mapping[str, Any] | Definitions | None = None, *, mode: TrustMode = "prototype"
+) -> Definitions:
+    """Load metric definitions.
+
+    Parameters
+    ----------
+    source : path, mapping, Definitions or None
+        ``None``: the packaged file of ``mode`` (``prototype.yaml``, or ``paper.yaml`` for
+        paper mode). A path to a YAML (``.yaml``/``.yml``) or JSON (``.json``) file in either
+        layout of :func:`definitions_from_dict`. A parsed mapping. A :class:`Definitions`
+        (returned unchanged).
+    mode : {"prototype", "paper", "fixed", "extended"}
+
+    Returns
+    -------
+    Definitions
+
+    Raises
+    ------
+    DefinitionsError
+        Missing or unreadable file, unknown keys, operations or types.
+    """
+    if mode not in ALL_MODES:
+        raise TrustScoringError(f"mode={mode!r} is not allowed; choose one of {list(ALL_MODES)}")
+    if source is None:
+        return _packaged_definitions(MODE_DEFAULTS[mode]["definitions"])
+    if isinstance(source, Definitions):
+        return source
+    if isinstance(source, Mapping):
+        return definitions_from_dict(source)
+    path = Path(source)
+    if not path.is_file():
+        raise DefinitionsError(f"definitions file {str(path)!r} does not exist; pass an existing YAML or JSON file")
+    text = path.read_text(encoding="utf-8")
+    try:
+        if path.suffix.lower() in (".yaml", ".yml"):
+            data = yaml.safe_load(text)
+        elif path.suffix.lower() == ".json":
+            data = json.loads(text)
+        else:
+            raise DefinitionsError(f"definitions file {str(path)!r}: use a .yaml, .yml or .json file")
+    except (yaml.YAMLError, json.JSONDecodeError) as exc:
+        raise DefinitionsError(f"definitions file {str(path)!r} cannot be parsed: {exc}") from exc
+    return definitions_from_dict(data, source=str(path))
