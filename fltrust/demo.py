@@ -189,7 +189,7 @@ def fairness_headline(results_dir: str | Path) -> list[str]:
         Lines: a title and a table (condition, the paper's F_T, ours, Δ, data); ``–`` = undefined
         (a notion had no value in the window) or not stated.
     """
-    from fltrust.repro.fairness_report import load_results, summary_table
+    from fltrust.repro.fairness.report import load_results, summary_table
 
     results = load_results(results_dir)
     table = summary_table(results)
@@ -215,8 +215,8 @@ def trust_headline(results_dir: str | Path) -> list[str]:
         Lines: a title and a table (experiment, dataset, the paper's trust score, ours per scoring
         mode, data); ``–`` = not stated by the paper.
     """
-    from fltrust.repro.trust_experiments import SCORING_MODES
-    from fltrust.repro.trust_report import comparison_frame, load_results
+    from fltrust.repro.trust.experiments import SCORING_MODES
+    from fltrust.repro.trust.report import comparison_frame, load_results
 
     results = load_results(results_dir)
     scores = comparison_frame(results)

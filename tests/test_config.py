@@ -227,9 +227,9 @@ def test_every_committed_config_and_generated_condition_passes_the_new_bounds():
     # run.name's character set, the file, thread and size bounds must not reject what the kit ships
     from pathlib import Path
 
-    from fltrust.repro.fairness import condition_configs
-    from fltrust.repro.fairness_conditions import all_conditions, condition_name
-    from fltrust.repro.trust_experiments import EXPERIMENTS, experiment_config
+    from fltrust.repro.fairness.run import condition_configs
+    from fltrust.repro.fairness.conditions import all_conditions, condition_name
+    from fltrust.repro.trust.experiments import EXPERIMENTS, experiment_config
 
     repo = Path(__file__).resolve().parents[1]
     paths = sorted((repo / "papers_repro").glob("*/configs/*.yaml")) + sorted((repo / "fltrust" / "configs").rglob("*.yaml"))

@@ -9,7 +9,8 @@ import pytest
 from fltrust import demo
 from fltrust.config import load_config
 from fltrust.demo import FAMILIES, PHASES, demo_config_path, end_screen, run_demo
-from fltrust.repro import fairness_report, trust_report
+from fltrust.repro.fairness import report as fairness_report
+from fltrust.repro.trust import report as trust_report
 
 
 def test_demo_configs_are_valid():

@@ -45,7 +45,7 @@ def test_the_old_public_names_are_the_ones_defined_here():
     from fltrust import config, experiment, settings
     from fltrust.flower.records import STANDARD_CLIENT_KEYS
     from fltrust.metrics.fairness import MODE_DEFAULTS as FAIRNESS_DEFAULTS
-    from fltrust.repro import trust_experiments
+    from fltrust.repro.trust import experiments as trust_experiments
     from fltrust.trust import observer, scoring
 
     assert config.STRATEGIES is names.STRATEGIES and config.ROBUST_STRATEGIES is names.ROBUST_STRATEGIES
@@ -64,7 +64,7 @@ def test_the_dispatch_tables_know_every_name():
     from fltrust.data.specs import INPUT_SPECS
     from fltrust.data.synthetic import GENERATORS
     from fltrust.fl.strategies import STRATEGY_CLASSES
-    from fltrust.repro.trust_report import MODE_LABELS
+    from fltrust.repro.trust.report import MODE_LABELS
     from fltrust.trust.factsheet import _PREPROCESSING, STRATEGY_NAMES
     from fltrust.trust.scoring import FIXES
 

@@ -209,11 +209,11 @@ def test_bare_citations_take_the_paper_of_their_folder() -> None:
     # Arrange
     cases = {
         "fltrust/metrics/jain.py": "fairness",
-        "fltrust/repro/fairness_report.py": "fairness",
-        "fltrust/repro/trust_report.py": "trust",
+        "fltrust/repro/fairness/report.py": "fairness",
+        "fltrust/repro/trust/report.py": "trust",
         "fltrust/trust/scoring/engine.py": "trust",
         "notebooks/federatedtrust/summary.ipynb": "trust",
-        "tests/repro/test_repro_trust.py": "trust",
+        "tests/repro/trust/test_repro_trust.py": "trust",
         "fltrust/data/femnist.py": None,
         "fltrust/config/paper_metrics.py": None,
     }

@@ -10,7 +10,7 @@ Index of the public names, grouped by family. Naming: ``*_index`` / ``*_fairness
 - Fairness notions (:mod:`fltrust.metrics.fairness`): f_j, f_g, f_r, f_o and F_T of
   Federated Fairness Analytics (``notions``, paper Eqs. 7-13), their ``settings`` and the
   ``observer``. The Table 3 averaging protocol is reproduction:
-  :func:`fltrust.repro.fairness.table3_window_mean`.
+  :func:`fltrust.repro.fairness.run.table3_window_mean`.
 """
 
 from fltrust.metrics.fairness import (

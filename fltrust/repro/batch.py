@@ -504,8 +504,8 @@ def run_fairness_batch(
     ``jobs`` conditions run at once (parallel kernels, cores shared out between them);
     ``in_process=True`` executes the notebooks in this process instead (:func:`run_jobs`).
     """
-    from fltrust.repro.fairness import condition_configs
-    from fltrust.repro.fairness_conditions import all_conditions, condition_name
+    from fltrust.repro.fairness.run import condition_configs
+    from fltrust.repro.fairness.conditions import all_conditions, condition_name
 
     mode = mode or "faithful"
     if mode not in FAIRNESS_MODES:
@@ -546,7 +546,7 @@ def run_trust_batch(
 ) -> list[str]:
     """Execute ``notebooks/federatedtrust/experiment.ipynb`` per experiment, then the summary
     (``jobs`` experiments at once, or ``in_process``: see :func:`run_jobs`)."""
-    from fltrust.repro.trust_experiments import EXPERIMENTS, experiment_config
+    from fltrust.repro.trust.experiments import EXPERIMENTS, experiment_config
 
     if mode is not None and mode not in TRUST_MODES:
         raise ValueError(f"--mode {mode!r} is not a trust mode; choose one of {list(TRUST_MODES)}")

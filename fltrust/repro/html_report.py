@@ -1,7 +1,7 @@
 """One self-contained HTML page per paper: ``fltrust report``.
 
 The page is what RESULTS.md says -- built by the same functions
-(:func:`fltrust.repro.fairness_report.results_markdown`, :func:`fltrust.repro.trust_report.results_markdown`)
+(:func:`fltrust.repro.fairness.report.results_markdown`, :func:`fltrust.repro.trust.report.results_markdown`)
 from the same result files, so the paper-vs-ours tables, the tolerance, the deviations and the
 conditions not run are identical -- rendered to HTML by markdown-it-py (CommonMark with GitHub
 tables, as GitHub shows RESULTS.md), followed by every figure of the paper embedded as a base64 PNG
@@ -243,13 +243,13 @@ summary { cursor: pointer; font-weight: 600; }
 def _markdown(paper: Paper, results_dir: Path, quick: bool) -> tuple[str, int]:
     """RESULTS.md text of ``results_dir`` built by the paper's writer, and the number of results."""
     if paper.key == "fairness":
-        from fltrust.repro.fairness import load_reported
-        from fltrust.repro.fairness_report import load_results, results_markdown, summary_table
+        from fltrust.repro.fairness.run import load_reported
+        from fltrust.repro.fairness.report import load_results, results_markdown, summary_table
 
         results = load_results(results_dir)
         reported = load_reported()
         return results_markdown(summary_table(results, reported), results, quick=quick, reported=reported), len(results)
-    from fltrust.repro.trust_report import load_reported, load_results, results_markdown
+    from fltrust.repro.trust.report import load_reported, load_results, results_markdown
 
     results = load_results(results_dir)
     return results_markdown(results, quick=quick, reported=load_reported()), len(results)

@@ -3,16 +3,16 @@
 Every function draws from plain tables (never reruns anything) and returns ``(fig, ax)`` (or
 ``(fig, axes)`` for a grid), so notebooks only call and save:
 
-=============================  =====================================================  =======================
-function                       input                                                  paper
-=============================  =====================================================  =======================
-:func:`plot_notion_timeseries`  :func:`fltrust.repro.fairness.notions_frame`          Figures 3, 5-8 (lines)
-:func:`plot_notion_bars`        :func:`fltrust.repro.fairness.notions_frame`          Figures 3, 5-8 (bars)
-:func:`plot_dataset_figure`     :func:`fltrust.repro.fairness.condition_result`       Figures 5-8 (one per dataset)
-:func:`plot_figure4`            :func:`fltrust.repro.fairness.figure4_frame`          Figure 4
-:func:`plot_table3_comparison`  :func:`fltrust.repro.fairness_report.summary_table`   Table 3, paper vs ours
+==============================  ===================================================  =============================
+function                        input                                                paper
+==============================  ===================================================  =============================
+:func:`plot_notion_timeseries`  :func:`fltrust.repro.fairness.run.notions_frame`     Figures 3, 5-8 (lines)
+:func:`plot_notion_bars`        :func:`fltrust.repro.fairness.run.notions_frame`     Figures 3, 5-8 (bars)
+:func:`plot_dataset_figure`     :func:`fltrust.repro.fairness.run.condition_result`  Figures 5-8 (one per dataset)
+:func:`plot_figure4`            :func:`fltrust.repro.fairness.run.figure4_frame`     Figure 4
+:func:`plot_table3_comparison`  :func:`fltrust.repro.fairness.report.summary_table`  Table 3, paper vs ours
 :func:`save_condition_figures`  one condition result                                 per-condition PNGs
-=============================  =====================================================  =======================
+==============================  ===================================================  =============================
 
 Titles say ``QUICK`` for quick (smoke-test) runs and ``SYNTHETIC`` for synthetic stand-in data,
 so such a figure is never mistaken for a reproduction. Panels name the client count actually run
@@ -29,9 +29,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from fltrust.repro.fairness import NOTIONS, STRICT_TOLERANCE, result_frame, window_means
-from fltrust.repro.fairness_conditions import DATASETS, SETTINGS, STRATEGIES, condition_name
-from fltrust.repro.fairness_report import STRATEGY_LABELS
+from fltrust.repro.fairness.run import NOTIONS, STRICT_TOLERANCE, result_frame, window_means
+from fltrust.repro.fairness.conditions import DATASETS, SETTINGS, STRATEGIES, condition_name
+from fltrust.repro.fairness.report import STRATEGY_LABELS
 
 __all__ = [
     "DATASET_FIGURES",
@@ -137,7 +137,7 @@ def plot_notion_timeseries(
     Parameters
     ----------
     frame : pandas.DataFrame
-        :func:`fltrust.repro.fairness.notions_frame`: columns ``repeat``, ``round`` and the notions.
+        :func:`fltrust.repro.fairness.run.notions_frame`: columns ``repeat``, ``round`` and the notions.
     title : str, optional
         Axes title (markers for quick / synthetic are added).
     window : (int, int), optional
@@ -207,7 +207,7 @@ def plot_notion_bars(
 ) -> tuple[Any, Any]:
     """Mean of each notion over the Table 3 window (paper Figures 3, 5-8, error-bar charts).
 
-    Bar height = :func:`fltrust.repro.fairness.window_means` (per round mean over repeats, then
+    Bar height = :func:`fltrust.repro.fairness.run.window_means` (per round mean over repeats, then
     mean over the window rounds: the Table 3 protocol, fairness spec 8). Error bar = standard
     deviation over the window rounds of that repeat-mean series (how much the notion still moves
     as training settles); absent when the window has a single round.
@@ -215,7 +215,7 @@ def plot_notion_bars(
     Parameters
     ----------
     frame : pandas.DataFrame
-        :func:`fltrust.repro.fairness.notions_frame`.
+        :func:`fltrust.repro.fairness.run.notions_frame`.
     window : (int, int)
         First and last server round (inclusive), e.g. ``result["window"]``.
     title, quick, synthetic, ax, legend
@@ -226,7 +226,7 @@ def plot_notion_bars(
     tolerance : float, default 0.10
         Half-width of the light band.
     skip_nan : bool, default False
-        NaN-aware window means (corrected mode), see :func:`fltrust.repro.fairness.window_means`.
+        NaN-aware window means (corrected mode), see :func:`fltrust.repro.fairness.run.window_means`.
 
     Returns
     -------
@@ -319,7 +319,7 @@ def plot_figure4(points: pd.DataFrame, *, quick: bool = False, synthetic: bool |
     Parameters
     ----------
     points : pandas.DataFrame
-        :func:`fltrust.repro.fairness.figure4_frame` (columns ``dataset``, ``strategy``,
+        :func:`fltrust.repro.fairness.run.figure4_frame` (columns ``dataset``, ``strategy``,
         ``setting``, ``mode``, ``F_T``, ``mean_local_accuracy``, ``quick``, ``synthetic``;
         optionally ``dataset_key``, ``clients`` and ``window``).
     quick : bool
@@ -401,13 +401,13 @@ def plot_table3_comparison(
     Parameters
     ----------
     table : pandas.DataFrame
-        :func:`fltrust.repro.fairness_report.summary_table` (or
-        :func:`fltrust.repro.fairness.table3`, then all rows count as faithful).
+        :func:`fltrust.repro.fairness.report.summary_table` (or
+        :func:`fltrust.repro.fairness.run.table3`, then all rows count as faithful).
     tolerance : float, optional
         Half-width of the thin error bar on the paper bars (default: the absolute tolerance of
         ``reported``).
     reported : dict, optional
-        ``reported.yaml`` content (default: :func:`fltrust.repro.fairness.load_reported`).
+        ``reported.yaml`` content (default: :func:`fltrust.repro.fairness.run.load_reported`).
     quick : bool
         Mark the title as a quick run (also when any row is quick).
     synthetic : bool, optional
@@ -420,7 +420,7 @@ def plot_table3_comparison(
     """
     import matplotlib.pyplot as plt
 
-    from fltrust.repro.fairness import load_reported
+    from fltrust.repro.fairness.run import load_reported
 
     _require(table, ["condition", "ours_F_T", "ours_std", "within_tolerance"], "the Table 3 frame")
     table = table.copy()
@@ -496,14 +496,14 @@ def plot_dataset_figure(
     Parameters
     ----------
     results : list of dict
-        Condition results (:func:`fltrust.repro.fairness.condition_result`); other datasets and
+        Condition results (:func:`fltrust.repro.fairness.run.condition_result`); other datasets and
         modes are ignored.
     dataset_key : str
         ``cifar10_100c``, ``cifar10_10c``, ``femnist_205c`` or ``nslkdd_100c``.
     mode : str, default "faithful"
         Which results to draw.
     reported : dict, optional
-        ``reported.yaml`` content (default: :func:`fltrust.repro.fairness.load_reported`).
+        ``reported.yaml`` content (default: :func:`fltrust.repro.fairness.run.load_reported`).
 
     Returns
     -------
@@ -514,7 +514,7 @@ def plot_dataset_figure(
     from matplotlib.lines import Line2D
     from matplotlib.patches import Patch
 
-    from fltrust.repro.fairness import load_reported
+    from fltrust.repro.fairness.run import load_reported
 
     if dataset_key not in DATASETS:
         raise PlotInputError(f"unknown dataset {dataset_key!r}; choose one of {list(DATASETS)}")
@@ -598,7 +598,7 @@ def save_condition_figures(
     """
     from pathlib import Path
 
-    from fltrust.repro.fairness import load_reported
+    from fltrust.repro.fairness.run import load_reported
 
     folder = Path(figures_dir)
     folder.mkdir(parents=True, exist_ok=True)

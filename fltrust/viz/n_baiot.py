@@ -147,7 +147,7 @@ def write_standin_comparison(
     from fltrust.data.n_baiot import FEATURE_NAMES, load_n_baiot_real_partial
     from fltrust.data.registry import checksum_mismatches, dataset_folder, describe_mismatches
     from fltrust.data.synthetic import synthetic_n_baiot
-    from fltrust.repro.trust_experiments import NBAIOT_SYNTHETIC_SAMPLES
+    from fltrust.repro.trust.experiments import NBAIOT_SYNTHETIC_SAMPLES
 
     n_train = NBAIOT_SYNTHETIC_SAMPLES if n_train is None else n_train
     folder = dataset_folder("n_baiot", data_root)

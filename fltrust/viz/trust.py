@@ -7,7 +7,7 @@ Every function draws from reports or plain tables (never reruns anything) and re
 function                        input                                                       paper
 ==============================  ==========================================================  ===========
 :func:`plot_experiment_report`  one :class:`~fltrust.trust.report.TrustReport`              Figs. 4-5
-:func:`plot_pillar_comparison`  :func:`fltrust.repro.trust_report.comparison_frame`         Figs. 4-5
+:func:`plot_pillar_comparison`  :func:`fltrust.repro.trust.report.comparison_frame`         Figs. 4-5
 ==============================  ==========================================================  ===========
 
 Titles say ``QUICK`` for quick (smoke-test) runs and ``SYNTHETIC`` for synthetic stand-in data
@@ -82,7 +82,7 @@ def plot_pillar_comparison(
     Parameters
     ----------
     comparison : pandas.DataFrame
-        :func:`fltrust.repro.trust_report.comparison_frame` (columns :data:`COMPARISON_COLUMNS`).
+        :func:`fltrust.repro.trust.report.comparison_frame` (columns :data:`COMPARISON_COLUMNS`).
     modes : sequence of str, optional
         Modes to draw (default: those in the table, in prototype, paper, fixed order).
     quick : bool, optional
@@ -105,7 +105,7 @@ def plot_pillar_comparison(
     missing = [c for c in COMPARISON_COLUMNS if c not in comparison.columns]
     if missing:
         raise TrustPlotError(f"comparison table lacks columns {missing}; build it with "
-                             "fltrust.repro.trust_report.comparison_frame")
+                             "fltrust.repro.trust.report.comparison_frame")
     if comparison.empty:
         raise TrustPlotError("comparison table is empty: no experiment result to plot")
     present = list(dict.fromkeys(comparison["mode"]))
@@ -155,7 +155,7 @@ def plot_pillar_comparison(
 
 def plot_attack_ablation(ablation: dict[str, Any]) -> tuple[Any, Any]:
     """Bar chart of the FederatedTrust attack ablation: test accuracy, robustness pillar and trust
-    score per run (:func:`fltrust.repro.trust_experiments.attack_ablation`; SYNTHETIC-labelled)."""
+    score per run (:func:`fltrust.repro.trust.ablation.attack_ablation`; SYNTHETIC-labelled)."""
     import matplotlib.pyplot as plt
 
     runs = ablation["runs"]

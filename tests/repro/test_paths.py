@@ -11,7 +11,10 @@ from pathlib import Path
 import pytest
 
 from fltrust.config import ConfigError
-from fltrust.repro import batch, fairness, html_report, paths, trust_experiments, trust_report
+from fltrust.repro import batch, html_report, paths
+from fltrust.repro.fairness import run as fairness_run
+from fltrust.repro.trust import experiments as trust_experiments
+from fltrust.repro.trust import report as trust_report
 from fltrust.repro.paths import REPO_ENV, repo_root
 
 CHECKOUT = Path(__file__).resolve().parents[2]
@@ -27,8 +30,8 @@ def test_the_source_tree_is_the_default(monkeypatch, tmp_path):
     monkeypatch.chdir(_checkout(tmp_path / "other"))  # another checkout as cwd: the package's own wins
 
     assert repo_root() == CHECKOUT
-    assert {batch.REPO, fairness.REPO, trust_experiments.REPO, html_report.REPO} == {CHECKOUT}
-    assert fairness.PAPER_DIR == CHECKOUT / "papers_repro" / "fairness_analytics"
+    assert {batch.REPO, fairness_run.REPO, trust_experiments.REPO, html_report.REPO} == {CHECKOUT}
+    assert fairness_run.PAPER_DIR == CHECKOUT / "papers_repro" / "fairness_analytics"
 
 
 def test_argument_then_environment_win(monkeypatch, tmp_path):
@@ -61,8 +64,8 @@ def test_an_installed_package_uses_the_checkout_around_the_cwd(monkeypatch, tmp_
 def test_a_copied_package_reads_the_checkout_named_by_the_environment(tmp_path):
     # Prepare: the package alone (what a wheel installs), no papers_repro/ next to it
     shutil.copytree(CHECKOUT / "fltrust", tmp_path / "site" / "fltrust", ignore=shutil.ignore_patterns("__pycache__"))
-    code = ("import fltrust; from fltrust.repro import fairness, trust_report; print(fltrust.__file__); "
-            "print(fairness.PAPER_DIR); print(trust_report.load_reported()['tolerance'])")
+    code = ("import fltrust; from fltrust.repro.fairness import run; from fltrust.repro.trust import report; "
+            "print(fltrust.__file__); print(run.PAPER_DIR); print(report.load_reported()['tolerance'])")
     env = {**os.environ, "PYTHONPATH": str(tmp_path / "site"), REPO_ENV: str(CHECKOUT)}
 
     # Execute: from a folder outside any checkout

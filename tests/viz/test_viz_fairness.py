@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from fltrust.repro.fairness import NOTIONS
+from fltrust.repro.fairness.run import NOTIONS
 from fltrust.viz.fairness import (
     NOTION_LABELS,
     PlotInputError,

@@ -34,7 +34,7 @@ One module per concept; every public name is importable from here:
   :class:`fltrust.core.records.RoundRecord` objects of any FL engine.
 
 The Table 3 averaging protocol (rounds 15-30) is reproduction, not a metric:
-:func:`fltrust.repro.fairness.table3_window_mean`.
+:func:`fltrust.repro.fairness.run.table3_window_mean`.
 """
 
 from fltrust.metrics.fairness.notions import (

@@ -1,7 +1,7 @@
 """A small in-process memo of the trust observer's costly, deterministic post-training measurements.
 
 The FederatedTrust reproduction scores one final model several times in one process: the run's own
-observer, the replay of every other scoring mode (:func:`fltrust.repro.trust_experiments.mode_factsheet`)
+observer, the replay of every other scoring mode (:func:`fltrust.repro.trust.run.mode_factsheet`)
 and the extended companion run, whose training (same configuration, seed and data) ends in the same
 parameters. CLEVER (:func:`fltrust.trust.measures.robustness.clever_score`) and the SHAP values
 (:func:`fltrust.trust.measures.explainability.shap_values`) depend only on the model, the samples and their

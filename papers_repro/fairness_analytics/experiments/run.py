@@ -2,7 +2,7 @@
 
 Each experiment is one repeat (seed 0) of a Table 3 condition with one switch flipped, often for
 fewer rounds; it is compared with the same rounds of the committed condition result. Results go
-to ``experiments/<label>.json`` (:func:`fltrust.repro.fairness.run_variant`), run folders to
+to ``experiments/<label>.json`` (:func:`fltrust.repro.fairness.run.run_variant`), run folders to
 ``experiments/runs/`` (git-ignored; a complete run is reloaded, not redone).
 
 Usage::
@@ -20,7 +20,7 @@ import time
 
 import numpy as np
 
-from fltrust.repro.fairness import run_variant
+from fltrust.repro.fairness.run import run_variant
 
 # label: (condition, overrides, rounds, purpose)
 EXPERIMENTS: dict[str, tuple[str, dict, int, str]] = {

@@ -6,11 +6,11 @@ files: f_o = mean(accuracy); f_j = J(gains); gains_i = acc_i / shap[cid_i], i.e.
 are recovered from gains . s = accuracy against the changed entries of the cumulative vector;
 exactly the participants' entries change per round; f_g = 1 - median |m_n|. Our condition results
 (``papers_repro/fairness_analytics/results/*.json``, written by
-``fltrust.repro.fairness.condition_result``) keep the same per-client data (``per_client``) plus
+``fltrust.repro.fairness.run.condition_result``) keep the same per-client data (``per_client``) plus
 the rewards. Here every stored notion is recomputed from the stored per-client data with the
 functions that computed it in the run -- ``individual_fairness`` (f_j and the gains),
 ``incentive_fairness`` (f_r), ``orchestrator_fairness`` (f_o), ``general_fairness`` (F_T) of
-:mod:`fltrust.metrics.fairness`, and ``window_means`` of :mod:`fltrust.repro.fairness` (Table 3) --
+:mod:`fltrust.metrics.fairness`, and ``window_means`` of :mod:`fltrust.repro.fairness.run` (Table 3) --
 and, where the spec gives a closed form, also against that form written out with numpy (J, f_g,
 the Table 3 protocol). No data, no run folders, no training. f_g is checked by its closed form only:
 its fltrust function takes the confusion matrices, which a condition result does not store.
@@ -28,7 +28,7 @@ import numpy as np
 import pytest
 
 from fltrust.metrics.fairness import general_fairness, incentive_fairness, individual_fairness, orchestrator_fairness
-from fltrust.repro.fairness import RESULTS_DIR, result_frame, window_means
+from fltrust.repro.fairness.run import RESULTS_DIR, result_frame, window_means
 
 RESULTS = RESULTS_DIR
 FILES = sorted(RESULTS.glob("*.json"))
@@ -77,7 +77,8 @@ def rounds_of(path: Path):
 
 def test_a_committed_result_holds_per_client_data():
     # Assert: the identities below are not skipped on every file
-    assert WITH_CLIENTS, f"no result under {RESULTS} holds per_client data; rewrite one (fltrust.repro.fairness.rewrite_result)"
+    assert WITH_CLIENTS, (f"no result under {RESULTS} holds per_client data; "
+                          "rewrite one (fltrust.repro.fairness.run.rewrite_result)")
 
 
 @pytest.mark.parametrize("path", WITH_CLIENTS, ids=[p.stem for p in WITH_CLIENTS])
@@ -167,7 +168,7 @@ def test_table3_value_is_the_window_mean_of_the_stored_rounds(path):
     per_position = np.nanmean(matrix, axis=0) if result["mode"] == "corrected" else matrix.mean(axis=0)
     value = float(np.nanmean(per_position)) if result["mode"] == "corrected" else float(per_position.mean())
 
-    # fltrust's Table 3 (fltrust.repro.fairness.window_means) on the stored per-round notions
+    # fltrust's Table 3 (fltrust.repro.fairness.run.window_means) on the stored per-round notions
     ours = window_means(result_frame(result), first, last, skip_nan=result["mode"] == "corrected")
 
     # Assert

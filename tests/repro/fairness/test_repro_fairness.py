@@ -8,8 +8,8 @@ import math
 import pytest
 
 from fltrust.metrics import MetricInputError
-from fltrust.repro.fairness import figure4_frame, table3, table3_window_mean
-from fltrust.repro.fairness_report import (
+from fltrust.repro.fairness.run import figure4_frame, table3, table3_window_mean
+from fltrust.repro.fairness.report import (
     RESULT_KEYS,
     TABLE_COLUMNS,
     ResultsError,
@@ -151,7 +151,7 @@ def test_results_markdown_middle_band_and_client_count():
 
 def test_results_markdown_flags_results_of_an_earlier_config():
     # Prepare: one result holding the runs the committed config gives, one holding other runs
-    from fltrust.repro.fairness import condition_configs
+    from fltrust.repro.fairness.run import condition_configs
 
     current = make_result("fedavg_nslkdd_100c_iid", 0.5)
     current["run_ids"] = [condition_configs("fedavg_nslkdd_100c_iid", repeats=1)[0].run_id()]
@@ -391,7 +391,7 @@ def test_window_means_skips_nan_only_in_corrected_mode():
     import numpy as np
     import pandas as pd
 
-    from fltrust.repro.fairness import window_means
+    from fltrust.repro.fairness.run import window_means
 
     rows = []
     for repeat in range(2):
@@ -422,7 +422,7 @@ def _fake_run(folder, name, repeat, *, num_clients=6, rounds=3):
 
     from fltrust.core.records import RoundRecord
     from fltrust.metrics import FairnessSettings, round_fairness
-    from fltrust.repro.fairness import condition_configs
+    from fltrust.repro.fairness.run import condition_configs
 
     cfg = condition_configs(name, repeats=repeat + 1, rounds=rounds, num_clients=num_clients)[repeat]
     path = folder / cfg.run_id()
@@ -452,7 +452,7 @@ def test_rewrite_result_adds_compact_per_client_data_from_the_run_folders(tmp_pa
     # Prepare: two reloadable repeats and an old result (no per_client) that names them
     import numpy as np
 
-    from fltrust.repro.fairness import rewrite_result
+    from fltrust.repro.fairness.run import rewrite_result
 
     name = "fedavg_nslkdd_100c_iid"
     run_ids = [_fake_run(tmp_path / "runs", name, r) for r in range(2)]
@@ -483,7 +483,7 @@ def test_rewrite_result_adds_compact_per_client_data_from_the_run_folders(tmp_pa
 
 
 def test_rewrite_result_names_missing_run_folders(tmp_path):
-    from fltrust.repro.fairness import rewrite_result
+    from fltrust.repro.fairness.run import rewrite_result
 
     old = make_result("fedavg_nslkdd_100c_iid", 0.5)
     (tmp_path / "fedavg_nslkdd_100c_iid.json").write_text(json.dumps(old))
@@ -493,7 +493,7 @@ def test_rewrite_result_names_missing_run_folders(tmp_path):
 
 def test_data_scale_reads_the_partition_sizes_of_dataset_json(tmp_path):
     # Prepare: a run folder with a hand-written dataset.json (3 clients)
-    from fltrust.repro.fairness import data_scale
+    from fltrust.repro.fairness.run import data_scale
     from fltrust.runs import load_run
 
     name = "fedavg_nslkdd_100c_iid"
@@ -544,7 +544,7 @@ def test_quick_femnist_stand_in_gives_every_client_a_validation_row(tmp_path):
     import torch
 
     from fltrust.federation import prepare_federation
-    from fltrust.repro.fairness import condition_configs
+    from fltrust.repro.fairness.run import condition_configs
 
     for name in ("fedavg_femnist_205c_iid", "fedavg_femnist_205c_niid"):
         cfg = condition_configs(name, repeats=1, quick=True, device="cpu", data_dir=str(tmp_path))[0]

@@ -1,4 +1,4 @@
-"""fltrust.repro.trust_report: the library side of the trust summary notebook."""
+"""fltrust.repro.trust.report: the library side of the trust summary notebook."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import math
 
 
 def test_ablation_frame_one_row_per_run_with_its_robustness_pillar() -> None:
-    from fltrust.repro.trust_report import ablation_frame
+    from fltrust.repro.trust.report import ablation_frame
 
     ablation = {"runs": [
         {"run": "clean", "strategy": "fedavg", "test_accuracy": 0.9, "recovery": None, "retention": None,

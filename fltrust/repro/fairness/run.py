@@ -11,7 +11,7 @@ A condition result holds, besides the Table 3 window means and the per-round not
 per-client data of every round (:func:`per_client_data`: the cumulative FedSV vector of all C
 clients, the participants' ids, s, gains, rewards, accuracies, group scores and the count of
 non-positive s), so that the fairness spec's section 7 identities can be checked on the committed
-files without the run folders (``tests/repro/test_fairness_identities.py``).
+files without the run folders (``tests/repro/fairness/test_fairness_identities.py``).
 
 Spec and bug references ("fairness spec §N", "trust spec §N", "Bn") are defined in ``docs/references.md``.
 """
@@ -33,7 +33,7 @@ import yaml
 from fltrust.config import ExperimentConfig, load_config
 from fltrust.core.io import atomic_write_text, to_plain
 from fltrust.metrics.jain import MetricInputError
-from fltrust.repro.fairness_conditions import DATASETS, QUICK_OVERRIDES, quick_overrides
+from fltrust.repro.fairness.conditions import DATASETS, QUICK_OVERRIDES, quick_overrides
 from fltrust.repro.paths import repo_root
 from fltrust.runs import RunRecord, load_run
 

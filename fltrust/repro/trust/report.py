@@ -1,7 +1,7 @@
 """RESULTS.md of the FederatedTrust reproduction: paper vs ours per experiment and scoring mode.
 
 The summary notebook (``notebooks/federatedtrust/summary.ipynb``) loads every experiment result
-(:func:`load_results`; written by :func:`fltrust.repro.trust_experiments.experiment_result`), builds
+(:func:`load_results`; written by :func:`fltrust.repro.trust.run.experiment_result`), builds
 the tables below and hands the results to :func:`write_results_md`. The paper's numbers come from
 ``papers_repro/federatedtrust/reported.yaml`` (:func:`load_reported`).
 
@@ -40,7 +40,8 @@ import yaml
 from fltrust.repro.results import ResultsError, load_result_files
 from fltrust.repro.markdown import DASH, fmt, fmt_raw, is_missing, lines, mark, render
 from fltrust.repro.paths import REPO_ENV
-from fltrust.repro.trust_experiments import ABLATION_FILE, COMPARED_MODES, EXPERIMENTS, EXTENDED_MODE, PAPER_DIR
+from fltrust.repro.trust.ablation import ABLATION_FILE
+from fltrust.repro.trust.experiments import COMPARED_MODES, EXPERIMENTS, EXTENDED_MODE, PAPER_DIR
 from fltrust.core.io import atomic_write_text
 
 __all__ = [
@@ -162,7 +163,7 @@ def load_results(results_dir: str | Path) -> list[dict[str, Any]]:
 
 
 def missing_experiments(results: Sequence[dict[str, Any]]) -> list[str]:
-    """Experiments of :data:`~fltrust.repro.trust_experiments.EXPERIMENTS` without a result."""
+    """Experiments of :data:`~fltrust.repro.trust.experiments.EXPERIMENTS` without a result."""
     done = {r["experiment"] for r in results}
     return [name for name in EXPERIMENTS if name not in done]
 
@@ -572,7 +573,7 @@ def extended_markdown(results: Sequence[dict[str, Any]]) -> list[str]:
 
 
 def load_ablation(results_dir: str | Path) -> dict[str, Any] | None:
-    """``attack_ablation.json`` of a results folder (:func:`fltrust.repro.trust_experiments.attack_ablation`)."""
+    """``attack_ablation.json`` of a results folder (:func:`fltrust.repro.trust.ablation.attack_ablation`)."""
     import json
 
     path = Path(results_dir) / ABLATION_FILE

@@ -1,7 +1,7 @@
 """RESULTS.md of the Federated Fairness Analytics reproduction: paper vs ours, in the paper's layout.
 
 The summary notebook (``notebooks/fairness/summary.ipynb``) loads every condition result with
-:func:`load_results`, builds :func:`summary_table` (:func:`fltrust.repro.fairness.table3` plus
+:func:`load_results`, builds :func:`summary_table` (:func:`fltrust.repro.fairness.run.table3` plus
 mode, window and timing) and hands both to :func:`write_results_md`. The file has, in order:
 
 1. a header naming the command that regenerates it (``fltrust repro fairness``) and, for quick
@@ -40,8 +40,8 @@ import yaml
 
 from fltrust.repro.results import ResultsError, load_result_files
 from fltrust.repro.markdown import fmt, is_missing, lines, mark, render
-from fltrust.repro.fairness import PAPER_DIR, STRICT_TOLERANCE, load_reported, table3
-from fltrust.repro.fairness_conditions import DATASETS, SETTINGS, STRATEGIES, all_conditions, condition_name
+from fltrust.repro.fairness.run import PAPER_DIR, STRICT_TOLERANCE, load_reported, table3
+from fltrust.repro.fairness.conditions import DATASETS, SETTINGS, STRATEGIES, all_conditions, condition_name
 from fltrust.core.io import atomic_write_text
 
 __all__ = [
@@ -64,14 +64,14 @@ RESULT_KEYS = (
     "condition", "quick", "complete", "mode", "rounds", "window", "num_clients", "synthetic",
     "deviations", "seconds_per_run", "run_ids", "table3", "per_round",
 )
-"""Keys every condition result must have (written by :func:`fltrust.repro.fairness.condition_result`)."""
+"""Keys every condition result must have (written by :func:`fltrust.repro.fairness.run.condition_result`)."""
 
 TABLE_COLUMNS = (
     "condition", "dataset", "strategy", "setting", "paper_F_T", "ours_F_T", "ours_std", "repeats", "delta",
     "within_tolerance", "within_strict", "f_j", "f_g", "f_r", "f_o", "mean_local_accuracy", "skipped", "rounds",
     "clients", "quick", "synthetic", "mode", "window", "seconds_per_run",
 )
-"""Columns of :func:`summary_table` (those of :func:`fltrust.repro.fairness.table3` plus mode, window, timing)."""
+"""Columns of :func:`summary_table` (those of :func:`fltrust.repro.fairness.run.table3` plus mode, window, timing)."""
 
 STRATEGY_LABELS = {"fedavg": "FedAvg", "qfedavg": "q-FedAvg", "ditto": "Ditto"}
 """Column labels of Table 3."""
@@ -102,7 +102,7 @@ def load_results(results_dir: str | Path) -> list[dict[str, Any]]:
     Returns
     -------
     list of dict
-        The results as written by :func:`fltrust.repro.fairness.condition_result`.
+        The results as written by :func:`fltrust.repro.fairness.run.condition_result`.
 
     Raises
     ------
@@ -141,7 +141,7 @@ def stale_results(results: Sequence[dict[str, Any]]) -> list[tuple[str, str]]:
     The batch would redo such a result (its run ids hold another config hash, e.g. a result made
     before a faithful-mode fix, whose rerun failed); it is still shown, with this flag.
     """
-    from fltrust.repro.fairness import condition_configs
+    from fltrust.repro.fairness.run import condition_configs
 
     stale = []
     for res in results:
@@ -223,7 +223,7 @@ def _add_result_columns(table: pd.DataFrame, results: Sequence[dict[str, Any]]) 
 
 
 def summary_table(results: Sequence[dict[str, Any]], reported: dict[str, Any] | None = None) -> pd.DataFrame:
-    """:func:`fltrust.repro.fairness.table3` of ``results`` plus their ``mode``, ``window`` and ``seconds_per_run``.
+    """:func:`fltrust.repro.fairness.run.table3` of ``results`` plus their ``mode``, ``window`` and ``seconds_per_run``.
 
     One row per result (a condition run in two modes gives two rows). An empty ``results`` gives
     an empty frame with :data:`TABLE_COLUMNS`.
@@ -354,7 +354,7 @@ def data_scale_markdown(results: Sequence[dict[str, Any]]) -> list[str]:
     Parameters
     ----------
     results : sequence of dict
-        Condition results; ``scale`` is :func:`fltrust.repro.fairness.data_scale` (results
+        Condition results; ``scale`` is :func:`fltrust.repro.fairness.run.data_scale` (results
         written before it existed show ``n/a``).
 
     Returns
@@ -431,14 +431,14 @@ def results_markdown(
     Parameters
     ----------
     table : pandas.DataFrame
-        :func:`fltrust.repro.fairness.table3` or :func:`summary_table` of ``results`` (one row per
+        :func:`fltrust.repro.fairness.run.table3` or :func:`summary_table` of ``results`` (one row per
         result, same order).
     results : sequence of dict
         Condition results (:func:`load_results`).
     quick : bool
         The batch ran with ``--quick``; any quick result also triggers the quick note.
     reported : dict, optional
-        ``reported.yaml`` content (default: :func:`fltrust.repro.fairness.load_reported`).
+        ``reported.yaml`` content (default: :func:`fltrust.repro.fairness.run.load_reported`).
     misses : dict, optional
         Miss explanations (default: :func:`load_misses`); not used for quick results.
 
@@ -526,7 +526,7 @@ def write_results_md(
     Parameters
     ----------
     table : pandas.DataFrame
-        :func:`fltrust.repro.fairness.table3` or :func:`summary_table` of ``results``.
+        :func:`fltrust.repro.fairness.run.table3` or :func:`summary_table` of ``results``.
     results : list of dict
         Condition results (:func:`load_results`).
     path : str or Path
@@ -534,7 +534,7 @@ def write_results_md(
     quick : bool
         The batch ran with ``--quick`` (adds the loud smoke-test note).
     reported : dict, optional
-        ``reported.yaml`` content (default: :func:`fltrust.repro.fairness.load_reported`).
+        ``reported.yaml`` content (default: :func:`fltrust.repro.fairness.run.load_reported`).
     misses : dict, optional
         Miss explanations (default: :func:`load_misses`).
 

@@ -1,0 +1,8 @@
+"""Federated Fairness Analytics reproduction (Dilley et al.; Table 3, Figures 4-8).
+
+- :mod:`fltrust.repro.fairness.conditions` -- the 24 conditions (strategy x dataset x setting),
+  their configurations (``papers_repro/fairness_analytics/configs/``) and quick overrides;
+- :mod:`fltrust.repro.fairness.run` -- running a condition, its result JSON, the Table 3 window
+  protocol (fairness spec 8), Table 3 and Figure 4 frames, ``reported.yaml``;
+- :mod:`fltrust.repro.fairness.report` -- RESULTS.md: paper vs ours, misses, data scale.
+"""

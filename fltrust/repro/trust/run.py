@@ -1,0 +1,440 @@
+"""Run the FederatedTrust experiments of :mod:`fltrust.repro.trust.experiments`, score them in every mode.
+
+One run per experiment; its FactSheet is then scored in every requested scoring mode
+(:func:`run_trust_experiment`). The FactSheet statistics differ by mode (capped or uncapped CVs,
+entropy and feature-importance variants, :data:`fltrust.names.TRUST_MODE_DEFAULTS`), so the
+FactSheet of a mode other than the run's is rebuilt by replaying the run's saved records through a
+:class:`~fltrust.trust.observer.TrustObserver` of that mode (:func:`mode_factsheet`); nothing is
+trained twice for the prototype, paper and fixed modes.
+
+Extended mode (:data:`EXTENDED_MODE`, the 36-metric taxonomy plus sustainability) cannot be replayed:
+client reputation, data quality and co-versioning need every round's client models, which the saved
+round records do not keep, and membership inference and energy need the live run. Its FactSheet comes
+from a companion run of the same configuration made with ``metrics.trust.mode: extended``
+(:func:`run_trust_experiment` with ``"extended"`` among the modes, or :func:`add_extended_mode` for a
+finished result). The attack ablation (experiment 4, SYNTHETIC, 2 of 9 poisoned clients under
+FedAvg, FedMedian and Krum, every run scored in extended mode) is :mod:`fltrust.repro.trust.ablation`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from fltrust.config import ExperimentConfig
+from fltrust.core.io import to_plain
+from fltrust.names import TRUST_MODE_DEFAULTS, TrustMode
+from fltrust.repro.trust.experiments import (
+    EXPERIMENTS,
+    EXTENDED_MODE,
+    SCORING_MODES,
+    TrustExperimentError,
+    experiment_config,
+)
+from fltrust.runs import RunRecord, load_final_model
+from fltrust.trust.report import TrustReport
+
+if TYPE_CHECKING:
+    from fltrust.experiment import Experiment
+
+MODE_FOLDER = "trust_modes"
+"""Sub-folder of a run folder holding ``<mode>/factsheet.json`` and ``<mode>/trust_report.json``."""
+
+
+def _check_modes(modes: Sequence[str]) -> list[str]:
+    if isinstance(modes, str):
+        raise TrustExperimentError(f"modes={modes!r} must be a list of mode names, e.g. [{modes!r}]")
+    modes = list(modes)
+    unknown = [m for m in modes if m not in SCORING_MODES]
+    if not modes or unknown:
+        raise TrustExperimentError(f"modes {modes} must be a non-empty list drawn from {list(SCORING_MODES)}")
+    return modes
+
+
+def replay_experiment(record: RunRecord, *, device: str = "auto") -> Experiment:
+    """The federation and model of a finished run, rebuilt from its saved configuration (same seed,
+    same data), with no observer: what :func:`mode_factsheet` replays the run's rounds against.
+    One is enough for every mode of a record (the modes differ only in the observer)."""
+    from fltrust.experiment import prepare_experiment
+
+    cfg = ExperimentConfig.from_dict(record.config).with_overrides({
+        "run.device": device, "run.progress": False,
+        "metrics.trust.enabled": False, "metrics.fairness.enabled": False,
+    })
+    return prepare_experiment(cfg)
+
+
+def mode_factsheet(record: RunRecord, mode: str, *, device: str = "auto",
+                   replay: Experiment | None = None) -> dict[str, Any]:
+    """The FactSheet of a finished run as the trust observer of ``mode`` would have written it.
+
+    The run's own FactSheet (``factsheet.json``, observer mode ``metrics.trust.mode``) is returned
+    as it is when ``mode`` is the run's mode. Otherwise the run is replayed: the model and the
+    federation are rebuilt from the saved configuration (:func:`replay_experiment`), and a
+    :class:`~fltrust.trust.observer.TrustObserver` of ``mode`` receives the saved ``RunInfo``, every
+    saved round record and a ``RunSummary`` with the saved final model, wall time and system
+    figures. CLEVER does not depend on the mode and is copied from the run's FactSheet; so is the
+    feature-importance CV when the two modes compute it the same way. The result is cached in
+    ``<run>/trust_modes/<mode>/factsheet.json``.
+
+    Parameters
+    ----------
+    record : RunRecord
+        A complete run with the trust observer enabled.
+    mode : str
+        ``"prototype"``, ``"paper"`` or ``"fixed"``.
+    device : str
+        Device for the replay's evaluations.
+    replay : Experiment or None
+        :func:`replay_experiment` of ``record``, shared by the modes of one record; ``None``
+        rebuilds it when a replay is needed.
+
+    Returns
+    -------
+    dict
+        The FactSheet.
+    """
+    from fltrust.core.records import RunSummary
+    from fltrust.experiment import trust_observer
+    from fltrust.trust.factsheet import get_field, load_factsheet, save_factsheet, set_field
+    from fltrust.trust.observer import FACTSHEET_FILE
+
+    _check_modes([mode])
+    if record.summary.get("status") != "complete":
+        raise TrustExperimentError(f"run {record.path} is not complete; run it to the end before scoring it")
+    base_path = record.path / FACTSHEET_FILE
+    if not base_path.is_file():
+        raise TrustExperimentError(f"{base_path} is missing: the run was made without metrics.trust.enabled")
+    cached = record.path / MODE_FOLDER / mode / FACTSHEET_FILE
+    if cached.is_file():
+        return load_factsheet(cached)
+    base = load_factsheet(base_path)
+    cfg = ExperimentConfig.from_dict(record.config)
+    if mode == EXTENDED_MODE and cfg.metrics.trust.mode != EXTENDED_MODE:
+        raise TrustExperimentError(
+            f"run {record.path} was made in {cfg.metrics.trust.mode!r} mode; an extended FactSheet cannot be replayed "
+            "(the saved rounds carry no client models). Run the experiment with metrics.trust.mode: extended "
+            "(run_trust_experiment does so for modes=[..., 'extended'])")
+    if mode == cfg.metrics.trust.mode:
+        fs = base
+    else:
+        run_switches, switches = TRUST_MODE_DEFAULTS[cfg.metrics.trust.mode], TRUST_MODE_DEFAULTS[mode]
+        fi_field = "performance/test_feature_importance_cv"
+        reuse_fi = all(run_switches[k] == switches[k] for k in ("feature_importance_method", "cap_fi"))
+        overrides: dict[str, Any] = {
+            "metrics.trust.mode": mode,
+            "metrics.trust.clever_samples": 0,
+            "run.device": device,
+            "run.progress": False,
+        }
+        if reuse_fi:
+            overrides["metrics.trust.shap_samples"] = 0
+        replay_cfg = cfg.with_overrides(overrides)
+        replay = replay if replay is not None else replay_experiment(record, device=device)
+        info = dataclasses.replace(replay, cfg=replay_cfg).run_info(record.run_id)
+        observer = trust_observer(replay_cfg, replay.model, replay.federation.x_test, replay.federation.y_test)
+        observer.on_run_start(info)
+        for round_record in record.rounds:
+            observer.on_round_end(round_record)
+        state = load_final_model(record.path / "final_model.pt")
+        summary = RunSummary(
+            info=info,
+            rounds=record.rounds,
+            final_params=[value.numpy() for value in state.values()],
+            wall_time_s=float(record.summary["wall_time_s"]),
+            system=dict(record.summary.get("system") or {}),
+        )
+        # The observer scores its FactSheet before CLEVER (and FI) are copied in below; that
+        # provisional score is discarded, so its "missing value" warnings are silenced.
+        scoring_log = logging.getLogger("fltrust.trust.scoring")
+        level = scoring_log.level
+        scoring_log.setLevel(logging.ERROR)
+        try:
+            observer.on_run_end(summary)
+        finally:
+            scoring_log.setLevel(level)
+        fs = observer.factsheet
+        set_field(fs, "performance/test_clever", get_field(base, "performance/test_clever"))
+        if reuse_fi:
+            set_field(fs, fi_field, get_field(base, fi_field))
+    save_factsheet(fs, cached, nan_as_null=True)
+    return fs
+
+
+def _needs_replay(record: RunRecord, mode: str) -> bool:
+    """Whether :func:`mode_factsheet` would replay ``record`` for ``mode`` (not its own mode, not cached)."""
+    from fltrust.trust.observer import FACTSHEET_FILE
+
+    own = ExperimentConfig.from_dict(record.config).metrics.trust.mode
+    return mode != own and not (record.path / MODE_FOLDER / mode / FACTSHEET_FILE).is_file()
+
+
+@dataclass
+class TrustRun:
+    """One experiment run and its FactSheet scored in several modes.
+
+    Attributes
+    ----------
+    name : str
+        Experiment name.
+    quick : bool
+        Quick (smoke) configuration.
+    record : RunRecord
+        The run.
+    factsheets : dict of str to dict
+        FactSheet per scoring mode.
+    reports : dict of str to TrustReport
+        Score per mode.
+    extended_record : RunRecord or None
+        The companion run made with ``metrics.trust.mode: extended`` (:data:`EXTENDED_MODE`).
+    elapsed_s : float
+        Wall time of :func:`run_trust_experiment` (training, trust observer, replays, scoring).
+    """
+
+    name: str
+    quick: bool
+    record: RunRecord
+    factsheets: dict[str, dict[str, Any]] = field(default_factory=dict)
+    reports: dict[str, TrustReport] = field(default_factory=dict)
+    extended_record: RunRecord | None = None
+    elapsed_s: float = 0.0
+
+    @property
+    def synthetic(self) -> bool:
+        """Whether the run used generated data."""
+        return bool(self.record.summary.get("synthetic"))
+
+
+def run_trust_experiment(
+    name: str,
+    *,
+    modes: Sequence[TrustMode] = ("prototype", "paper"),
+    quick: bool = False,
+    device: str = "auto",
+    out_dir: str | Path | None = None,
+    data_dir: str | Path | None = None,
+    full_scale: bool = False,
+) -> TrustRun:
+    """Run one experiment once (or reload it when complete) and score its FactSheet in every mode.
+
+    Parameters
+    ----------
+    name : str
+        ``"exp1"`` ... ``"exp5"``.
+    modes : sequence of str
+        Scoring modes (:func:`fltrust.trust.scoring.score_factsheet`): ``"prototype"`` (the
+        authors' code), ``"paper"`` (what best reproduces Figures 4-5), ``"fixed"`` (every bug fix).
+    quick : bool
+        Quick smoke configuration (:func:`quick_overrides`).
+    device : str
+        ``"cpu"``, ``"cuda"`` or ``"auto"``.
+    out_dir : str, Path or None
+        Folder of run folders; ``None`` = ``runs/``.
+    data_dir : str, Path or None
+        Data root.
+    full_scale : bool
+        The paper's settings without the CPU-budget scale.
+
+    Returns
+    -------
+    TrustRun
+        The record, the FactSheet and the :class:`~fltrust.trust.report.TrustReport` per mode
+        (each report is also written to ``<run>/trust_modes/<mode>/trust_report.json``).
+    """
+    from fltrust.experiment import run_experiment
+    from fltrust.trust.report import write_report
+    from fltrust.trust.scoring import score_factsheet
+
+    modes = _check_modes(modes)
+    start = time.perf_counter()
+    cfg = experiment_config(name, quick=quick, device=device, data_dir=data_dir, full_scale=full_scale)
+    cfg = cfg.with_overrides({"run.progress": False})
+    record = run_experiment(cfg, out_dir=out_dir if out_dir is not None else "runs")
+    run = TrustRun(name=name, quick=quick, record=record)
+    replay = None  # one rebuilt federation and model for every replayed mode
+    for mode in modes:
+        if mode == EXTENDED_MODE:
+            ext_cfg = experiment_config(name, mode=EXTENDED_MODE, quick=quick, device=device, data_dir=data_dir,
+                                        full_scale=full_scale).with_overrides({"run.progress": False})
+            run.extended_record = run_experiment(ext_cfg, out_dir=out_dir if out_dir is not None else "runs")
+            fs = mode_factsheet(run.extended_record, mode, device=device)
+            report = score_factsheet(fs, mode=mode)
+            write_report(report, run.extended_record.path / MODE_FOLDER / mode, plot=False)
+        else:
+            if replay is None and _needs_replay(record, mode):
+                replay = replay_experiment(record, device=device)
+            fs = mode_factsheet(record, mode, device=device, replay=replay)
+            report = score_factsheet(fs, mode=mode)
+            write_report(report, record.path / MODE_FOLDER / mode, plot=False)
+        run.factsheets[mode], run.reports[mode] = fs, report
+    run.elapsed_s = time.perf_counter() - start
+    return run
+
+
+def report_summary(report: TrustReport) -> dict[str, Any]:
+    """Trust score, pillar scores and every metric's raw value and score of one report (JSON-ready)."""
+    metrics = {}
+    for pillar in report.pillars:
+        for metric in pillar.metrics():
+            metrics[f"{pillar.name}/{metric.name}"] = {
+                "label": metric.label,
+                "raw": to_plain(metric.raw_value),
+                "normalized": to_plain(metric.normalized),
+                "score": to_plain(metric.score),
+            }
+    return {
+        "trust_score": to_plain(report.trust_score),
+        "pillars": {p.name: to_plain(p.score) for p in report.pillars},
+        "pillar_labels": {p.name: p.label for p in report.pillars},
+        "metrics": metrics,
+        "fixes": list(report.fixes),
+        "rounding": report.rounding,
+        "pillar_aggregation": report.pillar_aggregation,
+        "warnings": list(report.warnings),
+    }
+
+
+def experiment_result(run: TrustRun) -> dict[str, Any]:
+    """The JSON result an experiment notebook writes (read by the summary notebook and RESULTS.md).
+
+    Parameters
+    ----------
+    run : TrustRun
+        Output of :func:`run_trust_experiment`.
+
+    Returns
+    -------
+    dict
+        ``experiment``, ``title``, ``figure``, ``dataset``, ``synthetic``, ``quick``,
+        ``complete``, ``run_id``, ``elapsed_s`` (this call), ``run_wall_time_s`` (training),
+        ``settings`` (N, clients per round, rounds, DP, strategy, model), ``epsilon_spent``,
+        ``final_aux_accuracy``, ``modes`` (per mode: :func:`report_summary`), ``deviations``, and
+        for NbAFL runs ``dp_trace`` (:func:`dp_trace`).
+    """
+    e = EXPERIMENTS[run.name]  # run_trust_experiment checked the name
+    cfg = run.record.config
+    summary = run.record.summary
+    trust_out = (summary.get("observers") or {}).get("trust", {})
+    return to_plain({
+        "experiment": run.name,
+        "title": e.title,
+        "figure": e.figure,
+        "dataset": cfg["data"]["name"],
+        "paper_dataset": e.paper_dataset,
+        "synthetic": run.synthetic,
+        "quick": run.quick,
+        "complete": summary.get("status") == "complete" and bool(run.reports),
+        "run_id": run.record.run_id,
+        "elapsed_s": run.elapsed_s,
+        "run_wall_time_s": summary.get("wall_time_s"),
+        "seconds_per_round": summary.get("seconds_per_round"),
+        "settings": {
+            "num_clients": cfg["partition"]["num_clients"],
+            "clients_per_round": ExperimentConfig.from_dict(cfg).clients_per_round(),
+            "rounds": cfg["training"]["rounds"],
+            "paper_rounds": e.rounds if e.rounds_stated else None,
+            "privacy": cfg["privacy"]["mode"],
+            "epsilon": cfg["privacy"]["target_epsilon"] if cfg["privacy"]["mode"] != "none" else None,
+            "strategy": cfg["strategy"]["name"],
+            "model": cfg["model"]["name"],
+            "balance": cfg["data"]["balance"],
+            "max_train_samples": cfg["data"]["max_train_samples"],
+        },
+        "epsilon_spent": summary.get("epsilon"),
+        "final_aux_accuracy": summary.get("final_aux_accuracy"),
+        "performance_source": trust_out.get("performance_source"),
+        "missing_fields": trust_out.get("missing_fields"),
+        "modes": {mode: report_summary(report) for mode, report in run.reports.items()},
+        **({"extended_run": extended_run_summary(run.extended_record)} if run.extended_record is not None else {}),
+        **({"dp_trace": dp_trace(run.record)} if cfg["privacy"]["mode"] == "nbafl" else {}),
+        "deviations": list(cfg["run"]["deviations"]),
+    })
+
+
+DP_TRACE_KEYS = ("aux_accuracy", "nbafl_aggregate_noise_norm", "nbafl_upload_noise_norm", "update_norm", "weight_norm")
+"""Per-round server metrics of an NbAFL run kept in its result (:func:`dp_trace`)."""
+
+
+def dp_trace(record: RunRecord) -> dict[str, list[float | None]]:
+    """Per round (1..T) of an NbAFL run: server accuracy, the noise NbAFL added (expected norm
+    per upload and on the round's weighted mean), the norm of the round's change to the model
+    and of the model itself (:meth:`fltrust.fl.engine.Engine.nbafl_norms`)."""
+    rounds = [r for r in record.rounds if r.round > 0]
+    return {key: [r.server_metrics.get(key) for r in rounds] for key in DP_TRACE_KEYS}
+
+
+def extended_run_summary(record: RunRecord) -> dict[str, Any]:
+    """Run id, wall time, final accuracy and FactSheet provenance counts of an extended companion run."""
+    from fltrust.trust.factsheet import load_factsheet
+    from fltrust.trust.observer import FACTSHEET_FILE
+
+    fs = load_factsheet(record.path / FACTSHEET_FILE)
+    statuses: dict[str, int] = {}
+    for entry in (fs.get("provenance") or {}).values():
+        status = entry.get("status", "unknown") if isinstance(entry, dict) else "unknown"
+        statuses[status] = statuses.get(status, 0) + 1
+    return to_plain({
+        "run_id": record.run_id,
+        "run_wall_time_s": record.summary.get("wall_time_s"),
+        "final_aux_accuracy": record.summary.get("final_aux_accuracy"),
+        "provenance": statuses,
+    })
+
+
+def add_extended_mode(
+    result_path: str | Path,
+    *,
+    device: str = "auto",
+    out_dir: str | Path | None = None,
+    data_dir: str | Path | None = None,
+    overrides: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """Add the extended-mode score to a finished experiment result (``results/<exp>.json``) in place.
+
+    Runs (or reloads) the experiment's extended companion run (:data:`EXTENDED_MODE`) with the
+    result's own scale (quick or not) and writes ``modes.extended`` and ``extended_run`` into the
+    file; the other modes and their run are left as they are (nothing is retrained for them).
+    ``overrides`` (dotted keys) are applied to the companion run's configuration (execution
+    settings such as ``training.vectorize``).
+    """
+    import json
+
+    from fltrust.core.io import atomic_write_json
+    from fltrust.experiment import run_experiment
+    from fltrust.trust.report import write_report
+    from fltrust.trust.scoring import score_factsheet
+
+    path = Path(result_path)
+    result = json.loads(path.read_text())
+    name, quick = result["experiment"], bool(result["quick"])
+    start = time.perf_counter()
+    cfg = experiment_config(name, mode=EXTENDED_MODE, quick=quick, device=device, data_dir=data_dir)
+    cfg = cfg.with_overrides({"run.progress": False, **(overrides or {})})
+    record = run_experiment(cfg, out_dir=out_dir if out_dir is not None else "runs")
+    fs = mode_factsheet(record, EXTENDED_MODE, device=device)
+    report = score_factsheet(fs, mode=EXTENDED_MODE)
+    write_report(report, record.path / MODE_FOLDER / EXTENDED_MODE, plot=False)
+    result["modes"][EXTENDED_MODE] = to_plain(report_summary(report))
+    result["extended_run"] = dict(extended_run_summary(record), elapsed_s=time.perf_counter() - start)
+    atomic_write_json(path, result)
+    return result
+
+
+__all__ = [
+    "DP_TRACE_KEYS",
+    "MODE_FOLDER",
+    "TrustRun",
+    "add_extended_mode",
+    "dp_trace",
+    "experiment_result",
+    "extended_run_summary",
+    "mode_factsheet",
+    "replay_experiment",
+    "report_summary",
+    "run_trust_experiment",
+]
