@@ -71,7 +71,7 @@ from fltrust.fl.privacy import merge_history
 from fltrust.flower.version import require_flower
 from fltrust.flower.adapter import ClientRow, ObservedStrategy, aux_evaluate_fn, discover_partitions, partition_query_reply
 from fltrust.flower.client import ClientReport
-from fltrust.flower.records import arrays_to_params, cast_like, params_to_arrays
+from fltrust.flower.records import FLTRUST_KEY, arrays_to_params, cast_like, params_to_arrays
 from fltrust.flower.strategies import (
     DITTO_STORE_KEY,
     PERSONAL_KEY,
@@ -214,7 +214,7 @@ class _ClientRuntime:
         ``FitIns`` records of Flower's SecAgg+ workflow and answer with a ``FitRes`` record, which
         ``secaggplus_mod`` masks before it leaves the node.
         """
-        from flwr.app import Message, RecordDict
+        from flwr.app import ConfigRecord, Message, RecordDict
 
         from fltrust.attacks import poison_update
         from fltrust.faults import DROPPED, FAILED, TIMED_OUT, InjectedDropout, InjectedTimeout, client_fault, failing_train
@@ -266,7 +266,11 @@ class _ClientRuntime:
                                     extra=extra)
             if history:
                 metrics[DP_HISTORY_KEY] = [float(v) for entry in history for v in entry]
-            content = RecordDict({"arrays": params_to_arrays(sent, self.names), "metrics": metrics})
+            # the per-client report travels beside the metrics Flower's strategy aggregates, as the
+            # ConfigRecord "fltrust" that ObservedStrategy reads and removes before aggregation
+            content = RecordDict({"arrays": params_to_arrays(sent, self.names),
+                                  "metrics": _aggregated_metrics(metrics, update.extra),
+                                  FLTRUST_KEY: ConfigRecord(dict(metrics))})
         if isinstance(strategy, Ditto):
             personal = params_to_arrays(strategy.personal[pid], self.names)
             if store == "server":
@@ -464,7 +468,7 @@ class FlowerEngine(EngineBase):
                 reasons.append(message.error.reason)
             else:
                 kept.append(message)
-        arrived = [int(next(iter(m.content.metric_records.values()))[CLIENT_ID_KEY]) for m in kept if not m.has_error()]
+        arrived = [int(m.content[FLTRUST_KEY][CLIENT_ID_KEY]) for m in kept if not m.has_error()]
         self._observe(server_round, sampled=len(replies), reasons=reasons + [m.error.reason for m in kept if m.has_error()],
                       arrived_ids=arrived)
         return kept
@@ -655,6 +659,20 @@ class FlowerEngine(EngineBase):
         last = recorder.records[-1].server_metrics
         return self.finish_run(recorder, self._final, wall, (last["aux_loss"], last["aux_accuracy"]),
                                engine_fields={"flower": dict(self.timings)}, extra_summary=extra_summary)
+
+
+AGGREGATED_KEYS = ("num-examples", "num-batches", "train_loss", UNIT_WEIGHT_KEY)
+"""The keys of a ClientApp's MetricRecord, beside its strategy's own (``LocalResult.extra``): what
+Flower's strategies weight and average by. The rest of the report goes in the ConfigRecord ``"fltrust"``."""
+
+
+def _aggregated_metrics(report, strategy_keys) -> Any:
+    """The MetricRecord a ClientApp sends for Flower's aggregation: :data:`AGGREGATED_KEYS` and
+    the strategy's keys (e.g. q-FFL's ``qffl_loss``), taken from the full ``report``."""
+    from flwr.app import MetricRecord
+
+    keep = set(AGGREGATED_KEYS) | set(strategy_keys)
+    return MetricRecord({k: v for k, v in report.items() if k in keep})
 
 
 def _legacy_dp(metrics: dict) -> dict:
