@@ -166,6 +166,20 @@ def test_the_flower_engine_does_not_load_the_app_integration():
             assert "fltrust.flower.app" not in _imports(path), path
 
 
+def test_the_engines_are_siblings():
+    """The in-process and the Flower engine share fltrust.fl.base and fltrust.fl.client; neither
+    imports the other's module, and no engine module imports a private name of another module."""
+    assert not {m for m in _imports(REPO / "fltrust" / "fl" / "engine.py") if m.startswith("fltrust.flower")}
+    engine_modules = [*(REPO / "fltrust" / "fl").rglob("*.py"), *(REPO / "fltrust" / "flower").rglob("*.py")]
+    for path in engine_modules:
+        if path.parent.name == "flower":
+            assert "fltrust.fl.engine" not in _imports(path), path
+        private = [f"{node.module}.{alias.name}" for node in ast.walk(ast.parse(path.read_text()))
+                   if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("fltrust")
+                   for alias in node.names if alias.name.startswith("_")]
+        assert not private, f"{path} imports private names {private}"
+
+
 def _module_graph() -> dict[str, set[str]]:
     """fltrust module -> fltrust modules it imports (lazy imports included, TYPE_CHECKING blocks not)."""
     modules = {}

@@ -19,7 +19,9 @@ All randomness derives from the run seed, the round and the client id, so a run 
 on CPU and resumes exactly.
 
 The engine knows nothing about metrics: :mod:`fltrust.experiment` builds the federation, the
-model and the observers and hands them to an engine (this one, or :mod:`fltrust.flower`).
+model and the observers and hands them to an engine (this one, or :mod:`fltrust.flower`). Both
+engines subclass :class:`fltrust.fl.base.EngineBase` (the experiment's set-up, sampling, auxiliary
+evaluation, epsilon accounting, summary) and train :class:`fltrust.fl.client.SimulatedClient`.
 
 Spec and bug references ("fairness spec §N", "trust spec §N", "Bn") are defined in ``docs/references.md``.
 """
@@ -35,58 +37,22 @@ import numpy as np
 import torch
 from torch import nn
 
-from fltrust.config import ExperimentConfig, config_yaml
-from fltrust.core.evaluation import get_params, set_params
+from fltrust.config import ExperimentConfig
+from fltrust.core.evaluation import get_params
 from fltrust.core.records import Params, RoundRecord, RunInfo
-from fltrust.federation import Federation, sample_clients
-from fltrust.fl.privacy import (NbAFL, calibrate_noise, epsilon_from_history, merge_history, nbafl_from_config,
-                                server_dp_aggregate, trainable_mask)
-from fltrust.fl.strategies import ClientResult, build_strategy
-from fltrust.fl.training import LocalDP, LocalTrainer, num_batches
-from fltrust.fl.vectorized import BatchedEvaluator, ClientGroup, VectorTrainer, vectorize_reason
-from fltrust.models import count_parameters
+from fltrust.federation import Federation
+from fltrust.fl.base import EngineBase
+from fltrust.fl.client import SimulatedClient
+from fltrust.fl.privacy import server_dp_aggregate
+from fltrust.fl.strategies import ClientResult
+from fltrust.fl.vectorized import ClientGroup, VectorTrainer, vectorize_reason
 from fltrust.runs import RunFolderError, RunRecorder, read_checkpoint, write_checkpoint
 
 log = logging.getLogger("fltrust")
 
-NBAFL_NOISE_OFFSET = 1000
-"""Seed offset of a client's NbAFL upload noise (training streams use offsets 0 and 1)."""
 
-
-class _Client:
-    """ClientHandle bound to one client's data (see :class:`fltrust.fl.strategies.ClientHandle`)."""
-
-    def __init__(self, engine: Engine, cid: int, round_: int) -> None:
-        self.engine, self.client_id, self.round = engine, cid, round_
-        self.x, self.y, self.x_val, self.y_val = engine.fed.client_tensors(cid)
-        self.num_samples = len(self.y)
-        self.num_batches = num_batches(self.num_samples, engine.cfg.training.batch_size)
-
-    def seed(self, offset: int = 0) -> int:
-        return int(np.random.default_rng([self.engine.seed, self.round, self.client_id, offset]).integers(2**31))
-
-    def train(self, params: Params, *, seed_offset: int = 0, private: bool = True, **kwargs: Any) -> tuple[Params, float]:
-        engine = self.engine
-        if engine.local_dp is not None and private:
-            new, loss, history = engine.trainer.train_private(
-                params, self.x, self.y, epochs=kwargs["epochs"], seed=self.seed(), dp=engine.local_dp
-            )
-            key = str(self.client_id)
-            engine.dp_history[key] = merge_history(engine.dp_history.get(key, []), history)
-            return new, loss
-        if engine.nbafl is not None and private:  # NbAFL: proximal term, then noise on the upload
-            new, loss = engine.trainer.train(params, self.x, self.y, seed=self.seed(seed_offset),
-                                             **kwargs, **engine.nbafl.train_kwargs(params))
-            rng = np.random.default_rng(self.seed(NBAFL_NOISE_OFFSET + seed_offset))
-            return engine.nbafl.perturb_upload(new, engine.trainable, self.num_samples, rng), loss
-        return engine.trainer.train(params, self.x, self.y, seed=self.seed(seed_offset), **kwargs)
-
-    def train_loss_of(self, params: Params) -> float:
-        return self.engine.trainer.evaluate(params, self.x, self.y).loss
-
-
-class Engine:
-    """Runs one prepared experiment in this process.
+class Engine(EngineBase):
+    """Runs one prepared experiment in this process (fltrust's own round loop).
 
     Parameters
     ----------
@@ -101,64 +67,21 @@ class Engine:
     name = "inprocess"
 
     def __init__(self, cfg: ExperimentConfig, federation: Federation, model: nn.Module, device: torch.device) -> None:
-        self.cfg = cfg
-        self.seed = cfg.effective_seed()
-        self.device = device
-        self.fed = federation
-        self.model = model
-        self.trainer = LocalTrainer(self.model, cfg.training, self.fed.bundle.num_classes, self.device)
-        self.strategy = build_strategy(cfg)
-        self.per_round = cfg.clients_per_round()
-        self.local_dp = self._local_dp()
-        self.server_noise = self._server_noise()
-        self.nbafl = self._nbafl()
-        self.trainable = trainable_mask(model)
-        self.dp_history: dict[str, list[list[float]]] = {}
-        self.evaluator, self.vector = self._vectorized()
+        super().__init__(cfg, federation, model, device)
+        self.vector = self._vector_trainer()
 
-    def _vectorized(self) -> tuple[BatchedEvaluator | None, VectorTrainer | None]:
-        """Batched per-client evaluation and side-by-side training (``training.vectorize``)."""
+    def _vector_trainer(self) -> VectorTrainer | None:
+        """Side-by-side training of a round's clients (``training.vectorize``), where it applies."""
         mode = self.cfg.training.vectorize
         if mode == "off":
-            return None, None
-        num_classes = self.fed.bundle.num_classes
-        evaluator = BatchedEvaluator(self.model, self.cfg.training, num_classes, self.device)
+            return None
         reason = vectorize_reason(self.cfg, self.model, self.per_round)
         if reason is not None:
             if mode == "on":
                 raise ValueError(f"training.vectorize=on, but vectorised training does not apply: {reason}")
             log.info("training the sampled clients one after another: %s", reason)
-            return evaluator, None
-        return evaluator, VectorTrainer(self.model, self.cfg.training, num_classes, self.device)
-
-    # -- set-up ---------------------------------------------------------------------------
-    def _local_dp(self) -> LocalDP | None:
-        p = self.cfg.privacy
-        if p.mode != "local":
             return None
-        sizes = [len(i) for i in self.fed.train_index]
-        rate = min(1.0, self.cfg.training.batch_size / max(1, min(sizes)))
-        steps = int(np.ceil(1 / rate)) * self.cfg.training.local_epochs * self.cfg.training.rounds
-        noise = calibrate_noise(p.target_epsilon, p.delta, rate, steps)
-        log.info("local DP: noise multiplier %.4f for epsilon %.3g", noise, p.target_epsilon)
-        return LocalDP(noise_multiplier=noise, max_grad_norm=p.max_grad_norm)
-
-    def _server_noise(self) -> float | None:
-        p = self.cfg.privacy
-        if p.mode != "server":
-            return None
-        if p.noise_multiplier is not None:
-            return p.noise_multiplier
-        rate = self.per_round / self.fed.num_clients
-        return calibrate_noise(p.target_epsilon, p.delta, rate, self.cfg.training.rounds)
-
-    def _nbafl(self) -> NbAFL | None:
-        if self.cfg.privacy.mode != "nbafl":
-            return None
-        t = self.cfg.training
-        return nbafl_from_config(self.cfg.privacy, rounds=t.rounds, num_clients=self.fed.num_clients,
-                                 clients_per_round=self.per_round, local_epochs=t.local_epochs,
-                                 client_sizes=[len(i) for i in self.fed.train_index])
+        return VectorTrainer(self.model, self.cfg.training, self.fed.bundle.num_classes, self.device)
 
     # -- privacy --------------------------------------------------------------------------
     def nbafl_norms(self, received: Params, new: Params, num_samples: list[int]) -> dict[str, float]:
@@ -187,33 +110,7 @@ class Engine:
                 "weight_norm": float(math.sqrt(sum(float(np.sum(np.square(n, dtype=np.float64))) for _, n in pairs))),
                 "update_norm": float(math.sqrt(sum(float(np.sum(np.square(n - r, dtype=np.float64))) for r, n in pairs)))}
 
-    def epsilon_spent(self, rounds_done: int) -> float | None:
-        """The privacy budget spent after ``rounds_done`` rounds: the largest client epsilon (local
-        DP), the server mechanism's epsilon (server DP), NbAFL's target epsilon, or None without DP."""
-        p = self.cfg.privacy
-        if p.mode == "local":
-            eps = [epsilon_from_history(h, p.delta) for h in self.dp_history.values()]
-            return max(eps) if eps else 0.0
-        if p.mode == "server":
-            rate = self.per_round / self.fed.num_clients
-            return epsilon_from_history([[self.server_noise, rate, rounds_done]], p.delta)
-        if p.mode == "nbafl":  # no accounting: the epsilon NbAFL's noise scales are derived from
-            return p.target_epsilon
-        return None
-
     # -- one round ------------------------------------------------------------------------
-    def sample_clients(self, round_: int) -> np.ndarray:
-        """The round's participants: ``m`` of ``C`` without replacement, seeded by (seed, round)."""
-        return sample_clients(self.seed, round_, self.fed.num_clients, self.per_round)
-
-    def evaluate_aux(self, params: Params) -> tuple[float, float]:
-        """(loss, accuracy) of ``params`` on the server's auxiliary set D."""
-        if self.evaluator is not None:
-            result = self.evaluator.evaluate_shared(params, [self.fed.x_aux], [self.fed.y_aux])[0]
-        else:
-            result = self.trainer.evaluate(params, self.fed.x_aux, self.fed.y_aux)
-        return result.loss, result.accuracy
-
     def run_round(self, round_: int, global_params: Params, aux_before: tuple[float, float]) -> RoundRecord:
         """Execute training round ``round_`` >= 1 from ``global_params``.
 
@@ -241,7 +138,7 @@ class Engine:
                                                  np.random.default_rng([self.seed, round_, 14]))
         model_bytes = int(sum(p.nbytes for p in global_params))
         start = time.perf_counter()
-        clients = [_Client(self, int(cid), round_) for cid in ids]
+        clients = [SimulatedClient(self, int(cid), round_) for cid in ids]
         val_x, val_y = [c.x_val for c in clients], [c.y_val for c in clients]
         if self.evaluator is not None:  # batched across the round's clients
             rewards = self.evaluator.evaluate_shared(global_params, val_x, val_y)
@@ -342,8 +239,7 @@ class Engine:
             elapsed_before = state["wall_time_s"]
             log.info("resuming %s after round %d", info.run_id, recorder.records[-1].round)
         else:
-            recorder.start(info, config_yaml(cfg), {"dataset": self.fed.bundle.summary(),
-                                                    "partition": self.fed.partition, **(dataset_extra or {})})
+            self.start_run(recorder, info, dataset_extra)
             global_params = get_params(self.model)
             loss0, acc0 = self.evaluate_aux(global_params)
             recorder.record_round(RoundRecord(round=0, client_ids=np.zeros(0, dtype=np.int64),
@@ -373,50 +269,9 @@ class Engine:
         finally:
             progress.close()
         wall = elapsed_before + time.perf_counter() - start_time
-        set_params(self.model, global_params)
-        fields = {"seconds_per_round": wall / max(1, cfg.training.rounds), "device": str(self.device),
-                  "final_aux_loss": aux_before[0], "final_aux_accuracy": aux_before[1],
-                  "epsilon": self.epsilon_spent(cfg.training.rounds), **(extra_summary or {})}
-        fields.update(self.robustness_summary(recorder.records, aux_before[1]))  # attack / reliability blocks
-        recorder.finish(global_params, self.model.state_dict(), wall, self.system(recorder.records, global_params),
-                        fields)
-        return fields
-
-    def system(self, records: list[RoundRecord], params: Params) -> dict[str, Any]:
-        """System figures of the run (model size, traffic, training time).
-
-        Parameters
-        ----------
-        records : list of RoundRecord
-            The run's rounds.
-        params : Params
-            The final global model (its size in bytes is ``model_bytes``).
-
-        Returns
-        -------
-        dict of str to Any
-            See :func:`system_figures`.
-        """
-        return system_figures(self.model, records, params)
+        return self.finish_run(recorder, global_params, wall, aux_before, extra_summary=extra_summary)
 
     # -- attacks and injected failures (fltrust.attacks, fltrust.faults; issue 11) ---------------
-    @property
-    def attack_plan(self):
-        """The run's :class:`fltrust.attacks.AttackPlan` (built by ``prepare_federation``)."""
-        plan = getattr(self, "_attack_plan", None)
-        if plan is None:
-            from fltrust.attacks import AttackPlan
-            from fltrust.config import DATA_ATTACKS
-
-            plan = getattr(self.fed, "attack", None)
-            if plan is None:
-                if self.cfg.attack.kind in DATA_ATTACKS:
-                    raise ValueError(f"attack.kind={self.cfg.attack.kind!r} poisons training rows when the federation is "
-                                     "built: build it with fltrust.federation.prepare_federation")
-                plan = AttackPlan.from_config(self.cfg, self.fed.num_clients)
-            self._attack_plan = plan
-        return plan
-
     def inject_faults(self, round_: int, ids: np.ndarray, global_params: Params):
         """Drop-outs and failures of the sampled clients (:mod:`fltrust.faults`).
 
@@ -445,7 +300,7 @@ class Engine:
         if not plan.active:
             return ids, plan
         for cid in plan.failed:
-            client = _Client(self, int(cid), round_)
+            client = SimulatedClient(self, int(cid), round_)
             client.train = failing_train(int(cid), round_)
             try:
                 self.strategy.local_update(client, global_params)
@@ -561,61 +416,6 @@ class Engine:
                            client_confusion=None, server_metrics=server, client_params=[],
                            global_params_before=global_params, global_params_after=[p.copy() for p in global_params])
 
-    def robustness_summary(self, records: list[RoundRecord], final_aux_accuracy: float | None) -> dict[str, Any]:
-        """The summary's ``attack`` and ``reliability`` blocks (only those that apply); ``self.model``
-        must hold the final global model.
-
-        Parameters
-        ----------
-        records : list of RoundRecord
-            The run's rounds.
-        final_aux_accuracy : float or None
-            The final model's accuracy on the (clean) auxiliary set, reported in the attack block.
-
-        Returns
-        -------
-        dict of str to Any
-            ``{"attack": ..., "reliability": ...}``, each key only when it applies.
-        """
-        from fltrust.attacks import attack_summary
-        from fltrust.faults import reliability_summary
-
-        out: dict[str, Any] = {}
-        if self.attack_plan.active:
-            out["attack"] = attack_summary(self.attack_plan, self.model, self.fed.x_test, self.fed.y_test, records,
-                                           final_aux_accuracy=final_aux_accuracy)
-        if self.cfg.reliability.active:
-            out["reliability"] = reliability_summary(records, self.cfg.reliability)
-        return out
-
-
-def system_figures(model: nn.Module, records: list[RoundRecord], params: Params) -> dict[str, Any]:
-    """``model_num_params``, ``model_num_tensors``, ``model_bytes`` and traffic/time totals.
-
-    Parameters
-    ----------
-    model : torch.nn.Module
-        The architecture (parameter and tensor counts).
-    records : list of RoundRecord
-        The run's rounds; their ``bytes_sent``, ``bytes_received`` and ``train_time_s`` client
-        metrics are summed into ``bytes_up_total``, ``bytes_down_total`` (bytes) and
-        ``train_time_s_total`` (seconds).
-    params : Params
-        The final global model (``model_bytes``).
-
-    Returns
-    -------
-    dict of str to Any
-        The six figures named above.
-    """
-    n_params, n_tensors = count_parameters(model)
-
-    def total(key: str) -> float:
-        return float(sum(r.client_metrics[key].sum() for r in records if key in r.client_metrics))
-
-    return {"model_num_params": n_params, "model_num_tensors": n_tensors,
-            "model_bytes": int(sum(p.nbytes for p in params)), "bytes_up_total": total("bytes_sent"),
-            "bytes_down_total": total("bytes_received"), "train_time_s_total": total("train_time_s")}
 
 
 CHECKPOINT_FORMAT = 2

@@ -13,7 +13,7 @@ thread, 80 % of it the eight batched matmuls).
 What is kept identical to the sequential path (``tests/fl/test_vectorized.py`` checks it):
 
 - **Batch order.** Client k draws its epoch orders with ``torch.randperm`` from a CPU generator
-  seeded with the same seed (``_Client.seed``), one permutation per epoch, in the same order;
+  seeded with the same seed (``SimulatedClient.seed``), one permutation per epoch, in the same order;
   all of them are drawn up front and laid out as index tensors ``(steps, m, batch)``.
 - **Partial batches.** The last batch of an epoch holds ``n mod B`` samples; it is padded to
   ``B`` with samples of weight 0 and the real ones weigh ``1/r``: the same per-sample mean.
@@ -843,7 +843,7 @@ class ClientGroup:
     """The round's clients as one group for a strategy's vectorised local updates.
 
     ``clients``: handles with ``x``, ``y`` (training data on the device) and ``seed(offset)``
-    (the engine's :class:`~fltrust.fl.engine._Client`).
+    (:class:`~fltrust.fl.client.SimulatedClient`).
     """
 
     def __init__(self, trainer: VectorTrainer, clients: Sequence) -> None:

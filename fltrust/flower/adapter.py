@@ -43,6 +43,7 @@ from fltrust.core.records import Params, RoundRecord, RunInfo, RunSummary
 from fltrust.flower.records import (
     CLIENT_ID_KEY,
     CONFUSION_KEY,
+    FLTRUST_KEY,
     STANDARD_CLIENT_KEYS,
     arrays_to_params,
     cast_like,
@@ -260,6 +261,10 @@ class _SubsetGrid(Grid):
 class ObservedStrategy(Strategy):
     """Wraps any Message-API Flower strategy; every round becomes a RoundRecord in ``sink``.
 
+    A client's report is its reply's MetricRecord (:meth:`fltrust.flower.client.ClientReport.finish`)
+    or, when the reply carries one, its ConfigRecord ``"fltrust"`` (fltrust's own ClientApp), which
+    is removed before the wrapped strategy aggregates the MetricRecord.
+
     Parameters
     ----------
     strategy : flwr.serverapp.strategy.Strategy
@@ -421,6 +426,9 @@ class ObservedStrategy(Strategy):
         if record is None or not metric_records:
             raise ValueError(f"node {message.metadata.src_node_id} replied without an ArrayRecord and a MetricRecord")
         metrics = dict(metric_records[0])
+        if FLTRUST_KEY in content.config_records:  # the report beside the metrics (fltrust's ClientApp)
+            metrics = dict(content[FLTRUST_KEY])
+            del content[FLTRUST_KEY]  # the wrapped strategy aggregates the MetricRecord only
         node = int(message.metadata.src_node_id)
         cid = _client_id(metrics, node, self.node_partitions)
         params = arrays_to_params(record)

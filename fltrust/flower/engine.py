@@ -6,9 +6,9 @@ How a run maps onto Flower 1.42 (Message API):
 - **ClientApp** (one per simulated SuperNode, executed in Ray actors with ``flower.num_cpus`` /
   ``flower.num_gpus`` each): a node is client ``node_config["partition-id"]`` of the prepared
   :class:`~fltrust.federation.Federation`. On a ``train`` message it does exactly what the
-  in-process engine does for that client -- it *is* the in-process client code
-  (:class:`fltrust.fl.engine._Client` and the strategy's ``local_update`` on an
-  :class:`~fltrust.fl.engine.Engine` built in the actor): reward = received model on the
+  in-process engine does for that client -- it runs the client code both engines share
+  (:class:`fltrust.fl.client.SimulatedClient` and the strategy's ``local_update`` on an
+  :class:`~fltrust.fl.base.EngineBase` built in the actor): reward = received model on the
   validation set before training, local training with the same seeds (run seed, round, client
   id), performance after training (Ditto: personal model), confusion matrix, counts, train loss,
   time, bytes -- reported through :class:`~fltrust.flower.client.ClientReport`. The federation,
@@ -61,16 +61,17 @@ import numpy as np
 import torch
 from torch import nn
 
-from fltrust.config import RAY_ADDRESS, ConfigError, ExperimentConfig, FlowerConfig, config_yaml
-from fltrust.core.evaluation import get_params, set_params
+from fltrust.config import RAY_ADDRESS, ConfigError, ExperimentConfig, FlowerConfig
+from fltrust.core.evaluation import get_params
 from fltrust.core.records import Params, RunInfo
 from fltrust.federation import Federation
-from fltrust.fl.engine import Engine
+from fltrust.fl.base import EngineBase
+from fltrust.fl.client import SimulatedClient
 from fltrust.fl.privacy import merge_history
 from fltrust.flower.version import require_flower
 from fltrust.flower.adapter import ClientRow, ObservedStrategy, aux_evaluate_fn, discover_partitions, partition_query_reply
 from fltrust.flower.client import ClientReport
-from fltrust.flower.records import arrays_to_params, cast_like, params_to_arrays
+from fltrust.flower.records import FLTRUST_KEY, arrays_to_params, cast_like, params_to_arrays
 from fltrust.flower.strategies import (
     DITTO_STORE_KEY,
     PERSONAL_KEY,
@@ -188,7 +189,7 @@ def _federation_to(fed: Federation, device: torch.device) -> Federation:
 
 
 class _ClientRuntime:
-    """One ClientApp process's copy of the experiment: an in-process Engine used for one client at a time."""
+    """One ClientApp process's copy of the experiment: the engines' shared set-up, used for one client at a time."""
 
     def __init__(self, payload: _ClientPayload) -> None:
         cfg = payload.cfg
@@ -202,7 +203,7 @@ class _ClientRuntime:
         if getattr(cfg.training, "vectorize", "off") != "off":
             # a ClientApp trains one client: the in-process engine's sequential client path
             cfg = cfg.with_overrides({"training.vectorize": "off"})
-        self.engine = Engine(cfg, _federation_to(payload.federation, device), model, device)
+        self.engine = EngineBase(cfg, _federation_to(payload.federation, device), model, device)
         self.names = list(model.state_dict().keys())
         self.reference = get_params(model)
 
@@ -213,11 +214,10 @@ class _ClientRuntime:
         ``FitIns`` records of Flower's SecAgg+ workflow and answer with a ``FitRes`` record, which
         ``secaggplus_mod`` masks before it leaves the node.
         """
-        from flwr.app import Message, RecordDict
+        from flwr.app import ConfigRecord, Message, RecordDict
 
         from fltrust.attacks import poison_update
         from fltrust.faults import DROPPED, FAILED, TIMED_OUT, InjectedDropout, InjectedTimeout, client_fault, failing_train
-        from fltrust.fl.engine import _Client  # the in-process client: same data, seeds and DP
         from fltrust.fl.strategies import Ditto
 
         engine = self.engine
@@ -237,7 +237,7 @@ class _ClientRuntime:
         fault = client_fault(engine.seed, round_, pid, engine.cfg.reliability)
         if fault == DROPPED:  # the client leaves before it trains: no update
             raise InjectedDropout(pid, round_)
-        client = _Client(engine, pid, round_)
+        client = SimulatedClient(engine, pid, round_)  # as the in-process engine's: same data, seeds and DP
         if fault == FAILED:  # its training raises (inside the strategy's local_update)
             client.train = failing_train(pid, round_)
         report = ClientReport(lambda p: engine.trainer.evaluate(p, client.x_val, client.y_val), partition_id=pid)
@@ -266,7 +266,11 @@ class _ClientRuntime:
                                     extra=extra)
             if history:
                 metrics[DP_HISTORY_KEY] = [float(v) for entry in history for v in entry]
-            content = RecordDict({"arrays": params_to_arrays(sent, self.names), "metrics": metrics})
+            # the per-client report travels beside the metrics Flower's strategy aggregates, as the
+            # ConfigRecord "fltrust" that ObservedStrategy reads and removes before aggregation
+            content = RecordDict({"arrays": params_to_arrays(sent, self.names),
+                                  "metrics": _aggregated_metrics(metrics, update.extra),
+                                  FLTRUST_KEY: ConfigRecord(dict(metrics))})
         if isinstance(strategy, Ditto):
             personal = params_to_arrays(strategy.personal[pid], self.names)
             if store == "server":
@@ -340,11 +344,12 @@ def build_client_app(payload_ref):
 
 
 # -- the engine ----------------------------------------------------------------------------------
-class FlowerEngine(Engine):
+class FlowerEngine(EngineBase):
     """Runs one prepared experiment on Flower's Simulation Runtime (Ray backend).
 
-    Same constructor and :meth:`run` contract as :class:`fltrust.fl.engine.Engine`, whose
-    set-up (DP calibration, auxiliary evaluation, epsilon accounting, system figures) it inherits.
+    The in-process engine's sibling: same constructor and :meth:`run` contract, and the same
+    set-up (DP calibration, auxiliary evaluation, epsilon accounting, system figures) from their
+    common base :class:`fltrust.fl.base.EngineBase`.
     Settings come from the config's ``flower`` section (:class:`fltrust.config.FlowerConfig`):
     ``num_cpus`` / ``num_gpus`` per ClientApp (fractional GPUs share one device),
     ``num_supernodes`` (must equal ``partition.num_clients``) and ``ray_address`` (an existing Ray
@@ -463,7 +468,7 @@ class FlowerEngine(Engine):
                 reasons.append(message.error.reason)
             else:
                 kept.append(message)
-        arrived = [int(next(iter(m.content.metric_records.values()))[CLIENT_ID_KEY]) for m in kept if not m.has_error()]
+        arrived = [int(m.content[FLTRUST_KEY][CLIENT_ID_KEY]) for m in kept if not m.has_error()]
         self._observe(server_round, sampled=len(replies), reasons=reasons + [m.error.reason for m in kept if m.has_error()],
                       arrived_ids=arrived)
         return kept
@@ -597,7 +602,7 @@ class FlowerEngine(Engine):
     # -- the whole run --------------------------------------------------------------------
     def run(self, recorder: RunRecorder, info: RunInfo, *, resume: bool = True,
             extra_summary: dict[str, Any] | None = None, dataset_extra: dict[str, Any] | None = None) -> dict[str, Any]:
-        """Run every round on Flower's simulation runtime; same contract as ``Engine.run``.
+        """Run every round on Flower's simulation runtime; same contract as ``EngineBase.run``.
 
         An interrupted Flower run is not resumed: it restarts from round 0 (``resume`` only
         decides whether that is logged).
@@ -618,7 +623,7 @@ class FlowerEngine(Engine):
         Returns
         -------
         dict of str to Any
-            The summary fields the engine wrote: as ``Engine.run``'s, plus ``flower`` (the Flower
+            The summary fields the engine wrote: as the in-process engine's, plus ``flower`` (the Flower
             version and timings).
 
         Raises
@@ -631,8 +636,7 @@ class FlowerEngine(Engine):
         if resume and (folder.checkpoint.is_file() or folder.count_rounds() > 0):
             log.warning("%s: the Flower engine does not resume; restarting from round 0", info.run_id)
         folder.checkpoint.unlink(missing_ok=True)
-        recorder.start(info, config_yaml(cfg), {"dataset": self.fed.bundle.summary(), "partition": self.fed.partition,
-                                                **(dataset_extra or {})})
+        self.start_run(recorder, info, dataset_extra)
         start_time = time.perf_counter()
         self._error, self._final, self._aux, self._rounds = None, None, None, {}
         self.timings = {"flower_version": require_flower()}
@@ -652,17 +656,23 @@ class FlowerEngine(Engine):
         if self._final is None:
             raise RuntimeError("the Flower simulation ended without finishing its rounds (see the log above)")
         wall = time.perf_counter() - start_time
-        global_params = self._final
-        set_params(self.model, global_params)
         last = recorder.records[-1].server_metrics
-        fields = {"seconds_per_round": wall / max(1, cfg.training.rounds), "device": str(self.device),
-                  "final_aux_loss": last["aux_loss"], "final_aux_accuracy": last["aux_accuracy"],
-                  "epsilon": self.epsilon_spent(cfg.training.rounds), "flower": dict(self.timings),
-                  **(extra_summary or {})}
-        fields.update(self.robustness_summary(recorder.records, last["aux_accuracy"]))  # attack / reliability blocks
-        recorder.finish(global_params, self.model.state_dict(), wall, self.system(recorder.records, global_params),
-                        fields)
-        return fields
+        return self.finish_run(recorder, self._final, wall, (last["aux_loss"], last["aux_accuracy"]),
+                               engine_fields={"flower": dict(self.timings)}, extra_summary=extra_summary)
+
+
+AGGREGATED_KEYS = ("num-examples", "num-batches", "train_loss", UNIT_WEIGHT_KEY)
+"""The keys of a ClientApp's MetricRecord, beside its strategy's own (``LocalResult.extra``): what
+Flower's strategies weight and average by. The rest of the report goes in the ConfigRecord ``"fltrust"``."""
+
+
+def _aggregated_metrics(report, strategy_keys) -> Any:
+    """The MetricRecord a ClientApp sends for Flower's aggregation: :data:`AGGREGATED_KEYS` and
+    the strategy's keys (e.g. q-FFL's ``qffl_loss``), taken from the full ``report``."""
+    from flwr.app import MetricRecord
+
+    keep = set(AGGREGATED_KEYS) | set(strategy_keys)
+    return MetricRecord({k: v for k, v in report.items() if k in keep})
 
 
 def _legacy_dp(metrics: dict) -> dict:

@@ -67,6 +67,31 @@ def test_local_dp_epsilon_is_accounted_like_inprocess(tmp_path, local_flower, co
     assert diff["client_metrics"] <= 1e-5, diff
 
 
+def test_the_clientapp_sends_its_report_beside_the_aggregated_metrics(tmp_path, local_flower, monkeypatch):
+    """Issue 17: Flower's strategy aggregates only the weights and losses of the MetricRecord; the
+    per-client report (rewards, confusion, partition id) is the ConfigRecord "fltrust"."""
+    replies = []
+    train = local_flower._ClientRuntime.train
+
+    def spy(self, message, context):
+        reply = train(self, message, context)
+        replies.append((dict(next(iter(reply.content.metric_records.values()))),
+                        dict(reply.content[local_flower.FLTRUST_KEY])))
+        return reply
+
+    monkeypatch.setattr(local_flower._ClientRuntime, "train", spy)
+    run = run_experiment(tiny_config("flower", strategy={"name": "qfedavg", "qfedavg_variant": "qffl"}),
+                         out_dir=tmp_path)
+    assert len(replies) == 3 * 3  # 3 rounds of 3 clients
+    for metrics, report in replies:
+        assert set(metrics) == {"num-examples", "num-batches", "train_loss", "unit-weight", "qffl_loss"}
+        assert {"partition-id", "confusion", "reward_accuracy", "accuracy"} <= set(report)
+        assert all(report[k] == metrics[k] for k in metrics)
+    first = sorted((r["partition-id"], r["reward_accuracy"]) for _, r in replies[:3])
+    assert [c for c, _ in first] == run.rounds[1].client_ids.tolist()
+    assert [a for _, a in first] == pytest.approx(run.rounds[1].client_metrics["reward_accuracy"].tolist())
+
+
 def test_a_failing_client_stops_the_run_with_its_reason(tmp_path, local_flower, monkeypatch):
     def broken(self, message, context):
         raise RuntimeError("disk on fire")

@@ -46,11 +46,11 @@ SECAGG = dict(privacy={"secure_aggregation": "secagg+"}, strategy={"clients_per_
 def plain_fedavg_of_the_same_updates(cfg, round_, ids, theta):
     """Plain FedAvg of the updates these clients compute from theta (the in-process client code)."""
     from fltrust.experiment import build_engine, prepare_experiment
-    from fltrust.fl.engine import _Client
+    from fltrust.fl.client import SimulatedClient
 
     plain = cfg.with_overrides({"privacy.secure_aggregation": None, "run.engine": "inprocess"})
     engine = build_engine(prepare_experiment(plain))
-    clients = [_Client(engine, int(c), round_) for c in ids]
+    clients = [SimulatedClient(engine, int(c), round_) for c in ids]
     updates = [engine.strategy.local_update(c, theta).params for c in clients]
     return weighted_average(updates, [c.num_samples for c in clients]), [c.num_samples for c in clients]
 
