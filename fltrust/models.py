@@ -145,7 +145,3 @@ def build_model(name: str, input_shape: tuple[int, ...], num_classes: int) -> nn
     return MODELS[name](tuple(input_shape), num_classes)
 
 
-def count_parameters(model: nn.Module) -> tuple[int, int]:
-    """Return (number of trainable scalar parameters, number of trainable parameter tensors)."""
-    params = [p for p in model.parameters() if p.requires_grad]
-    return sum(p.numel() for p in params), len(params)

@@ -55,6 +55,7 @@ import numpy as np
 import yaml
 
 from fltrust.core.io import atomic_torch_save, atomic_write_json, atomic_write_text, remove_stale_temporaries, to_plain
+from fltrust.core.params import chain_hash, params_hash  # re-exported: the run record's hash chain
 from fltrust.core.observers import ObserverSet
 from fltrust.core.records import Params, RoundRecord, RunInfo, RunSummary
 
@@ -249,21 +250,6 @@ def check_finite(record: RoundRecord) -> None:
     if losses is not None and not np.all(np.isfinite(losses)):
         bad = [int(c) for c, v in zip(record.client_ids, losses) if not np.isfinite(v)]
         raise RunDiverged(record.round, f"client(s) {bad} reached a non-finite training loss")
-
-
-def params_hash(params: Params) -> str:
-    """SHA-256 of a model's parameters (dtype, shape and bytes of every array, in order)."""
-    digest = hashlib.sha256()
-    for array in params:
-        array = np.ascontiguousarray(array)
-        digest.update(f"{array.dtype.str}{array.shape}".encode())
-        digest.update(array.tobytes())
-    return digest.hexdigest()
-
-
-def chain_hash(previous: str, model_hash: str) -> str:
-    """One link of the run's model hash chain: ``sha256(previous chain hash + model hash)``."""
-    return hashlib.sha256((previous + model_hash).encode()).hexdigest()
 
 
 # -- the record chain: every round's record and the summary (module docstring of audit_run) ------

@@ -3,7 +3,8 @@
 import pytest
 import torch
 
-from fltrust.models import build_model, count_parameters
+from fltrust.core.params import count_parameters
+from fltrust.models import build_model
 
 
 @pytest.mark.parametrize(

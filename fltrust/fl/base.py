@@ -31,7 +31,7 @@ from fltrust.fl.privacy import NbAFL, calibrate_noise, epsilon_from_history, nba
 from fltrust.fl.strategies import build_strategy
 from fltrust.fl.training import LocalDP, LocalTrainer
 from fltrust.fl.vectorized import BatchedEvaluator
-from fltrust.models import count_parameters
+from fltrust.core.params import count_parameters
 from fltrust.runs import RunRecorder
 
 log = logging.getLogger("fltrust")

@@ -501,7 +501,7 @@ class InstrumentedStrategy(ObservedStrategy):
 
 def _system(model: nn.Module, records: list, final: Params) -> dict[str, Any]:
     """The run's system figures (model size, traffic and training time totals)."""
-    from fltrust.models import count_parameters
+    from fltrust.core.params import count_parameters
 
     n_params, n_tensors = count_parameters(model)
 

@@ -96,7 +96,7 @@ def extended_inputs(cfg: ExperimentConfig, federation: Any) -> dict[str, Any]:
 def _hash(params: Params | None) -> str | None:
     if params is None:
         return None
-    from fltrust.runs import params_hash
+    from fltrust.core.params import params_hash
 
     return params_hash(params)
 
@@ -444,7 +444,7 @@ class ExtendedMetrics:
                       f"{k} {'yes' if items[k] else 'no'}" for k in governance.VISUALISATION_ITEMS))
 
     def _accountability(self, summary: RunSummary, fs: dict[str, Any]) -> dict[str, Any]:
-        from fltrust.runs import params_hash
+        from fltrust.core.params import params_hash
 
         audit = governance.verify_model_chain(
             [r.server_metrics.get("model_hash") for r in summary.rounds],

@@ -204,7 +204,7 @@ def describe_app(fs: dict[str, Any], info: RunInfo, model: torch.nn.Module, sett
     dict
         ``fs``.
     """
-    from fltrust.models import count_parameters
+    from fltrust.core.params import count_parameters
 
     n_params, n_tensors = count_parameters(model)
     set_field(fs, "participants/client_num", int(info.num_clients))

@@ -173,7 +173,7 @@ def populate_pre_training(
     dict
         ``fs``.
     """
-    from fltrust.models import count_parameters
+    from fltrust.core.params import count_parameters
 
     project = cfg.project
     set_field(fs, "project/overview", project.overview.strip() or cfg.run.name)

@@ -182,7 +182,7 @@ def verify_model_chain(
     -------
     ChainAudit
     """
-    from fltrust.runs import chain_hash
+    from fltrust.core.params import chain_hash
 
     if len(model_hashes) != len(chain_hashes):
         raise ValueError("model_hashes and chain_hashes must be equally long")
