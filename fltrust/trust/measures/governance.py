@@ -175,7 +175,7 @@ def verify_model_chain(
     model_hashes, chain_hashes : sequence of str or None
         ``server_metrics["model_hash"]`` and ``["chain_hash"]`` of every round, in order.
     final_model_hash : str or None
-        SHA-256 of the final model's parameters (``fltrust.runs.params_hash``); checked against
+        SHA-256 of the final model's parameters (``fltrust.core.params.params_hash``); checked against
         the last round's model hash when given.
 
     Returns
