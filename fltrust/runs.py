@@ -46,7 +46,7 @@ import logging
 import os
 import socket
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -56,7 +56,7 @@ import yaml
 
 from fltrust.core.io import atomic_torch_save, atomic_write_json, atomic_write_text, remove_stale_temporaries, to_plain
 from fltrust.core.params import chain_hash, params_hash  # re-exported: the run record's hash chain
-from fltrust.core.observers import ObserverSet
+from fltrust.core.observers import ObserverSet, RoundObserver
 from fltrust.core.records import Params, RoundRecord, RunInfo, RunSummary
 
 log = logging.getLogger("fltrust")
@@ -385,9 +385,18 @@ class RunRecorder:
     metrics are not computed from a NaN model).
     """
 
-    def __init__(self, folder: RunFolder, observers: ObserverSet) -> None:
+    def __init__(self, folder: RunFolder, observers: ObserverSet | Iterable[RoundObserver]) -> None:
+        """A recorder of ``folder`` whose rounds go through ``observers``.
+
+        Parameters
+        ----------
+        folder : RunFolder
+            The run folder to write (:func:`open_run_folder` or :class:`RunFolder`).
+        observers : ObserverSet or iterable of observers
+            What computes each round's metrics; a plain list is wrapped in an :class:`ObserverSet`.
+        """
         self.folder = folder
-        self.observers = observers
+        self.observers = observers if isinstance(observers, ObserverSet) else ObserverSet(list(observers))
         self.records: list[RoundRecord] = []
         self.key = audit_key()
         self.record_head = ""  # the last link of the record chain

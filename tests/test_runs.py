@@ -288,3 +288,17 @@ def test_a_diverged_run_audits_its_finite_rounds_and_its_reason(tmp_path):
     _edit_line(record.path, 1, lambda d: d["observations"]["diverged"].update(reason="a cosmic ray"))
     result = audit_run(record.path)
     assert not result.ok and "rounds.jsonl round 1: edited after the run: observations.diverged.reason" in result.lines
+
+
+def test_a_recorder_takes_a_plain_list_of_observers(tmp_path):
+    """RunRecorder(folder, [observer]) wraps the list in an ObserverSet (it used to fail later with
+    AttributeError: 'list' object has no attribute 'run_start')."""
+    from fltrust.core.observers import BaseObserver, ObserverSet
+    from fltrust.runs import RunFolder, RunRecorder
+
+    class Named(BaseObserver):
+        name = "named"
+
+    recorder = RunRecorder(RunFolder(tmp_path / "run"), [Named()])
+    assert isinstance(recorder.observers, ObserverSet)
+    assert [o.name for o in recorder.observers.observers] == ["named"]
