@@ -16,7 +16,8 @@ from fltrust.config import ExperimentConfig
 from fltrust.core.evaluation import get_params
 from fltrust.core.records import AppFacts, RoundRecord, RunInfo, RunSummary
 from fltrust.experiment import trust_observer
-from fltrust.models import build_model, count_parameters
+from fltrust.core.params import count_parameters
+from fltrust.models import build_model
 from fltrust.settings import SettingsError, TrustSettings
 from fltrust.trust.factsheet import USER_SUPPLIED_FIELDS, get_field, load_factsheet, missing_fields
 from fltrust.trust.observer import FACTSHEET_FILE, TrustObserver, TrustObserverError
