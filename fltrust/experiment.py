@@ -22,7 +22,7 @@ import json
 import logging
 import math
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -175,14 +175,37 @@ def paper_observers(cfg: ExperimentConfig, model: nn.Module, federation: Federat
     return out
 
 
+ObserverFactory = Callable[[nn.Module, Federation], RoundObserver]
+"""Builds an extra observer from the prepared experiment: ``factory(template_model, federation)``
+(e.g. a second trust observer of another scoring mode, which needs the test split)."""
+
+
 def prepare_experiment(
     cfg: ExperimentConfig,
     *,
     observers: Sequence[RoundObserver] = (),
+    observer_factories: Sequence[ObserverFactory] = (),
     device: torch.device | None = None,
     federation: Federation | None = None,
 ) -> Experiment:
-    """Load data, build the model and the observers (nothing is run or written)."""
+    """Load data, build the model and the observers (nothing is run or written).
+
+    Parameters
+    ----------
+    cfg : ExperimentConfig
+    observers : sequence of RoundObserver
+        Extra observers besides the ones the config switches on.
+    observer_factories : sequence of ObserverFactory
+        Extra observers built here from the model template and the federation.
+    device : torch.device, optional
+        Default: ``run.device`` resolved.
+    federation : Federation, optional
+        An already prepared federation of ``cfg`` (default: prepared here).
+
+    Returns
+    -------
+    Experiment
+    """
     if cfg.run.torch_threads is not None:
         torch.set_num_threads(cfg.run.torch_threads)
     # Tiny feature values (NSL-KDD's fixed min-max table) drive Adam's moments into float
@@ -195,7 +218,8 @@ def prepare_experiment(
     import copy
 
     template = copy.deepcopy(model)
-    observer_set = ObserverSet(list(paper_observers(cfg, template, federation)) + list(observers))
+    built = [factory(template, federation) for factory in observer_factories]
+    observer_set = ObserverSet(list(paper_observers(cfg, template, federation)) + list(observers) + built)
     return Experiment(cfg, device, federation, model, observer_set)
 
 
@@ -240,6 +264,7 @@ def run_experiment(
     cfg: ExperimentConfig,
     *,
     observers: Sequence[RoundObserver] = (),
+    observer_factories: Sequence[ObserverFactory] = (),
     out_dir: str | Path | None = None,
     device: str | None = None,
     resume: bool = True,
@@ -253,6 +278,9 @@ def run_experiment(
     cfg : ExperimentConfig
     observers : sequence of RoundObserver
         Extra observers besides the ones the config switches on.
+    observer_factories : sequence of ObserverFactory
+        Extra observers built from the prepared model template and federation
+        (:func:`prepare_experiment`).
     out_dir : str or Path, optional
         Folder of run folders (default ``run.out_dir``).
     device : str, optional
@@ -271,7 +299,7 @@ def run_experiment(
     """
     if device is not None:
         cfg = cfg.with_overrides({"run.device": device})
-    experiment = prepare_experiment(cfg, observers=observers)
+    experiment = prepare_experiment(cfg, observers=observers, observer_factories=observer_factories)
     fed = experiment.federation
     run_id = run_id_for(cfg, fed.bundle)
     folder = RunFolder(Path(out_dir or cfg.run.out_dir) / run_id)

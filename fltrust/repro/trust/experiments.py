@@ -65,8 +65,10 @@ EXTENDED_MODE = EXTENDED_TRUST_MODE
 """Extended mode needs what a replay cannot give: the per-round client models (client reputation,
 data quality, model co-versioning: ``RoundRecord.client_params`` are not saved in ``rounds.jsonl``),
 the clients' training rows (membership inference) and the energy of the rounds. So its FactSheet
-comes from a *companion run* of the same configuration made with ``metrics.trust.mode: extended``
-(same seed, data and training; its own run id), not from :func:`fltrust.repro.trust.run.mode_factsheet`'s replay."""
+is measured live, not by :func:`fltrust.repro.trust.run.mode_factsheet`'s replay: by a second,
+extended-mode trust observer riding along in the run (:class:`fltrust.repro.trust.run.ModeObserver`),
+or, for a run finished without it, by a *companion run* of the same configuration made with
+``metrics.trust.mode: extended`` (same seed, data and training; its own run id)."""
 
 TRAINING = {
     "rounds": 5,

@@ -9,11 +9,17 @@ trained twice for the prototype, paper and fixed modes.
 
 Extended mode (:data:`EXTENDED_MODE`, the 36-metric taxonomy plus sustainability) cannot be replayed:
 client reputation, data quality and co-versioning need every round's client models, which the saved
-round records do not keep, and membership inference and energy need the live run. Its FactSheet comes
-from a companion run of the same configuration made with ``metrics.trust.mode: extended``
-(:func:`run_trust_experiment` with ``"extended"`` among the modes, or :func:`add_extended_mode` for a
-finished result). The attack ablation (experiment 4, SYNTHETIC, 2 of 9 poisoned clients under
-FedAvg, FedMedian and Krum, every run scored in extended mode) is :mod:`fltrust.repro.trust.ablation`.
+round records do not keep, and membership inference and energy need the live run. So when
+``"extended"`` is among the modes, :func:`run_trust_experiment` attaches a second, extended-mode trust
+observer to the run itself (:class:`ModeObserver`); it writes ``trust_modes/extended/`` of the same
+run folder, and the model is trained once. The observer does not touch the training (the run id,
+the rounds and the final model are those of the run without it). A run already complete without that
+FactSheet (or resumed from a checkpoint made without the observer) gets it from a companion run of the
+same configuration made with ``metrics.trust.mode: extended``, which trains the same model again
+(:func:`add_extended_mode` does this for a finished result).
+
+The attack ablation (experiment 4, SYNTHETIC, 2 of 9 poisoned clients under FedAvg, FedMedian and
+Krum, every run scored in extended mode) is :mod:`fltrust.repro.trust.ablation`.
 """
 
 from __future__ import annotations
@@ -166,12 +172,108 @@ def mode_factsheet(record: RunRecord, mode: str, *, device: str = "auto",
     return fs
 
 
+class ModeObserver:
+    """A trust observer of a second scoring mode riding along in a run (see the module docstring).
+
+    It is named ``trust_<mode>`` (so it sits beside the run's own ``trust`` observer), writes into
+    ``<run>/trust_modes/<mode>/`` and counts the rounds it saw: a run resumed from a checkpoint made
+    without it has rounds it never observed, and then it writes nothing (the caller falls back to a
+    companion run).
+
+    Parameters
+    ----------
+    observer : TrustObserver
+        The wrapped observer, built for ``mode``.
+    mode : str
+        Its scoring mode.
+
+    Examples
+    --------
+    >>> class Inner:
+    ...     run_folder = None
+    ...     def state_dict(self):
+    ...         return {}
+    >>> ModeObserver(Inner(), "extended").name
+    'trust_extended'
+    """
+
+    def __init__(self, observer: Any, mode: str) -> None:
+        self.observer = observer
+        self.mode = mode
+        self.name = f"trust_{mode}"
+        self.rounds_seen = 0
+
+    @property
+    def run_folder(self) -> Path | None:
+        """Where the wrapped observer writes: ``<run>/trust_modes/<mode>`` (set from the run folder)."""
+        return self.observer.run_folder
+
+    @run_folder.setter
+    def run_folder(self, folder: Path | str | None) -> None:
+        self.observer.run_folder = None if folder is None else Path(folder) / MODE_FOLDER / self.mode
+
+    def on_run_start(self, info: Any) -> None:
+        """Start the wrapped observer (a resumed run then hands back the saved state)."""
+        self.rounds_seen = 0
+        self.observer.on_run_start(info)
+
+    def on_round_end(self, record: Any) -> Any:
+        """Observe one round with the wrapped observer."""
+        self.rounds_seen += 1
+        return self.observer.on_round_end(record)
+
+    def on_run_end(self, summary: Any) -> Any:
+        """Finish the wrapped observer's FactSheet, unless it missed rounds (then nothing is written)."""
+        if self.rounds_seen != len(summary.rounds):
+            logging.getLogger("fltrust").warning(
+                "the %s observer saw %d of the run's %d rounds (the run was resumed from a checkpoint made "
+                "without it); its FactSheet comes from a companion run instead", self.mode, self.rounds_seen,
+                len(summary.rounds))
+            return None
+        if self.observer.run_folder is not None:
+            Path(self.observer.run_folder).mkdir(parents=True, exist_ok=True)
+        return self.observer.on_run_end(summary)
+
+    def state_dict(self) -> dict[str, Any]:
+        """The wrapped observer's state and the count of rounds seen."""
+        return {"observer": self.observer.state_dict(), "rounds_seen": self.rounds_seen}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Restore :meth:`state_dict`'s output."""
+        self.observer.load_state_dict(state["observer"])
+        self.rounds_seen = int(state["rounds_seen"])
+
+
+def mode_observer(cfg: ExperimentConfig, mode: str) -> Any:
+    """An :data:`~fltrust.experiment.ObserverFactory` of a :class:`ModeObserver` of ``mode`` for the
+    run of ``cfg`` (built like the run's own trust observer, from ``cfg`` with
+    ``metrics.trust.mode: <mode>``)."""
+    from fltrust.experiment import trust_observer
+    from fltrust.trust.extended import extended_inputs
+
+    mode_cfg = cfg.with_overrides({"metrics.trust.mode": mode})
+
+    def build(template: Any, federation: Any) -> ModeObserver:
+        observer = trust_observer(mode_cfg, template, federation.x_test, federation.y_test,
+                                  **extended_inputs(mode_cfg, federation))
+        return ModeObserver(observer, mode)
+
+    return build
+
+
 def _needs_replay(record: RunRecord, mode: str) -> bool:
     """Whether :func:`mode_factsheet` would replay ``record`` for ``mode`` (not its own mode, not cached)."""
     from fltrust.trust.observer import FACTSHEET_FILE
 
     own = ExperimentConfig.from_dict(record.config).metrics.trust.mode
     return mode != own and not (record.path / MODE_FOLDER / mode / FACTSHEET_FILE).is_file()
+
+
+def _measured_in_run(record: RunRecord, mode: str) -> bool:
+    """Whether a :class:`ModeObserver` of ``mode`` wrote its FactSheet into ``record``'s folder."""
+    from fltrust.trust.observer import FACTSHEET_FILE
+
+    return (record.path / MODE_FOLDER / mode / FACTSHEET_FILE).is_file()
 
 
 @dataclass
@@ -191,7 +293,8 @@ class TrustRun:
     reports : dict of str to TrustReport
         Score per mode.
     extended_record : RunRecord or None
-        The companion run made with ``metrics.trust.mode: extended`` (:data:`EXTENDED_MODE`).
+        The run whose folder holds the extended FactSheet: ``record`` itself when the extended
+        observer rode along, else the companion run made with ``metrics.trust.mode: extended``.
     elapsed_s : float
         Wall time of :func:`run_trust_experiment` (training, trust observer, replays, scoring).
     """
@@ -254,14 +357,19 @@ def run_trust_experiment(
     start = time.perf_counter()
     cfg = experiment_config(name, quick=quick, device=device, data_dir=data_dir, full_scale=full_scale)
     cfg = cfg.with_overrides({"run.progress": False})
-    record = run_experiment(cfg, out_dir=out_dir if out_dir is not None else "runs")
+    out = out_dir if out_dir is not None else "runs"
+    riders = [mode_observer(cfg, EXTENDED_MODE)] if EXTENDED_MODE in modes and cfg.metrics.trust.mode != EXTENDED_MODE else []
+    record = run_experiment(cfg, out_dir=out, observer_factories=riders)
     run = TrustRun(name=name, quick=quick, record=record)
     replay = None  # one rebuilt federation and model for every replayed mode
     for mode in modes:
         if mode == EXTENDED_MODE:
-            ext_cfg = experiment_config(name, mode=EXTENDED_MODE, quick=quick, device=device, data_dir=data_dir,
-                                        full_scale=full_scale).with_overrides({"run.progress": False})
-            run.extended_record = run_experiment(ext_cfg, out_dir=out_dir if out_dir is not None else "runs")
+            if _measured_in_run(record, mode):
+                run.extended_record = record
+            else:  # a run completed (or resumed) without the extended observer: train it again
+                ext_cfg = experiment_config(name, mode=EXTENDED_MODE, quick=quick, device=device, data_dir=data_dir,
+                                            full_scale=full_scale).with_overrides({"run.progress": False})
+                run.extended_record = run_experiment(ext_cfg, out_dir=out)
             fs = mode_factsheet(run.extended_record, mode, device=device)
             report = score_factsheet(fs, mode=mode)
             write_report(report, run.extended_record.path / MODE_FOLDER / mode, plot=False)
@@ -369,11 +477,15 @@ def dp_trace(record: RunRecord) -> dict[str, list[float | None]]:
 
 
 def extended_run_summary(record: RunRecord) -> dict[str, Any]:
-    """Run id, wall time, final accuracy and FactSheet provenance counts of an extended companion run."""
+    """Run id, wall time, final accuracy and FactSheet provenance counts of the run that measured
+    the extended FactSheet; ``measured_in`` says whether that was the run itself (``"run"``, a
+    :class:`ModeObserver`) or a companion run (``"companion"``)."""
     from fltrust.trust.factsheet import load_factsheet
     from fltrust.trust.observer import FACTSHEET_FILE
 
-    fs = load_factsheet(record.path / FACTSHEET_FILE)
+    companion = ExperimentConfig.from_dict(record.config).metrics.trust.mode == EXTENDED_MODE
+    fs = load_factsheet(record.path / FACTSHEET_FILE if companion
+                        else record.path / MODE_FOLDER / EXTENDED_MODE / FACTSHEET_FILE)
     statuses: dict[str, int] = {}
     for entry in (fs.get("provenance") or {}).values():
         status = entry.get("status", "unknown") if isinstance(entry, dict) else "unknown"
@@ -383,6 +495,7 @@ def extended_run_summary(record: RunRecord) -> dict[str, Any]:
         "run_wall_time_s": record.summary.get("wall_time_s"),
         "final_aux_accuracy": record.summary.get("final_aux_accuracy"),
         "provenance": statuses,
+        "measured_in": "companion" if companion else "run",
     })
 
 
@@ -428,12 +541,14 @@ def add_extended_mode(
 __all__ = [
     "DP_TRACE_KEYS",
     "MODE_FOLDER",
+    "ModeObserver",
     "TrustRun",
     "add_extended_mode",
     "dp_trace",
     "experiment_result",
     "extended_run_summary",
     "mode_factsheet",
+    "mode_observer",
     "replay_experiment",
     "report_summary",
     "run_trust_experiment",

@@ -124,7 +124,7 @@ def shap_values(
         raise ExplainabilityError(
             f"need at least one background and one explained sample (got {len(background)} and {len(explained)})"
         )
-    # the same model and samples are explained again by a replayed mode or a companion run (fltrust.trust.measures.memo)
+    # the same model and samples are explained again by a replayed mode or the extended observer (fltrust.trust.measures.memo)
     key = memo.digest("shap", model, background, explained, explainer=explainer, seed=seed, nsamples=nsamples)
     return memo.remembered(key, lambda: _shap_values(model, background, explained, explainer, seed, nsamples))
 

@@ -2,8 +2,9 @@
 
 The FederatedTrust reproduction scores one final model several times in one process: the run's own
 observer, the replay of every other scoring mode (:func:`fltrust.repro.trust.run.mode_factsheet`)
-and the extended companion run, whose training (same configuration, seed and data) ends in the same
-parameters. CLEVER (:func:`fltrust.trust.measures.robustness.clever_score`) and the SHAP values
+and the extended-mode observer riding along in the run (or a companion run, whose training --
+same configuration, seed and data -- ends in the same
+parameters). CLEVER (:func:`fltrust.trust.measures.robustness.clever_score`) and the SHAP values
 (:func:`fltrust.trust.measures.explainability.shap_values`) depend only on the model, the samples and their
 settings (both are seeded), so each is computed once and then reused.
 

@@ -179,7 +179,7 @@ def clever_score(
             np.random.set_state(state)
         return float(np.mean(scores))
 
-    # the same model and samples are certified again by a replayed mode or a companion run (fltrust.trust.measures.memo)
+    # the same model and samples are certified again by a replayed mode or the extended observer (fltrust.trust.measures.memo)
     key = memo.digest("clever", model, x, nb_classes=nb_classes, nb_batches=int(nb_batches), batch_size=int(batch_size),
                       radius=float(radius), norm=int(norm), pool_factor=int(pool_factor), clip_values=clip_values,
                       seed=seed)

@@ -320,6 +320,33 @@ def test_extended_mode_comes_from_a_companion_run(tmp_path):
     assert tr.extended_frame([result]).iloc[0]["trust_score"] == pytest.approx(extended["trust_score"])
 
 
+def test_extended_mode_rides_along_in_the_run_and_matches_a_companion_run(tmp_path):
+    # Execute: one run with the extended observer riding along, and a companion run made in extended mode
+    run = trun.run_trust_experiment("exp4", modes=["paper", "extended"], quick=True, out_dir=tmp_path / "ride")
+    result = trun.experiment_result(run)
+    companion = tmp_path / "companion"
+    alone = trun.run_trust_experiment("exp4", modes=["paper"], quick=True, out_dir=companion)
+    path = companion / "exp4.json"
+    path.write_text(json.dumps(trun.experiment_result(alone)))
+    added = trun.add_extended_mode(path, out_dir=companion)
+
+    # Assert: trained once (the extended FactSheet is in the run's own folder, one run folder), the
+    # run id and model are those of the run without the observer, and every pillar but
+    # sustainability (energy: wall time) scores as the companion run's
+    assert run.extended_record is run.record and result["extended_run"]["measured_in"] == "run"
+    assert result["extended_run"]["run_id"] == result["run_id"] == alone.record.run_id
+    assert len([p for p in (tmp_path / "ride").iterdir() if p.is_dir()]) == 1
+    assert (run.record.path / trun.MODE_FOLDER / "extended" / "factsheet.json").is_file()
+    same = (run.record.path / "final_model.pt").read_bytes() == (alone.record.path / "final_model.pt").read_bytes()
+    assert same
+    assert added["extended_run"]["measured_in"] == "companion"
+    ours, theirs = result["modes"]["extended"]["pillars"], added["modes"]["extended"]["pillars"]
+    assert set(ours) == set(PILLARS) | {"sustainability"}
+    assert {k: v for k, v in ours.items() if k != "sustainability"} == pytest.approx(
+        {k: v for k, v in theirs.items() if k != "sustainability"})
+    assert result["modes"]["paper"] == added["modes"]["paper"]
+
+
 # ---------------------------------------------------------------------------------------------
 # RESULTS.md
 # ---------------------------------------------------------------------------------------------
