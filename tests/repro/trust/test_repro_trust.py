@@ -572,3 +572,53 @@ def test_standin_summary_is_read_from_the_comparison_file(tmp_path):
     assert tr.standin_summary(path) == "The stand-in is far.\nSecond line."
     assert tr.standin_summary(tmp_path / "missing.md") is None
     assert tr.standin_summary(tr.STANDIN_COMPARISON_FILE).startswith("The synthetic N-BaIoT stand-in")
+
+
+class _Inner:
+    """A stand-in trust observer that records what reached it."""
+
+    def __init__(self):
+        self.run_folder, self.calls, self.state = None, [], {"n": 0}
+
+    def on_run_start(self, info):
+        self.calls.append("start")
+
+    def on_round_end(self, record):
+        self.calls.append(f"round {record}")
+        return {"seen": record}
+
+    def on_run_end(self, summary):
+        self.calls.append("end")
+        return {"done": True}
+
+    def state_dict(self):
+        return dict(self.state)
+
+    def load_state_dict(self, state):
+        self.state = dict(state)
+
+
+def test_a_mode_observer_writes_under_its_mode_folder_and_skips_a_run_it_partly_missed(tmp_path):
+    from types import SimpleNamespace
+
+    # Execute: a full run seen from round 0; then a resumed run whose first rounds it never saw
+    full = trun.ModeObserver(_Inner(), "extended")
+    full.run_folder = tmp_path
+    full.on_run_start(None)
+    observed = [full.on_round_end(r) for r in (0, 1, 2)]
+    done = full.on_run_end(SimpleNamespace(rounds=[0, 1, 2]))
+    resumed = trun.ModeObserver(_Inner(), "extended")
+    resumed.on_run_start(None)
+    resumed.on_round_end(2)
+    skipped = resumed.on_run_end(SimpleNamespace(rounds=[0, 1, 2]))
+
+    # Assert
+    assert full.name == "trust_extended"
+    assert full.observer.run_folder == tmp_path / trun.MODE_FOLDER / "extended" and full.run_folder.is_dir()
+    assert observed == [{"seen": 0}, {"seen": 1}, {"seen": 2}] and done == {"done": True}
+    assert full.state_dict() == {"observer": {"n": 0}, "rounds_seen": 3}
+    assert skipped is None and resumed.observer.calls == ["start", "round 2"]
+    again = trun.ModeObserver(_Inner(), "extended")
+    again.load_state_dict({"observer": {"n": 5}, "rounds_seen": 2})
+    again.on_round_end(2)
+    assert again.on_run_end(SimpleNamespace(rounds=[0, 1, 2])) == {"done": True} and again.observer.state == {"n": 5}
