@@ -82,8 +82,8 @@ def _cmd_demo(args: argparse.Namespace) -> int:
 
 
 def _cmd_data_info(args: argparse.Namespace) -> int:
-    from fltrust.data import data_root, dataset_info
-
+    from fltrust.data import data_root
+    from fltrust.data.info import dataset_info
     from fltrust.data.registry import describe_mismatches
 
     root = data_root(args.data_dir)

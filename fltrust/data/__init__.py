@@ -15,7 +15,7 @@ Public API
 Modules: :mod:`~fltrust.data.base` (containers), :mod:`~fltrust.data.cache` (parsed-data cache),
 :mod:`~fltrust.data.cifar10`, :mod:`~fltrust.data.femnist`, :mod:`~fltrust.data.nsl_kdd`,
 :mod:`~fltrust.data.n_baiot`, :mod:`~fltrust.data.synthetic`, :mod:`~fltrust.data.registry`,
-:mod:`~fltrust.data.fetch`.
+:mod:`~fltrust.data.info`, :mod:`~fltrust.data.fetch`.
 """
 
 from fltrust.data.base import ArraySplit, DatasetBundle, DatasetError
@@ -23,16 +23,10 @@ from fltrust.data.cache import DatasetNotFoundError, cache_dir, clear_memory_cac
 from fltrust.data.cifar10 import load_cifar10
 from fltrust.data.femnist import load_femnist
 from fltrust.data.fetch import fetch_dataset
+from fltrust.data.info import dataset_info
 from fltrust.data.n_baiot import load_n_baiot
 from fltrust.data.nsl_kdd import load_nsl_kdd, per_partition_column_order
-from fltrust.data.registry import (
-    SPECS,
-    DataIntegrityWarning,
-    SyntheticFallbackWarning,
-    data_root,
-    dataset_info,
-    load_dataset,
-)
+from fltrust.data.registry import SPECS, DataIntegrityWarning, SyntheticFallbackWarning, data_root, load_dataset
 from fltrust.data.synthetic import GENERATORS
 
 __all__ = [

@@ -352,7 +352,7 @@ def test_real_partial_files_of_the_mirror(mk):
 @pytest.mark.realdata
 def test_known_checksums_cover_the_partial_real_files(mk):
     from fltrust.data import SPECS
-    from fltrust.data.registry import file_listing
+    from fltrust.data.info import file_listing
 
     folder = mk.real_folder("n_baiot", "real_partial/SHA256SUMS")
 

@@ -1,8 +1,7 @@
-"""load_dataset dispatch and options, synthetic fallback, data root, dataset_info."""
+"""load_dataset dispatch and options, synthetic fallback, data root (dataset_info: test_data_info.py)."""
 
 from __future__ import annotations
 
-import hashlib
 import warnings
 from pathlib import Path
 
@@ -17,7 +16,6 @@ from fltrust.data import (
     DatasetNotFoundError,
     SyntheticFallbackWarning,
     data_root,
-    dataset_info,
     load_dataset,
     nsl_kdd,
 )
@@ -135,46 +133,6 @@ def test_n_baiot_config_options_reach_the_loader(tmp_path, mk, n_baiot_rows):
 
     assert bundle.source["balance"] is True and bundle.source["seed"] == 7
     assert len(bundle.group_names) == 3
-
-
-def test_dataset_info_reports_files_checksums_and_counts(kdd_root):
-    (kdd_root / "nsl_kdd" / "KDDTest-21.txt").unlink()
-
-    info = {entry["name"]: entry for entry in dataset_info(kdd_root)}
-
-    assert list(info) == ["cifar10", "femnist", "nsl_kdd", "n_baiot"]
-    kdd = info["nsl_kdd"]
-    assert kdd["found"] and (kdd["train_samples"], kdd["test_samples"]) == (10, 4)
-    assert kdd["folder"] == str(kdd_root / "nsl_kdd") and kdd["fetch"] == "manual"
-    files = {f["path"]: f for f in kdd["files"]}
-    content = (kdd_root / "nsl_kdd" / "KDDTrain+.txt").read_bytes()
-    assert files["KDDTrain+.txt"] == {
-        "path": "KDDTrain+.txt",
-        "bytes": len(content),
-        "sha256": hashlib.sha256(content).hexdigest(),
-        "known": False,  # not the official file
-    }
-    assert not info["cifar10"]["found"] and "CIFAR-10 not found" in info["cifar10"]["problem"]
-    assert info["femnist"]["files"] == []
-
-
-@pytest.mark.realdata
-def test_dataset_info_on_the_real_root(mk):
-    root = mk.real_folder("nsl_kdd", "KDDTrain+.txt").parent
-
-    info = {entry["name"]: entry for entry in dataset_info(root)}
-
-    kdd = info["nsl_kdd"]
-    assert kdd["found"] and (kdd["train_samples"], kdd["test_samples"]) == (125_973, 22_544)
-    assert all(f["known"] for f in kdd["files"] if f["path"].endswith(".txt"))
-    if info["femnist"]["found"]:
-        femnist = info["femnist"]
-        assert (femnist["natural_clients"], femnist["train_samples"], femnist["test_samples"]) == (311, 42_531, 4_883)
-        assert all(f["known"] for f in femnist["files"] if ".json" in f["path"])
-    if info["cifar10"]["found"]:
-        cifar = info["cifar10"]
-        assert (cifar["natural_clients"], cifar["train_samples"] + cifar["test_samples"]) == (100, 59_799)
-        assert all(f["known"] for f in cifar["files"] if f["path"].endswith(".npz"))
 
 
 def test_femnist_stand_in_has_as_many_writers_as_the_local_subset(tmp_path):

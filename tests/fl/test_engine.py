@@ -303,12 +303,12 @@ def test_resume_drops_a_cut_line_and_restarts_when_the_records_were_edited(tmp_p
 
 
 def test_rounds_are_appended_and_the_checkpoint_holds_no_history(tmp_path, monkeypatch):
-    import fltrust.runs
+    import fltrust.runs.recorder
     from fltrust.runs import read_checkpoint
 
     rewrites = []
-    original = fltrust.runs.atomic_write_text
-    monkeypatch.setattr(fltrust.runs, "atomic_write_text",
+    original = fltrust.runs.recorder.atomic_write_text
+    monkeypatch.setattr(fltrust.runs.recorder, "atomic_write_text",
                         lambda path, text: (rewrites.append(path.name), original(path, text))[1])
     cfg = tiny(training={"rounds": 6})
     with pytest.raises(KeyboardInterrupt):

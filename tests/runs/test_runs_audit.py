@@ -1,53 +1,10 @@
-"""Run folders: atomic writes and reloading."""
+"""The tamper audit (fltrust.runs.audit): the model and record hash chains, the audit key, and
+refused planted model files."""
 
 import json
-import math
 
 import numpy as np
 import pytest
-
-from fltrust.core.records import RoundRecord
-from fltrust.core.io import atomic_write_json, atomic_write_text
-from fltrust.runs import RunFolder, load_run
-
-
-def test_atomic_write_leaves_no_temporary_files(tmp_path):
-    atomic_write_text(tmp_path / "a.txt", "one")
-    atomic_write_text(tmp_path / "a.txt", "two")
-    assert (tmp_path / "a.txt").read_text() == "two"
-    assert [p.name for p in tmp_path.iterdir()] == ["a.txt"]
-
-
-def test_round_record_json_round_trip():
-    record = RoundRecord(
-        round=2,
-        client_ids=np.array([1, 4]),
-        client_metrics={"accuracy": np.array([0.5, 0.75])},
-        client_confusion=np.array([[[1, 0], [1, 2]], [[2, 0], [0, 2]]]),
-        server_metrics={"aux_loss": 0.3},
-        observations={"fairness": {"f_j": math.nan, "phi": [0.1, -0.2]}},
-    )
-    back = RoundRecord.from_json(json.loads(json.dumps(record.to_json())))
-    assert back.client_ids.tolist() == [1, 4]
-    assert back.client_metrics["accuracy"].tolist() == [0.5, 0.75]
-    assert back.client_confusion.shape == (2, 2, 2)
-    assert back.observations["fairness"] == {"f_j": None, "phi": [0.1, -0.2]}
-    assert back.client_value("accuracy", 4) == 0.75
-
-
-def test_load_run_names_the_missing_file(tmp_path):
-    with pytest.raises(FileNotFoundError, match="config.yaml"):
-        load_run(tmp_path)
-
-
-def test_incomplete_summary_is_not_complete(tmp_path):
-    folder = RunFolder(tmp_path)
-    assert not folder.is_complete()
-    folder.summary.write_text("{not json")
-    assert not folder.is_complete()
-    atomic_write_json(folder.summary, {"status": "complete"})
-    assert folder.is_complete()
-
 
 def test_audit_verifies_the_hash_chain_and_detects_tampering(tmp_path):
     from fltrust.cli import main
@@ -153,7 +110,7 @@ def test_audit_names_an_edited_observer_output_and_dataset_file(tmp_path):
 
 def _recompute_chain(folder, key=None):
     """What someone who knows the (public) recipe does after an edit: recompute every link."""
-    from fltrust.runs import INTEGRITY, _covered_files, _summary_link, field_digests, record_link
+    from fltrust.runs.audit import INTEGRITY, _covered_files, _summary_link, field_digests, record_link
 
     lines, previous = [], ""
     for line in (folder / "rounds.jsonl").read_text().splitlines():
@@ -241,20 +198,6 @@ def test_a_pickled_final_model_is_refused_in_one_line_and_never_run(tmp_path, ca
     assert f"{folder / 'final_model.pt'}: unreadable final model" in out
 
 
-def test_plain_data_checkpoints_round_trip_bit_for_bit(tmp_path):
-    from fltrust.runs import read_checkpoint, write_checkpoint
-
-    state = {"global_params": [np.array([1.5, -0.0, np.nan], np.float32), np.arange(6, dtype=np.int64).reshape(2, 3)],
-             "strategy": {"personal": {"3": [np.array([0.1], np.float64)]}}, "dp_history": {"0": [[1.1, 0.2, 3]]},
-             "wall_time_s": np.float64(2.5), "round": 4, "identity": {"run_id": "x", "data_fingerprint": None}}
-    write_checkpoint(tmp_path / "c.pt", state)
-    back = read_checkpoint(tmp_path / "c.pt")
-    for a, b in zip(state["global_params"], back["global_params"]):
-        assert a.dtype == b.dtype and a.shape == b.shape and a.tobytes() == b.tobytes()
-    assert back["strategy"]["personal"]["3"][0].tobytes() == state["strategy"]["personal"]["3"][0].tobytes()
-    assert back["dp_history"] == {"0": [[1.1, 0.2, 3]]} and back["wall_time_s"] == 2.5 and back["round"] == 4
-    assert back["identity"] == state["identity"]
-
 
 def test_audit_key_settings_are_checked(tmp_path, monkeypatch):
     from fltrust.runs import audit_key
@@ -288,17 +231,3 @@ def test_a_diverged_run_audits_its_finite_rounds_and_its_reason(tmp_path):
     _edit_line(record.path, 1, lambda d: d["observations"]["diverged"].update(reason="a cosmic ray"))
     result = audit_run(record.path)
     assert not result.ok and "rounds.jsonl round 1: edited after the run: observations.diverged.reason" in result.lines
-
-
-def test_a_recorder_takes_a_plain_list_of_observers(tmp_path):
-    """RunRecorder(folder, [observer]) wraps the list in an ObserverSet (it used to fail later with
-    AttributeError: 'list' object has no attribute 'run_start')."""
-    from fltrust.core.observers import BaseObserver, ObserverSet
-    from fltrust.runs import RunFolder, RunRecorder
-
-    class Named(BaseObserver):
-        name = "named"
-
-    recorder = RunRecorder(RunFolder(tmp_path / "run"), [Named()])
-    assert isinstance(recorder.observers, ObserverSet)
-    assert [o.name for o in recorder.observers.observers] == ["named"]

@@ -1,0 +1,307 @@
+"""The tamper audit: the record chain over a run folder's files, and :func:`audit_run` (``fltrust audit``).
+
+Every ``rounds.jsonl`` line and ``summary.json`` carry an ``integrity`` entry: a link of the record
+chain (:func:`record_link`, an HMAC with the optional :func:`audit_key`) and short per-field
+digests (:func:`field_digests`) that name what an edit changed. :class:`~fltrust.runs.RunRecorder`
+writes them; :func:`audit_run` recomputes them and the model hash chain (what that proves is in
+its docstring).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from fltrust.core.params import chain_hash, params_hash
+from fltrust.runs.checkpoint import load_final_model
+from fltrust.runs.folder import RunFolder, RunFolderError, load_run
+
+__all__ = [
+    "AUDIT_KEY_ENV",
+    "AUDIT_KEY_FILE_ENV",
+    "INTEGRITY",
+    "UNHASHED_FILES",
+    "AuditResult",
+    "audit_key",
+    "audit_run",
+    "canonical_json",
+    "field_digests",
+    "record_link",
+]
+
+
+AUDIT_KEY_ENV = "FLTRUST_AUDIT_KEY"
+"""Environment variable holding an optional audit key (its text): the record chain becomes an HMAC."""
+
+AUDIT_KEY_FILE_ENV = "FLTRUST_AUDIT_KEY_FILE"
+"""Environment variable naming a file whose content (surrounding whitespace stripped) is the audit key."""
+
+INTEGRITY = "integrity"
+"""Key of the record-chain entry in every ``rounds.jsonl`` line and in ``summary.json``."""
+
+UNHASHED_FILES = ("summary.json", "rounds.jsonl", "checkpoint.pt", "log.txt")
+"""Files of a run folder that ``summary.json``'s file hashes leave out (rounds.jsonl is chained
+round by round, the log grows on every rerun); dot files (lock, holder, temporaries) too."""
+
+
+def audit_key() -> bytes | None:
+    """The optional audit key: ``$FLTRUST_AUDIT_KEY``, else the content of ``$FLTRUST_AUDIT_KEY_FILE``.
+
+    Returns
+    -------
+    bytes or None
+        None when neither is set (the record chain is then a plain SHA-256 chain).
+
+    Raises
+    ------
+    ValueError
+        Both are set, or the key file is unreadable or empty.
+    """
+    text, file = os.environ.get(AUDIT_KEY_ENV), os.environ.get(AUDIT_KEY_FILE_ENV)
+    if text and file:
+        raise ValueError(f"set {AUDIT_KEY_ENV} or {AUDIT_KEY_FILE_ENV}, not both")
+    if file:
+        try:
+            key = Path(file).expanduser().read_bytes().strip()
+        except OSError as exc:
+            raise ValueError(f"{AUDIT_KEY_FILE_ENV}={file}: cannot read the audit key file "
+                             f"({exc.strerror or exc})") from None
+        if not key:
+            raise ValueError(f"{AUDIT_KEY_FILE_ENV}={file}: the audit key file is empty")
+        return key
+    return text.encode() if text else None
+
+
+def canonical_json(value: Any) -> bytes:
+    """The bytes a record is hashed as: JSON with sorted keys and no spaces.
+
+    >>> canonical_json({"b": [1, 0.5], "a": None})
+    b'{"a":null,"b":[1,0.5]}'
+    """
+    return json.dumps(value, sort_keys=True, separators=(",", ":")).encode()
+
+
+def record_link(previous: str, content: Any, key: bytes | None = None) -> str:
+    """One link of the record chain: ``sha256(previous link + sha256(canonical JSON of content))``,
+    an HMAC-SHA256 with ``key`` when one is given. Round 0 starts from the empty string.
+
+    >>> record_link("", {"round": 0}) == record_link("", {"round": 0}) != record_link("", {"round": 1})
+    True
+    """
+    message = (previous + hashlib.sha256(canonical_json(content)).hexdigest()).encode()
+    if key is None:
+        return hashlib.sha256(message).hexdigest()
+    return hmac.new(key, message, hashlib.sha256).hexdigest()
+
+
+def field_digests(content: dict[str, Any], depth: int = 3) -> dict[str, str]:
+    """Short SHA-256 (8 hex digits) of every field, nested mappings down to ``depth`` levels
+    (``server_metrics.aux_accuracy``).
+
+    Stored beside each link only to NAME what an edit changed; the link covers the full content.
+
+    >>> sorted(field_digests({"round": 1, "server_metrics": {"aux_loss": 0.5}}))
+    ['round', 'server_metrics.aux_loss']
+    """
+    out: dict[str, str] = {}
+    for name, value in content.items():
+        if isinstance(value, dict) and value and depth > 1:
+            out.update({f"{name}.{k}": v for k, v in field_digests(value, depth - 1).items()})
+        else:
+            out[name] = hashlib.sha256(canonical_json(value)).hexdigest()[:8]
+    return out
+
+
+def _edited_fields(content: dict[str, Any], recorded: Any) -> list[str]:
+    """Names of the fields whose digest differs from the recorded ones (added and removed fields too)."""
+    now = field_digests(content)
+    recorded = recorded if isinstance(recorded, dict) else {}
+    return sorted(name for name in set(now) | set(recorded) if now.get(name) != recorded.get(name))
+
+
+def _algorithm(key: bytes | None) -> str:
+    return "sha256" if key is None else "hmac-sha256"
+
+
+def _file_sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _covered_files(folder: Path) -> dict[str, str]:
+    """SHA-256 of every file the run wrote besides the chained and growing ones (:data:`UNHASHED_FILES`)."""
+    return {p.name: _file_sha256(p) for p in sorted(folder.iterdir())
+            if p.is_file() and not p.name.startswith(".") and p.name not in UNHASHED_FILES}
+
+
+def _summary_link(head: str, body: dict[str, Any], files: dict[str, str], algorithm: str,
+                  key: bytes | None) -> str:
+    """The summary's link: chains the summary (without its integrity entry) and the file hashes
+    onto the head of the record chain."""
+    return record_link(head, {"summary": body, "files": files, "algorithm": algorithm}, key)
+
+
+@dataclass
+class AuditResult:
+    """Outcome of :func:`audit_run`: ``ok`` and one line per check."""
+
+    ok: bool
+    lines: list[str]
+
+
+def audit_run(path: str | Path) -> AuditResult:
+    """Recompute a run's two hash chains and check them against its files.
+
+    **Model chain.** Every round carries ``model_hash`` (SHA-256 of the global model) and
+    ``chain_hash = sha256(previous chain_hash + model_hash)`` (round 0 starts from the empty
+    string); the summary's ``model_hash_chain`` is the last link, and ``final_model.pt``'s
+    parameters hash to the last round's ``model_hash``.
+
+    **Record chain.** Every ``rounds.jsonl`` line -- all the run wrote for the round: metrics,
+    client values, confusion matrices, observer outputs and the model hashes -- is linked as
+    ``link_k = sha256(link_{k-1} + sha256(canonical JSON of the line without its integrity
+    entry))``; ``summary.json`` (every field) and the SHA-256 of every other file the run wrote
+    (``config.yaml``, ``dataset.json``, ``final_model.pt``, the FactSheet, the trust report, ...)
+    are linked onto the last round. An edited value fails and is named (file, round, field: each
+    link is stored with short per-field digests); a removed, reordered or inserted round breaks
+    the chain.
+
+    What this proves: unkeyed, the files are those the run wrote, against accidents and casual
+    edits -- NOT against someone who edits a file and recomputes the chains (the recipe is
+    public). With an audit key (``$FLTRUST_AUDIT_KEY``, or a file named by
+    ``$FLTRUST_AUDIT_KEY_FILE``, set both when the run is written and when it is audited) every
+    link is an HMAC-SHA256, which only a holder of the key can recompute. Neither proves that the
+    run computed the right thing. Runs written before record hashing carry the model chain only;
+    the audit says so and checks that.
+
+    Returns
+    -------
+    AuditResult
+        ``ok`` and one line per check (each failure names the file, and the round and fields).
+
+    Raises
+    ------
+    FileNotFoundError
+        If ``path`` is not a run folder. :class:`RunFolderError` when a file is not parseable.
+    ValueError
+        A bad audit key setting (:func:`audit_key`).
+    """
+    record = load_run(path)
+    folder = RunFolder(record.path)
+    key = audit_key()
+    diverged = record.status == "diverged"
+    rounds = record.rounds[:-1] if diverged and record.rounds else record.rounds
+    lines, ok = [], True
+    previous = ""
+    for r in rounds:
+        model_hash, chained = r.server_metrics.get("model_hash"), r.server_metrics.get("chain_hash")
+        if model_hash is None or chained is None:
+            lines.append(f"round {r.round}: no model hash recorded (run made before hash chains)")
+            ok = False
+            break
+        expected = chain_hash(previous, model_hash)
+        if expected != chained:
+            lines.append(f"round {r.round}: chain broken (recorded {chained[:12]}, recomputed {expected[:12]})")
+            ok = False
+            break
+        previous = chained
+    else:
+        lines.append(f"model chain of {len(rounds)} rounds verified, head {previous[:16]}")
+    head = record.summary.get("model_hash_chain")
+    if ok and not diverged and head != previous:
+        lines.append(f"summary.json model_hash_chain {str(head)[:16]} does not match the chain head")
+        ok = False
+    records_ok, record_lines = _audit_records(folder, record.summary, key)
+    lines += record_lines
+    ok = ok and records_ok
+    if diverged:
+        lines.append(f"the run diverged at round {record.summary.get('diverged_round')}: there is no final model")
+    elif record.rounds and record.rounds[-1].server_metrics.get("model_hash"):
+        final = folder.final_model
+        if not final.is_file():
+            lines.append(f"{final} is missing")
+            ok = False
+        else:
+            try:
+                state = load_final_model(final)
+            except RunFolderError as exc:
+                lines.append(str(exc))
+                return AuditResult(False, lines)
+            final_hash = params_hash([v.numpy() for v in state.values()])
+            if final_hash != record.rounds[-1].server_metrics["model_hash"]:
+                lines.append(f"{final.name} (sha256 {final_hash[:16]}) is not the last round's model")
+                ok = False
+            else:
+                lines.append(f"{final.name} is the last round's model (sha256 {final_hash[:16]})")
+    return AuditResult(ok, lines)
+
+
+def _audit_records(folder: RunFolder, summary: dict[str, Any], key: bytes | None) -> tuple[bool, list[str]]:
+    """The record-chain half of :func:`audit_run`: ``(ok, lines)``."""
+    raw = [json.loads(line) for line in folder.rounds.read_text().splitlines() if line.strip()]  # load_run parsed them
+    closing = summary.get(INTEGRITY)
+    if closing is None and not any(INTEGRITY in d for d in raw):
+        return True, ["rounds.jsonl and summary.json carry no record hashes (written before record hashing): the "
+                      "chains cover the model weights only, not the metrics"]
+    algorithm = closing.get("algorithm") if isinstance(closing, dict) else _algorithm(key)
+    if algorithm not in ("sha256", "hmac-sha256"):
+        return False, [f"{folder.summary.name}: unknown record-chain algorithm {str(algorithm)[:40]!r}"]
+    if algorithm == "hmac-sha256" and key is None:
+        return False, [f"the record chain is keyed (hmac-sha256): set {AUDIT_KEY_ENV} or {AUDIT_KEY_FILE_ENV} to "
+                       "the run's audit key to verify it"]
+    if algorithm != _algorithm(key):
+        return False, [f"the record chain is {algorithm}, but an audit key is set: the run was written without the "
+                       "key, or rewritten by someone who does not have it"]
+    kind = "keyed, hmac-sha256" if key else "unkeyed sha256: integrity against accidents and casual edits, not " \
+                                            "against someone who recomputes it"
+    problems, previous = [], ""
+    for data in raw:
+        integrity = data.pop(INTEGRITY, None)
+        where = f"rounds.jsonl round {data.get('round')}"
+        if not isinstance(integrity, dict):
+            problems.append(f"{where}: no record hash (the line was replaced)")
+            continue
+        if record_link(previous, data, key) != integrity.get("link"):
+            edited = _edited_fields(data, integrity.get("fields"))
+            problems.append(f"{where}: edited after the run: {_names(edited)}" if edited else
+                            f"{where}: record chain broken (a round removed, reordered or inserted, or another key)")
+        previous = str(integrity.get("link"))
+    if not isinstance(closing, dict):
+        problems.append(f"{folder.summary.name}: missing or without record hashes: the run is not finished, or its "
+                        "summary was replaced")
+    else:
+        body = {k: v for k, v in summary.items() if k != INTEGRITY}
+        files = closing.get("files") if isinstance(closing.get("files"), dict) else {}
+        if closing.get("record_chain") != previous:
+            problems.append(f"{folder.summary.name}: does not close the record chain (rounds removed or added after "
+                            "the run)")
+        if _summary_link(str(closing.get("record_chain")), body, files, algorithm, key) != closing.get("link"):
+            edited = _edited_fields(body, closing.get("fields"))
+            problems.append(f"{folder.summary.name}: edited after the run: {_names(edited)}" if edited else
+                            f"{folder.summary.name}: its integrity entry was edited")
+        for name, digest in files.items():
+            file = folder.path / name
+            if Path(name).name != name or name.startswith("."):
+                problems.append(f"{folder.summary.name}: lists {name!r}, which is not a file of the run folder")
+            elif not file.is_file():
+                problems.append(f"{name}: missing (summary.json recorded its sha256)")
+            elif _file_sha256(file) != digest:
+                problems.append(f"{name}: edited after the run (sha256 {_file_sha256(file)[:16]}, recorded "
+                                f"{str(digest)[:16]})")
+        if not problems:
+            return True, [f"record chain of {len(raw)} rounds verified ({kind})",
+                          f"summary.json and {len(files)} files verified: {', '.join(files) or 'none'}"]
+    shown = problems[:10] + ([f"... and {len(problems) - 10} more"] if len(problems) > 10 else [])
+    return False, shown
+
+
+def _names(fields: list[str], limit: int = 8) -> str:
+    return ", ".join(fields[:limit]) + (f" and {len(fields) - limit} more" if len(fields) > limit else "")

@@ -1,0 +1,256 @@
+"""The run folder and its record: paths, the one-process lock, the divergence check, reloading.
+
+:class:`RunFolder` names the files of ``<out_dir>/<run_id>/`` (layout in :mod:`fltrust.runs`);
+:func:`locked` holds its lock while a run writes it; :func:`check_finite` raises
+:class:`RunDiverged` when a round blew up; :func:`load_run` reads a folder back as a
+:class:`RunRecord` (YAML with ``yaml.safe_load``, JSON: data only).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import socket
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import yaml
+
+from fltrust.core.io import atomic_write_json, remove_stale_temporaries
+from fltrust.core.records import Params, RoundRecord
+
+__all__ = ["RunDiverged", "RunFolder", "RunFolderError", "RunRecord", "check_finite", "load_run", "locked"]
+
+log = logging.getLogger("fltrust")
+
+
+class RunFolderError(RuntimeError):
+    """A run folder cannot be used (locked by another process, or a file in it is corrupt)."""
+
+
+class RunDiverged(RuntimeError):
+    """Training produced a non-finite loss or parameter; ``round`` is where it was detected."""
+
+    def __init__(self, round_: int, what: str) -> None:
+        super().__init__(f"training diverged at round {round_}: {what}")
+        self.round = round_
+        self.what = what
+
+
+@dataclass
+class RunFolder:
+    """Paths of one run folder."""
+
+    path: Path
+
+    @property
+    def config(self) -> Path:
+        return self.path / "config.yaml"
+
+    @property
+    def dataset(self) -> Path:
+        return self.path / "dataset.json"
+
+    @property
+    def rounds(self) -> Path:
+        return self.path / "rounds.jsonl"
+
+    @property
+    def checkpoint(self) -> Path:
+        return self.path / "checkpoint.pt"
+
+    @property
+    def final_model(self) -> Path:
+        return self.path / "final_model.pt"
+
+    @property
+    def summary(self) -> Path:
+        return self.path / "summary.json"
+
+    @property
+    def log(self) -> Path:
+        return self.path / "log.txt"
+
+    @property
+    def lock(self) -> Path:
+        return self.path / ".lock"
+
+    @property
+    def holder(self) -> Path:
+        return self.path / ".holder.json"
+
+    def status(self) -> str | None:
+        """``summary.json``'s status (``complete``, ``diverged``), or None when there is none."""
+        if not self.summary.is_file():
+            return None
+        try:
+            return json.loads(self.summary.read_text()).get("status")
+        except (json.JSONDecodeError, OSError):
+            return None
+
+    def count_rounds(self) -> int:
+        """Training rounds stored in ``rounds.jsonl`` (round 0 not counted); -1 when unreadable."""
+        try:
+            lines = [line for line in self.rounds.read_text().splitlines() if line.strip()]
+            return max(int(json.loads(line)["round"]) for line in lines) if lines else -1
+        except (OSError, ValueError, KeyError, json.JSONDecodeError):
+            return -1
+
+    def is_complete(self, expected_rounds: int | None = None) -> bool:
+        """True when ``summary.json`` says ``complete`` and, if ``expected_rounds`` is given,
+        ``rounds.jsonl`` holds exactly that many training rounds."""
+        if self.status() != "complete":
+            return False
+        return expected_rounds is None or self.count_rounds() == expected_rounds
+
+    def append_round(self, line: str) -> None:
+        """Append one JSON line to ``rounds.jsonl`` and flush it to disk (one write per round, so
+        a long run costs the same per round; a line cut by a kill is dropped on resume)."""
+        with open(self.rounds, "a", encoding="utf-8") as handle:
+            handle.write(line + "\n")
+            handle.flush()
+            os.fsync(handle.fileno())
+
+
+@dataclass
+class RunRecord:
+    """A reloaded run: configuration, per-round records and summary."""
+
+    path: Path
+    config: dict[str, Any]
+    rounds: list[RoundRecord]
+    summary: dict[str, Any] = field(default_factory=dict)
+    dataset: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def run_id(self) -> str:
+        return self.path.name
+
+    @property
+    def status(self) -> str | None:
+        """``complete``, ``diverged``, or None for an unfinished run."""
+        return self.summary.get("status")
+
+    def describe(self) -> str:
+        """A few human-readable lines about the run; missing values print as ``n/a``."""
+        s = self.summary
+
+        def num(key: str, fmt: str) -> str:
+            value = s.get(key)
+            return format(value, fmt) if isinstance(value, (int, float)) else "n/a"
+
+        tag = " [SYNTHETIC DATA]" if s.get("synthetic") else ""
+        lines = [f"run {self.run_id}{tag}"]
+        if self.status == "diverged":
+            lines.append(f"  DIVERGED at round {s.get('diverged_round')}: {s.get('reason')}; no metrics were "
+                         "computed from the broken model")
+        lines.append(f"  rounds: {max(0, len(self.rounds) - 1)}   wall time: {num('wall_time_s', '.1f')} s "
+                     f"({num('seconds_per_round', '.2f')} s/round on {s.get('device', 'n/a')}, "
+                     f"engine {s.get('engine', 'inprocess')})")
+        lines.append(f"  final aux accuracy: {num('final_aux_accuracy', '.4f')}   aux loss: {num('final_aux_loss', '.4f')}")
+        if s.get("epsilon") is not None:
+            lines.append(f"  epsilon spent: {num('epsilon', '.3f')}")
+        for name, values in (s.get("observers") or {}).items():
+            short = {k: v for k, v in (values or {}).items() if isinstance(v, (int, float)) or v is None}
+            if short:
+                lines.append(f"  {name}: " + ", ".join(
+                    f"{k}={v:.4f}" if isinstance(v, (int, float)) else f"{k}=n/a" for k, v in short.items()))
+        lines.append(f"  record: {self.path}")
+        return "\n".join(lines)
+
+    def observation_series(self, observer: str, key: str) -> list[Any]:
+        """``[round_record.observations[observer][key] for rounds ≥ 1]`` (None where absent)."""
+        return [r.observations.get(observer, {}).get(key) for r in self.rounds if r.round >= 1]
+
+
+@contextlib.contextmanager
+def locked(folder: RunFolder, *, wait_s: float = 0.0) -> Iterator[None]:
+    """Hold ``folder``'s lock while the block runs: one process per run folder.
+
+    A second process waits up to ``wait_s`` seconds, then raises :class:`RunFolderError` naming
+    the holder (pid, host, start time). The lock is an OS file lock, so it is released even when
+    the holder is killed.
+    """
+    from filelock import FileLock, Timeout
+
+    folder.path.mkdir(parents=True, exist_ok=True)
+    lock = FileLock(str(folder.lock))
+    try:
+        lock.acquire(timeout=wait_s)
+    except Timeout:
+        holder = "another process"
+        with contextlib.suppress(OSError, ValueError, json.JSONDecodeError):
+            h = json.loads(folder.holder.read_text())
+            holder = f"pid {h['pid']} on {h['host']} (since {h['since']})"
+        raise RunFolderError(f"run folder {folder.path} is in use by {holder}; wait for it to finish "
+                             "or stop it, then rerun") from None
+    try:
+        atomic_write_json(folder.holder, {"pid": os.getpid(), "host": socket.gethostname(),
+                                          "since": time.strftime("%Y-%m-%d %H:%M:%S")})
+        removed = remove_stale_temporaries(folder.path)
+        if removed:
+            log.info("removed %d temporary file(s) an interrupted write left in %s", removed, folder.path)
+        yield
+    finally:
+        folder.holder.unlink(missing_ok=True)
+        lock.release()
+
+
+def _finite(params: Params | None) -> bool:
+    return params is None or all(np.all(np.isfinite(p)) for p in params if np.issubdtype(p.dtype, np.floating))
+
+
+def check_finite(record: RoundRecord) -> None:
+    """Raise :class:`RunDiverged` when a round's models or losses are not finite."""
+    if not _finite(record.global_params_after):
+        raise RunDiverged(record.round, "the aggregated model has NaN/inf parameters")
+    for key in ("aux_loss",):
+        value = record.server_metrics.get(key)
+        if value is not None and not np.isfinite(value):
+            raise RunDiverged(record.round, f"the aggregated model's {key} is {value}")
+    losses = record.client_metrics.get("train_loss")
+    if losses is not None and not np.all(np.isfinite(losses)):
+        bad = [int(c) for c, v in zip(record.client_ids, losses) if not np.isfinite(v)]
+        raise RunDiverged(record.round, f"client(s) {bad} reached a non-finite training loss")
+
+
+def load_run(path: str | Path) -> RunRecord:
+    """Reload a run folder written by the engine.
+
+    Raises
+    ------
+    FileNotFoundError
+        If the folder has no ``config.yaml`` or ``rounds.jsonl``.
+    """
+    folder = RunFolder(Path(path))
+    for needed in (folder.config, folder.rounds):
+        if not needed.is_file():
+            raise FileNotFoundError(f"{needed} is missing: {folder.path} is not a (finished) fltrust run folder")
+    rounds = []
+    for number, line in enumerate(folder.rounds.read_text().splitlines(), start=1):
+        if line.strip():
+            try:
+                rounds.append(RoundRecord.from_json(json.loads(line)))
+            except (json.JSONDecodeError, KeyError, TypeError, ValueError) as exc:
+                raise RunFolderError(f"{folder.rounds}:{number} is corrupt ({type(exc).__name__}); delete "
+                                     f"{folder.path} and rerun the same command") from exc
+    summary = _read_json(folder.summary) if folder.summary.is_file() else {}
+    dataset = _read_json(folder.dataset) if folder.dataset.is_file() else {}
+    try:
+        config = yaml.safe_load(folder.config.read_text())
+    except yaml.YAMLError as exc:
+        raise RunFolderError(f"{folder.config} is corrupt; delete {folder.path} and rerun") from exc
+    return RunRecord(folder.path, config, rounds, summary, dataset)
+
+
+def _read_json(path: Path) -> dict[str, Any]:
+    try:
+        return json.loads(path.read_text())
+    except json.JSONDecodeError as exc:
+        raise RunFolderError(f"{path} is corrupt ({exc.msg}); delete {path.parent} and rerun") from exc

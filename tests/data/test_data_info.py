@@ -1,0 +1,67 @@
+"""What is on disk (fltrust.data.info): file listings, known checksums and sample counts."""
+
+from __future__ import annotations
+
+import hashlib
+
+import pytest
+
+from fltrust.data import dataset_info
+
+
+@pytest.fixture
+def kdd_root(tmp_path, mk):
+    folder = tmp_path / "root" / "nsl_kdd"
+    train = [mk.kdd_line(src_bytes=i, label="normal" if i % 2 else "smurf") for i in range(10)]
+    mk.write_lines(folder / "KDDTrain+.txt", train)
+    mk.write_lines(folder / "KDDTest+.txt", [mk.kdd_line(src_bytes=i) for i in range(4)])
+    return tmp_path / "root"
+
+
+def test_the_old_import_paths_still_work():
+    import fltrust.data
+    from fltrust.data import info, registry
+    from fltrust.data.registry import file_listing
+
+    assert registry.dataset_info is fltrust.data.dataset_info is info.dataset_info
+    assert file_listing is info.file_listing
+    with pytest.raises(AttributeError, match="has no attribute 'dataset_infos'"):
+        registry.dataset_infos  # noqa: B018 - only the two moved names are forwarded
+
+
+def test_dataset_info_reports_files_checksums_and_counts(kdd_root):
+    info = {entry["name"]: entry for entry in dataset_info(kdd_root)}
+
+    assert list(info) == ["cifar10", "femnist", "nsl_kdd", "n_baiot"]
+    kdd = info["nsl_kdd"]
+    assert kdd["found"] and (kdd["train_samples"], kdd["test_samples"]) == (10, 4)
+    assert kdd["folder"] == str(kdd_root / "nsl_kdd") and kdd["fetch"] == "manual"
+    files = {f["path"]: f for f in kdd["files"]}
+    content = (kdd_root / "nsl_kdd" / "KDDTrain+.txt").read_bytes()
+    assert files["KDDTrain+.txt"] == {
+        "path": "KDDTrain+.txt",
+        "bytes": len(content),
+        "sha256": hashlib.sha256(content).hexdigest(),
+        "known": False,  # not the official file
+    }
+    assert not info["cifar10"]["found"] and "CIFAR-10 not found" in info["cifar10"]["problem"]
+    assert info["femnist"]["files"] == []
+
+
+@pytest.mark.realdata
+def test_dataset_info_on_the_real_root(mk):
+    root = mk.real_folder("nsl_kdd", "KDDTrain+.txt").parent
+
+    info = {entry["name"]: entry for entry in dataset_info(root)}
+
+    kdd = info["nsl_kdd"]
+    assert kdd["found"] and (kdd["train_samples"], kdd["test_samples"]) == (125_973, 22_544)
+    assert all(f["known"] for f in kdd["files"] if f["path"].endswith(".txt"))
+    if info["femnist"]["found"]:
+        femnist = info["femnist"]
+        assert (femnist["natural_clients"], femnist["train_samples"], femnist["test_samples"]) == (311, 42_531, 4_883)
+        assert all(f["known"] for f in femnist["files"] if ".json" in f["path"])
+    if info["cifar10"]["found"]:
+        cifar = info["cifar10"]
+        assert (cifar["natural_clients"], cifar["train_samples"] + cifar["test_samples"]) == (100, 59_799)
+        assert all(f["known"] for f in cifar["files"] if f["path"].endswith(".npz"))
