@@ -147,6 +147,16 @@ def test_metrics_never_import_an_engine(package):
         assert not bad, f"{path} imports {bad}"
 
 
+def test_the_plots_never_import_the_reproduction():
+    """fltrust.viz draws plain tables; the reproduction's figures (fltrust.repro.fairness.figures) use
+    it, never the reverse (lazy imports included)."""
+    paths = list((REPO / "fltrust" / "viz").rglob("*.py"))
+    assert paths
+    for path in paths:
+        bad = {m for m in _imports(path) if m.startswith("fltrust.repro")}
+        assert not bad, f"{path} imports {bad}"
+
+
 COMPOSITION_ROOTS = {REPO / "fltrust" / "flower" / "app.py"}
 """Modules that, like fltrust/experiment.py for fltrust's experiments, put the observers and a run
 together: fltrust.flower.instrument builds both papers' observers for a user's Flower app. The

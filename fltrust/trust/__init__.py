@@ -31,8 +31,9 @@ The metric definitions ship as YAML in ``fltrust/trust/definitions/`` (``prototy
   ``governance`` (hash-chain audit, co-versioning, registry, visualisation, declared values),
   ``sustainability`` (CodeCarbon offline), with ``memo`` (CLEVER and SHAP computed once per model);
 - :mod:`fltrust.trust.observer` -- :class:`~fltrust.trust.observer.TrustObserver`, which fills
-  the FactSheet from any engine's round records, and :mod:`fltrust.trust.extended` (its
-  extended-mode hooks).
+  the FactSheet from any engine's round records, with :mod:`fltrust.trust.describe` (an app's
+  description), :mod:`fltrust.trust.model_fields` (CLEVER and SHAP on the model) and
+  :mod:`fltrust.trust.extended` (its extended-mode hooks).
 
 Spec and bug references ("fairness spec §N", "trust spec §N", "Bn") are defined in ``docs/references.md``.
 """

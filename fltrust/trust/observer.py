@@ -50,7 +50,7 @@ score ln N instead, so it only counts for completeness). "fixed" applies the spe
 
 **What the FactSheet describes.** For anyone's app, ``RunInfo.app``
 (:class:`~fltrust.core.records.AppFacts`: the app's model class, strategy and its parameters,
-dataset name and description; :func:`describe_app`); for an fltrust experiment, its
+dataset name and description; :func:`~fltrust.trust.describe.describe_app`); for an fltrust experiment, its
 configuration (the observer's ``describe``: dataset, loader, strategy, privacy, training). The
 model's parameter counts come from the model itself, the client count from
 ``RunInfo.num_clients``, the rounds from ``RunInfo.num_rounds``, the clients per round from
@@ -79,7 +79,8 @@ Choices where the papers leave freedom (documented, not invented):
   do not record them fall back to the post-training ``accuracy`` / ``loss``. The loss is the
   per-sample mean of the run's evaluation convention (B12), not the prototype's summed loss.
 - CLEVER and SHAP samples are a seeded random draw from the test split passed in (the
-  prototype took the first batch of a shuffled test loader). No clip values are used for CLEVER.
+  prototype took the first batch of a shuffled test loader). No clip values are used for CLEVER
+  (:class:`~fltrust.trust.model_fields.ModelFields`).
 - System figures are numbers (the prototype wrote strings such as ``"6.24M"``):
   ``avg_time_minutes`` = run wall time / 60; ``avg_model_size`` = scalar parameter count;
   ``avg_upload_bytes`` / ``avg_download_bytes`` = total bytes over the run / C (mean per
@@ -109,16 +110,14 @@ from fltrust.core.observers import BaseObserver
 from fltrust.core.records import RoundRecord, RunInfo, RunSummary
 from fltrust.names import TRUST_MODE_DEFAULTS
 from fltrust.settings import TrustSettings
-from fltrust.trust.measures.explainability import feature_importance_cv
+from fltrust.trust.describe import describe_app, model_family
 from fltrust.trust.factsheet import (
-    STRATEGY_NAMES,
     get_field,
     missing_fields,
     new_factsheet,
     save_factsheet,
     set_field,
 )
-from fltrust.trust.measures.robustness import clever_score
 from fltrust.trust.measures.statistics import (
     accuracy_cv,
     avg_entropy,
@@ -127,6 +126,17 @@ from fltrust.trust.measures.statistics import (
     selection_cv,
     selection_rates,
 )
+from fltrust.trust.model_fields import MODEL_FIELDS, ModelFields
+
+__all__ = [
+    "FACTSHEET_FILE",
+    "MODEL_FIELDS",
+    "MODE_DEFAULTS",
+    "TrustObserver",
+    "TrustObserverError",
+    "describe_app",
+    "model_family",
+]
 
 log = logging.getLogger("fltrust")
 
@@ -135,11 +145,6 @@ FACTSHEET_FILE = "factsheet.json"
 MODE_DEFAULTS = TRUST_MODE_DEFAULTS
 """Statistic switches per trust mode (see the module docstring); defined with the other modes'
 defaults in :mod:`fltrust.names`."""
-
-MODEL_FIELDS = ("performance/test_clever", "performance/test_feature_importance_cv")
-"""FactSheet fields measured on the model itself (at run end, or every round when
-``TrustSettings.model_metrics_every_round``)."""
-
 
 class TrustObserverError(ValueError):
     """Inconsistent input to the trust observer; the message names it and the fix."""
@@ -157,82 +162,6 @@ def _none_if_nan(value: Any) -> Any:
     return float(value) if isinstance(value, (float, np.floating)) else value
 
 
-def model_family(model: torch.nn.Module) -> str:
-    """The algorithmic-transparency name of a torch model (``configuration/training_model``).
-
-    ``"CNN"`` when it has a convolution, ``"MLPClassifier"`` when its only parametrised layers
-    are linear ones (scikit-learn's name for a multilayer perceptron, as
-    :data:`~fltrust.trust.factsheet.TRAINING_MODEL_MAP` uses), else its class name (which the
-    packaged definitions do not rate: it scores 0, with a warning in the report).
-
-    >>> model_family(torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.ReLU(), torch.nn.Linear(4, 2)))
-    'MLPClassifier'
-    >>> model_family(torch.nn.Conv2d(1, 2, 3))
-    'CNN'
-    """
-    modules = list(model.modules())
-    if any(isinstance(m, torch.nn.modules.conv._ConvNd) for m in modules):
-        return "CNN"
-    parametrised = [m for m in modules if any(True for _ in m.parameters(recurse=False))]
-    if parametrised and all(isinstance(m, torch.nn.Linear) for m in parametrised):
-        return "MLPClassifier"
-    return type(model).__name__
-
-
-def describe_app(fs: dict[str, Any], info: RunInfo, model: torch.nn.Module, settings: TrustSettings) -> dict[str, Any]:
-    """Fill the pre-training FactSheet fields of an app that has no ExperimentConfig.
-
-    Everything comes from the app: ``info.app`` (:class:`~fltrust.core.records.AppFacts`: the
-    names of the model class, strategy and dataset, the dataset's description, the learning rate
-    and local epochs when the app states them), the model (parameter counts, its family) and the
-    run (clients, rounds). Fields the app does not state stay empty, so that
-    :func:`~fltrust.trust.factsheet.missing_fields` reports them; nothing is invented.
-
-    Parameters
-    ----------
-    fs : dict
-        FactSheet to fill (modified in place and returned).
-    info : RunInfo
-        The run's start information (without ``info.app`` only the model's and the run's
-        fields are filled, with a warning).
-    model : torch.nn.Module
-        The app's model (its trainable parameters are counted).
-    settings : TrustSettings
-
-    Returns
-    -------
-    dict
-        ``fs``.
-    """
-    from fltrust.core.params import count_parameters
-
-    n_params, n_tensors = count_parameters(model)
-    set_field(fs, "participants/client_num", int(info.num_clients))
-    set_field(fs, "participants/client_selector", settings.client_selector)
-    set_field(fs, "configuration/training_model", model_family(model))
-    set_field(fs, "configuration/trainable_param_num", n_tensors)
-    set_field(fs, "configuration/trainable_param_count", n_params)
-    set_field(fs, "configuration/total_round_num", int(info.num_rounds))
-    app = info.app
-    if app is None:
-        log.warning("trust: RunInfo has neither config (an fltrust experiment) nor app (AppFacts); the FactSheet's "
-                    "project, data and strategy fields stay empty and are reported missing")
-        return fs
-    strategy = STRATEGY_NAMES.get(app.strategy.lower(), app.strategy)
-    set_field(fs, "project/overview", f"{app.name}: {app.model} ({n_params:,} trainable parameters) trained with "
-                                      f"{app.strategy} on {app.dataset_name}")
-    set_field(fs, "data/provenance", f"{app.dataset_name}: {app.dataset_description}".rstrip(": "))
-    set_field(fs, "data/preprocessing", app.preprocessing)
-    set_field(fs, "configuration/optimization_algorithm", strategy)
-    set_field(fs, "configuration/personalization", "ditto" in app.strategy.lower())
-    set_field(fs, "configuration/differential_privacy", "differentialprivacy" in app.strategy.lower())
-    if app.learning_rate is not None:
-        set_field(fs, "configuration/learning_rate", float(app.learning_rate))
-    if app.local_epochs is not None:
-        set_field(fs, "configuration/local_update_steps", int(app.local_epochs))
-    return fs
-
-
 @contextlib.contextmanager
 def _quiet(name: str) -> Iterator[None]:
     """Silence one logger while the block runs (the per-round score's missing-field notes)."""
@@ -243,22 +172,6 @@ def _quiet(name: str) -> Iterator[None]:
         yield
     finally:
         logger.disabled = before
-
-
-class _Once(logging.Filter):
-    """Let a warning that starts with ``prefix`` through once (SHAP's explainer fallback)."""
-
-    def __init__(self, prefix: str) -> None:
-        super().__init__()
-        self.prefix, self.seen = prefix, False
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        if not str(record.msg).startswith(self.prefix):
-            return True
-        if self.seen:
-            return False
-        self.seen = True
-        return True
 
 
 class TrustObserver(BaseObserver):
@@ -360,8 +273,7 @@ class TrustObserver(BaseObserver):
         self._definitions: Any = None
         self._counts_at_start = False
         self._clients_per_round: float | None = None
-        self._shap_once = _Once("SHAP DeepExplainer failed")
-        self._clever_warned = False
+        self._model_fields = ModelFields(settings, x_test, seed=self.seed)
 
     # -- helpers ----------------------------------------------------------------------------------
     def _require_started(self) -> None:
@@ -396,10 +308,6 @@ class TrustObserver(BaseObserver):
             self._eval_model = copy.deepcopy(self.model)
         set_params(self._eval_model, params)
         return self._eval_model.eval()
-
-    def _sample_index(self) -> np.ndarray:
-        rng = np.random.default_rng([self.seed, 7])
-        return rng.permutation(len(self.y_test))
 
     def _fill_class_fields(self, fs: dict[str, Any], counts: np.ndarray) -> None:
         """``data/avg_entropy`` and ``fairness/class_imbalance`` from ``(clients, K)`` label counts."""
@@ -517,7 +425,7 @@ class TrustObserver(BaseObserver):
         accs, losses, _ = self._round_performance(record)
         self._fill_performance(fs, accs, losses)
         if self.settings.model_metrics_every_round and record.global_params_after is not None:
-            self._fill_model_fields(fs, self._model_with(record.global_params_after), int(self.info.num_classes))
+            self._model_fields.fill(fs, self._model_with(record.global_params_after), int(self.info.num_classes))
         system = {"bytes_up_total": self._traffic["bytes_sent"], "bytes_down_total": self._traffic["bytes_received"]}
         self._fill_system(fs, time.perf_counter() - self._started, system)
         from fltrust.trust.scoring import score_factsheet
@@ -566,40 +474,6 @@ class TrustObserver(BaseObserver):
         set_field(fs, "fairness/selection_cv", self._selection_cv(cap=sw["cap_cvs"]))
         set_field(fs, "fairness/selection_cv_raw", self._selection_cv(cap=False))
 
-    def _fill_model_fields(self, fs: dict[str, Any], model: torch.nn.Module, num_classes: int) -> None:
-        """CLEVER and the SHAP feature-importance CV of ``model`` (:data:`MODEL_FIELDS`)."""
-        trust, sw = self.settings, self.switches
-        order = self._sample_index()
-        if trust.clever_samples > 0:
-            index = torch.as_tensor(order[: trust.clever_samples], device=self.x_test.device)
-            clever = clever_score(
-                model, self.x_test[index], nb_classes=num_classes,
-                nb_batches=trust.clever_nb_batches, batch_size=trust.clever_batch_size,
-                radius=trust.clever_radius, norm=trust.clever_norm, pool_factor=trust.clever_pool_factor,
-                seed=self.seed,
-            )
-            set_field(fs, "performance/test_clever", clever)
-            if self.mode == "prototype" and clever > 1 and not self._clever_warned:
-                self._clever_warned = True
-                log.warning("trust: CLEVER %.3f is above 1; the prototype scores it raw, so certified robustness "
-                            "exceeds 1 (bug B6); TrustSettings(mode='fixed') scores min(CLEVER / radius, 1)", clever)
-        if trust.shap_samples > 0:
-            n = min(len(order), trust.shap_background + trust.shap_samples)
-            if n - trust.shap_background < 1:
-                log.warning("trust: the test split has %d samples, too few for %d SHAP background samples plus one",
-                            len(order), trust.shap_background)
-            else:
-                index = torch.as_tensor(order[:n], device=self.x_test.device)
-                log.addFilter(self._shap_once)
-                try:
-                    set_field(fs, "performance/test_feature_importance_cv", feature_importance_cv(
-                        model, self.x_test[index], method=sw["feature_importance_method"],
-                        n_background=trust.shap_background, seed=self.seed, cap=sw["cap_fi"],
-                        nsamples=trust.shap_nsamples,
-                    ))
-                finally:
-                    log.removeFilter(self._shap_once)
-
     def on_run_end(self, summary: RunSummary) -> Mapping[str, Any] | None:
         """Post-training fields, ``factsheet.json``, score and report (Alg. 1 24-27)."""
         self._require_started()
@@ -611,7 +485,7 @@ class TrustObserver(BaseObserver):
         self._fill_run_facts(fs)
         accs, losses, performance_source = self._client_performance(summary, model)
         self._fill_performance(fs, accs, losses)
-        self._fill_model_fields(fs, model, int(summary.info.num_classes))
+        self._model_fields.fill(fs, model, int(summary.info.num_classes))
         self._fill_summary_system(summary)
         extended_out = None
         if self.extended is not None:

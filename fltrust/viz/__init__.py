@@ -1,7 +1,8 @@
 """Figures: every function takes plain tables (run records, result frames) and returns ``(fig, ax)``.
 
-- Fairness reproduction (:mod:`fltrust.viz.fairness`): notion time series and window bars
-  (paper Figures 3, 5-8), fairness vs performance (Figure 4), Table 3 paper vs ours.
+- Fairness (:mod:`fltrust.viz.fairness`): notion time series, the Pareto front, title markers; the
+  reproduction's Table 3, Figure 4 and Figures 3, 5-8 are drawn with them by
+  :mod:`fltrust.repro.fairness.figures` (viz never imports the reproduction layer).
 - FederatedTrust reproduction (:mod:`fltrust.viz.trust`): one experiment's pillar and metric
   scores (paper Figures 4-5) and pillar scores paper vs ours across experiments; a single report is
   drawn by :func:`fltrust.trust.report.plot_trust_report`.
@@ -13,25 +14,14 @@ Titles carry ``QUICK`` / ``SYNTHETIC`` markers so that a smoke-test figure is ne
 a reproduction.
 """
 
-from fltrust.viz.fairness import (
-    NOTION_LABELS,
-    figure_title,
-    pareto_front,
-    plot_figure4,
-    plot_notion_bars,
-    plot_notion_timeseries,
-    plot_table3_comparison,
-)
+from fltrust.viz.fairness import NOTION_LABELS, figure_title, pareto_front, plot_notion_timeseries
 from fltrust.viz.trust import plot_experiment_report, plot_pillar_comparison
 
 __all__ = [
     "NOTION_LABELS",
     "figure_title",
     "pareto_front",
-    "plot_figure4",
-    "plot_notion_bars",
     "plot_notion_timeseries",
-    "plot_table3_comparison",
     "plot_experiment_report",
     "plot_pillar_comparison",
 ]

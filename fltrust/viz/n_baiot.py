@@ -30,6 +30,9 @@ FIGURE = "figures/n_baiot_standin_vs_real.png"
 MARKDOWN = "papers_repro/federatedtrust/n_baiot_standin_vs_real.md"
 STANDIN, CALIBRATED = nc.STANDIN, nc.CALIBRATED
 COMMAND = "python -m fltrust.viz.n_baiot"
+STANDIN_TRAIN_ROWS = 20_000
+"""Training rows of the stand-in compared: experiments 4-5's (viz does not import the reproduction;
+a test checks that this is ``fltrust.repro.trust.experiments.NBAIOT_SYNTHETIC_SAMPLES``)."""
 
 
 def plot_standin_vs_real(
@@ -147,9 +150,8 @@ def write_standin_comparison(
     from fltrust.data.n_baiot import FEATURE_NAMES, load_n_baiot_real_partial
     from fltrust.data.registry import checksum_mismatches, dataset_folder, describe_mismatches
     from fltrust.data.synthetic import synthetic_n_baiot
-    from fltrust.repro.trust.experiments import NBAIOT_SYNTHETIC_SAMPLES
 
-    n_train = NBAIOT_SYNTHETIC_SAMPLES if n_train is None else n_train
+    n_train = STANDIN_TRAIN_ROWS if n_train is None else n_train
     folder = dataset_folder("n_baiot", data_root)
     mismatches = checksum_mismatches("n_baiot", folder)
     if mismatches:

@@ -1,4 +1,4 @@
-"""Smoke and value tests of the fairness figures (fltrust.viz.fairness)."""
+"""Smoke and value tests of the plain-table fairness plots (fltrust.viz.fairness)."""
 
 from __future__ import annotations
 
@@ -11,25 +11,16 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from fltrust.repro.fairness.run import NOTIONS
 from fltrust.viz.fairness import (
     NOTION_LABELS,
+    NOTIONS,
     PlotInputError,
-    dataset_title,
     figure_title,
+    palette,
     pareto_front,
-    plot_dataset_figure,
-    plot_figure4,
-    plot_notion_bars,
     plot_notion_timeseries,
-    plot_table3_comparison,
-    save_condition_figures,
+    require_columns,
 )
-
-REPORTED = {
-    "tolerance": {"absolute": 0.10, "reason": "test"},
-    "values": {"fedavg_nslkdd_100c_iid": 0.50, "ditto_nslkdd_100c_iid": 0.48},
-}
 
 
 @pytest.fixture(autouse=True)
@@ -92,23 +83,6 @@ def test_timeseries_rejects_a_frame_without_notions():
         plot_notion_timeseries(pd.DataFrame({"repeat": [0], "round": [1], "f_j": [0.1]}))
 
 
-def test_bars_are_table3_window_means(frame):
-    # Execute
-    fig, ax = plot_notion_bars(frame, (3, 6))
-
-    # Assert: F_T window mean = 0.45 + 0.01 * mean(3..6) = 0.495; f_r = 0.3 + 0.02 * 4.5 = 0.39
-    heights = {NOTION_LABELS[k]: bar.get_height() for k, bar in zip(NOTIONS, ax.patches)}
-    assert len(ax.patches) == 5
-    assert heights[NOTION_LABELS["F_T"]] == pytest.approx(0.495)
-    assert heights[NOTION_LABELS["f_r"]] == pytest.approx(0.39)
-    assert heights[NOTION_LABELS["f_g"]] == pytest.approx(0.6)
-
-
-def test_bars_reject_an_empty_window(frame):
-    with pytest.raises(PlotInputError, match="window 20-30"):
-        plot_notion_bars(frame, (20, 30))
-
-
 def test_pareto_front_by_hand():
     # Prepare: (0.7, 0.55) is dominated by (0.8, 0.6); (0.85, 0.45) by (0.9, 0.5)
     points = pd.DataFrame({"mean_local_accuracy": [0.9, 0.8, 0.7, 0.85], "F_T": [0.5, 0.6, 0.55, 0.45]})
@@ -121,142 +95,23 @@ def test_pareto_front_by_hand():
     assert front["F_T"].tolist() == [0.6, 0.5]
 
 
-def _points() -> pd.DataFrame:
-    return pd.DataFrame([
-        {"condition": "fedavg_nslkdd_100c_iid", "dataset": "NSL-KDD (100C)", "strategy": "fedavg", "setting": "iid",
-         "mode": "faithful", "F_T": 0.5, "mean_local_accuracy": 0.95, "quick": False, "synthetic": False},
-        {"condition": "ditto_nslkdd_100c_niid", "dataset": "NSL-KDD (100C)", "strategy": "ditto", "setting": "niid",
-         "mode": "faithful", "F_T": 0.55, "mean_local_accuracy": 0.9, "quick": False, "synthetic": True},
-    ])
-
-
-def test_figure4_one_panel_per_dataset():
-    # Execute
-    fig, axes = plot_figure4(_points())
-
-    # Assert: NSL-KDD panel (last) has both markers; the other three say "not run"
-    assert axes.shape == (2, 2)
-    assert len(axes[1, 1].collections) == 2
-    for ax in axes.ravel()[:3]:
-        assert [t.get_text() for t in ax.texts] == ["not run"]
-    assert "SYNTHETIC" in fig._suptitle.get_text()  # one synthetic point marks the figure
-    assert "QUICK" not in fig._suptitle.get_text()
-
-
-def test_table3_comparison_hatches_outside_tolerance():
-    # Prepare: fedavg within tolerance, ditto outside
-    table = pd.DataFrame([
-        {"condition": "fedavg_nslkdd_100c_iid", "ours_F_T": 0.55, "ours_std": 0.02, "within_tolerance": True,
-         "mode": "faithful", "quick": True, "synthetic": False},
-        {"condition": "ditto_nslkdd_100c_iid", "ours_F_T": 0.70, "ours_std": None, "within_tolerance": False,
-         "mode": "faithful", "quick": True, "synthetic": False},
-    ])
-
-    # Execute
-    fig, axes = plot_table3_comparison(table, reported=REPORTED)
-
-    # Assert: NSL-KDD panel: 6 paper bars + 6 ours bars, ours fedavg iid (group 0) and ditto iid (group 4)
-    ax = axes[1, 1]
-    ours = ax.patches[6:]
-    assert ours[0].get_height() == pytest.approx(0.55) and ours[0].get_hatch() is None
-    assert ours[4].get_height() == pytest.approx(0.70) and ours[4].get_hatch() == "//"
-    assert sum(t.get_text() == "not run" for t in ax.texts) == 4
-    assert "QUICK" in fig._suptitle.get_text()
-
-
-def _result(condition, frame, *, clients=100, mode="faithful"):
-    """A condition result as condition_result writes it, from a notions frame."""
-    return {"condition": condition, "mode": mode, "quick": False, "synthetic": False, "num_clients": clients,
-            "window": [3, 6], "rounds": 6, "per_round": frame.to_dict(orient="list"),
-            "table3": {"F_T": 0.5, "F_T_std": 0.05}}
-
-
-def test_dataset_title_names_the_client_count_actually_run():
-    assert dataset_title("femnist_205c", 110) == "FEMNIST cross-device, 110 writers (paper: 205)"
-    assert dataset_title("nslkdd_100c", 100) == "NSL-KDD cross-device, 100 clients"
-    assert dataset_title("cifar10_10c") == "CIFAR-10 cross-silo, 10 clients (paper)"
-
-
-def test_dataset_figure_has_bars_and_lines_per_condition(frame):
-    # Prepare: two FEMNIST conditions (110 writers), the other four not run
-    results = [_result("fedavg_femnist_205c_iid", frame, clients=110),
-               _result("ditto_femnist_205c_niid", frame, clients=110),
-               _result("fedavg_nslkdd_100c_iid", frame)]  # another dataset: ignored
-    reported = {"tolerance": {"absolute": 0.10}, "values": {"fedavg_femnist_205c_iid": 0.75}}
-
-    # Execute
-    fig, axes = plot_dataset_figure(results, "femnist_205c", reported=reported)
-
-    # Assert: 4 x 3 grid; FedAvg iid: 5 bars, the paper F_T line, 5 notion lines; q-FedAvg says not run
-    assert axes.shape == (4, 3)
-    assert len(axes[0, 0].patches) == 5
-    assert any(list(line.get_ydata()) == [0.75, 0.75] for line in axes[0, 0].get_lines())
-    assert [line.get_label() for line in axes[2, 0].get_lines()] == [NOTION_LABELS[k] for k in NOTIONS]
-    assert len(axes[3, 2].get_lines()) == 5  # Ditto niid time series
-    assert [t.get_text() for t in axes[0, 1].texts] == ["not run"]
-    title = fig._suptitle.get_text()
-    assert title.startswith("Figure 7: FEMNIST cross-device, 110 writers (paper: 205)")
-    labels = [t.get_text() for t in fig.legends[0].get_texts()]
-    assert any(label.startswith("error bar: std over rounds 3-6") for label in labels)
-    assert "band: ±1 std over repeats (n ≥ 2)" in labels and "paper ± 0.10 (tolerance)" in labels
-
-
-def test_timeseries_and_bars_say_what_bands_and_error_bars_show(frame):
+def test_timeseries_says_what_band_and_shading_show(frame):
     # Execute
     _, ts = plot_notion_timeseries(frame, window=(3, 6))
-    _, bars = plot_notion_bars(frame, (3, 6), paper_F_T=0.5)
 
     # Assert
     ts_labels = [t.get_text() for t in ts.get_legend().get_texts()]
     assert "band: ±1 std over the 2 repeats" in ts_labels and "Table 3 window, rounds 3-6" in ts_labels
-    bar_labels = [t.get_text() for t in bars.get_legend().get_texts()]
-    assert bar_labels == ["error bar: std over rounds 3-6 of the repeat mean", "paper F_T (Table 3) = 0.50",
-                          "paper ± 0.05", "paper ± 0.10 (tolerance)"]
 
 
-def test_figure4_title_states_its_window_and_markers_are_nested():
-    # Prepare
-    points = _points()
-    points["window"] = [(21, 30), (21, 30)]
-    points["clients"] = [100, 100]
-    points["dataset_key"] = ["nslkdd_100c", "nslkdd_100c"]
-
-    # Execute
-    fig, axes = plot_figure4(points)
-
-    # Assert
-    assert "mean over server rounds 21-30" in fig._suptitle.get_text()
-    sizes = sorted(float(c.get_sizes()[0]) for c in axes[1, 1].collections)
-    assert sizes[0] < sizes[1]  # Ditto drawn smaller than FedAvg, so a coinciding pair stays visible
-    assert axes[1, 1].get_title() == "NSL-KDD cross-device, 100 clients"
+def test_require_columns_names_what_is_missing():
+    require_columns(pd.DataFrame({"a": [1], "b": [2]}), ["a", "b"], "the frame")  # nothing missing: no error
+    with pytest.raises(PlotInputError, match=r"^the frame lacks columns \['c', 'd'\]; build it as"):
+        require_columns(pd.DataFrame({"a": [1]}), ["a", "c", "d"], "the frame")
 
 
-def test_table3_comparison_labels_the_tolerance_bars():
-    # Prepare
-    table = pd.DataFrame([{"condition": "fedavg_nslkdd_100c_iid", "ours_F_T": 0.55, "ours_std": 0.02,
-                           "within_tolerance": True, "mode": "faithful", "clients": 100}])
-
-    # Execute
-    fig, axes = plot_table3_comparison(table, reported=REPORTED)
-
-    # Assert
-    labels = [t.get_text() for t in fig.legends[0].get_texts()]
-    assert "paper ± 0.10 (tolerance)" in labels and "paper ± 0.05" in labels
-    assert "ours (faithful) ± std over repeats" in labels
-    assert axes[1, 1].get_title() == "NSL-KDD cross-device, 100 clients"
-
-
-def test_save_condition_figures_from_a_result(frame, tmp_path):
-    # Prepare
-    result = _result("fedavg_femnist_205c_niid", frame, clients=110)
-    reported = {"tolerance": {"absolute": 0.10}, "values": {"fedavg_femnist_205c_niid": 0.68}}
-
-    # Execute
-    fig_ts, fig_bars = save_condition_figures(result, tmp_path, reported=reported)
-
-    # Assert: both PNGs, the client count in the titles, the paper value on the bars
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["fedavg_femnist_205c_niid_notions.png",
-                                                          "fedavg_femnist_205c_niid_timeseries.png"]
-    assert "110 writers (paper: 205)" in fig_ts.axes[0].get_title()
-    labels = [t.get_text() for t in fig_bars.axes[0].get_legend().get_texts()]
-    assert "paper F_T (Table 3) = 0.68" in labels
+def test_palette_gives_every_key_set_the_same_colours_in_order():
+    notions = palette(NOTIONS)
+    strategies = palette(["fedavg", "qfedavg", "ditto"])
+    assert list(notions) == list(NOTIONS) and len(set(notions.values())) == 5
+    assert list(strategies.values()) == list(notions.values())[:3]

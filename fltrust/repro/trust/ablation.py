@@ -4,7 +4,7 @@
 aggregators (FedMedian, Krum) of one experiment's configuration and scores every run's FactSheet in
 extended mode with the measured poisoning numbers; :func:`write_attack_ablation` writes the committed
 ``papers_repro/federatedtrust/results/attack_ablation.json`` (its RESULTS.md section is
-:func:`fltrust.repro.trust.report.ablation_frame`).
+:func:`fltrust.repro.trust.sections.ablation_frame`).
 """
 
 from __future__ import annotations

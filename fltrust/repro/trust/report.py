@@ -17,12 +17,14 @@ RESULTS.md has, in order: a header naming the regenerating command (``fltrust re
 a loud banner for quick runs and a SYNTHETIC banner for experiments on generated data; per
 experiment the trust and pillar table (``paper | ours per mode | Δ``) and the metric table; the
 matches per mode, split into configuration-driven and coincidental (model-dependent) ones; the
-noise against model norm of the NbAFL experiments 2-3 (:func:`dp_noise_frame`); the
-extended-mode scores (:func:`extended_frame`); the attack ablation (:func:`load_ablation`); the
-time per experiment; the paper's internal inconsistencies; every deviation from the paper's
-setting; the experiments not run. The text is the Jinja2 template ``templates/trust/results.md.j2``
-(with its sections ``dp``, ``extended`` and ``ablation``) over tables built here as DataFrames of
-display strings with the formatters of :mod:`fltrust.repro.markdown`.
+noise against model norm of the NbAFL experiments 2-3 (:func:`~fltrust.repro.trust.sections.dp_noise_frame`);
+the extended-mode scores (:func:`~fltrust.repro.trust.sections.extended_frame`); the attack
+ablation (:func:`~fltrust.repro.trust.sections.load_ablation`); the time per experiment; the
+paper's internal inconsistencies; every deviation from the paper's setting; the experiments not
+run. The text is the Jinja2 template ``templates/trust/results.md.j2`` over tables built here as
+DataFrames of display strings with the formatters of :mod:`fltrust.repro.markdown`; its sections
+``dp``, ``extended`` and ``ablation`` (their own templates) are built in
+:mod:`fltrust.repro.trust.sections`, whose names are re-exported here.
 
 Spec and bug references ("fairness spec §N", "trust spec §N", "Bn") are defined in ``docs/references.md``.
 """
@@ -30,7 +32,7 @@ Spec and bug references ("fairness spec §N", "trust spec §N", "Bn") are define
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -38,10 +40,21 @@ import pandas as pd
 import yaml
 
 from fltrust.repro.results import ResultsError, load_result_files
-from fltrust.repro.markdown import DASH, fmt, fmt_raw, is_missing, lines, mark, render
+from fltrust.repro.markdown import fmt, fmt_raw, is_missing, mark, render
 from fltrust.repro.paths import REPO_ENV
-from fltrust.repro.trust.ablation import ABLATION_FILE
-from fltrust.repro.trust.experiments import COMPARED_MODES, EXPERIMENTS, EXTENDED_MODE, PAPER_DIR
+from fltrust.repro.trust.experiments import COMPARED_MODES, EXPERIMENTS, PAPER_DIR
+from fltrust.repro.trust.sections import (
+    ablation_frame,
+    ablation_markdown,
+    ablation_sections,
+    dp_markdown,
+    dp_noise_frame,
+    dp_section,
+    extended_frame,
+    extended_markdown,
+    extended_section,
+    load_ablation,
+)
 from fltrust.core.io import atomic_write_text
 
 __all__ = [
@@ -316,8 +329,9 @@ def timing_frame(results: Sequence[dict[str, Any]]) -> pd.DataFrame:
 
 TEMPLATE = "trust/results.md.j2"
 """RESULTS.md's template; its sections ``trust/dp.md.j2``, ``trust/extended.md.j2`` and
-``trust/ablation.md.j2`` are also rendered alone by :func:`dp_markdown`, :func:`extended_markdown`
-and :func:`ablation_markdown`."""
+``trust/ablation.md.j2`` are also rendered alone by :func:`~fltrust.repro.trust.sections.dp_markdown`,
+:func:`~fltrust.repro.trust.sections.extended_markdown` and
+:func:`~fltrust.repro.trust.sections.ablation_markdown`."""
 
 
 def _delta_cell(delta: Any, match: Any, digits: int) -> str:
@@ -348,6 +362,16 @@ def _mode_columns(modes: Sequence[str]) -> list[str]:
     return [x for m in modes for x in (MODE_LABELS[m], "Δ")]
 
 
+def _mode_cells(part: pd.DataFrame, modes: Sequence[str], cells: Callable[[pd.Series], list[str]]) -> list[str]:
+    """The two cells of each mode (:func:`_mode_columns`): ``cells`` of ``part``'s row in that mode,
+    or ``not run`` and an empty Δ where ``part`` has no row in it."""
+    out: list[str] = []
+    for mode in modes:
+        row = part[part["mode"] == mode]
+        out += ["not run", ""] if row.empty else cells(row.iloc[0])
+    return out
+
+
 def _score_table(sub: pd.DataFrame, items: Sequence[str], modes: Sequence[str]) -> pd.DataFrame:
     """Trust and pillar scores of one experiment (:func:`comparison_frame` rows): paper, then ours and Δ per mode."""
     rows = []
@@ -355,15 +379,8 @@ def _score_table(sub: pd.DataFrame, items: Sequence[str], modes: Sequence[str]) 
         part = sub[sub["item"] == item]
         if part.empty:
             continue
-        cells = [part.iloc[0]["label"], fmt(part.iloc[0]["paper"], 2)]
-        for mode in modes:
-            row = part[part["mode"] == mode]
-            if row.empty:
-                cells += ["not run", ""]
-                continue
-            row = row.iloc[0]
-            cells += [fmt(row["ours"], 3), _delta_cell(row["delta"], row["match"], 3)]
-        rows.append(cells)
+        rows.append([part.iloc[0]["label"], fmt(part.iloc[0]["paper"], 2)] + _mode_cells(
+            part, modes, lambda row: [fmt(row["ours"], 3), _delta_cell(row["delta"], row["match"], 3)]))
     return pd.DataFrame(rows, columns=["score", "paper"] + _mode_columns(modes))
 
 
@@ -372,15 +389,9 @@ def _metric_table(sub: pd.DataFrame, modes: Sequence[str]) -> pd.DataFrame:
     rows = []
     for path in dict.fromkeys(sub["metric"]):
         part = sub[sub["metric"] == path]
-        cells = [path, fmt(part.iloc[0]["paper"], 2)]
-        for mode in modes:
-            row = part[part["mode"] == mode]
-            if row.empty:
-                cells += ["not run", ""]
-                continue
-            row = row.iloc[0]
-            cells += [f"{fmt(row['score'], 2)} ({fmt_raw(row['raw'])})", _delta_cell(row["delta"], row["match"], 2)]
-        rows.append(cells)
+        rows.append([path, fmt(part.iloc[0]["paper"], 2)] + _mode_cells(
+            part, modes, lambda row: [f"{fmt(row['score'], 2)} ({fmt_raw(row['raw'])})",
+                                      _delta_cell(row["delta"], row["match"], 2)]))
     return pd.DataFrame(rows, columns=["metric", "paper"] + _mode_columns(modes))
 
 
@@ -425,233 +436,6 @@ def _timing_table(results: Sequence[dict[str, Any]]) -> pd.DataFrame:
                                        "training s", "total s", "flags"])
 
 
-# ---------------------------------------------------------------------------------------------
-# Differential privacy: our server-side calibration vs NbAFL (Wei et al. 2020)
-# ---------------------------------------------------------------------------------------------
-
-FEMNIST_CHANCE = 1 / 62
-"""Accuracy of a model that guesses among FEMNIST's 62 classes."""
-COLLAPSE_ACCURACY = 3 * FEMNIST_CHANCE
-"""A DP run whose final server accuracy stays below this has collapsed to about chance."""
-
-
-def _mean(values: Sequence[Any]) -> float:
-    finite = [float(v) for v in values if v is not None and math.isfinite(float(v))]
-    return float(sum(finite) / len(finite)) if finite else float("nan")
-
-
-def dp_noise_frame(results: Sequence[dict[str, Any]]) -> pd.DataFrame:
-    """Noise against model size per NbAFL experiment, from each result's ``dp_trace``.
-
-    Columns: ``experiment``, ``m / N, T, epsilon`` parts, ``final_aux_accuracy``, ``collapsed``
-    (final accuracy below :data:`COLLAPSE_ACCURACY`), and the per-round means of the expected
-    noise norm on the aggregate (``noise``), of the model's own change (``update``) with the
-    noise in it, their ratio, and the model's weight norm in the first and last round.
-    """
-    rows = []
-    for res in results:
-        trace = res.get("dp_trace")
-        if not trace:
-            continue
-        s = res["settings"]
-        acc = res.get("final_aux_accuracy")
-        noise, update = _mean(trace["nbafl_aggregate_noise_norm"]), _mean(trace["update_norm"])
-        rows.append({
-            "experiment": res["experiment"], "m": s["clients_per_round"], "N": s["num_clients"],
-            "T": s["rounds"], "epsilon": s["epsilon"], "final_aux_accuracy": acc,
-            "collapsed": acc is not None and acc < COLLAPSE_ACCURACY,
-            "noise": noise, "update": update, "noise_over_update": noise / update if update else float("nan"),
-            "upload_noise": _mean(trace["nbafl_upload_noise_norm"]),
-            "weight_norm_first": trace["weight_norm"][0], "weight_norm_last": trace["weight_norm"][-1],
-        })
-    return pd.DataFrame(rows)
-
-
-def _dp_section(results: Sequence[dict[str, Any]]) -> dict[str, Any] | None:
-    """Variables of ``trust/dp.md.j2``: None without an NbAFL experiment."""
-    frame = dp_noise_frame(results)
-    if frame.empty:
-        return None
-    collapsed = frame[frame["collapsed"]]["experiment"].tolist()
-    rows = [[r.experiment, f"{r.m} / {r.N}, {r.T}, {r.epsilon:g}", fmt(r.final_aux_accuracy, 3),
-             "yes" if r.collapsed else "no", f"{r.upload_noise:.2f}", f"{r.noise:.2f}", f"{r.update:.2f}",
-             f"{r.noise_over_update:.2f}", f"{r.weight_norm_first:.1f} → {r.weight_norm_last:.1f}"]
-            for r in frame.itertuples()]
-    return {
-        "collapsed": " and ".join(collapsed),
-        "threshold": f"{COLLAPSE_ACCURACY:.3f}",
-        "table": pd.DataFrame(rows, columns=[
-            "exp", "m / N, T, ε", "server acc.", "collapsed", "‖noise‖ per upload", "‖noise‖ on the mean",
-            "‖change‖ per round", "noise / change", "‖w‖ round 1 → T"]),
-    }
-
-
-def dp_markdown(results: Sequence[dict[str, Any]]) -> list[str]:
-    """Lines of the RESULTS.md section on the NbAFL runs of experiments 2-3 (:func:`dp_noise_frame`).
-
-    Parameters
-    ----------
-    results : sequence of dict
-        Experiment results; those without a ``dp_trace`` are left out.
-
-    Returns
-    -------
-    list of str
-        The section's lines (template ``trust/dp.md.j2``), the last one empty; [] without an NbAFL run.
-    """
-    return lines(render("trust/dp.md.j2", dp=_dp_section(results)))
-
-
-# ---------------------------------------------------------------------------------------------
-# Extended mode and the attack ablation
-# ---------------------------------------------------------------------------------------------
-
-EXTENDED_PILLARS = ("robustness", "privacy", "fairness", "explainability", "accountability",
-                    "architectural_soundness", "sustainability")
-EXTENDED_METRICS = ("robustness/client_reputation", "robustness/data_quality", "robustness/poisoning_defence",
-                    "robustness/empirical_robustness", "privacy/information_leakage", "fairness/discrimination_index")
-"""The extended-mode metrics shown next to the pillars (:func:`extended_frame` has their scores)."""
-
-
-def extended_frame(results: Sequence[dict[str, Any]]) -> pd.DataFrame:
-    """Extended-mode trust and pillar scores, one row per experiment with an extended score."""
-    rows = []
-    for res in results:
-        summary = res["modes"].get(EXTENDED_MODE)
-        if summary is None:
-            continue
-        row = {"experiment": res["experiment"], "synthetic": bool(res["synthetic"]), "quick": bool(res["quick"]),
-               "trust_score": summary["trust_score"]}
-        row.update({p: summary["pillars"].get(p) for p in EXTENDED_PILLARS})
-        metrics = summary["metrics"]
-        for key in EXTENDED_METRICS:
-            row[key] = (metrics.get(key) or {}).get("score")
-        ext = res.get("extended_run") or {}
-        row["server_accuracy"] = ext.get("final_aux_accuracy")
-        row["run_id"] = ext.get("run_id")
-        row["provenance"] = ext.get("provenance") or {}
-        rows.append(row)
-    return pd.DataFrame(rows)
-
-
-def _extended_section(results: Sequence[dict[str, Any]]) -> dict[str, Any]:
-    """Variables of ``trust/extended.md.j2``: the table (None without an extended score) and the collapsed runs."""
-    frame = extended_frame(results)
-    if frame.empty:
-        return {"table": None, "collapsed": ""}
-    header = ["experiment", "server acc.", "trust"] \
-        + [p.replace("architectural_soundness", "federation") for p in EXTENDED_PILLARS] \
-        + ["client reputation", "data quality", "poisoning defence", "empirical robustness", "information leakage",
-           "discrimination", "provenance (measured / declared / missing / n/a)"]
-    rows = []
-    for _, r in frame.iterrows():
-        name = r["experiment"] + (" (SYNTHETIC)" if r["synthetic"] else "") + (" (QUICK)" if r["quick"] else "")
-        prov = r["provenance"]
-        rows.append([name, fmt(r["server_accuracy"], 3), fmt(r["trust_score"], 3)]
-                    + [fmt(r[p], 3) for p in EXTENDED_PILLARS]
-                    + [fmt(r[k], 3) for k in EXTENDED_METRICS]
-                    + [" / ".join(str(prov.get(k, 0)) for k in ("measured", "declared", "missing", "n/a"))])
-    collapsed = [r["experiment"] for _, r in frame.iterrows()
-                 if not is_missing(r["server_accuracy"]) and r["server_accuracy"] < 0.05]
-    return {"table": pd.DataFrame(rows, columns=header), "collapsed": ", ".join(collapsed)}
-
-
-def extended_markdown(results: Sequence[dict[str, Any]]) -> list[str]:
-    """Lines of the RESULTS.md section on the extended-mode scores (:func:`extended_frame`).
-
-    Parameters
-    ----------
-    results : sequence of dict
-        Experiment results; those without an extended-mode score are left out of the table.
-
-    Returns
-    -------
-    list of str
-        The section's lines (template ``trust/extended.md.j2``), the last one empty.
-    """
-    return lines(render("trust/extended.md.j2", extended=_extended_section(results)))
-
-
-def load_ablation(results_dir: str | Path) -> dict[str, Any] | None:
-    """``attack_ablation.json`` of a results folder (:func:`fltrust.repro.trust.ablation.attack_ablation`)."""
-    import json
-
-    path = Path(results_dir) / ABLATION_FILE
-    return json.loads(path.read_text()) if path.is_file() else None
-
-
-def ablation_frame(ablation: dict[str, Any] | None) -> pd.DataFrame:
-    """The attack ablation's runs, one row each: run, strategy, accuracy, recovery, retention, trust
-    score and robustness pillar (empty without an ablation).
-
-    Parameters
-    ----------
-    ablation : dict or None
-        :func:`load_ablation`'s result.
-
-    Returns
-    -------
-    pandas.DataFrame
-        Columns ``run, strategy, test_accuracy, recovery, retention, trust_score, robustness``.
-    """
-    columns = ["run", "strategy", "test_accuracy", "recovery", "retention", "trust_score", "robustness"]
-    rows = [{**{k: r[k] for k in columns[:-1]}, "robustness": r["pillars"].get("robustness")}
-            for r in (ablation or {}).get("runs", [])]
-    return pd.DataFrame(rows, columns=columns)
-
-
-def _ablation_sections(ablation: dict[str, Any] | None, *, variant: bool = False) -> list[dict[str, Any]]:
-    """Variables of ``trust/ablation.md.j2``: the ablation, then each of its ``variants`` (depth first)."""
-    if not ablation:
-        return []
-    rows = []
-    for r in ablation["runs"]:
-        rm = r["robustness_metrics"]
-        f = r.get("num_malicious_nodes")
-        rows.append([r["run"], r["strategy"], str(f) if f else DASH,
-                     fmt(r["test_accuracy"], 3), fmt(r["attack_success_rate"], 3), fmt(r["recovery"], 3),
-                     fmt(r["retention"], 3), fmt(rm.get("poisoning_defence"), 3),
-                     fmt(rm.get("empirical_robustness"), 3), fmt(r["pillars"].get("robustness"), 3),
-                     fmt(r["trust_score"], 3)])
-    clean = next((r for r in ablation["runs"] if r["run"] == "clean"), None)
-    better = [r for r in ablation["runs"] if r["run"] not in ("clean", "fedavg") and clean is not None
-              and not is_missing(r["trust_score"]) and not is_missing(clean["trust_score"])
-              and r["trust_score"] > clean["trust_score"]]
-    section = {
-        "variant": variant,
-        "ablation": ablation,
-        "number": ablation["experiment"][3:],
-        "overrides": str(ablation.get("overrides")),
-        "malicious": ablation["attack"].get("num_malicious", "?"),
-        "note": ablation.get("note"),
-        "synthetic": bool(ablation.get("synthetic")),
-        "tag": " [SYNTHETIC data]" if ablation.get("synthetic") else "",
-        "table": pd.DataFrame(rows, columns=[
-            "run", "aggregator", "f", "accuracy", "ASR", "recovery", "retention", "poisoning defence",
-            "empirical robustness", "robustness pillar", "trust score"]),
-        "better": ", ".join(f"attacked {r['strategy']}" for r in better),
-    }
-    return [section] + [s for extra in ablation.get("variants") or [] for s in _ablation_sections(extra, variant=True)]
-
-
-def ablation_markdown(ablation: dict[str, Any] | None, *, variant: bool = False) -> list[str]:
-    """Lines of the RESULTS.md section on the attack ablation, its ``variants`` as sub-sections.
-
-    Parameters
-    ----------
-    ablation : dict or None
-        :func:`load_ablation`; None gives no section.
-    variant : bool
-        Render ``ablation`` as a variant sub-section (heading ``### Variant``, no introduction).
-
-    Returns
-    -------
-    list of str
-        The section's lines (template ``trust/ablation.md.j2``), the last one empty.
-    """
-    return lines(render("trust/ablation.md.j2", ablation_sections=_ablation_sections(ablation, variant=variant)))
-
-
 def results_markdown(
     results: Sequence[dict[str, Any]], *, quick: bool, reported: dict[str, Any] | None = None,
     ablation: dict[str, Any] | None = None,
@@ -667,7 +451,7 @@ def results_markdown(
     reported : dict, optional
         ``reported.yaml`` content (default: :func:`load_reported`).
     ablation : dict, optional
-        The attack ablation (:func:`load_ablation`), printed as its own section.
+        The attack ablation (:func:`~fltrust.repro.trust.sections.load_ablation`), printed as its own section.
 
     Returns
     -------
@@ -714,9 +498,9 @@ def results_markdown(
         experiments=experiments,
         matches=matches,
         coincidental=coincidental,
-        dp=_dp_section(results),
-        extended=_extended_section(results),
-        ablation_sections=_ablation_sections(ablation),
+        dp=dp_section(results),
+        extended=extended_section(results),
+        ablation_sections=ablation_sections(ablation),
         timing=_timing_table(results),
         inconsistencies=[f"**{item['id']}** ({', '.join(item['experiments'])}): {' '.join(str(item['text']).split())}"
                          for item in reported["inconsistencies"]],
@@ -745,6 +529,8 @@ def write_results_md(
         The batch ran with ``--quick`` (adds the loud smoke-test banner).
     reported : dict, optional
         ``reported.yaml`` content (default: :func:`load_reported`).
+    ablation : dict, optional
+        The attack ablation (:func:`~fltrust.repro.trust.sections.load_ablation`).
 
     Returns
     -------
