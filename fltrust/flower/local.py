@@ -82,7 +82,13 @@ class LocalGrid(Grid):
         return Run.create_empty(run_id=1)
 
     def create_message(self, *args: Any, **kwargs: Any) -> Message:
-        """Not supported (deprecated in Flower): build a ``Message`` directly."""
+        """Not supported (deprecated in Flower): build a ``Message`` directly.
+
+        Parameters
+        ----------
+        *args, **kwargs
+            Those of ``flwr.serverapp.Grid.create_message``.
+        """
         raise NotImplementedError
 
     def get_node_ids(self) -> list[int]:
