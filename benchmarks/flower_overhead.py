@@ -14,14 +14,13 @@ intervals over ``--repeats`` runs (plain and with metrics alternate), the least 
 load on the machine, and their median. "start + end" is the rest of the fastest run (run folder,
 round 0, the last round's metrics, CLEVER, SHAP, files).
 
-    python benchmarks/flower_overhead.py                       # in-process grid, 4 rounds
+    python benchmarks/flower_overhead.py                       # in-process (fltrust.flower.run_local), 4 rounds
     python benchmarks/flower_overhead.py --runtime simulation  # Flower's Simulation Runtime (Ray)
 """
 
 from __future__ import annotations
 
 import argparse
-import copy
 import os
 import statistics
 import sys
@@ -37,7 +36,7 @@ from torch.utils.data import DataLoader, TensorDataset
 os.environ.setdefault("FLWR_TELEMETRY_ENABLED", "0")
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from flwr.app import ArrayRecord, ConfigRecord, Context, Error, Message, MetricRecord, RecordDict
+from flwr.app import ArrayRecord, ConfigRecord, Context, Message, MetricRecord, RecordDict
 from flwr.clientapp import ClientApp
 from flwr.serverapp import Grid, ServerApp
 from flwr.serverapp.strategy import FedAvg
@@ -115,51 +114,6 @@ def build_apps(*, metrics: bool, per_round: int, shapley: str, rounds: int, samp
     return server, client
 
 
-class InProcessGrid(Grid):
-    """SuperNodes as ClientApp calls in this process (one Context per node), no Ray, no network."""
-
-    def __init__(self, client_app: ClientApp, num_nodes: int) -> None:
-        from flwr.common.constant import SUPERLINK_NODE_ID
-        from flwr.supercore.task_identity import TaskIdentity
-
-        self.app = client_app
-        self.contexts = {100 + p: Context(run_id=1, node_id=100 + p, node_config={"partition-id": p, "num-partitions":
-                                          num_nodes}, state=RecordDict(), run_config={}) for p in range(num_nodes)}
-        TaskIdentity.task_id, TaskIdentity.run_id, TaskIdentity.node_id = 1, 1, SUPERLINK_NODE_ID
-
-    def set_run(self, run) -> None:
-        pass
-
-    @property
-    def run(self):
-        from flwr.supercore.run import Run
-
-        return Run.create_empty(run_id=1)
-
-    def create_message(self, *args, **kwargs):
-        raise NotImplementedError
-
-    def get_node_ids(self):
-        return list(self.contexts)
-
-    def push_messages(self, messages):
-        raise NotImplementedError
-
-    def pull_messages(self, message_ids):
-        raise NotImplementedError
-
-    def send_and_receive(self, messages, *, timeout=None):
-        replies = []
-        for message in messages:  # a runtime serialises the message: the client gets its own copy
-            delivered = Message(copy.deepcopy(message.content), dst_node_id=message.metadata.dst_node_id,
-                                message_type=message.metadata.message_type)
-            try:
-                replies.append(self.app(message=delivered, context=self.contexts[message.metadata.dst_node_id]))
-            except Exception as exc:  # noqa: BLE001 - as a runtime, an error reply
-                replies.append(Message(Error(code=0, reason=f"{type(exc).__name__}: {exc}"), reply_to=delivered))
-        return replies
-
-
 def run_once(args: argparse.Namespace, *, metrics: bool, per_round: int, shapley: str) -> tuple[list[float], float]:
     """``(s of each round 2..R, s of start + end)`` of one run."""
     times: list[float] = []
@@ -168,8 +122,7 @@ def run_once(args: argparse.Namespace, *, metrics: bool, per_round: int, shapley
                                     samples=args.samples, out_dir=out, times=times)
         start = time.perf_counter()
         if args.runtime == "local":
-            server(grid=InProcessGrid(client, NUM_CLIENTS),
-                   context=Context(run_id=1, node_id=0, node_config={}, state=RecordDict(), run_config={}))
+            ft.run_local(server, client, NUM_CLIENTS)
         else:
             from flwr.simulation import run_simulation
 

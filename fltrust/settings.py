@@ -8,6 +8,11 @@ app: :func:`fltrust.flower.instrument`), or let an experiment configuration buil
 :func:`fltrust.config.fairness_settings` / :func:`fltrust.config.trust_settings`, which construct
 these same objects, so the checks below are the only ones and run once.
 
+Each field the YAML can set is written once, in :class:`FairnessOptions` / :class:`TrustOptions`:
+the settings derive from them (adding the mode-level switches that have no YAML key), and so do
+the YAML sections (:class:`fltrust.config.FairnessConfig` / :class:`fltrust.config.TrustConfig`,
+adding ``enabled``).
+
 A ``None`` switch means "the mode's default"; after construction every switch holds a concrete
 value (:data:`FAIRNESS_MODE_DEFAULTS`, :data:`TRUST_MODE_DEFAULTS`; the modes and their defaults
 are defined in :mod:`fltrust.names`).
@@ -43,9 +48,11 @@ from fltrust.names import (
 
 __all__ = [
     "FAIRNESS_MODE_DEFAULTS",
+    "FairnessOptions",
     "FairnessSettings",
     "SettingsError",
     "TRUST_MODE_DEFAULTS",
+    "TrustOptions",
     "TrustSettings",
     "show",
 ]
@@ -123,13 +130,18 @@ AUTO_EXACT_PLAYERS = 6
 SAMPLER_PERMUTATIONS = 10
 
 
-@dataclass(frozen=True)
-class FairnessSettings:
-    """Settings of the Federated Fairness Analytics metrics; ``None`` means "the mode's default".
+NOTION_WEIGHTS = (0.25, 0.25, 0.25, 0.25)
+"""Default weights of (f_j, f_g, f_r, f_o) in F_T: equal."""
 
-    Build it with ``FairnessSettings(mode="corrected", reward="instantaneous")``; an experiment
-    config builds the same object (:func:`fltrust.config.fairness_settings`). After
-    construction every switch holds a concrete value (see :data:`FAIRNESS_MODE_DEFAULTS`).
+
+@dataclass(frozen=True)
+class FairnessOptions:
+    """The Federated Fairness Analytics settings an experiment config can set: each field once.
+
+    The fields that :class:`FairnessSettings` (the observer's settings) and the YAML section
+    ``metrics.fairness`` (:class:`fltrust.config.FairnessConfig`, these fields plus ``enabled``)
+    share, with their defaults. Not validated on its own: build a :class:`FairnessSettings`. A
+    ``None`` switch means "the mode's default" (:data:`FAIRNESS_MODE_DEFAULTS`).
 
     Attributes
     ----------
@@ -159,11 +171,6 @@ class FairnessSettings:
         f_g as coded (faithful; :func:`~fltrust.metrics.fairness.authors_group_fairness`, not
         equalised odds) or the equalised-odds difference between label groups computed with
         fairlearn (corrected; :func:`~fltrust.metrics.fairness.equalized_odds_group_fairness`).
-    jain_zero_guard : {"authors", "all_zero_is_one"}
-        Degenerate cases of J. ``"authors"`` (faithful): f_j has no guard (all-zero gains give
-        NaN), f_r is 1 when the reward ratios sum to exactly 0. ``"all_zero_is_one"``
-        (corrected): ``J(all zero) = 1`` for both, ``J(empty) = NaN``. A mode-level item of
-        spec 9; the YAML configuration has no key for it.
     shapley : {"exact", "monte_carlo", "permutation", "auto"}
         How FedSV is computed (:func:`fltrust.metrics.shapley.federated_shapley`). ``"exact"``
         (default): all ``2^m - 1`` coalitions (1,023 coalition models at 10 participants).
@@ -185,15 +192,19 @@ class FairnessSettings:
         ``"permutation"``: a walk stops when the remaining gain ``|U(S) - U(prefix)|`` is at
         most this fraction of ``|U(S)|`` (0, default: never).
     notion_weights : tuple of 4 float
-        Weights of (f_j, f_g, f_r, f_o) in F_T (paper Eq. 12), normalised to sum 1.
+        Weights of (f_j, f_g, f_r, f_o) in F_T (paper Eqs. 12-13), normalised to sum 1; equal by
+        default (a list in the YAML).
     sensitive_attributes : tuple of int or None
-        Label values whose groups f_g compares. ``None``: an experiment config uses the authors'
-        list for its dataset and strategy
-        (:func:`~fltrust.metrics.fairness.default_sensitive_attributes`); the observer on its own
+        Label values whose groups f_g compares (a list in the YAML). ``None``: an experiment
+        config uses the authors' list for its dataset and strategy (fairness spec 4,
+        :func:`~fltrust.metrics.fairness.default_sensitive_attributes`); the observer on its own
         (a Flower app) uses every label of the model's classes.
     aux_batch_size : int or None
-        Aux-set samples per forward pass of the FedSV coalition evaluation (speed and memory
-        only; ``None`` = automatic).
+        Aux-set samples per forward pass of the FedSV coalition evaluation (all coalition models
+        at once); ``None`` = automatic (about 32 MB of activations on CPU, 1 GB on CUDA). Speed
+        and memory only: with ``training.loss_scaling: per_batch_sum`` the losses are still
+        summed per mini-batch of ``training.batch_size``, as the authors did. Not part of the
+        run id.
     """
 
     mode: FairnessMode = "faithful"
@@ -202,16 +213,38 @@ class FairnessSettings:
     nonpositive_policy: str | None = None
     reward: str | None = None
     group_metric: str | None = None
-    jain_zero_guard: str | None = None
     shapley: str = "exact"
     shapley_permutations: int = 200
     exact_max_players: int = 10
     shapley_auto_exact_players: int = AUTO_EXACT_PLAYERS
     shapley_sampler_permutations: int = SAMPLER_PERMUTATIONS
     shapley_truncation: float = 0.0
-    notion_weights: tuple[float, float, float, float] = (0.25, 0.25, 0.25, 0.25)
+    notion_weights: tuple[float, float, float, float] = NOTION_WEIGHTS
     sensitive_attributes: tuple[int, ...] | None = None
     aux_batch_size: int | None = None
+
+
+@dataclass(frozen=True)
+class FairnessSettings(FairnessOptions):
+    """Settings of the Federated Fairness Analytics metrics; ``None`` means "the mode's default".
+
+    Build it with ``FairnessSettings(mode="corrected", reward="instantaneous")``; an experiment
+    config builds the same object (:func:`fltrust.config.fairness_settings`). After
+    construction every switch holds a concrete value (see :data:`FAIRNESS_MODE_DEFAULTS`).
+
+    Attributes
+    ----------
+    mode, shapley_include_empty, coalition_weighting, nonpositive_policy, reward, group_metric
+        See :class:`FairnessOptions`, like every field the YAML can set (``shapley``,
+        ``notion_weights``, ...).
+    jain_zero_guard : {"authors", "all_zero_is_one"}
+        Degenerate cases of J. ``"authors"`` (faithful): f_j has no guard (all-zero gains give
+        NaN), f_r is 1 when the reward ratios sum to exactly 0. ``"all_zero_is_one"``
+        (corrected): ``J(all zero) = 1`` for both, ``J(empty) = NaN``. A mode-level item of
+        spec 9; the YAML configuration has no key for it.
+    """
+
+    jain_zero_guard: str | None = None
 
     def __post_init__(self) -> None:
         owner = "FairnessSettings"
@@ -266,59 +299,58 @@ FEATURE_IMPORTANCE_METHODS = ("class_sums", "feature_mean_abs")
 
 
 @dataclass(frozen=True)
-class TrustSettings:
-    """Settings of the FederatedTrust FactSheet and score; ``None`` switches = the mode's default.
+class TrustOptions:
+    """The FederatedTrust settings an experiment config can set: each field once.
 
-    Build it with ``TrustSettings(mode="fixed")``; an experiment config builds the same object
-    (:func:`fltrust.config.trust_settings`).
+    The fields that :class:`TrustSettings` (the observer's settings) and the YAML section
+    ``metrics.trust`` (:class:`fltrust.config.TrustConfig`, these fields plus ``enabled``) share,
+    with their defaults. Not validated on its own: build a :class:`TrustSettings`.
 
     Attributes
     ----------
     mode : {"prototype", "paper", "fixed", "extended"}
         ``"prototype"`` (default): the authors' released code. ``"paper"``: the normalisations
-        that best reproduce the paper's Figures 4-5. ``"fixed"``: every bug fix. ``"extended"``:
-        all 36 taxonomy metrics plus sustainability; it measures the run from the experiment's
-        data (membership inference, evasion), so it needs an experiment config
-        (:func:`fltrust.experiment.trust_observer`).
-    entropy_method, class_imbalance_method, feature_importance_method : str
-        Statistic variants (:mod:`fltrust.trust.measures.statistics`, :mod:`fltrust.trust.measures.explainability`).
-    cap_cvs, cap_fi : bool
-        Cap the fairness CVs / the feature-importance CV at 1.
-    nan_is_missing : bool
-        A NaN FactSheet value counts as missing (the prototype counts only ``None`` and ``""``).
+        that best reproduce the paper's Figures 4-5. ``"fixed"``: every spec-9 fix.
+        ``"extended"``: all 36 taxonomy metrics plus nebula's sustainability pillar, measured
+        where the kit can (see ``fltrust/trust/definitions/extended.yaml``); it measures the run
+        from the experiment's data (membership inference, evasion), so it needs an experiment
+        config (:func:`fltrust.experiment.trust_observer`).
     metrics_file : str or None
         A user's own pillar/notion/metric definitions (YAML or JSON); ``None`` = the packaged ones.
     clever_samples : int
         Test points for CLEVER (0 disables).
     clever_nb_batches, clever_batch_size, clever_radius, clever_norm, clever_pool_factor
-        ART ``clever_u`` parameters (prototype defaults).
+        ART ``clever_u`` parameters (defaults as in the prototype, trust spec 3.10).
     shap_background, shap_samples : int
-        SHAP background and explained sample counts (prototype: 8 and 2; 0 samples disables).
+        SHAP DeepExplainer background and explained sample counts (prototype: 8 and 2; 0 samples
+        disables).
     shap_nsamples : int
-        Samples per explained input when SHAP falls back to GradientExplainer (models
-        DeepExplainer cannot take); 200 is SHAP's own default.
+        Samples per explained input when SHAP falls back to GradientExplainer (models DeepExplainer
+        cannot take, e.g. ConvNet2); 200 is SHAP's own default.
     client_selector : str
-        Written to ``participants/client_selector``.
-    score_every_round : bool
-        Score the FactSheet so far after every round (``trust_score`` in the round's trust
-        observation); cheap: no model is evaluated (see next).
-    model_metrics_every_round : bool
-        Also measure CLEVER and the SHAP feature importance of every round's global model for
-        that score (about 1 s and 3 s per round for a small CNN on one core). Off (default): they
-        are measured once, at run end, and the per-round score holds them as missing.
-    evasion_eps, evasion_samples, evasion_pgd_steps, mia_samples, reference_samples,
-    reputation_tolerance, country_iso_code, declared
-        Extended mode only (see :class:`fltrust.config.TrustConfig`); the declarations are
-        checked by :func:`fltrust.trust.measures.governance.validate_declarations` where they are read.
+        Name written to ``participants/client_selector`` (the engine samples uniformly).
+    evasion_eps, evasion_samples, evasion_pgd_steps
+        Extended mode: L-infinity budget, test samples and PGD iterations of the ART FGSM/PGD
+        evasion attacks (empirical robustness; 0 samples disables).
+    mia_samples : int
+        Extended mode: members and non-members each in the membership-inference attack (0 disables).
+    reference_samples : int
+        Extended mode: test rows on which the server judges each returned client model
+        (client reputation).
+    reputation_tolerance : float
+        Extended mode: a client interaction is negative when its model's reference loss exceeds
+        ``(1 + tolerance)`` times its peers' median.
+    country_iso_code : str
+        Extended mode: ISO 3166-1 alpha-3 code of where the run executes; CodeCarbon's offline
+        grid intensity for it gives the run's emissions (no network access).
+    declared : dict
+        Extended mode: values only a person can state -- ``testing_coverage`` (0..1),
+        ``anonymisation``, ``simplification``, ``model_replacement``, ``encryption``; checked by
+        :func:`fltrust.trust.measures.governance.validate_declarations` where they are read
+        (see ``fltrust.trust.measures.governance.DECLARATIONS``).
     """
 
     mode: TrustMode = "prototype"
-    entropy_method: str | None = None
-    class_imbalance_method: str | None = None
-    feature_importance_method: str | None = None
-    cap_cvs: bool | None = None
-    cap_fi: bool | None = None
-    nan_is_missing: bool | None = None
     metrics_file: str | None = None
     clever_samples: int = 1
     clever_nb_batches: int = 10
@@ -330,8 +362,6 @@ class TrustSettings:
     shap_samples: int = 2
     shap_nsamples: int = 200
     client_selector: str = "uniform"
-    score_every_round: bool = True
-    model_metrics_every_round: bool = False
     evasion_eps: float = 0.1
     evasion_samples: int = 200
     evasion_pgd_steps: int = 10
@@ -340,6 +370,42 @@ class TrustSettings:
     reputation_tolerance: float = 0.5
     country_iso_code: str = "CHE"
     declared: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class TrustSettings(TrustOptions):
+    """Settings of the FederatedTrust FactSheet and score; ``None`` switches = the mode's default.
+
+    Build it with ``TrustSettings(mode="fixed")``; an experiment config builds the same object
+    (:func:`fltrust.config.trust_settings`).
+
+    Attributes
+    ----------
+    mode, metrics_file, clever_samples, ..., declared
+        See :class:`TrustOptions`: every field the YAML can set.
+    entropy_method, class_imbalance_method, feature_importance_method : str
+        Statistic variants (:mod:`fltrust.trust.measures.statistics`, :mod:`fltrust.trust.measures.explainability`).
+    cap_cvs, cap_fi : bool
+        Cap the fairness CVs / the feature-importance CV at 1.
+    nan_is_missing : bool
+        A NaN FactSheet value counts as missing (the prototype counts only ``None`` and ``""``).
+    score_every_round : bool
+        Score the FactSheet so far after every round (``trust_score`` in the round's trust
+        observation); cheap: no model is evaluated (see next).
+    model_metrics_every_round : bool
+        Also measure CLEVER and the SHAP feature importance of every round's global model for
+        that score (about 1 s and 3 s per round for a small CNN on one core). Off (default): they
+        are measured once, at run end, and the per-round score holds them as missing.
+    """
+
+    entropy_method: str | None = None
+    class_imbalance_method: str | None = None
+    feature_importance_method: str | None = None
+    cap_cvs: bool | None = None
+    cap_fi: bool | None = None
+    nan_is_missing: bool | None = None
+    score_every_round: bool = True
+    model_metrics_every_round: bool = False
 
     def __post_init__(self) -> None:
         owner = "TrustSettings"

@@ -89,3 +89,37 @@ def test_the_config_sections_default_to_the_settings_defaults():
         assert keys <= {f.name for f in fields(settings)}, keys - {f.name for f in fields(settings)}
     assert fairness_settings(FairnessConfig()) == FairnessSettings()
     assert trust_settings(TrustConfig()) == TrustSettings()
+
+
+def test_each_yaml_key_is_a_field_of_the_options_the_settings_and_the_section_share():
+    """The sections derive from the options (plus ``enabled``); the mode-level switches stay off the YAML."""
+    from dataclasses import fields
+
+    from fltrust.config import ConfigError, ExperimentConfig, FairnessConfig, TrustConfig
+    from fltrust.settings import FairnessOptions, TrustOptions
+
+    for config, options, settings, switches in (
+        (FairnessConfig, FairnessOptions, FairnessSettings, {"jain_zero_guard"}),
+        (TrustConfig, TrustOptions, TrustSettings, set(TRUST_MODE_DEFAULTS["fixed"]) | {"score_every_round",
+                                                                                         "model_metrics_every_round"}),
+    ):
+        assert issubclass(config, options) and issubclass(settings, options) and not issubclass(config, settings)
+        assert [f.name for f in fields(config)] == [f.name for f in fields(options)] + ["enabled"]
+        assert {f.name for f in fields(settings)} - {f.name for f in fields(options)} == switches
+    with pytest.raises(ConfigError, match=r"unknown key\(s\) \['metrics\.trust\.cap_fi'\] in metrics\.trust"):
+        ExperimentConfig.from_dict({"metrics": {"trust": {"cap_fi": True}}})
+    with pytest.raises(ConfigError, match=r"unknown key\(s\) \['metrics\.fairness\.jain_zero_guard'\]"):
+        ExperimentConfig.from_dict({"metrics": {"fairness": {"jain_zero_guard": "authors"}}})
+
+
+def test_the_fairness_section_keeps_yaml_lists_and_the_settings_make_them_tuples():
+    from fltrust.config import ExperimentConfig, fairness_settings
+
+    cfg = ExperimentConfig.from_dict({"metrics": {"fairness": {"notion_weights": [1, 1, 0, 0],
+                                                               "sensitive_attributes": [2, 3]}}})
+    section = cfg.metrics.fairness
+    assert (section.notion_weights, section.sensitive_attributes) == ([1.0, 1.0, 0.0, 0.0], [2, 3])
+    assert type(section.notion_weights) is list and type(section.sensitive_attributes) is list
+    settings = fairness_settings(section)
+    assert settings.notion_weights == (1.0, 1.0, 0.0, 0.0)  # F_T normalises them where it weighs the notions
+    assert settings.sensitive_attributes == (2, 3)

@@ -19,6 +19,9 @@ Two ways in (Flower 1.42, Message API; the legacy ``flwr.server.strategy`` API i
   ServerApp + ClientApp on Flower's Simulation Runtime (Ray backend):
   :class:`fltrust.flower.engine.FlowerEngine`, itself built on the two pieces above.
 
+A ServerApp and its ClientApp (yours, or the Flower engine's) also run in this process, without
+Ray: :func:`run_local`, on a :class:`LocalGrid` (tests and benchmarks use it).
+
 Importing this package checks the Flower version: anything but ``flwr`` 1.42.x is a one-line
 :class:`FlowerVersionError`.
 """
@@ -42,6 +45,7 @@ from fltrust.flower.adapter import (  # noqa: E402  (after the version check, on
 )
 from fltrust.flower.app import InstrumentedStrategy, as_tensors, client_report, instrument  # noqa: E402
 from fltrust.flower.client import ClientReport  # noqa: E402
+from fltrust.flower.local import LocalGrid, run_local  # noqa: E402
 from fltrust.flower.records import arrays_to_params, params_to_arrays  # noqa: E402
 from fltrust.flower.strategies import Ditto, QFedAvg, build_flower_strategy  # noqa: E402
 from fltrust.settings import FairnessSettings, TrustSettings  # noqa: E402
@@ -57,8 +61,8 @@ def __getattr__(name: str):
 
 __all__ = [
     "FLOWER_VERSION", "REQUIRED_FLOWER", "ClientReport", "ClientRow", "Ditto", "FairnessSettings", "FlowerEngine",
-    "FlowerVersionError", "InstrumentedStrategy", "ObservedLegacyStrategy", "ObservedStrategy", "ObserverSink",
+    "FlowerVersionError", "InstrumentedStrategy", "LocalGrid", "ObservedLegacyStrategy", "ObservedStrategy", "ObserverSink",
     "QFedAvg", "RoundSink", "TrustSettings", "arrays_to_params", "as_tensors", "aux_evaluate_fn",
     "build_flower_strategy", "client_report", "discover_partitions", "instrument", "params_to_arrays",
-    "partition_query_reply", "require_flower",
+    "partition_query_reply", "require_flower", "run_local",
 ]

@@ -10,11 +10,11 @@ metrics (paper Table 2) with the normalisations of paper Table 3 / the authors' 
 
 Scoring modules (cheap to import):
 
-- :mod:`fltrust.trust.normalization` -- score types (true_score, ranges, score_mapping, ...);
-- :mod:`fltrust.trust.operations` -- raw values from factsheet fields (check_properties,
-  global privacy risk, ...);
 - :mod:`fltrust.trust.scoring` -- definitions files, bug-fix switches, :func:`score_factsheet`
-  (modules ``definitions``, ``fixes`` and ``engine``);
+  (modules ``definitions``, ``fixes`` and ``engine``), and the metrics' two steps:
+  ``operations`` (raw values from factsheet fields: check_properties, global privacy risk, ...)
+  and ``normalization`` (score types: true_score, ranges, score_mapping, ...); both are also
+  reachable as ``from fltrust.trust import operations, normalization`` (the derivations notebook);
 - :mod:`fltrust.trust.report` -- :class:`TrustReport`, plot and writer.
 
 The metric definitions ship as YAML in ``fltrust/trust/definitions/`` (``prototype.yaml``,
@@ -38,8 +38,6 @@ The metric definitions ship as YAML in ``fltrust/trust/definitions/`` (``prototy
 Spec and bug references ("fairness spec §N", "trust spec §N", "Bn") are defined in ``docs/references.md``.
 """
 
-from fltrust.trust.normalization import NormalizationError, TrustScoreWarning
-from fltrust.trust.operations import check_properties, get_global_privacy_risk, resolve_field
 from fltrust.trust.report import (
     MetricResult,
     NotionResult,
@@ -59,6 +57,11 @@ from fltrust.trust.scoring import (
     load_definitions,
     score_factsheet,
 )
+# the two modules lived here before they joined the scoring package (notebooks import them from here)
+from fltrust.trust.scoring import normalization as normalization
+from fltrust.trust.scoring import operations as operations
+from fltrust.trust.scoring.normalization import NormalizationError, TrustScoreWarning
+from fltrust.trust.scoring.operations import check_properties, get_global_privacy_risk, resolve_field
 
 __all__ = [
     "ALL_MODES",

@@ -1,84 +1,22 @@
-"""Flower test helpers: an in-process Grid (no Ray, no network) and tiny configurations.
+"""Flower test helpers: the in-process Grid (no Ray, no network) and tiny configurations.
 
-:class:`LocalGrid` calls a ClientApp directly for each message, like Flower's runtimes do
-(one ``Context`` per node, kept across rounds, node config ``partition-id`` / ``num-partitions``).
-The fast tests run the adapter and the Flower engine's ServerApp/ClientApp on it; the ``slow``
-tests use the real Simulation Runtime (Ray) and a real SuperLink deployment.
+:class:`LocalGrid` (:mod:`fltrust.flower.local`) calls a ClientApp directly for each message, like
+Flower's runtimes do (one ``Context`` per node, kept across rounds, node config ``partition-id`` /
+``num-partitions``). The fast tests run the adapter and the Flower engine's ServerApp/ClientApp on
+it; the ``slow`` tests use the real Simulation Runtime (Ray) and a real SuperLink deployment.
 """
 
 from __future__ import annotations
-
-import copy
-import threading
 
 import pytest
 
 pytest.importorskip("flwr")
 
-from flwr.app import Context, Error, Message, RecordDict
-from flwr.serverapp import Grid
-
 from fltrust.config import ExperimentConfig, TrainingConfig
+from fltrust.flower.local import LocalGrid as LocalGrid  # the tests import it from here
+from fltrust.flower.local import run_local
 
 SEQUENTIAL = "vectorize" in TrainingConfig.__dataclass_fields__
-
-
-class LocalGrid(Grid):
-    """A Grid whose SuperNodes are ClientApp calls in this process (node ids 1000 + partition)."""
-
-    def __init__(self, client_app, num_nodes: int, run_config: dict | None = None) -> None:
-        self.app = client_app
-        self.contexts = {
-            1000 + p: Context(run_id=1, node_id=1000 + p, node_config={"partition-id": p, "num-partitions": num_nodes},
-                              state=RecordDict(), run_config=dict(run_config or {}))
-            for p in range(num_nodes)
-        }
-        self.sent: list[Message] = []
-        self.lock = threading.Lock()  # the legacy server sends from several threads; run one ClientApp at a time
-        # what a runtime sets for the ServerApp process (run_simulation does the same)
-        from flwr.common.constant import SUPERLINK_NODE_ID
-        from flwr.supercore.task_identity import TaskIdentity
-
-        TaskIdentity.task_id, TaskIdentity.run_id, TaskIdentity.node_id = 1, 1, SUPERLINK_NODE_ID
-
-    def set_run(self, run) -> None:
-        pass
-
-    @property
-    def run(self):
-        from flwr.supercore.run import Run
-
-        return Run.create_empty(run_id=1)
-
-    def create_message(self, *args, **kwargs):
-        raise NotImplementedError
-
-    def get_node_ids(self):
-        return list(self.contexts)
-
-    def push_messages(self, messages):
-        raise NotImplementedError
-
-    def pull_messages(self, message_ids):
-        raise NotImplementedError
-
-    def send_and_receive(self, messages, *, timeout=None):
-        with self.lock:
-            return self._deliver(messages)
-
-    def _deliver(self, messages):
-        replies = []
-        for message in messages:
-            self.sent.append(message)
-            # a real runtime serialises the message: the client gets its own copy
-            delivered = Message(copy.deepcopy(message.content), dst_node_id=message.metadata.dst_node_id,
-                                message_type=message.metadata.message_type)
-            try:
-                reply = self.app(message=delivered, context=self.contexts[message.metadata.dst_node_id])
-            except Exception as exc:  # noqa: BLE001 - a runtime turns a ClientApp failure into an error reply
-                reply = Message(Error(code=0, reason=f"{type(exc).__name__}: {exc}"), reply_to=delivered)
-            replies.append(reply)
-        return replies
 
 
 def tiny_config(engine: str = "inprocess", **sections) -> ExperimentConfig:
@@ -105,9 +43,7 @@ def local_flower(monkeypatch):
     from fltrust.flower import engine as flower_engine
 
     def simulate(self, server_app, payload):
-        grid = LocalGrid(flower_engine.build_client_app(payload), self.fed.num_clients)
-        server_app(grid=grid, context=Context(run_id=1, node_id=0, node_config={}, state=RecordDict(), run_config={}))
-        self.local_grid = grid
+        self.local_grid = run_local(server_app, flower_engine.build_client_app(payload), self.fed.num_clients)
 
     monkeypatch.setattr(flower_engine.FlowerEngine, "_simulate", simulate)
     return flower_engine

@@ -1,7 +1,12 @@
 """FederatedTrust scoring: a FactSheet -> metric, notion, pillar and trust scores (trust spec 2-3, 7-9).
 
-Three modules, each importable on its own and cheap to import (no torch, no scipy):
+Five modules, each importable on its own and cheap to import (no torch, no scipy):
 
+- :mod:`fltrust.trust.scoring.operations` -- a metric's first step: its raw value from its
+  factsheet fields (:func:`~fltrust.trust.scoring.operations.resolve_field`,
+  ``check_properties``, the global privacy risk, ...);
+- :mod:`fltrust.trust.scoring.normalization` -- its second step: the score types that map the raw
+  value onto [0, 1] (``true_score``, ``ranges``, ``score_mapping``, ...);
 - :mod:`fltrust.trust.scoring.definitions` -- the metric tree (pillar -> notion -> metric) and
   its YAML/JSON files: :func:`load_definitions`, :class:`Definitions`, :class:`MetricDefinition`,
   the modes and :class:`DefinitionsError`;
@@ -11,7 +16,9 @@ Three modules, each importable on its own and cheap to import (no torch, no scip
   rounding, provenance (extended mode).
 
 The packaged definitions files stay in ``fltrust/trust/definitions/`` (``prototype.yaml``,
-``paper.yaml``, ``extended.yaml``). Every name is importable from here:
+``paper.yaml``, ``extended.yaml``). Every name of ``definitions``, ``fixes`` and ``engine`` is
+importable from here; ``operations`` and ``normalization`` are used as modules
+(``from fltrust.trust.scoring import operations as ops``):
 
 >>> from fltrust.trust.scoring import score_factsheet
 >>> score_factsheet({"participants": {"client_num": 10}}, mode="fixed").metric("scale").score

@@ -2,8 +2,8 @@
 
 A *definitions* document (YAML or JSON; the packaged ones are ``fltrust/trust/definitions/*.yaml``)
 names, per metric, the FactSheet fields it reads, the *operation* applied to them
-(:mod:`fltrust.trust.operations`, :data:`OPERATION_ARITY`) and the score *type*
-(:mod:`fltrust.trust.normalization`, :data:`TYPE_PARAMETERS`), with optional weights (paper
+(:mod:`fltrust.trust.scoring.operations`, :data:`OPERATION_ARITY`) and the score *type*
+(:mod:`fltrust.trust.scoring.normalization`, :data:`TYPE_PARAMETERS`), with optional weights (paper
 Table 2 metrics, Table 3 normalisations; trust spec sections 2-3). :func:`load_definitions` reads
 fltrust's layout or the prototype's own ``eval_metrics`` JSON and validates every key, so that a
 bad file fails with one line naming the file, the key and the fix (:class:`DefinitionsError`).
@@ -33,7 +33,7 @@ from typing import Any
 import yaml
 
 from fltrust.names import EXTENDED_TRUST_MODE, PAPER_TREE_TRUST_MODES, TRUST_MODES, TRUST_SCORING_DEFAULTS, TrustMode
-from fltrust.trust import normalization as norm
+from fltrust.trust.scoring import normalization as norm
 
 MODES = PAPER_TREE_TRUST_MODES
 """The modes that score the paper's implemented 20-metric tree (6 pillars)."""
@@ -79,7 +79,7 @@ TYPE_PARAMETERS: dict[str, tuple[frozenset[str], frozenset[str]]] = {
     "score_map_value": (frozenset({"score_map"}), frozenset()),
     "property_check": (frozenset(), frozenset()),
 }
-"""Score types (see :mod:`fltrust.trust.normalization`) and the metric keys each one uses."""
+"""Score types (see :mod:`fltrust.trust.scoring.normalization`) and the metric keys each one uses."""
 
 _TOP_KEYS = frozenset({"name", "description", "pillar_aggregation", "use_provenance", "pillars"})
 _PILLAR_KEYS = frozenset({"weight", "label", "description", "notions"})

@@ -6,8 +6,8 @@ Table 2 metrics, Table 3 normalisations); trust spec sections 2-3 (engine and me
 
 The engine knows nothing about federated learning. A definitions tree
 (:mod:`fltrust.trust.scoring.definitions`) names, per metric, the factsheet fields it reads, the
-*operation* (:mod:`fltrust.trust.operations`) and the score *type*
-(:mod:`fltrust.trust.normalization`); the fixes of :mod:`fltrust.trust.scoring.fixes` change
+*operation* (:mod:`fltrust.trust.scoring.operations`) and the score *type*
+(:mod:`fltrust.trust.scoring.normalization`); the fixes of :mod:`fltrust.trust.scoring.fixes` change
 that tree or switch engine behaviours. Scores are then aggregated bottom-up:
 
 .. math::
@@ -64,10 +64,10 @@ from typing import Any
 import numpy as np
 
 from fltrust.names import TrustMode
-from fltrust.trust import normalization as norm
-from fltrust.trust import operations as ops
 from fltrust.trust.factsheet.schema import PROVENANCE_SECTION, PROVENANCE_STATUSES
 from fltrust.trust.report import MetricResult, NotionResult, PillarResult, TrustReport
+from fltrust.trust.scoring import normalization as norm
+from fltrust.trust.scoring import operations as ops
 from fltrust.trust.scoring.definitions import (
     ALL_MODES,
     MODE_DEFAULTS,

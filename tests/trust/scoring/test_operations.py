@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from fltrust.trust.operations import (
+from fltrust.trust.scoring.operations import (
     check_client_selector,
     check_properties,
     get_capped_value,

@@ -8,7 +8,7 @@ import warnings
 import numpy as np
 import pytest
 
-from fltrust.trust.normalization import (
+from fltrust.trust.scoring.normalization import (
     NormalizationError,
     TrustScoreWarning,
     breakpoint_score,

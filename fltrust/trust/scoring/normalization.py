@@ -338,7 +338,7 @@ def property_score(value: Any) -> float:
     Parameters
     ----------
     value : float
-        Output of :func:`fltrust.trust.operations.check_properties` (or of another 0..1
+        Output of :func:`fltrust.trust.scoring.operations.check_properties` (or of another 0..1
         operation such as ``check_client_selector``), in [0, 1].
 
     Returns
