@@ -14,6 +14,9 @@ and trust observers receive the engine-neutral records of :mod:`fltrust.core.rec
 - :mod:`fltrust.fl.training` -- local training on one client (optimisers, proximal terms, local DP-SGD);
 - :mod:`fltrust.fl.vectorized` -- the sampled clients of a round trained side by side as one stacked
   model (same batch order and per-sample means as :mod:`~fltrust.fl.training`, less per-step overhead);
+  its parts: :mod:`fltrust.fl.schedule` (every client's mini-batches per stacked step),
+  :mod:`fltrust.fl.stacked_optimizer` (Adam / SGD on the stacked parameters) and
+  :mod:`fltrust.fl.batched_evaluation` (per-client evaluations batched across the round's clients);
 - :mod:`fltrust.fl.privacy` -- differential privacy: noise calibration, the epsilon spent, server-side
   DP and NbAFL.
 """

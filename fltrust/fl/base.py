@@ -30,7 +30,7 @@ from fltrust.federation import Federation, sample_clients
 from fltrust.fl.privacy import NbAFL, calibrate_noise, epsilon_from_history, nbafl_from_config, trainable_mask
 from fltrust.fl.strategies import build_strategy
 from fltrust.fl.training import LocalDP, LocalTrainer
-from fltrust.fl.vectorized import BatchedEvaluator
+from fltrust.fl.batched_evaluation import BatchedEvaluator
 from fltrust.core.params import count_parameters
 from fltrust.runs import RunRecorder
 

@@ -10,6 +10,12 @@ update on a flat ``(m, num_params)`` buffer. ReLU MLPs skip autograd: their pass
 about 40 tensor operations and no allocation (issue 20: about 0.6 ms per NSL-KDD step on one
 thread, 80 % of it the eight batched matmuls).
 
+This module holds when the path applies (:func:`vectorize_reason`), the trainer
+(:class:`VectorTrainer`) and a round's clients as one group (:class:`ClientGroup`); its parts
+live beside it: the batch layout in :mod:`fltrust.fl.schedule`, the optimiser in
+:mod:`fltrust.fl.stacked_optimizer`, the batched evaluation in :mod:`fltrust.fl.batched_evaluation`
+(their names are re-exported here).
+
 What is kept identical to the sequential path (``tests/fl/test_vectorized.py`` checks it):
 
 - **Batch order.** Client k draws its epoch orders with ``torch.randperm`` from a CPU generator
@@ -26,8 +32,8 @@ What is kept identical to the sequential path (``tests/fl/test_vectorized.py`` c
   single-tensor math (L2 weight decay added to the gradient, ``lerp`` first moment, bias
   corrections from the step count as Python floats, ``addcdiv``); SGD (momentum buffer
   initialised with the first gradient, weight decay, dampening 0) written explicitly; each client
-  keeps its own moments (:class:`StackedOptimizer`). Ditto's personal track is plain SGD.
-  Gradient clipping is per client (``clip_grad_norm_``'s formula).
+  keeps its own moments (:class:`~fltrust.fl.stacked_optimizer.StackedOptimizer`). Ditto's
+  personal track is plain SGD. Gradient clipping is per client (``clip_grad_norm_``'s formula).
 - **Proximal terms.** ``mu/2 ||w - c||^2`` with a per-client centre (FedProx: the received model;
   Ditto personal: the client's anchor): gradient ``mu (w - c)``, and the value is included in the
   reported loss as in the sequential path.
@@ -63,10 +69,8 @@ computed on the device in float32 instead of Python floats: results agree to flo
 
 from __future__ import annotations
 
-import math
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 import numpy as np
 import torch
@@ -74,14 +78,16 @@ import torch.nn.functional as F
 from torch import nn
 
 from fltrust.config import ExperimentConfig, TrainingConfig
-from fltrust.core.evaluation import EvalResult, evaluate_datasets, evaluate_stacked, set_params
 from fltrust.core.records import Params
 from fltrust.core.stacked import UnsupportedModel, has_buffers, stacked_loss_pred, stacked_net
+from fltrust.fl.batched_evaluation import MLP_EVAL_ROWS, BatchedEvaluator, mlp_layers
+from fltrust.fl.schedule import BatchSchedule, batch_schedule
+from fltrust.fl.stacked_optimizer import StackedOptimizer
 from fltrust.fl.training import fused_adam as fused_adam_kernel
 
 VECTORIZE_MODES = ("auto", "on", "off")
 
-__all__ = ["VECTORIZE_MODES", "BatchSchedule", "BatchedEvaluator", "ClientGroup", "StackedOptimizer",
+__all__ = ["MLP_EVAL_ROWS", "VECTORIZE_MODES", "BatchSchedule", "BatchedEvaluator", "ClientGroup", "StackedOptimizer",
            "VectorTrainer", "batch_schedule", "vectorize_reason"]
 
 
@@ -123,344 +129,8 @@ def vectorize_reason(cfg: ExperimentConfig, model: nn.Module, clients_per_round:
 
 
 # --------------------------------------------------------------------------------------------
-# Batch schedule
+# The trainer
 # --------------------------------------------------------------------------------------------
-@dataclass
-class BatchSchedule:
-    """Every client's mini-batches for a whole local training, laid out per stacked step.
-
-    Clients are in *stack order* (``order``: descending number of steps, ties by position).
-
-    Attributes
-    ----------
-    index : LongTensor (S, K, B)
-        Row of each batch element in the concatenated data of the K clients (padding: the
-        client's first sample, with weight 0).
-    weight : Tensor (S, K, B)
-        ``1/r`` for the r real samples of the batch, 0 for padding and for finished clients.
-    loss_weight : DoubleTensor (S, K)
-        ``r`` in the client's last epoch (the reported loss), 0 otherwise.
-    active : list of int
-        Number of clients still training at each step (a prefix of the stack).
-    batch_rows : list of list of int
-        Real batch size of each active client at each step (dropout masks).
-    orders : list of LongTensor (E, n_k)
-        The per-epoch permutations (stack order), as ``torch.randperm`` drew them.
-    num_steps : list of int
-        Steps of each client (stack order).
-    report : list of bool
-        Whether step s counts towards some client's reported loss (``loss_weight[s] > 0``); the
-        trainers compute the loss only in those steps.
-    """
-
-    order: list[int]
-    index: torch.Tensor
-    weight: torch.Tensor
-    loss_weight: torch.Tensor
-    active: list[int]
-    batch_rows: list[list[int]]
-    orders: list[torch.Tensor]
-    num_steps: list[int]
-    report: list[bool]
-
-
-def batch_schedule(sizes: Sequence[int], seeds: Sequence[int], epochs: int, batch_size: int,
-                   device: torch.device | str = "cpu", dtype: torch.dtype = torch.float32) -> BatchSchedule:
-    """The sequential path's batch order of every client (same generator, same draws).
-
-    Parameters
-    ----------
-    sizes : sequence of int
-        n_k, the training rows of each of the K clients (their data concatenated in stack order
-        is what ``index`` points into).
-    seeds : sequence of int
-        Each client's training seed (seeds its ``torch.randperm`` generator).
-    epochs : int
-        Local epochs.
-    batch_size : int
-        B, the mini-batch size.
-    device : torch.device or str
-        Where the tensors of the schedule live (default ``"cpu"``; the orders stay on the CPU).
-    dtype : torch.dtype
-        The dtype of ``weight`` (default float32; ``loss_weight`` is float64).
-
-    Returns
-    -------
-    BatchSchedule
-
-    Examples
-    --------
-    >>> s = batch_schedule([3, 1], seeds=[0, 1], epochs=1, batch_size=2)
-    >>> s.order, s.num_steps, s.active, s.batch_rows
-    ([0, 1], [2, 1], [2, 1], [[2, 1], [1]])
-    >>> s.weight[1, 0].tolist()  # client 0's last batch: one real row, one padding
-    [1.0, 0.0]
-    """
-    K, B = len(sizes), int(batch_size)
-    nb = [math.ceil(n / B) for n in sizes]
-    steps = [epochs * b for b in nb]
-    order = sorted(range(K), key=lambda k: -steps[k])
-    S = max(steps) if steps else 0
-    starts = np.concatenate([[0], np.cumsum([sizes[k] for k in order])[:-1]]).astype(np.int64)
-    index = torch.zeros(S, K, B, dtype=torch.long)
-    weight = torch.zeros(S, K, B, dtype=torch.float64)
-    loss_weight = torch.zeros(S, K, dtype=torch.float64)
-    orders = []
-    for j, k in enumerate(order):
-        n = sizes[k]
-        generator = torch.Generator(device="cpu").manual_seed(int(seeds[k]))
-        perms = [torch.randperm(n, generator=generator) for _ in range(epochs)]
-        orders.append(torch.stack(perms) if n else torch.zeros(epochs, 0, dtype=torch.long))
-        if n == 0:
-            continue
-        width = nb[k] * B
-        idx = torch.full((epochs, width), int(starts[j]), dtype=torch.long)
-        idx[:, :n] = orders[-1] + int(starts[j])
-        valid = torch.zeros(epochs, width, dtype=torch.float64)
-        valid[:, :n] = 1.0
-        valid = valid.view(steps[k], B)
-        count = valid.sum(1, keepdim=True)
-        index[: steps[k], j] = idx.view(steps[k], B)
-        weight[: steps[k], j] = valid / count
-        last = slice((epochs - 1) * nb[k], steps[k])
-        loss_weight[last, j] = count[last, 0].double()
-    active = [sum(1 for k in order if steps[k] > s) for s in range(S)]
-    last_rows = [sizes[k] - (nb[k] - 1) * B for k in order]
-    nbs = [nb[k] for k in order]
-    batch_rows = [[B if (s % nbs[j]) != nbs[j] - 1 else last_rows[j] for j in range(active[s])] for s in range(S)]
-    report = (loss_weight > 0).any(1).tolist()
-    return BatchSchedule(order, index.to(device), weight.to(device, dtype), loss_weight.to(device), active,
-                         batch_rows, orders, [steps[k] for k in order], report)
-
-
-# --------------------------------------------------------------------------------------------
-# Optimiser on stacked, flat parameters
-# --------------------------------------------------------------------------------------------
-class StackedOptimizer:
-    """Adam / SGD(+momentum, weight decay) / plain SGD on a ``(K, N)`` parameter buffer.
-
-    Each row is one client's optimiser; :meth:`step` updates only the first ``ka`` rows (the
-    active clients), so a finished client's parameters and state never change. No step allocates:
-    the Adam denominator has its own buffer.
-
-    Two Adam kernels, both ``torch.optim.Adam``'s math element by element:
-
-    - ``fused=False``: the single-tensor implementation (``torch.optim.Adam()`` on CPU, the
-      sequential path's optimiser), bit for bit: ``lerp_``, ``mul_``/``addcmul_``, ``sqrt``,
-      ``div_``/``add_``, ``addcdiv_``; eight passes over the buffer. MKL's vector ``sqrt`` takes
-      a slow special-value path for exact zeros (an MLP's never-active input features keep
-      ``v = 0``: 20 % of NSL-KDD's entries, which made ``sqrt`` 2.7x slower), so ``v`` is first
-      clamped to the smallest normal float: its square root divided by the bias correction then
-      lies far below half an ulp of ``eps``, and the denominator is ``eps`` bit for bit, as
-      before (checked once in ``__init__``, else the plain ``sqrt``).
-    - ``fused=True``: ``torch._fused_adam_``, the kernel of ``torch.optim.Adam(fused=True)``, one
-      pass over the buffer (about 2.5x faster on CPU). It equals ``torch.optim.Adam(fused=True)``
-      bit for bit and the single-tensor Adam to float32 rounding (about 0.3 % of the entries
-      differ by one ulp after a step: ``torch.lerp``/``addcmul`` vs fused multiply-adds).
-    """
-
-    def __init__(self, kind: str, K: int, N: int, *, lr: float, momentum: float = 0.0, weight_decay: float = 0.0,
-                 betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8, device=None, dtype=torch.float32,
-                 fused: bool = False) -> None:
-        self.kind, self.lr, self.momentum, self.weight_decay = kind, float(lr), float(momentum), float(weight_decay)
-        self.beta1, self.beta2 = betas
-        self.eps = eps
-        self.steps = 0
-        self.fused = bool(fused) and kind == "adam"
-
-        def zeros():
-            return torch.zeros(K, N, device=device, dtype=dtype)
-
-        self.exp_avg = zeros() if kind == "adam" else None
-        self.exp_avg_sq = zeros() if kind == "adam" else None
-        self.buf = zeros() if kind == "sgd" and self.momentum != 0 else None
-        self._denom = torch.empty(K, N, device=device, dtype=dtype) if kind == "adam" and not self.fused else None
-        self._step_t = torch.zeros((), device=device, dtype=torch.float32) if self.fused else None
-        tiny = torch.finfo(dtype).tiny
-        # sqrt(tiny) / sqrt(1 - beta2) (the first step's bias correction, the smallest) is below
-        # 2^-30 eps: adding eps rounds it away, whatever the rounding of sqrt and division
-        exact_floor = kind == "adam" and math.sqrt(tiny) / math.sqrt(1 - self.beta2) < eps * 2.0**-30
-        self._v_floor = tiny if exact_floor and torch.device(device or "cpu").type == "cpu" else None
-
-    def _update_moments(self, params: torch.Tensor, grad: torch.Tensor, ka: int,
-                        first: bool) -> tuple[torch.Tensor, torch.Tensor] | None:
-        """The part of a step shared by :meth:`step` and :meth:`step_capturable`.
-
-        Plain SGD and SGD with momentum are applied here in full (returns None); for Adam the
-        moments of rows ``[:ka]`` are updated and returned, and the caller applies the bias-corrected
-        step (a Python float eagerly, a device tensor under CUDA-graph capture).
-        """
-        if self.kind == "plain":
-            params.add_(grad, alpha=-self.lr)
-            return None
-        if self.weight_decay != 0:
-            grad = grad.add(params, alpha=self.weight_decay)
-        if self.kind == "sgd":
-            if self.buf is not None:
-                buf = self.buf[:ka]
-                if first:
-                    buf.copy_(grad)
-                else:
-                    buf.mul_(self.momentum).add_(grad)
-                grad = buf
-            params.add_(grad, alpha=-self.lr)
-            return None
-        m, v = self.exp_avg[:ka], self.exp_avg_sq[:ka]
-        m.lerp_(grad, 1 - self.beta1)
-        v.mul_(self.beta2).addcmul_(grad, grad, value=1 - self.beta2)
-        return m, v
-
-    @torch.no_grad()
-    def step(self, params: torch.Tensor, grad: torch.Tensor, ka: int) -> None:
-        """One update of rows ``[:ka]``; ``params`` and ``grad`` are ``(ka, N)`` (grad is consumed).
-
-        Parameters
-        ----------
-        params, grad : Tensor (ka, N)
-            The active clients' rows of the parameter buffer (updated in place) and their gradient.
-        ka : int
-            Number of active clients (a prefix of the stack).
-        """
-        self.update(params, grad, ka)
-
-    def update(self, params: torch.Tensor, grad: torch.Tensor, ka: int) -> None:
-        """:meth:`step` without its ``no_grad`` context (the trainer's loop runs under one).
-
-        Parameters
-        ----------
-        params, grad : Tensor (ka, N)
-            The active clients' rows of the parameter buffer (updated in place) and their gradient
-            (consumed: weight decay may be added to it).
-        ka : int
-            Number of active clients (a prefix of the stack).
-        """
-        self.steps += 1
-        if self.fused:
-            self._step_t.fill_(self.steps)
-            torch._fused_adam_([params], [grad], [self.exp_avg[:ka]], [self.exp_avg_sq[:ka]], [], [self._step_t],
-                               lr=self.lr, beta1=self.beta1, beta2=self.beta2, weight_decay=self.weight_decay,
-                               eps=self.eps, amsgrad=False, maximize=False)
-            return
-        moments = self._update_moments(params, grad, ka, first=self.steps == 1)
-        if moments is None:
-            return
-        m, v = moments
-        step = float(self.steps)
-        bias_correction1 = 1 - self.beta1**step
-        bias_correction2 = 1 - self.beta2**step
-        step_size = self.lr / bias_correction1
-        bias_correction2_sqrt = bias_correction2**0.5
-        denom = self._denom[:ka]
-        if self._v_floor is not None:
-            torch.clamp_min(v, self._v_floor, out=denom).sqrt_()
-        else:
-            torch.sqrt(v, out=denom)
-        denom.div_(bias_correction2_sqrt).add_(self.eps)
-        params.addcdiv_(m, denom, value=-step_size)
-
-    @torch.no_grad()
-    def step_capturable(self, params: torch.Tensor, grad: torch.Tensor, ka: int, step_t: torch.Tensor) -> None:
-        """:meth:`step` with the step count as a device tensor (CUDA-graph capture; the first step,
-        which initialises the momentum buffer, runs eagerly).
-
-        Parameters
-        ----------
-        params, grad : Tensor (ka, N)
-            The active clients' rows of the parameter buffer (updated in place) and their gradient.
-        ka : int
-            Number of active clients (a prefix of the stack).
-        step_t : Tensor ()
-            The step count after this step (float32, on the device; the caller increments it), for
-            Adam's bias corrections; :attr:`steps` is not advanced here.
-
-        Raises
-        ------
-        ValueError
-            For a fused-Adam optimiser.
-        """
-        if self.fused:
-            raise ValueError("fused Adam is not captured in CUDA graphs; use StackedOptimizer(fused=False)")
-        moments = self._update_moments(params, grad, ka, first=False)
-        if moments is None:
-            return
-        m, v = moments
-        bias_correction1 = 1 - torch.pow(self.beta1, step_t)
-        bias_correction2 = 1 - torch.pow(self.beta2, step_t)
-        step_size = self.lr / bias_correction1
-        denom = (v.sqrt() / bias_correction2.sqrt()).add_(self.eps)
-        params.addcdiv_(m, denom * (-1 / step_size))
-
-
-# --------------------------------------------------------------------------------------------
-# Batched evaluation and the trainer
-# --------------------------------------------------------------------------------------------
-MLP_EVAL_ROWS = 4096
-"""Forward block (samples) of :meth:`BatchedEvaluator.evaluate_shared` for ReLU MLPs on CPU.
-
-Evaluation's default block holds activations of up to 32 MB: NSL-KDD's 22,544 aux samples in one
-block, whose 11 MB temporaries glibc serves with fresh mmaps that page-fault on first touch; in
-blocks of 2,048-8,192 samples the aux evaluation takes 26-28 ms instead of 57 ms (one thread), with
-the same results (each sample's forward pass does not depend on the block)."""
-
-class BatchedEvaluator:
-    """The engine's per-client evaluations, batched across the round's clients.
-
-    Same results as :meth:`fltrust.fl.training.LocalTrainer.evaluate` per client (to float32
-    rounding): same loss convention and the same mini-batch grouping of ``per_batch_sum``.
-    Applies to every model (BatchNorm in eval mode included).
-    """
-
-    def __init__(self, model: nn.Module, training: TrainingConfig, num_classes: int, device: torch.device) -> None:
-        self.model = model.to(device)
-        self.training = training
-        self.num_classes = num_classes
-        self.device = torch.device(device)
-        # as LocalTrainer: the per-batch-sum convention keeps the training batch size
-        self.eval_batch_size = training.batch_size if training.loss_scaling == "per_batch_sum" else 1024
-        # ReLU MLPs on CPU: forward blocks of MLP_EVAL_ROWS samples instead of the default
-        # (activations up to 32 MB); CNNs keep the default, measured best for them
-        mlp = self.device.type == "cpu" and _mlp_layers(stacked_net(self.model)) is not None
-        self.eval_chunk = MLP_EVAL_ROWS if mlp else None
-
-    def evaluate_shared(self, params: Params, xs: Sequence[torch.Tensor], ys: Sequence[torch.Tensor]) -> list[EvalResult]:
-        """One model on each dataset (rewards, the aux set, q-FFL's training losses).
-
-        Parameters
-        ----------
-        params : Params
-            The model (``state_dict`` order).
-        xs, ys : sequence of torch.Tensor
-            The datasets' inputs and integer labels, on the evaluator's device.
-
-        Returns
-        -------
-        list of EvalResult
-            One per dataset, in order.
-        """
-        set_params(self.model, params)
-        return evaluate_datasets(self.model, list(xs), list(ys), num_classes=self.num_classes,
-                                 batch_size=self.eval_batch_size, loss_scaling=self.training.loss_scaling,
-                                 chunk_size=self.eval_chunk)
-
-    def evaluate_each(self, params: Sequence[Params], xs: Sequence[torch.Tensor], ys: Sequence[torch.Tensor]) -> list[EvalResult]:
-        """Model k on dataset k (the clients' performances), as one stacked model.
-
-        Parameters
-        ----------
-        params : sequence of Params
-            K models.
-        xs, ys : sequence of torch.Tensor
-            K datasets' inputs and integer labels, on the evaluator's device.
-
-        Returns
-        -------
-        list of EvalResult
-            Model k's result on dataset k, for each k.
-        """
-        return evaluate_stacked(self.model, list(params), list(xs), list(ys), num_classes=self.num_classes,
-                                batch_size=self.eval_batch_size, loss_scaling=self.training.loss_scaling)
-
-
 class VectorTrainer(BatchedEvaluator):
     """Trains and evaluates K clients' copies of one architecture as one stacked model.
 
@@ -503,7 +173,7 @@ class VectorTrainer(BatchedEvaluator):
         self.numels = [int(np.prod(s)) if s else 1 for s in self.shapes]
         self.offsets = np.concatenate([[0], np.cumsum(self.numels)]).astype(int).tolist()
         self.num_params = self.offsets[-1]
-        self.mlp = _mlp_layers(self.net) if manual_mlp else None
+        self.mlp = mlp_layers(self.net) if manual_mlp else None
         self.fused_adam = fused_adam_kernel(self.device) if fused_adam is None else bool(fused_adam)
         if os.environ.get("FLTRUST_CUDA_GRAPH", "") == "1":
             cuda_graph = True
@@ -817,26 +487,6 @@ def _gather(t: torch.Tensor, idx: torch.Tensor) -> torch.Tensor:
     """``t[idx]`` for a 2-d index (``index_select``: about twice as fast on CPU)."""
     return t.index_select(0, idx.reshape(-1)).view(*idx.shape, *t.shape[1:])
 
-
-def _mlp_layers(net) -> list[tuple[int, int]] | None:
-    """``[(weight index, bias index), ...]`` when ``net`` replays ``[flatten] Linear (ReLU Linear)*``."""
-    if getattr(net, "kind", None) != "program":
-        return None
-    specs = [spec for spec, _, _ in net.ops if spec != "output" and spec[0] != "identity"]
-    if specs and specs[0][0] == "flatten" and specs[0][1] == 1:
-        specs = specs[1:]
-    layers = []
-    for i, spec in enumerate(specs):
-        want = "linear" if i % 2 == 0 else "relu"
-        if spec[0] != want:
-            return None
-        if want == "linear":
-            if spec[2] is None:
-                return None
-            layers.append((spec[1], spec[2]))
-    if not layers or specs[-1][0] != "linear":
-        return None
-    return layers
 
 
 class ClientGroup:

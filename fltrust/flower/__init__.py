@@ -17,7 +17,15 @@ Two ways in (Flower 1.42, Message API; the legacy ``flwr.server.strategy`` API i
   sample and batch counts) and returns it as a Flower ``MetricRecord``.
 - **An fltrust experiment.** ``run.engine: flower`` runs the configured experiment as a Flower
   ServerApp + ClientApp on Flower's Simulation Runtime (Ray backend):
-  :class:`fltrust.flower.engine.FlowerEngine`, itself built on the two pieces above.
+  :class:`fltrust.flower.engine.FlowerEngine`, itself built on the two pieces above (its ClientApp:
+  :mod:`fltrust.flower.client_app`; Ray's start, checks and shutdown: :mod:`fltrust.flower.simulation`).
+
+Modules: :mod:`~fltrust.flower.app` (``instrument``, ``client_report``), :mod:`~fltrust.flower.tensors`
+(reading an app's data and model), :mod:`~fltrust.flower.adapter` (:class:`ObservedStrategy`),
+:mod:`~fltrust.flower.legacy` (:class:`ObservedLegacyStrategy`), :mod:`~fltrust.flower.sinks` (sinks
+and the round builder), :mod:`~fltrust.flower.partitions` (node -> partition id),
+:mod:`~fltrust.flower.client` (:class:`ClientReport`), :mod:`~fltrust.flower.records` (Flower records
+<-> fltrust values), :mod:`~fltrust.flower.strategies` (the Flower strategies of fltrust's configs).
 
 A ServerApp and its ClientApp (yours, or the Flower engine's) also run in this process, without
 Ray: :func:`run_local`, on a :class:`LocalGrid` (tests and benchmarks use it).
@@ -33,21 +41,17 @@ from fltrust.flower.version import REQUIRED_FLOWER, FlowerVersionError, require_
 FLOWER_VERSION = require_flower()
 """The installed Flower version (``flwr.__version__``, checked: 1.42.x)."""
 
-from fltrust.flower.adapter import (  # noqa: E402  (after the version check, on purpose)
-    ClientRow,
-    ObservedLegacyStrategy,
-    ObservedStrategy,
-    ObserverSink,
-    RoundSink,
-    aux_evaluate_fn,
-    discover_partitions,
-    partition_query_reply,
-)
-from fltrust.flower.app import InstrumentedStrategy, as_tensors, client_report, instrument  # noqa: E402
+# the imports below come after the version check, on purpose (E402)
+from fltrust.flower.adapter import ObservedStrategy, aux_evaluate_fn  # noqa: E402
+from fltrust.flower.app import InstrumentedStrategy, client_report, instrument  # noqa: E402
 from fltrust.flower.client import ClientReport  # noqa: E402
+from fltrust.flower.legacy import ObservedLegacyStrategy  # noqa: E402
 from fltrust.flower.local import LocalGrid, run_local  # noqa: E402
+from fltrust.flower.partitions import discover_partitions, partition_query_reply  # noqa: E402
 from fltrust.flower.records import arrays_to_params, params_to_arrays  # noqa: E402
+from fltrust.flower.sinks import ClientRow, ObserverSink, RoundSink  # noqa: E402
 from fltrust.flower.strategies import Ditto, QFedAvg, build_flower_strategy  # noqa: E402
+from fltrust.flower.tensors import as_tensors  # noqa: E402
 from fltrust.settings import FairnessSettings, TrustSettings  # noqa: E402
 
 

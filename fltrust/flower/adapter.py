@@ -18,6 +18,10 @@ delegate every decision to the wrapped strategy and only watch:
 A sink is anything with ``record_round(record)``: a :class:`~fltrust.runs.RunRecorder` (the
 standard run folder; its observers run there) or an :class:`ObserverSink` (observers only).
 
+Beside this module: the sinks and the round builder both wrappers share in
+:mod:`fltrust.flower.sinks`, :class:`ObservedLegacyStrategy` in :mod:`fltrust.flower.legacy`, the
+node -> partition-id discovery in :mod:`fltrust.flower.partitions` (their names are re-exported here).
+
 Clients report with :class:`fltrust.flower.client.ClientReport`; the client id is the reply's
 ``partition-id`` metric. Replies are put in client-id order before the wrapped strategy sees them,
 so that float sums do not depend on arrival order.
@@ -26,197 +30,25 @@ so that float sums do not depend on arrival order.
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
 import numpy as np
 
-from flwr.app import ArrayRecord, ConfigRecord, Message, MessageType, MetricRecord, RecordDict
+from flwr.app import ArrayRecord, ConfigRecord, Message, MetricRecord
 from flwr.serverapp import Grid
-from flwr.server.strategy import Strategy as LegacyStrategy
 from flwr.serverapp.strategy import Strategy
 
-from fltrust.core.observers import ObserverSet, RoundObserver
-from fltrust.core.records import Params, RoundRecord, RunInfo, RunSummary
-from fltrust.flower.records import (
-    CLIENT_ID_KEY,
-    CONFUSION_KEY,
-    FLTRUST_KEY,
-    STANDARD_CLIENT_KEYS,
-    arrays_to_params,
-    cast_like,
-    client_values,
-    confusion_from_metric,
-)
+from fltrust.core.records import Params, RoundRecord
+from fltrust.flower.legacy import ObservedLegacyStrategy
+from fltrust.flower.partitions import discover_partitions, partition_query_reply
+from fltrust.flower.records import CLIENT_ID_KEY, CONFUSION_KEY, FLTRUST_KEY, arrays_to_params, cast_like, confusion_from_metric
+from fltrust.flower.sinks import AUX_ACCURACY, AUX_LOSS, ClientRow, ObserverSink, RoundBuilder, RoundSink
 
 log = logging.getLogger("fltrust")
 
-AUX_LOSS, AUX_ACCURACY = "aux_loss", "aux_accuracy"
-
-
-class RoundSink(Protocol):
-    """Where finished rounds go (a :class:`~fltrust.runs.RunRecorder` is one)."""
-
-    def record_round(self, record: RoundRecord) -> Any:
-        """Take one finished round (its observers run here); round 0 is the initial model.
-
-        Parameters
-        ----------
-        record : RoundRecord
-            The round, with its client models and the global models before and after attached;
-            its observers' outputs are added to ``record.observations``.
-
-        Returns
-        -------
-        Any
-            Whatever the sink keeps of the round (RunRecorder and ObserverSink: the stored,
-            parameter-free copy).
-        """
-
-
-class ObserverSink:
-    """A sink that feeds observers directly, without a run folder.
-
-    Parameters
-    ----------
-    observers : sequence of RoundObserver
-        E.g. ``fltrust.experiment.paper_observers(cfg, model, federation)``.
-    info : RunInfo
-        What the observers learn at the start (number of clients, class counts, ...).
-    """
-
-    def __init__(self, observers: Sequence[RoundObserver] | ObserverSet, info: RunInfo) -> None:
-        self.observers = observers if isinstance(observers, ObserverSet) else ObserverSet(observers)
-        self.info = info
-        self.records: list[RoundRecord] = []
-        self.observers.run_start(info)
-
-    def record_round(self, record: RoundRecord) -> RoundRecord:
-        """Let the observers see ``record`` (their outputs go in ``record.observations``); returns
-        the kept, parameter-free copy (also appended to :attr:`records`).
-
-        Parameters
-        ----------
-        record : RoundRecord
-            The finished round (round 0: the initial model), parameters attached.
-
-        Returns
-        -------
-        RoundRecord
-            The copy kept in :attr:`records`, without model parameters.
-        """
-        from fltrust.runs import strip
-
-        self.observers.round_end(record)
-        stored = strip(record)
-        self.records.append(stored)
-        return stored
-
-    def finish(self, final_params: Params, wall_time_s: float, system: dict[str, Any] | None = None) -> dict[str, Any]:
-        """Call the observers' ``on_run_end``; returns what they report (e.g. the trust score).
-
-        Parameters
-        ----------
-        final_params : Params
-            The final global model (``state_dict`` order).
-        wall_time_s : float
-            The run's duration in seconds.
-        system : dict, optional
-            System figures for the summary (model size, traffic, ...; default none).
-
-        Returns
-        -------
-        dict of str to Any
-            What each observer's ``on_run_end`` returned, by observer name.
-        """
-        return self.observers.run_end(RunSummary(self.info, self.records, final_params, wall_time_s, system or {}))
-
-
-@dataclass
-class ClientRow:
-    """One client's reply, as the adapter reads it."""
-
-    client_id: int
-    node_id: int
-    params: Params
-    metrics: dict[str, Any]
-    confusion: np.ndarray | None = None
-
-
-@dataclass
-class _Pending:
-    round: int
-    before: Params | None
-    rows: list[ClientRow] = field(default_factory=list)
-    started: float = field(default_factory=time.perf_counter)
-
-
-class _RoundBuilder:
-    """State shared by both wrappers: one pending round at a time, emitted at evaluation."""
-
-    def __init__(self, sink: RoundSink, *, keep_extra_metrics: bool,
-                 server_metrics_fn: Callable[[int], Mapping[str, float]] | None) -> None:
-        self.sink = sink
-        self.keep_extra = keep_extra_metrics
-        self.server_metrics_fn = server_metrics_fn
-        self.pending: _Pending | None = None
-        self.previous: dict[str, float] = {}
-        self.reference: Params | None = None  # dtypes/shapes of the global model
-        self.round_seconds: dict[int, float] = {}
-        self.last_record: RoundRecord | None = None
-        self.warned_fallback = False
-
-    def begin(self, server_round: int, global_params: Params) -> None:
-        self.reference = self.reference or [np.asarray(p) for p in global_params]
-        self.pending = _Pending(server_round, global_params)
-
-    def emit(self, server_round: int, params: Params, metrics: Mapping[str, Any] | None) -> RoundRecord:
-        server = {k: float(v) for k, v in (metrics or {}).items() if not isinstance(v, (list, str, bytes))}
-        for name, fallback in ((AUX_LOSS, "loss"), (AUX_ACCURACY, "accuracy")):
-            if name not in server and fallback in server:
-                server[name] = server[fallback]
-                if not self.warned_fallback:
-                    self.warned_fallback = True
-                    log.warning("fltrust: the evaluate_fn returned %r but no %r: taking it as the loss on the server's "
-                                "auxiliary set D (FedSV's reference); return %r from an evaluate_fn on D "
-                                "(fltrust.flower.aux_evaluate_fn), or use fltrust.flower.instrument, which evaluates "
-                                "D itself", fallback, name, name)
-        pending = self.pending if self.pending is not None and self.pending.round == server_round else None
-        if server_round == 0 or pending is None:
-            record = RoundRecord(round=server_round, client_ids=np.zeros(0, dtype=np.int64), server_metrics=server,
-                                 global_params_after=params)
-            if server_round > 0:
-                log.warning("round %d ended without a training round the adapter saw", server_round)
-        else:
-            for name in (AUX_LOSS, AUX_ACCURACY):
-                if name in self.previous:
-                    server[f"{name}_before"] = self.previous[name]
-            if self.server_metrics_fn is not None:
-                server.update({k: float(v) for k, v in self.server_metrics_fn(server_round).items()})
-            record = self._record(pending, params, server)
-            self.round_seconds[server_round] = time.perf_counter() - pending.started
-        self.previous = {k: server[k] for k in (AUX_LOSS, AUX_ACCURACY) if k in server}
-        self.pending = None
-        self.last_record = record
-        self.sink.record_round(record)
-        return record
-
-    def _record(self, pending: _Pending, params: Params, server: dict[str, float]) -> RoundRecord:
-        rows = pending.rows
-        values = [client_values(r.metrics, keep_extra=self.keep_extra) for r in rows]
-        keys = [k for k in STANDARD_CLIENT_KEYS if values and all(k in v for v in values)]
-        keys += sorted({k for v in values for k in v} - set(keys)) if self.keep_extra else []
-        metrics = {k: np.asarray([v.get(k, np.nan) for v in values], dtype=float) for k in keys}
-        confusion = None
-        if rows and all(r.confusion is not None for r in rows):
-            confusion = np.stack([r.confusion for r in rows])
-        return RoundRecord(
-            round=pending.round, client_ids=np.asarray([r.client_id for r in rows], dtype=np.int64),
-            client_metrics=metrics, client_confusion=confusion, server_metrics=server,
-            client_params=[r.params for r in rows], global_params_before=pending.before, global_params_after=params,
-        )
+__all__ = ["AUX_ACCURACY", "AUX_LOSS", "ClientRow", "ObservedLegacyStrategy", "ObservedStrategy", "ObserverSink",
+           "RoundSink", "aux_evaluate_fn", "discover_partitions", "partition_query_reply"]
 
 
 def _client_id(metrics: Mapping[str, Any], node_id: int, node_partitions: Mapping[int, int] | None) -> int:
@@ -309,7 +141,7 @@ class ObservedStrategy(Strategy):
         self.reply_hook = reply_hook
         self.reply_filter = reply_filter
         self.strict = strict
-        self.builder = _RoundBuilder(sink, keep_extra_metrics=keep_extra_metrics, server_metrics_fn=server_metrics_fn)
+        self.builder = RoundBuilder(sink, keep_extra_metrics=keep_extra_metrics, server_metrics_fn=server_metrics_fn)
         if sampler is not None and getattr(strategy, "fraction_train", 1.0) != 1.0:
             raise ValueError("with a sampler the wrapped strategy must train every node it is offered "
                              f"(fraction_train=1.0), got fraction_train={strategy.fraction_train}")
@@ -532,200 +364,3 @@ def aux_evaluate_fn(evaluate: Callable[[Params], tuple[float, float]]) -> Callab
         return MetricRecord({AUX_LOSS: float(loss), AUX_ACCURACY: float(accuracy)})
 
     return evaluate_fn
-
-
-def discover_partitions(grid: Grid, *, expected: int | None = None, timeout: float = 600.0) -> dict[int, int]:
-    """Ask every connected SuperNode for its ``partition-id``: returns node id -> partition id.
-
-    Waits (up to ``timeout`` seconds) until ``expected`` nodes are connected (default: at least
-    one), then sends one ``query`` message per node; the ClientApp answers with a MetricRecord
-    holding ``partition-id`` (fltrust's ClientApps do; see :func:`partition_query_reply`).
-
-    Parameters
-    ----------
-    grid : flwr.serverapp.Grid
-        The connection to the SuperNodes.
-    expected : int, optional
-        How many SuperNodes to wait for (default: at least one).
-    timeout : float
-        Seconds for waiting and answering together (default 600).
-
-    Returns
-    -------
-    dict of int to int
-        Node id -> partition id.
-
-    Raises
-    ------
-    TimeoutError
-        If fewer than ``expected`` nodes connect, or some do not answer, in time.
-    RuntimeError
-        If a node answers with an error, or two nodes claim the same partition id.
-    """
-    deadline = time.monotonic() + timeout
-    need = 1 if expected is None else int(expected)
-    while len(nodes := sorted(int(n) for n in grid.get_node_ids())) < need:
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"only {len(nodes)} of {need} SuperNodes connected within {timeout:.0f} s")
-        time.sleep(0.05)
-    messages = [Message(RecordDict({"config": ConfigRecord({"fltrust": "partition-id"})}), dst_node_id=n,
-                        message_type=MessageType.QUERY) for n in nodes]
-    replies = list(grid.send_and_receive(messages, timeout=max(1.0, deadline - time.monotonic())))
-    mapping: dict[int, int] = {}
-    for reply in replies:
-        if reply.has_error():
-            raise RuntimeError(f"node {reply.metadata.src_node_id} could not report its partition-id: {reply.error.reason}")
-        metrics = next(iter(reply.content.metric_records.values()))
-        mapping[int(reply.metadata.src_node_id)] = int(metrics[CLIENT_ID_KEY])
-    if len(mapping) < len(nodes):
-        raise TimeoutError(f"{len(nodes) - len(mapping)} of {len(nodes)} SuperNodes did not answer the partition query")
-    duplicates = sorted({p for p in mapping.values() if list(mapping.values()).count(p) > 1})
-    if duplicates:
-        raise RuntimeError(f"several SuperNodes claim partition-id(s) {duplicates}; give each one its own")
-    return mapping
-
-
-def partition_query_reply(message: Message, context) -> Message:
-    """The ``@app.query()`` answer :func:`discover_partitions` expects (register it in a ClientApp).
-
-    Parameters
-    ----------
-    message : flwr.app.Message
-        The query message being answered.
-    context : flwr.app.Context
-        The ClientApp's context; its node config must hold ``partition-id`` (and may hold
-        ``num-partitions``, which is reported too).
-
-    Returns
-    -------
-    flwr.app.Message
-        The reply, with a MetricRecord ``"metrics"`` holding those values.
-    """
-    config = context.node_config
-    values = {CLIENT_ID_KEY: int(config[CLIENT_ID_KEY])}
-    if "num-partitions" in config:
-        values["num-partitions"] = int(config["num-partitions"])
-    return Message(RecordDict({"metrics": MetricRecord(values)}), reply_to=message)
-
-
-# -- the legacy API --------------------------------------------------------------------------
-class ObservedLegacyStrategy(LegacyStrategy):
-    """Wraps a legacy ``flwr.server.strategy.Strategy`` (``aggregate_fit`` with ``FitRes`` lists).
-
-    Same idea as :class:`ObservedStrategy`: the client models and metrics are read from the
-    ``FitRes`` list before the wrapped ``aggregate_fit``; the round is recorded when the legacy
-    server calls ``evaluate(server_round, parameters)`` (round 0 and after every round), whose
-    ``(loss, metrics)`` become ``aux_loss`` and the other server metrics. Clients report with
-    :meth:`ClientReport.finish_legacy` (``partition-id`` in the fit metrics).
-    """
-
-    def __init__(self, strategy: LegacyStrategy, sink: RoundSink, *, keep_extra_metrics: bool = True,
-                 server_metrics_fn: Callable[[int], Mapping[str, float]] | None = None) -> None:
-        self.strategy = strategy
-        self.builder = _RoundBuilder(sink, keep_extra_metrics=keep_extra_metrics, server_metrics_fn=server_metrics_fn)
-
-    def __repr__(self) -> str:
-        return f"ObservedLegacyStrategy({self.strategy!r})"
-
-    @property
-    def records(self):
-        return getattr(self.builder.sink, "records", None)
-
-    def initialize_parameters(self, client_manager):
-        return self.strategy.initialize_parameters(client_manager)
-
-    def configure_fit(self, server_round, parameters, client_manager):
-        """Delegate, and remember the global model sent out (theta_k).
-
-        Parameters
-        ----------
-        server_round : int
-            The round, from 1.
-        parameters : flwr.common.Parameters
-            The global model.
-        client_manager : flwr.server.client_manager.ClientManager
-            Passed on.
-
-        Returns
-        -------
-        list of tuple of (ClientProxy, FitIns)
-            The wrapped strategy's instructions.
-        """
-        from flwr.common import parameters_to_ndarrays
-
-        instructions = self.strategy.configure_fit(server_round, parameters, client_manager)
-        self.builder.begin(server_round, [np.array(a, copy=True) for a in parameters_to_ndarrays(parameters)])
-        return instructions
-
-    def aggregate_fit(self, server_round, results, failures):
-        """Read every client's model and fit metrics, then let the wrapped strategy aggregate.
-
-        Parameters
-        ----------
-        server_round : int
-            The round, from 1.
-        results : list of tuple of (ClientProxy, FitRes)
-            The clients' results; the client id is the ``partition-id`` fit metric (else the
-            proxy's ``cid``). The wrapped strategy gets them in client-id order.
-        failures : list
-            Failed clients (logged, not observed), passed on.
-
-        Returns
-        -------
-        tuple of (flwr.common.Parameters or None, dict)
-            The wrapped strategy's result, its arrays cast back to the global model's dtypes.
-        """
-        from flwr.common import ndarrays_to_parameters, parameters_to_ndarrays
-
-        rows = []
-        for proxy, res in results:
-            metrics = dict(res.metrics or {})
-            metrics.setdefault("num-examples", res.num_examples)
-            cid = int(metrics[CLIENT_ID_KEY]) if CLIENT_ID_KEY in metrics else int(proxy.cid)
-            params = [np.array(a, copy=True) for a in parameters_to_ndarrays(res.parameters)]
-            confusion = confusion_from_metric(metrics[CONFUSION_KEY]) if CONFUSION_KEY in metrics else None
-            rows.append(ClientRow(cid, int(proxy.node_id) if hasattr(proxy, "node_id") else cid, params, metrics, confusion))
-        order = np.argsort([r.client_id for r in rows], kind="stable")
-        rows, results = [rows[i] for i in order], [results[i] for i in order]
-        if failures:
-            log.warning("round %d: %d client(s) failed and are not observed", server_round, len(failures))
-        parameters, metrics = self.strategy.aggregate_fit(server_round, results, failures)
-        if parameters is not None and self.builder.reference is not None:
-            params = [cast_like(p, ref) for p, ref in zip(parameters_to_ndarrays(parameters), self.builder.reference)]
-            parameters = ndarrays_to_parameters(params)
-        pending = self.builder.pending
-        if pending is not None and pending.round == server_round:
-            pending.rows = rows
-        return parameters, metrics
-
-    def configure_evaluate(self, server_round, parameters, client_manager):
-        return self.strategy.configure_evaluate(server_round, parameters, client_manager)
-
-    def aggregate_evaluate(self, server_round, results, failures):
-        return self.strategy.aggregate_evaluate(server_round, results, failures)
-
-    def evaluate(self, server_round, parameters):
-        """Delegate the server-side evaluation, then record the round.
-
-        Parameters
-        ----------
-        server_round : int
-            The round just finished (0 = initial model).
-        parameters : flwr.common.Parameters
-            The global model.
-
-        Returns
-        -------
-        tuple of (float, dict) or None
-            The wrapped strategy's ``(loss, metrics)``; the loss is recorded as ``aux_loss``, the
-            metrics (e.g. ``aux_accuracy``) as further server metrics.
-        """
-        from flwr.common import parameters_to_ndarrays
-
-        result = self.strategy.evaluate(server_round, parameters)
-        metrics: dict[str, Any] = {}
-        if result is not None:
-            loss, extra = result
-            metrics = {**dict(extra or {}), AUX_LOSS: float(loss)}
-        self.builder.emit(server_round, [np.array(a, copy=True) for a in parameters_to_ndarrays(parameters)], metrics)
-        return result

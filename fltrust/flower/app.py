@@ -37,7 +37,8 @@ What happens:
 
 The FactSheet describes the app (:class:`~fltrust.core.records.AppFacts`): the model's class
 and parameter count, the dataset name and description you pass, the strategy's class and public
-attributes, and the clients and rounds of the run.
+attributes, and the clients and rounds of the run. How the app's data and model are read (DataLoaders
+or ``(x, y)``, the training labels, the model's device and classes): :mod:`fltrust.flower.tensors`.
 """
 
 from __future__ import annotations
@@ -50,7 +51,7 @@ import logging
 import os
 import re
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -60,12 +61,11 @@ from flwr.app import ArrayRecord, ConfigRecord, Message, MetricRecord
 from flwr.serverapp import Grid
 from flwr.serverapp.strategy import Strategy
 from torch import nn
-from torch.utils.data import TensorDataset
 
 from fltrust.core.evaluation import evaluate, set_params
 from fltrust.core.observers import ObserverSet
 from fltrust.core.records import AppFacts, Params, RunInfo
-from fltrust.flower.adapter import ClientRow, ObservedStrategy
+from fltrust.flower.adapter import ObservedStrategy
 from fltrust.flower.client import ClientReport
 from fltrust.flower.records import (
     CLIENT_ID_KEY,
@@ -76,6 +76,8 @@ from fltrust.flower.records import (
     cast_like,
     confusion_from_metric,
 )
+from fltrust.flower.sinks import ClientRow
+from fltrust.flower.tensors import as_tensors, model_device, model_num_classes, read_labels
 from fltrust.names import EXTENDED_TRUST_MODE, PAPER_TREE_TRUST_MODES
 from fltrust.settings import FairnessSettings, TrustSettings
 
@@ -94,112 +96,6 @@ _EPOCH_KEYS = ("local-epochs", "local_epochs", "epochs")
 
 def _fail(argument: str, message: str) -> ValueError:
     return ValueError(f"fltrust.flower.instrument: {argument}= {message}")
-
-
-# --------------------------------------------------------------------------------------------
-# data: a DataLoader or (x, y) tensors
-# --------------------------------------------------------------------------------------------
-def _split_batch(batch: Any, batch_keys: tuple[str, str] | None, what: str) -> tuple[torch.Tensor, torch.Tensor]:
-    """``(inputs, labels)`` of one batch: a pair, or a dict (``batch_keys``, or its one integer vector)."""
-    if isinstance(batch, Mapping):
-        if batch_keys is not None:
-            missing = [k for k in batch_keys if k not in batch]
-            if missing:
-                raise ValueError(f"{what}: the batches have no key(s) {missing} (keys: {sorted(batch)}); "
-                                 "fix batch_keys=(inputs, labels)")
-            return torch.as_tensor(batch[batch_keys[0]]), torch.as_tensor(batch[batch_keys[1]])
-        tensors = {k: v for k, v in batch.items() if isinstance(v, torch.Tensor)}
-        labels = [k for k, v in tensors.items() if v.ndim == 1 and not v.is_floating_point()]
-        inputs = [k for k in tensors if k not in labels]
-        if len(labels) != 1 or len(inputs) != 1:
-            raise ValueError(f"{what}: cannot tell inputs from labels in batches with keys {sorted(batch)}; "
-                             "pass batch_keys=(inputs key, labels key), e.g. batch_keys=('img', 'label')")
-        return tensors[inputs[0]], tensors[labels[0]]
-    if isinstance(batch, (tuple, list)) and len(batch) == 2:
-        return torch.as_tensor(batch[0]), torch.as_tensor(batch[1])
-    raise ValueError(f"{what}: expected (inputs, labels) pairs or dict batches, got {type(batch).__name__}")
-
-
-def as_tensors(data: Any, *, what: str = "data", batch_keys: tuple[str, str] | None = None
-               ) -> tuple[torch.Tensor, torch.Tensor]:
-    """All of ``data`` as ``(inputs, labels)`` tensors (on the CPU, labels int64).
-
-    Parameters
-    ----------
-    data : DataLoader, iterable of batches, or (x, y)
-        A ``torch.utils.data.DataLoader`` (or any iterable) of ``(inputs, labels)`` pairs or of
-        dicts (Flower's quickstart: ``{"img": ..., "label": ...}``), or one ``(x, y)`` pair of
-        tensors or arrays.
-    what : str
-        Named in errors (``"aux="``).
-    batch_keys : (str, str) or None
-        Keys of inputs and labels in dict batches; ``None`` = the dict's one integer vector is
-        the labels and its one other tensor the inputs.
-
-    Returns
-    -------
-    (torch.Tensor, torch.Tensor)
-
-    Examples
-    --------
-    >>> x, y = as_tensors([{"img": torch.zeros(2, 3), "label": torch.tensor([0, 1])}] * 2)
-    >>> tuple(x.shape), y.tolist()
-    ((4, 3), [0, 1, 0, 1])
-    """
-    if isinstance(data, (tuple, list)) and len(data) == 2 and not isinstance(data[0], (tuple, list, Mapping)):
-        x, y = torch.as_tensor(data[0]), torch.as_tensor(data[1])
-    else:
-        if not isinstance(data, Iterable):
-            raise ValueError(f"{what}: pass a DataLoader or (x, y) tensors, got {type(data).__name__}")
-        parts = [_split_batch(batch, batch_keys, what) for batch in data]
-        if not parts:
-            raise ValueError(f"{what}: the DataLoader yielded no batch")
-        x = torch.cat([p[0].detach().cpu() for p in parts])
-        y = torch.cat([p[1].detach().cpu().reshape(-1) for p in parts])
-    if len(x) != len(y) or len(y) == 0:
-        raise ValueError(f"{what}: needs as many labels as samples and at least one sample (got {len(x)} and {len(y)})")
-    if y.is_floating_point() and not torch.equal(y, y.round()):
-        raise ValueError(f"{what}: labels must be class indices (integers), got float values")
-    return x.detach().cpu(), y.detach().cpu().long().reshape(-1)
-
-
-def _labels(data: Any, batch_keys: tuple[str, str] | None, what: str) -> torch.Tensor:
-    """The labels of ``data``, read without loading the inputs where the dataset allows it.
-
-    A ``TensorDataset`` (its label tensor), a torchvision dataset (``targets``) and a Hugging Face
-    dataset (its label column: ``batch_keys[1]``, else ``label`` / ``labels``) are read directly;
-    any other DataLoader is iterated once (inputs included).
-    """
-    dataset = getattr(data, "dataset", None)
-    if isinstance(dataset, TensorDataset) and len(dataset.tensors) == 2:
-        return dataset.tensors[1].detach().cpu().long().reshape(-1)
-    targets = getattr(dataset, "targets", None)  # torchvision datasets
-    if targets is not None and len(targets) == len(dataset):
-        return torch.as_tensor(np.asarray(targets)).long().reshape(-1)
-    columns = getattr(dataset, "column_names", None)  # Hugging Face datasets (Flower's FederatedDataset)
-    if isinstance(columns, list) and hasattr(dataset, "with_transform"):
-        names = [batch_keys[1]] if batch_keys else ["label", "labels"]
-        column = next((c for c in names if c in columns), None)
-        if column is not None:
-            return torch.as_tensor(np.asarray(dataset.with_transform(None)[column])).long().reshape(-1)
-    return as_tensors(data, what=what, batch_keys=batch_keys)[1]
-
-
-def _device(model: nn.Module) -> torch.device:
-    tensor = next(iter(model.parameters()), None)
-    if tensor is None:
-        tensor = next(iter(model.buffers()), None)
-    return torch.device("cpu") if tensor is None else tensor.device
-
-
-def _num_classes(model: nn.Module, x: torch.Tensor, y: torch.Tensor) -> int:
-    """K from the model's output width (one logit = binary), at least the labels seen."""
-    was_training = model.training
-    model.eval()
-    with torch.no_grad():
-        width = int(model(x[:1].to(_device(model))).shape[-1])
-    model.train(was_training)
-    return max(2 if width == 1 else width, int(y.max()) + 1)
 
 
 # --------------------------------------------------------------------------------------------
@@ -238,8 +134,8 @@ def client_report(model: nn.Module, train: Any, val: Any, *, context: Any = None
     """
     x_val, y_val = as_tensors(val, what="client_report val", batch_keys=batch_keys)
     node_config = dict(getattr(context, "node_config", None) or {})
-    counts = np.bincount(_labels(train, batch_keys, "client_report train").numpy(), minlength=1)
-    num_classes = max(_num_classes(model, x_val, y_val), len(counts))
+    counts = np.bincount(read_labels(train, batch_keys, "client_report train").numpy(), minlength=1)
+    num_classes = max(model_num_classes(model, x_val, y_val), len(counts))
     report = ClientReport.for_model(model, x_val, y_val, num_classes=num_classes, batch_size=EVAL_BATCH_SIZE,
                                     partition_id=node_config.get(CLIENT_ID_KEY))
     n = int(counts.sum())
@@ -298,7 +194,7 @@ class InstrumentedStrategy(ObservedStrategy):
                  num_clients: int | None, seed: int) -> None:
         super().__init__(strategy, None, keep_extra_metrics=False)
         self.model = model
-        self.device = _device(model)
+        self.device = model_device(model)
         self.aux, self.test = aux, test
         self.out_dir, self.name = out_dir, name
         self.fairness, self.trust = fairness, trust
@@ -611,12 +507,12 @@ def instrument(
             x, y = as_tensors(data, what=f"fltrust.flower.instrument: {argument}=", batch_keys=batch_keys)
         except ValueError as exc:
             raise ValueError(str(exc)) from None
-        tensors[argument] = (x.to(_device(model)), y.to(_device(model)))
+        tensors[argument] = (x.to(model_device(model)), y.to(model_device(model)))
     probe = tensors.get("aux", tensors.get("test"))
     if probe is None:
         raise _fail("fairness", "and trust= are both None: there is nothing to record")
     try:
-        num_classes = _num_classes(model, *probe)
+        num_classes = model_num_classes(model, *probe)
     except Exception as exc:  # noqa: BLE001 - the model cannot take the data
         raise _fail("model", f"cannot evaluate the {'aux' if 'aux' in tensors else 'test'} data "
                              f"({type(exc).__name__}: {exc}); pass data shaped as the model's input") from None

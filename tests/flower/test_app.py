@@ -265,8 +265,8 @@ import os, sys
 sys.path.insert(0, {str(tmp_path)!r})
 os.chdir({str(tmp_path)!r})
 import ray
-from fltrust.flower.engine import LOOPBACK, _ray_on_loopback
-with _ray_on_loopback():
+from fltrust.flower.simulation import LOOPBACK, ray_on_loopback
+with ray_on_loopback():
     ray.init(_node_ip_address=LOOPBACK, num_cpus=2, include_dashboard=False, logging_level="WARNING",
              runtime_env={{"env_vars": {{"PYTHONPATH": os.pathsep.join([{str(tmp_path)!r}, *sys.path])}}}})
 assert ray.util.get_node_ip_address() == LOOPBACK
@@ -338,7 +338,7 @@ def test_training_labels_are_read_without_loading_the_inputs():
     """A Hugging Face dataset (Flower's FederatedDataset partitions) gives its label column; nothing is iterated."""
     from torch.utils.data import DataLoader
 
-    from fltrust.flower.app import _labels
+    from fltrust.flower.tensors import read_labels
 
     class HFLike:  # the part of datasets.Dataset that is used: column_names, with_transform(None)[column]
         column_names = ["img", "label"]
@@ -355,5 +355,5 @@ def test_training_labels_are_read_without_loading_the_inputs():
             assert transform is None
             return self
 
-    assert _labels(DataLoader(HFLike(), batch_size=2), None, "train").tolist() == [2, 0, 2, 1, 2]
-    assert _labels(DataLoader(HFLike(), batch_size=2), ("img", "label"), "train").tolist() == [2, 0, 2, 1, 2]
+    assert read_labels(DataLoader(HFLike(), batch_size=2), None, "train").tolist() == [2, 0, 2, 1, 2]
+    assert read_labels(DataLoader(HFLike(), batch_size=2), ("img", "label"), "train").tolist() == [2, 0, 2, 1, 2]

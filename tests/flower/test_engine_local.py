@@ -70,16 +70,19 @@ def test_local_dp_epsilon_is_accounted_like_inprocess(tmp_path, local_flower, co
 def test_the_clientapp_sends_its_report_beside_the_aggregated_metrics(tmp_path, local_flower, monkeypatch):
     """Issue 17: Flower's strategy aggregates only the weights and losses of the MetricRecord; the
     per-client report (rewards, confusion, partition id) is the ConfigRecord "fltrust"."""
+    from fltrust.flower import client_app
+    from fltrust.flower.records import FLTRUST_KEY
+
     replies = []
-    train = local_flower._ClientRuntime.train
+    train = client_app._ClientRuntime.train
 
     def spy(self, message, context):
         reply = train(self, message, context)
         replies.append((dict(next(iter(reply.content.metric_records.values()))),
-                        dict(reply.content[local_flower.FLTRUST_KEY])))
+                        dict(reply.content[FLTRUST_KEY])))
         return reply
 
-    monkeypatch.setattr(local_flower._ClientRuntime, "train", spy)
+    monkeypatch.setattr(client_app._ClientRuntime, "train", spy)
     run = run_experiment(tiny_config("flower", strategy={"name": "qfedavg", "qfedavg_variant": "qffl"}),
                          out_dir=tmp_path)
     assert len(replies) == 3 * 3  # 3 rounds of 3 clients
@@ -93,10 +96,12 @@ def test_the_clientapp_sends_its_report_beside_the_aggregated_metrics(tmp_path, 
 
 
 def test_a_failing_client_stops_the_run_with_its_reason(tmp_path, local_flower, monkeypatch):
+    from fltrust.flower import client_app
+
     def broken(self, message, context):
         raise RuntimeError("disk on fire")
 
-    monkeypatch.setattr(local_flower._ClientRuntime, "train", broken)
+    monkeypatch.setattr(client_app._ClientRuntime, "train", broken)
     with pytest.raises(RuntimeError, match="disk on fire"):
         run_experiment(tiny_config("flower"), out_dir=tmp_path)
 
@@ -114,18 +119,18 @@ def test_client_runtime_cache_keeps_its_payload_so_its_id_cannot_be_reused(monke
     import weakref
     from types import SimpleNamespace
 
-    from fltrust.flower import engine
+    from fltrust.flower import client_app
 
     # like the real runtime, the stand-in keeps what it built from the payload, not the payload
-    monkeypatch.setattr(engine, "_ClientRuntime", lambda payload: SimpleNamespace(cfg=payload.cfg))
-    monkeypatch.setattr(engine, "_RUNTIMES", {})
-    first = engine._ClientPayload(cfg="first", federation=None, model=None, device="cpu")
+    monkeypatch.setattr(client_app, "_ClientRuntime", lambda payload: SimpleNamespace(cfg=payload.cfg))
+    monkeypatch.setattr(client_app, "_RUNTIMES", {})
+    first = client_app.ClientPayload(cfg="first", federation=None, model=None, device="cpu")
     alive = weakref.ref(first)
-    assert engine._runtime(first).cfg == "first"
+    assert client_app._runtime(first).cfg == "first"
     del first
     gc.collect()
     assert alive() is not None  # held by the cache while its runtime is the current one
-    second = engine._ClientPayload(cfg="second", federation=None, model=None, device="cpu")
-    assert engine._runtime(second).cfg == "second"
+    second = client_app.ClientPayload(cfg="second", federation=None, model=None, device="cpu")
+    assert client_app._runtime(second).cfg == "second"
     gc.collect()
     assert alive() is None  # one run per process: the first is released once replaced

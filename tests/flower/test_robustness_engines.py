@@ -3,7 +3,7 @@
 Fast: the Flower engine's ServerApp and ClientApp on :class:`conftest.LocalGrid` (same code as
 Flower's Simulation Runtime, no Ray). Data-level attacks reach the ClientApps through the shared
 federation; update-level attacks and the failures are applied by the ClientApp itself
-(``fltrust.flower.engine._ClientRuntime.train``); the server counts the error replies.
+(``fltrust.flower.client_app._ClientRuntime.train``); the server counts the error replies.
 Tolerances as in test_engine_local.py (float32 noise of Flower's aggregation sums).
 """
 
