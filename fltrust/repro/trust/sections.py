@@ -160,6 +160,7 @@ def extended_frame(results: Sequence[dict[str, Any]]) -> pd.DataFrame:
         row["server_accuracy"] = ext.get("final_aux_accuracy")
         row["run_id"] = ext.get("run_id")
         row["provenance"] = ext.get("provenance") or {}
+        row["measured_in"] = ext.get("measured_in", "companion")  # results before the observer rode along
         rows.append(row)
     return pd.DataFrame(rows)
 
@@ -175,11 +176,13 @@ def extended_section(results: Sequence[dict[str, Any]]) -> dict[str, Any]:
     Returns
     -------
     dict
-        ``table`` (display strings, or None) and ``collapsed`` (experiments at chance accuracy, joined).
+        ``table`` (display strings, or None), ``collapsed`` (experiments at chance accuracy, joined),
+        ``in_run`` and ``companion`` (the experiments whose extended FactSheet was measured in the run
+        itself or by a companion run, joined).
     """
     frame = extended_frame(results)
     if frame.empty:
-        return {"table": None, "collapsed": ""}
+        return {"table": None, "collapsed": "", "in_run": "", "companion": ""}
     header = ["experiment", "server acc.", "trust"] \
         + [p.replace("architectural_soundness", "federation") for p in EXTENDED_PILLARS] \
         + ["client reputation", "data quality", "poisoning defence", "empirical robustness", "information leakage",
@@ -194,7 +197,9 @@ def extended_section(results: Sequence[dict[str, Any]]) -> dict[str, Any]:
                     + [" / ".join(str(prov.get(k, 0)) for k in ("measured", "declared", "missing", "n/a"))])
     collapsed = [r["experiment"] for _, r in frame.iterrows()
                  if not is_missing(r["server_accuracy"]) and r["server_accuracy"] < 0.05]
-    return {"table": pd.DataFrame(rows, columns=header), "collapsed": ", ".join(collapsed)}
+    where = {kind: ", ".join(frame.loc[frame["measured_in"] == kind, "experiment"]) for kind in ("run", "companion")}
+    return {"table": pd.DataFrame(rows, columns=header), "collapsed": ", ".join(collapsed),
+            "in_run": where["run"], "companion": where["companion"]}
 
 
 def extended_markdown(results: Sequence[dict[str, Any]]) -> list[str]:
