@@ -44,6 +44,21 @@ def missing_real_data(message: str) -> None:
     pytest.skip(message)
 
 
+@pytest.fixture
+def fairness_rounds():
+    """Per-round fairness notions of two repeats x 6 rounds, as a condition's result holds them:
+    F_T of repeat r in round k = 0.4 + 0.1 r + 0.01 k (the plot tests' frame)."""
+    import pandas as pd
+
+    rows = []
+    for repeat in range(2):
+        for k in range(1, 7):
+            rows.append({"repeat": repeat, "round": k, "f_j": 0.2, "f_g": 0.6, "f_r": 0.3 + 0.02 * k,
+                         "f_o": 0.9, "F_T": 0.4 + 0.1 * repeat + 0.01 * k,
+                         "mean_local_accuracy": 0.9, "aux_accuracy": 0.85})
+    return pd.DataFrame(rows)
+
+
 @pytest.fixture(scope="session")
 def golden_dir() -> Path:
     """The vendored FederatedTrust example inputs (``tests/trust/golden/``, see its README)."""

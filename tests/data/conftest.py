@@ -236,3 +236,15 @@ def mk() -> SimpleNamespace:
         write_n_baiot_uci=write_n_baiot_uci,
         write_n_baiot_flat=write_n_baiot_flat,
     )
+
+
+@pytest.fixture
+def kdd_root(tmp_path, mk):
+    """A data root with a tiny NSL-KDD folder: 10 training rows (normal / smurf), KDDTest+.txt (4 rows)
+    and KDDTest-21.txt (1 row)."""
+    folder = tmp_path / "root" / "nsl_kdd"
+    train = [mk.kdd_line(src_bytes=i, label="normal" if i % 2 else "smurf") for i in range(10)]
+    mk.write_lines(folder / "KDDTrain+.txt", train)
+    mk.write_lines(folder / "KDDTest+.txt", [mk.kdd_line(src_bytes=i) for i in range(4)])
+    mk.write_lines(folder / "KDDTest-21.txt", [mk.kdd_line(src_bytes=99)])
+    return tmp_path / "root"

@@ -9,15 +9,6 @@ import pytest
 from fltrust.data import dataset_info
 
 
-@pytest.fixture
-def kdd_root(tmp_path, mk):
-    folder = tmp_path / "root" / "nsl_kdd"
-    train = [mk.kdd_line(src_bytes=i, label="normal" if i % 2 else "smurf") for i in range(10)]
-    mk.write_lines(folder / "KDDTrain+.txt", train)
-    mk.write_lines(folder / "KDDTest+.txt", [mk.kdd_line(src_bytes=i) for i in range(4)])
-    return tmp_path / "root"
-
-
 def test_the_old_import_paths_still_work():
     import fltrust.data
     from fltrust.data import info, registry

@@ -25,16 +25,6 @@ from fltrust.data import (
 pytestmark = pytest.mark.filterwarnings("ignore::fltrust.data.registry.DataIntegrityWarning")
 
 
-@pytest.fixture
-def kdd_root(tmp_path, mk):
-    folder = tmp_path / "root" / "nsl_kdd"
-    train = [mk.kdd_line(src_bytes=i, label="normal" if i % 2 else "smurf") for i in range(10)]
-    mk.write_lines(folder / "KDDTrain+.txt", train)
-    mk.write_lines(folder / "KDDTest+.txt", [mk.kdd_line(src_bytes=i) for i in range(4)])
-    mk.write_lines(folder / "KDDTest-21.txt", [mk.kdd_line(src_bytes=99)])
-    return tmp_path / "root"
-
-
 def test_registry_covers_every_configured_dataset():
     assert set(SPECS) | set(GENERATORS) == set(DATASETS)
     assert {spec.synthetic for spec in SPECS.values()} == set(GENERATORS)

@@ -36,15 +36,8 @@ def _close_figures():
 
 
 @pytest.fixture
-def frame() -> pd.DataFrame:
-    """Two repeats x 6 rounds; F_T of repeat r in round k = 0.4 + 0.1 r + 0.01 k."""
-    rows = []
-    for repeat in range(2):
-        for k in range(1, 7):
-            rows.append({"repeat": repeat, "round": k, "f_j": 0.2, "f_g": 0.6, "f_r": 0.3 + 0.02 * k,
-                         "f_o": 0.9, "F_T": 0.4 + 0.1 * repeat + 0.01 * k,
-                         "mean_local_accuracy": 0.9, "aux_accuracy": 0.85})
-    return pd.DataFrame(rows)
+def frame(fairness_rounds) -> pd.DataFrame:
+    return fairness_rounds
 
 
 def test_the_plots_and_the_reproduction_name_the_same_notions():
