@@ -507,13 +507,3 @@ def load_dataset(cfg: DataConfig, *, seed: int = 0) -> DatasetBundle:
             },
         )
     return bundle
-
-
-def __getattr__(name: str) -> Any:
-    """``dataset_info`` and ``file_listing``, which moved to :mod:`fltrust.data.info` (that module
-    reads this one, so they are looked up on first use instead of imported here)."""
-    if name in ("dataset_info", "file_listing"):
-        from fltrust.data import info
-
-        return getattr(info, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -9,15 +9,12 @@ import pytest
 from fltrust.data import dataset_info
 
 
-def test_the_old_import_paths_still_work():
+def test_fltrust_data_exports_the_info_functions():
     import fltrust.data
-    from fltrust.data import info, registry
-    from fltrust.data.registry import file_listing
+    from fltrust.data import info
 
-    assert registry.dataset_info is fltrust.data.dataset_info is info.dataset_info
-    assert file_listing is info.file_listing
-    with pytest.raises(AttributeError, match="has no attribute 'dataset_infos'"):
-        registry.dataset_infos  # noqa: B018 - only the two moved names are forwarded
+    assert fltrust.data.dataset_info is info.dataset_info
+    assert "dataset_info" in fltrust.data.__all__
 
 
 def test_dataset_info_reports_files_checksums_and_counts(kdd_root):
