@@ -168,11 +168,29 @@ def paper_observers(cfg: ExperimentConfig, model: nn.Module, federation: Federat
         out.append(fairness_observer(cfg, model, federation.x_aux, federation.y_aux,
                                      num_clients=federation.num_clients))
     if cfg.metrics.trust.enabled:
-        from fltrust.trust.extended import extended_inputs
-
-        out.append(trust_observer(cfg, model, federation.x_test, federation.y_test,
-                                  **extended_inputs(cfg, federation)))
+        out.append(federation_trust_observer(cfg, model, federation))
     return out
+
+
+def federation_trust_observer(cfg: ExperimentConfig, model: nn.Module, federation: Federation):
+    """:func:`trust_observer` on ``federation``'s test split, with extended mode's inputs drawn from it.
+
+    Parameters
+    ----------
+    cfg : ExperimentConfig
+        Its ``metrics.trust`` section sets the observer's mode and settings.
+    model : nn.Module
+        Architecture template.
+    federation : Federation
+        The prepared federation of ``cfg``.
+
+    Returns
+    -------
+    TrustObserver
+    """
+    from fltrust.trust.extended import extended_inputs
+
+    return trust_observer(cfg, model, federation.x_test, federation.y_test, **extended_inputs(cfg, federation))
 
 
 ObserverFactory = Callable[[nn.Module, Federation], RoundObserver]

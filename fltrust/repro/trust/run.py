@@ -248,15 +248,12 @@ def mode_observer(cfg: ExperimentConfig, mode: str) -> Any:
     """An :data:`~fltrust.experiment.ObserverFactory` of a :class:`ModeObserver` of ``mode`` for the
     run of ``cfg`` (built like the run's own trust observer, from ``cfg`` with
     ``metrics.trust.mode: <mode>``)."""
-    from fltrust.experiment import trust_observer
-    from fltrust.trust.extended import extended_inputs
+    from fltrust.experiment import federation_trust_observer
 
     mode_cfg = cfg.with_overrides({"metrics.trust.mode": mode})
 
     def build(template: Any, federation: Any) -> ModeObserver:
-        observer = trust_observer(mode_cfg, template, federation.x_test, federation.y_test,
-                                  **extended_inputs(mode_cfg, federation))
-        return ModeObserver(observer, mode)
+        return ModeObserver(federation_trust_observer(mode_cfg, template, federation), mode)
 
     return build
 
