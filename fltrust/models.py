@@ -88,15 +88,19 @@ class ConvNet2(nn.Module):
         self.bn2 = nn.BatchNorm2d(64)
         self.fc1 = nn.Linear(64 * 7 * 7, hidden)
         self.fc2 = nn.Linear(hidden, num_classes)
-        self.pool = nn.MaxPool2d(2)
+        # activations and pooling as modules, one per use: SHAP's DeepExplainer rescales gradients
+        # only at the modules it hooks and keeps each module's last input, so a functional ReLU or a
+        # module applied twice breaks it (parameter-free: the state_dict is unchanged)
+        self.relu1, self.relu2, self.relu3 = nn.ReLU(), nn.ReLU(), nn.ReLU()
+        self.pool1, self.pool2 = nn.MaxPool2d(2), nn.MaxPool2d(2)
         self.dropout = nn.Dropout(dropout)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         x = x.reshape(-1, self.conv1.in_channels, 28, 28)
-        x = self.pool(torch.relu(self.bn1(self.conv1(x))))
-        x = self.pool(torch.relu(self.bn2(self.conv2(x))))
+        x = self.pool1(self.relu1(self.bn1(self.conv1(x))))
+        x = self.pool2(self.relu2(self.bn2(self.conv2(x))))
         x = self.dropout(torch.flatten(x, 1))
-        x = self.dropout(torch.relu(self.fc1(x)))
+        x = self.dropout(self.relu3(self.fc1(x)))
         return self.fc2(x)
 
 

@@ -326,7 +326,8 @@ class TrustOptions:
         disables).
     shap_nsamples : int
         Samples per explained input when SHAP falls back to GradientExplainer (models DeepExplainer
-        cannot take, e.g. ConvNet2); 200 is SHAP's own default.
+        cannot take, e.g. :class:`fltrust.models.CifarCNN` with its functional ReLUs and one pooling
+        module applied twice); 200 is SHAP's own default.
     client_selector : str
         Name written to ``participants/client_selector`` (the engine samples uniformly).
     evasion_eps, evasion_samples, evasion_pgd_steps

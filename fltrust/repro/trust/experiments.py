@@ -271,8 +271,8 @@ client count and data size): a CPU-seconds smoke run (2 rounds, small CLEVER, SH
 membership-inference and reputation samples; the labelled synthetic stand-in where the real data
 is missing). Every stage still runs. Not comparable with the paper.
 On FEMNIST's 62 classes CLEVER and SHAP cost one gradient per class and sample: CLEVER's pool
-factor 1 and GradientExplainer's 16 samples per explained input (SHAP's default: 200) make them
-seconds instead of minutes."""
+factor 1 makes it seconds instead of a minute (``shap_nsamples`` only matters for a model that
+SHAP's DeepExplainer cannot take, which none of the five experiments' models is)."""
 
 QUICK_MAX_CLIENTS = 10
 """Clients N of an experiment in quick mode (at most; the selection rate stays the paper's): experiments

@@ -28,8 +28,9 @@ variation of SHAP values (Lundberg and Lee, NeurIPS 2017). Two definitions are a
 
 Explainer: ``shap.DeepExplainer`` as in the prototype. When it fails on a model (an unsupported
 layer, or its additivity check fails because the model uses functional ops such as
-``torch.relu`` that DeepLIFT cannot see, or reuses one pooling module twice, as
-:class:`fltrust.models.CifarCNN` does) the
+``torch.relu`` that DeepLIFT cannot see, or applies one pooling module twice, as
+:class:`fltrust.models.CifarCNN` does; :class:`fltrust.models.ConvNet2` gives every activation and
+pooling its own module, so the trust experiments get DeepExplainer) the
 ``shap.GradientExplainer`` (expected gradients) with the same background is used instead and a
 warning is logged. shap >= 0.45 returns one array with a trailing output axis instead of a list of
 per-class arrays; :func:`shap_values` accepts both and always returns the trailing-axis layout.

@@ -13,7 +13,8 @@ For a sample :math:`x_0` with predicted class :math:`c` and each other class :ma
 where :math:`\hat L_j` is the reverse-Weibull location fitted to ``nb_batches`` maxima of
 ``batch_size`` gradient norms :math:`\lVert \nabla (f_c - f_j) \rVert_q` drawn from a pool of
 ``pool_factor * batch_size`` points sampled uniformly in the ``norm`` ball of radius R around
-:math:`x_0` (q is the dual norm). The work is done by :func:`art.metrics.clever_u`.
+:math:`x_0` (q is the dual norm). The work is done by :func:`art.metrics.clever_u`, on ART's
+``PyTorchClassifier`` with one forward pass per sampled batch (:func:`_forward_once_classifier`).
 
 Prototype (trust spec 3.10): ``clever_u(classifier, x, nb_batches=10, batch_size=5, radius=2,
 norm=2, pool_factor=3)`` on a single sample (the last of one test batch), with
@@ -31,6 +32,7 @@ Spec and bug references ("fairness spec §N", "trust spec §N", "Bn") are define
 from __future__ import annotations
 
 import copy
+import functools
 import logging
 import math
 from dataclasses import asdict, dataclass
@@ -72,6 +74,54 @@ def _output_width(model: nn.Module, sample: torch.Tensor) -> int:
     with torch.no_grad():
         out = model(sample[:1])
     return 1 if out.ndim == 1 else int(out.shape[-1])
+
+
+def _frozen_copy(model: nn.Module) -> nn.Module:
+    """An eval-mode copy of ``model`` whose parameters do not require gradients.
+
+    CLEVER and the evasion attacks differentiate with respect to the input only; ART's
+    ``class_gradient`` and ``loss_gradient`` call ``backward``, which would also compute every
+    weight gradient (on ConvNet2 the 3136x2048 layer's is the largest single product). The input
+    gradients are the same either way.
+    """
+    return copy.deepcopy(model).eval().requires_grad_(False)
+
+
+@functools.cache
+def _forward_once_classifier() -> type:
+    """ART's ``PyTorchClassifier`` with one forward pass per batch of ``clever_t``.
+
+    ``clever_t`` asks ``class_gradient`` for the predicted class and then for the target class of
+    the same batch of ball samples; ART runs the model forward for each. This subclass keeps the
+    last batch's forward graph and answers the second request from it. The gradient is the one ART
+    computes (the same preprocessing, and backward of ``preds[:, label]`` with respect to the input;
+    a test compares the two); anything but an integer label in eval mode with framework
+    preprocessing goes to ART unchanged. Built on first use,
+    because importing ART takes seconds.
+    """
+    from art.estimators.classification import PyTorchClassifier
+
+    class ForwardOnceClassifier(PyTorchClassifier):
+        _last: tuple[bytes, torch.Tensor, torch.Tensor] | None = None
+
+        def class_gradient(self, x: np.ndarray, label: Any = None, training_mode: bool = False,
+                           **kwargs: Any) -> np.ndarray:
+            if (not isinstance(label, (int, np.integer)) or training_mode or not self.all_framework_preprocessing
+                    or self._layer_idx_gradients >= 0):
+                return super().class_gradient(x, label=label, training_mode=training_mode, **kwargs)
+            if not 0 <= int(label) < self.nb_classes:
+                raise RobustnessError(f"class {label} is out of range for {self.nb_classes} classes")
+            key = x.dtype.str.encode() + str(x.shape).encode() + x.tobytes()
+            if self._last is None or self._last[0] != key:
+                self._model.train(mode=False)
+                x_grad = torch.from_numpy(x).to(self._device).requires_grad_(True)
+                x_input, _ = self._apply_preprocessing(x_grad, y=None, fit=False, no_grad=False)
+                self._last = (key, x_grad, self._model(x_input)[-1])
+            _, x_grad, preds = self._last
+            (grad,) = torch.autograd.grad(preds[:, int(label)].sum(), x_grad, retain_graph=True)
+            return grad.detach().cpu().numpy()[:, None]
+
+    return ForwardOnceClassifier
 
 
 def clever_score(
@@ -122,7 +172,6 @@ def clever_score(
         If the samples are empty, ``nb_classes`` does not match the model output, or a parameter
         is out of range.
     """
-    from art.estimators.classification import PyTorchClassifier
     from art.metrics import clever_u
 
     if norm not in (1, 2):
@@ -138,7 +187,7 @@ def clever_score(
     x = x.astype(np.float32)
 
     device = next(model.parameters()).device
-    net = copy.deepcopy(model).eval()
+    net = _frozen_copy(model)
     width = _output_width(net, torch.as_tensor(x[:1], device=device))
     if width == 1:
         if nb_classes != 2:
@@ -147,7 +196,7 @@ def clever_score(
     elif width != nb_classes:
         raise RobustnessError(f"the model emits {width} logits but nb_classes={nb_classes}")
 
-    classifier = PyTorchClassifier(
+    classifier = _forward_once_classifier()(
         model=net,
         loss=nn.CrossEntropyLoss(),
         input_shape=tuple(x.shape[1:]),
@@ -189,7 +238,7 @@ def clever_score(
 # -- empirical robustness: evasion attacks (extended mode) ------------------------------------------
 
 def as_class_logits(model: nn.Module, sample: np.ndarray | torch.Tensor, nb_classes: int) -> tuple[nn.Module, int]:
-    """An eval-mode copy of ``model`` that emits K class logits, and K.
+    """An eval-mode copy of ``model`` (parameters frozen, see :func:`_frozen_copy`) that emits K class logits, and K.
 
     A one-logit binary model is wrapped by :class:`BinaryLogitAsTwoClasses` (K = 2); a K-logit
     model is returned as it is (copied). ``sample`` (one or more rows) is used to read the output
@@ -201,7 +250,7 @@ def as_class_logits(model: nn.Module, sample: np.ndarray | torch.Tensor, nb_clas
         When the output width does not match ``nb_classes``.
     """
     device = next(model.parameters()).device
-    net = copy.deepcopy(model).eval()
+    net = _frozen_copy(model)
     x = torch.as_tensor(np.asarray(sample, dtype=np.float32) if not isinstance(sample, torch.Tensor) else sample,
                         device=device, dtype=torch.float32)
     width = _output_width(net, x)

@@ -134,3 +134,21 @@ def test_bad_arguments_are_named() -> None:
         feature_importance_cv(model, BACKGROUND[:1])
     with pytest.raises(ExplainabilityError, match="explainer"):
         shap_values(model, BACKGROUND, BACKGROUND, explainer="kernel")
+
+
+def test_deep_explainer_runs_on_convnet2_and_its_class_sums_are_the_output_margins() -> None:
+    # ConvNet2 (the trust experiments' model) gives every activation and pooling use its own module,
+    # so the prototype's DeepExplainer runs on it; DeepSHAP additivity then fixes the class sums:
+    # S_c = sum over explained x of (f_c(x) - mean over the background of f_c)
+    from fltrust.models import build_model
+
+    torch.manual_seed(0)
+    model = build_model("convnet2", (1, 28, 28), 62).eval()
+    x = torch.rand(10, 1, 28, 28)
+    values, used = shap_values(model, x[:8], x[8:])
+    assert used == "deep"
+    assert values.shape == (2, 1, 28, 28, 62)
+    with torch.no_grad():
+        out = model(x)
+    margins = (out[8:] - out[:8].mean(0)).sum(0).numpy()
+    assert values.reshape(-1, 62).sum(0) == pytest.approx(margins, abs=1e-4)
