@@ -7,9 +7,9 @@ Paper: "FederatedTrust: A Solution for Trustworthy Federated Learning", Section 
 =====  ==========================  ===  ==========  ======  ==========  ==========  =======================
 exp    data                        N    rate        rounds  DP          strategy    model
 =====  ==========================  ===  ==========  ======  ==========  ==========  =======================
-exp1   FEMNIST (real LEAF subset)  10   50 %        5       none        FedAvg      ConvNet2
-exp2   FEMNIST (real LEAF subset)  50   60 %        25      eps 20      FedAvg      ConvNet2
-exp3   FEMNIST (real LEAF subset)  100  40 %        50      eps 6       FedAvg      ConvNet2
+exp1   FEMNIST (311-writer pool)   10   50 %        5       none        FedAvg      ConvNet2
+exp2   FEMNIST (311-writer pool)   50   60 %        25      NbAFL 20    FedAvg      ConvNet2
+exp3   FEMNIST (311-writer pool)   100  40 %        50      NbAFL 6     FedAvg      ConvNet2
 exp4   N-BaIoT (SYNTHETIC)         9    70 %        [20]    none        FedAvg      MLP 115-50-50-2
 exp5   N-BaIoT (SYNTHETIC)         9    90 %        [20]    local eps 4 FedMedian   MLP 115-100-80-70-50-2
 =====  ==========================  ===  ==========  ======  ==========  ==========  =======================
