@@ -140,6 +140,7 @@ def write_attack_ablation(
     round and Krum f = 2; writes ``results/attack_ablation.json`` (the summary notebook draws
     ``figures/trust/attack_ablation.png`` from it with :func:`fltrust.viz.trust.plot_attack_ablation`).
     ``overrides`` (dotted keys) go to every run (execution settings such as ``training.vectorize``).
+    Returns the written result (the main comparison, its ``variants`` inside).
     """
     from fltrust.core.io import atomic_write_json
 
@@ -156,6 +157,7 @@ def write_attack_ablation(
     main["variants"] = [variant]
     results = Path(results_dir) if results_dir is not None else PAPER_DIR / "results"
     atomic_write_json(results / ABLATION_FILE, main)
+    return main
 
 
 __all__ = [
