@@ -328,7 +328,15 @@ def test_the_example_app_on_the_local_grid(tmp_path, monkeypatch):
 
     record = load_run(folder)
     assert [r.round for r in record.rounds] == [0, 1, 2] and audit_run(folder).ok
-    assert all(0 <= r.observations["fairness"]["F_T"] <= 1 for r in record.rounds[1:])
+    for r in record.rounds[1:]:
+        fair = r.observations["fairness"]
+        if fair["F_T"] is None:
+            # Flower's FedAvg samples the 2 of 4 nodes at random: when both score accuracy 0 on their
+            # validation rows (a Dirichlet client can hold 1), the gains are all 0 and the faithful
+            # f_j = J(0, 0) = 0/0 is undefined (fairness spec 2.1), so the round's F_T is too
+            assert fair["f_j"] is None and fair["performance"] == [0.0] * len(fair["performance"])
+        else:
+            assert 0 <= fair["F_T"] <= 1
     fs = json.loads((folder / "factsheet.json").read_text())
     assert fs["configuration"]["training_model"] == "MLPClassifier"
     assert fs["configuration"]["local_update_steps"] == 1 and fs["participants"]["client_num"] == 4
