@@ -44,6 +44,8 @@ import logging
 import os
 import select
 import sys
+import threading
+import time
 import traceback
 import warnings
 from pathlib import Path
@@ -366,7 +368,50 @@ def _one_line_warnings(message, category, filename, lineno, file=None, line=None
     print(f"fltrust: warning: {message}", file=sys.stderr if file is None else file)
 
 
+INTERRUPT_GRACE_S = 10.0
+"""How long an interrupted command waits for library threads to end before it exits anyway."""
+
+
+def leave_lingering_threads(code: int, *, grace_s: float = INTERRUPT_GRACE_S) -> None:
+    """After an interrupt, exit with ``code`` even if a library's worker thread does not end.
+
+    Python waits for every non-daemon thread before it exits. After a Ctrl-C, Flower's ServerApp
+    thread can still be waiting for a reply from the runtime that was just stopped
+    (:func:`fltrust.flower.simulation.stop_with` makes its reply polls give up, but not every wait
+    is a poll), and the command would hang after printing its one line until a second Ctrl-C.
+    So the command waits up to ``grace_s`` seconds for such threads, then ends the process with
+    ``os._exit``. By then every result file has been written: writes are atomic and the run was
+    checkpointed after its last finished round. Only the command-line entry points call this (a
+    ``main(argv)`` called in-process returns as usual).
+
+    Parameters
+    ----------
+    code : int
+        The exit status (only :data:`EXIT_INTERRUPTED` leads to the wait).
+    grace_s : float
+        Seconds to wait for the other non-daemon threads.
+    """
+    if code != EXIT_INTERRUPTED:
+        return
+    deadline = time.monotonic() + grace_s
+    others = [t for t in threading.enumerate() if t is not threading.current_thread() and not t.daemon]
+    for thread in others:
+        thread.join(max(0.0, deadline - time.monotonic()))
+    if any(t.is_alive() for t in others):
+        with contextlib.suppress(OSError, ValueError):
+            sys.stdout.flush()
+            sys.stderr.flush()
+        os._exit(code)
+
+
 def main(argv: list[str] | None = None) -> int:
+    code = _main(argv)
+    if argv is None:  # the command line (`fltrust ...`, `python -m fltrust ...`), not an in-process call
+        leave_lingering_threads(code)
+    return code
+
+
+def _main(argv: list[str] | None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     args.data_dir = getattr(args, "data_dir", None)

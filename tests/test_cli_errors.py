@@ -242,6 +242,32 @@ def test_interrupt_with_a_round_says_which(tmp_path, capsys, monkeypatch):
     assert "interrupted after round 3; rerun the same command to resume" in one_line_error(capsys)
 
 
+def test_an_interrupted_command_does_not_wait_for_a_stuck_library_thread(tmp_path):
+    # Flower's ServerApp thread can outlive a Ctrl-C, waiting for a reply that never comes; the
+    # command line must still exit with 130 after its grace period, with its one line printed
+    script = (
+        "import sys, threading\n"
+        "from fltrust import cli\n"
+        "stuck = threading.Event()\n"
+        "threading.Thread(target=stuck.wait, name='stuck-library-thread').start()  # non-daemon, never set\n"
+        "cli.leave_lingering_threads(0, grace_s=0.1)  # not an interrupt: returns\n"
+        "print('fltrust: interrupted; rerun the same command to resume', file=sys.stderr)\n"
+        "cli.leave_lingering_threads(cli.EXIT_INTERRUPTED, grace_s=0.5)\n"
+        "print('not reached')\n"
+    )
+    start = time.monotonic()
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60,
+                          env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert done.returncode == 130 and time.monotonic() - start < 30
+    assert done.stderr.strip() == "fltrust: interrupted; rerun the same command to resume" and done.stdout == ""
+
+
+def test_an_in_process_main_returns_without_the_exit_wait(tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr(cli, "leave_lingering_threads", lambda code: pytest.fail("called for an in-process main(argv)"))
+    fail_run_with(monkeypatch, KeyboardInterrupt())
+    assert main(["run", str(write_config(tmp_path))]) == 130
+
+
 def test_internal_error_is_one_line_and_verbose_shows_the_traceback(tmp_path, capsys, monkeypatch):
     fail_run_with(monkeypatch, ZeroDivisionError("division by zero"))
 
