@@ -76,17 +76,6 @@ def _output_width(model: nn.Module, sample: torch.Tensor) -> int:
     return 1 if out.ndim == 1 else int(out.shape[-1])
 
 
-def _frozen_copy(model: nn.Module) -> nn.Module:
-    """An eval-mode copy of ``model`` whose parameters do not require gradients.
-
-    CLEVER and the evasion attacks differentiate with respect to the input only; ART's
-    ``class_gradient`` and ``loss_gradient`` call ``backward``, which would also compute every
-    weight gradient (on ConvNet2 the 3136x2048 layer's is the largest single product). The input
-    gradients are the same either way.
-    """
-    return copy.deepcopy(model).eval().requires_grad_(False)
-
-
 @functools.cache
 def _forward_once_classifier() -> type:
     """ART's ``PyTorchClassifier`` with one forward pass per batch of ``clever_t``.
@@ -187,14 +176,7 @@ def clever_score(
     x = x.astype(np.float32)
 
     device = next(model.parameters()).device
-    net = _frozen_copy(model)
-    width = _output_width(net, torch.as_tensor(x[:1], device=device))
-    if width == 1:
-        if nb_classes != 2:
-            raise RobustnessError(f"the model emits one logit (binary) but nb_classes={nb_classes}; pass 2")
-        net = BinaryLogitAsTwoClasses(net).eval()
-    elif width != nb_classes:
-        raise RobustnessError(f"the model emits {width} logits but nb_classes={nb_classes}")
+    net, _ = as_class_logits(model, x[:1], nb_classes)
 
     classifier = _forward_once_classifier()(
         model=net,
@@ -238,7 +220,7 @@ def clever_score(
 # -- empirical robustness: evasion attacks (extended mode) ------------------------------------------
 
 def as_class_logits(model: nn.Module, sample: np.ndarray | torch.Tensor, nb_classes: int) -> tuple[nn.Module, int]:
-    """An eval-mode copy of ``model`` (parameters frozen, see :func:`_frozen_copy`) that emits K class logits, and K.
+    """An eval-mode copy of ``model`` with frozen parameters that emits K class logits, and K.
 
     A one-logit binary model is wrapped by :class:`BinaryLogitAsTwoClasses` (K = 2); a K-logit
     model is returned as it is (copied). ``sample`` (one or more rows) is used to read the output
@@ -250,7 +232,10 @@ def as_class_logits(model: nn.Module, sample: np.ndarray | torch.Tensor, nb_clas
         When the output width does not match ``nb_classes``.
     """
     device = next(model.parameters()).device
-    net = _frozen_copy(model)
+    # parameters frozen: CLEVER, the evasion attacks and MIA differentiate with respect to the input
+    # only, and ART's backward would also compute every weight gradient (ConvNet2's 3136x2048 layer's
+    # is the largest single product); the input gradients are the same either way
+    net = copy.deepcopy(model).eval().requires_grad_(False)
     x = torch.as_tensor(np.asarray(sample, dtype=np.float32) if not isinstance(sample, torch.Tensor) else sample,
                         device=device, dtype=torch.float32)
     width = _output_width(net, x)
