@@ -53,14 +53,14 @@ def test_remembered_stores_nothing_when_the_computation_fails():
 
 @pytest.mark.filterwarnings("ignore::DeprecationWarning")
 def test_clever_and_shap_of_the_same_model_are_computed_once(monkeypatch):
-    import art.metrics
+    from fltrust.trust.measures import robustness
 
     memo.clear()
     model, other, x = _mlp(), _mlp(), torch.randn(6, 4)
     with torch.no_grad():
         other[2].bias.add_(0.5)
-    real, calls = art.metrics.clever_u, []
-    monkeypatch.setattr(art.metrics, "clever_u", lambda *a, **k: calls.append(1) or real(*a, **k))
+    real, calls = robustness._clever_u, []
+    monkeypatch.setattr(robustness, "_clever_u", lambda *a, **k: calls.append(1) or real(*a, **k))
 
     first = clever_score(model, x[:1], nb_classes=3, nb_batches=2, batch_size=2, seed=1)
     again = clever_score(_mlp(), x[:1], nb_classes=3, nb_batches=2, batch_size=2, seed=1)  # same parameters
