@@ -51,10 +51,12 @@ whole span of ``total``; ``x pfl`` = pfl's steady s/round over the system's, in 
 seconds (how many times faster; against the bare PyTorch loop when pfl is absent); ``final acc``
 = the final global model's accuracy on the auxiliary set (a check that every system trained).
 With ``--repeats`` the systems run in turn, the order reversed every other repeat, and the table
-holds medians. The machine's load average is printed: on a busy machine wall times follow the
-other processes (each system here uses one thread: its CPU seconds are what it takes on an idle
-core), so compare systems of one run, not runs of different days. Speed is measured here, never
-asserted in tests.
+holds medians. The footer names numpy's BLAS and ``OPENBLAS_CORETYPE``: fltrust's stacked MLP step
+multiplies with numpy's OpenBLAS (:mod:`fltrust.blas`), so its kernels (AVX2 or AVX-512) set
+fltrust's time; the other systems multiply with torch. The machine's load average is printed: on a
+busy machine wall times follow the other processes (each system here uses one thread: its CPU
+seconds are what it takes on an idle core), so compare systems of one run, not runs of different
+days. Speed is measured here, never asserted in tests.
 """
 
 from __future__ import annotations
@@ -442,6 +444,9 @@ def main() -> None:
                 print(f"  {system}: steady {result['steady_s']:.3f} s/round ({result['steady_cpu_s']:.3f} CPU s), "
                       f"total {result['total_s']:.3f}, acc {result['accuracy']:.4f}", file=sys.stderr, flush=True)
     load_after = os.getloadavg()
+    sys.path.insert(0, str(REPO))
+    from fltrust.blas import numpy_blas
+
     keys = ("total_s", "steady_s", "steady_cpu_s", "cpu_s", "accuracy")
     med = {s: {k: statistics.median(r[k] for r in rs) for k in keys} for s, rs in runs.items() if rs}
     base = "pfl" if "pfl" in med else "torch" if "torch" in med else None
@@ -465,7 +470,8 @@ def main() -> None:
                   else "no pfl or bare PyTorch run: no ratio")
     print(f"\n{args.rounds} rounds, {args.repeats} repeat(s), {'SYNTHETIC stand-in' if synthetic else 'real'} NSL-KDD; "
           f"{ratio_note}; Flower's CPU includes its Ray processes (two ClientApps in parallel); load average "
-          f"{load_before[0]:.2f} before, {load_after[0]:.2f} after (1 min), {os.cpu_count()} CPUs")
+          f"{load_before[0]:.2f} before, {load_after[0]:.2f} after (1 min), {os.cpu_count()} CPUs; numpy's BLAS: "
+          f"{numpy_blas()} (OPENBLAS_CORETYPE={os.environ.get('OPENBLAS_CORETYPE', 'unset')})")
     if args.json:
         Path(args.json).write_text(json.dumps({"runs": runs, "load": [load_before, load_after]}, indent=2))
 

@@ -9,8 +9,8 @@ another, per-client evaluations) and ``auto`` (they train side by side as one st
 evaluations batched; :mod:`fltrust.fl.vectorized`). Settings (issue 9):
 
 - ``nsl_kdd 100C/5PC/5E``: NSL-KDD (KDDTrain+), 100 iid clients, 5 per round, 5 local epochs,
-  batch 32, Adam -- 1 thread (target: vectorised <= 0.18 s/round, 5x pfl-research's 0.91: issue 20;
-  ``benchmarks/peers.py`` runs the peers);
+  batch 32, Adam -- 1 thread (target: vectorised <= 0.18 s/round and 5x pfl-research: issue 20;
+  ``benchmarks/peers.py`` runs the peers side by side);
 - ``cifar10 10C/5PC/10E``: the local CIFAR-10 subset (19,981 training images: ~1,800 training +
   200 validation images per client), 10 iid clients, 5 per round, 10 local epochs, batch 32,
   Adam, cifar_cnn -- 2 threads (target: <= 6 s/round);

@@ -20,6 +20,7 @@ Spec and bug references ("fairness spec §N", "trust spec §N", "Bn") are define
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -310,6 +311,7 @@ def evaluate_datasets(
     batch_size: int = 32,
     loss_scaling: str = "mean",
     chunk_size: int | None = None,
+    forward: Callable[[torch.Tensor], torch.Tensor] | None = None,
 ) -> list[EvalResult]:
     """:func:`evaluate` of one model on each of several datasets, in one pass over all samples.
 
@@ -334,6 +336,10 @@ def evaluate_datasets(
         The loss convention (default ``"mean"``).
     chunk_size : int or None
         Samples per forward block (speed and memory only); default ``None``.
+    forward : callable, optional
+        Computes ``model``'s logits of a block another way (the same function to float rounding:
+        :class:`fltrust.fl.batched_evaluation.BatchedEvaluator` passes numpy's products for MLPs);
+        default: ``model`` itself, replayed as a stack of one where :mod:`fltrust.core.stacked` can.
 
     Returns
     -------
@@ -351,13 +357,13 @@ def evaluate_datasets(
                 for _ in ys]
     x = torch.cat(list(xs)) if K > 1 else xs[0]
     y = torch.cat(list(ys)) if K > 1 else ys[0]
-    net = stacked_net(model)
-    if net.kind == "program":  # the replay's faster pooling; one model = a stack of one
+    net = stacked_net(model) if forward is None else None
+    if net is not None and net.kind == "program":  # the replay's faster pooling; one model = a stack of one
         state = [v.unsqueeze(0) for v in model.state_dict().values()]
 
         def forward(xb):
             return net(state, xb, shared_input=True)[0]
-    else:
+    elif net is not None:
         forward = model
     chunk_size = chunk_size or auto_chunk_size(model, x, 1)
     was_training = model.training

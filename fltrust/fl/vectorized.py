@@ -7,8 +7,10 @@ step of all clients is one stacked forward/backward pass (:mod:`fltrust.core.sta
 ``torch.baddbmm`` for linear layers, one grouped convolution for convolutions) plus one optimiser
 update on a flat ``(m, num_params)`` buffer. ReLU MLPs skip autograd: their passes are written out
 (:meth:`VectorTrainer._train_mlp`) into buffers allocated once per local training, so that a step is
-about 40 tensor operations and no allocation (issue 20: about 0.6 ms per NSL-KDD step on one
-thread, 80 % of it the eight batched matmuls).
+about 40 tensor operations and no allocation. On CPU with numpy's OpenBLAS the eight batched
+matrix products of an NSL-KDD step go to numpy instead, in layouts OpenBLAS multiplies fastest
+(:meth:`VectorTrainer._train_mlp_numpy`; one thread of a Zen 5 core, issue 20: 0.62 ms per step
+with ``torch.bmm``, 0.38 ms with OpenBLAS's AVX-512 kernels).
 
 This module holds when the path applies (:func:`vectorize_reason`), the trainer
 (:class:`VectorTrainer`) and a round's clients as one group (:class:`ClientGroup`); its parts
@@ -77,18 +79,19 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from fltrust.blas import blas_threads_as_torch
 from fltrust.config import ExperimentConfig, TrainingConfig
 from fltrust.core.records import Params
 from fltrust.core.stacked import UnsupportedModel, has_buffers, stacked_loss_pred, stacked_net
-from fltrust.fl.batched_evaluation import MLP_EVAL_ROWS, BatchedEvaluator, mlp_layers
+from fltrust.fl.batched_evaluation import MLP_EVAL_ROWS, MLP_GEMMS, BatchedEvaluator, mlp_layers
 from fltrust.fl.schedule import BatchSchedule, batch_schedule
 from fltrust.fl.stacked_optimizer import StackedOptimizer
 from fltrust.fl.training import fused_adam as fused_adam_kernel
 
 VECTORIZE_MODES = ("auto", "on", "off")
 
-__all__ = ["MLP_EVAL_ROWS", "VECTORIZE_MODES", "BatchSchedule", "BatchedEvaluator", "ClientGroup", "StackedOptimizer",
-           "VectorTrainer", "batch_schedule", "vectorize_reason"]
+__all__ = ["MLP_EVAL_ROWS", "MLP_GEMMS", "VECTORIZE_MODES", "BatchSchedule", "BatchedEvaluator", "ClientGroup",
+           "StackedOptimizer", "VectorTrainer", "batch_schedule", "vectorize_reason"]
 
 
 # --------------------------------------------------------------------------------------------
@@ -149,6 +152,10 @@ class VectorTrainer(BatchedEvaluator):
     manual_mlp : bool
         ReLU MLPs (NSL-KDD, N-BaIoT): forward and backward written out with batched matmuls
         instead of autograd (no graph per step; the fastest variant measured on CPU).
+    mlp_gemm : {"auto", "numpy", "torch"}
+        Where the hand-written MLP steps (and the evaluation) multiply their matrices: numpy's BLAS
+        (:meth:`_train_mlp_numpy`) or ``torch.bmm`` (:meth:`_train_mlp`);
+        :data:`~fltrust.fl.batched_evaluation.MLP_GEMMS`.
     fused_adam : bool or None
         Adam steps with ``torch.optim.Adam(fused=True)``'s kernel (one pass over the stacked
         buffer) or the single-tensor math (:class:`StackedOptimizer`); ``None``: as the
@@ -158,8 +165,8 @@ class VectorTrainer(BatchedEvaluator):
 
     def __init__(self, model: nn.Module, training: TrainingConfig, num_classes: int, device: torch.device, *,
                  net: str = "auto", cuda_graph: bool = False, manual_mlp: bool = True,
-                 fused_adam: bool | None = None) -> None:
-        super().__init__(model, training, num_classes, device)
+                 mlp_gemm: str = "auto", fused_adam: bool | None = None) -> None:
+        super().__init__(model, training, num_classes, device, mlp_gemm=mlp_gemm)
         self.net = stacked_net(self.model, net)
         if not self.net.trainable:
             raise UnsupportedModel(f"{type(model).__name__} cannot be trained as a stacked model")
@@ -173,7 +180,7 @@ class VectorTrainer(BatchedEvaluator):
         self.numels = [int(np.prod(s)) if s else 1 for s in self.shapes]
         self.offsets = np.concatenate([[0], np.cumsum(self.numels)]).astype(int).tolist()
         self.num_params = self.offsets[-1]
-        self.mlp = mlp_layers(self.net) if manual_mlp else None
+        self.mlp = mlp_layers(self.net) if manual_mlp else None  # None: autograd's stacked step
         self.fused_adam = fused_adam_kernel(self.device) if fused_adam is None else bool(fused_adam)
         if os.environ.get("FLTRUST_CUDA_GRAPH", "") == "1":
             cuda_graph = True
@@ -279,6 +286,9 @@ class VectorTrainer(BatchedEvaluator):
         with torch.no_grad():  # one context for all steps (gradients: by hand, or autograd.grad inside)
             if graphed:
                 self._train_graphed(sched, flat, center, proximal_mu, x, y, opt, loss_sum)
+            elif self.mlp is not None and gens is None and self.mlp_gemm == "numpy":
+                with blas_threads_as_torch():
+                    self._train_mlp_numpy(sched, flat, center, proximal_mu, x, y, opt, loss_sum)
             elif self.mlp is not None and gens is None:
                 self._train_mlp(sched, flat, center, proximal_mu, x, y, opt, loss_sum)
             else:
@@ -358,22 +368,9 @@ class VectorTrainer(BatchedEvaluator):
                 h = out
                 if i < len(outs) - 1:
                     h.relu_()
-            w = sched.weight[s, :ka]
             report = sched.report[s]
-            losses = None
             g = deltas[-1]
-            if binary:
-                logits = h.view(ka, B)
-                torch.sigmoid(logits, out=g.view(ka, B)).sub_(tk).mul_(w)
-                if report:
-                    losses = (F.binary_cross_entropy_with_logits(logits, tk, reduction="none") * w).sum(1)
-            else:
-                logp = torch.log_softmax(h, -1)
-                label = tk.unsqueeze(2)
-                torch.exp(logp, out=g).mul_(w.unsqueeze(2))
-                g.scatter_add_(2, label, -w.unsqueeze(2))
-                if report:
-                    losses = (-logp.gather(2, label).squeeze(2) * w).sum(1)
+            losses = _output_gradient(h, tk, sched.weight[s, :ka], g, report, binary, class_dim=2)
             for i in range(len(outs) - 1, -1, -1):
                 inp = xk if i == 0 else outs[i - 1]
                 torch.bmm(g.transpose(1, 2), inp, out=gW[i])
@@ -387,6 +384,103 @@ class VectorTrainer(BatchedEvaluator):
             if report:
                 loss_sum[:ka] += losses.double() * sched.loss_weight[s, :ka]
             opt.update(active, grad, ka)
+
+    def _train_mlp_numpy(self, sched: BatchSchedule, flat, center, mu, x, y, opt, loss_sum) -> None:
+        """:meth:`_train_mlp` with the matrix products in numpy's BLAS (CPU), all as ``Aᵀ @ Bᵀ``.
+
+        OpenBLAS multiplies small matrices at full speed in the forms ``A @ B``, ``Aᵀ @ B`` and
+        ``Aᵀ @ Bᵀ`` but at half speed in ``A @ Bᵀ``; a layer's forward, input-gradient and
+        weight-gradient products cannot all avoid that form in one layout. Here the layouts
+        alternate: even layers read feature-major inputs ``(k, width, batch)`` and write
+        batch-major outputs ``(k, batch, width)``, odd layers the reverse and hold their weight
+        transposed, ``(in, out)``, in ``flat`` while training (:meth:`_mlp_layout`). Then every
+        product is ``Aᵀ @ Bᵀ`` and every elementwise step (bias, ReLU, its backward) reads one
+        layout. The parameters, moments and gradients are the same numbers in another order;
+        Adam, the proximal term and per-tensor clipping do not depend on the order.
+        """
+        layers = self.mlp
+        L, K, S, B = len(self.mlp), flat.shape[0], len(sched.active), sched.index.shape[2]
+        xt = x.reshape(len(x), -1).t().contiguous()  # (features, rows): a batch gathers columns
+        widths = [xt.shape[0]] + [self.shapes[wi][0] for wi, _ in layers]
+        binary = widths[-1] == 1
+        target = y.to(self.dtype) if binary else y
+        xbuf = torch.empty(widths[0] * K * B, device=self.device, dtype=self.dtype)
+        tbuf = torch.empty(K * B, device=self.device, dtype=target.dtype)
+        outs_buf = [torch.empty(K * B * w, device=self.device, dtype=self.dtype) for w in widths[1:]]
+        deltas_buf = [torch.empty(K * B * w, device=self.device, dtype=self.dtype) for w in widths[1:]]
+        grad_buffer = torch.empty_like(flat)
+        index = sched.index.view(S, K * B)
+        T = (0, 2, 1)  # a numpy transpose of the last two axes
+        cache: dict[int, tuple] = {}
+        self._mlp_layout(flat, to_training=True)
+        if center is not None:
+            self._mlp_layout(center, to_training=True)  # train()'s own copy
+        try:
+            for s, ka in enumerate(sched.active):
+                views = cache.get(ka)
+                if views is None:
+                    active, grad = flat[:ka], grad_buffer[:ka]
+                    params, grads = self.views(active), self.views(grad)
+                    xflat = xbuf[: widths[0] * ka * B].view(widths[0], ka * B)
+                    # layer i's output: batch-major (k, batch, width) for even i, feature-major for odd i
+                    shape = [(ka, B, w) if i % 2 == 0 else (ka, w, B) for i, w in enumerate(widths[1:])]
+                    outs = [o[: ka * B * w].view(*sh) for o, w, sh in zip(outs_buf, widths[1:], shape)]
+                    deltas = [d[: ka * B * w].view(*sh) for d, w, sh in zip(deltas_buf, widths[1:], shape)]
+                    inputs = [xflat.view(widths[0], ka, B).permute(1, 0, 2)] + outs[:-1]
+                    weights = [params[wi].view(ka, *(self.shapes[wi] if i % 2 == 0 else self.shapes[wi][::-1]))
+                               for i, (wi, _) in enumerate(layers)]
+                    gweights = [grads[wi].view(ka, *(self.shapes[wi] if i % 2 == 0 else self.shapes[wi][::-1]))
+                                for i, (wi, _) in enumerate(layers)]
+                    views = cache[ka] = (
+                        active, grad, xflat, tbuf[: ka * B].view(ka, B), outs, deltas,
+                        [params[bi].unsqueeze(1 + i % 2) for i, (_, bi) in enumerate(layers)],
+                        [grads[bi] for _, bi in layers],
+                        [t.numpy().transpose(T) for t in inputs], [t.numpy().transpose(T) for t in weights],
+                        [t.numpy() for t in gweights], [t.numpy() for t in outs], [t.numpy().transpose(T) for t in deltas],
+                        [t.numpy() for t in deltas])
+                (active, grad, xflat, tk, outs, deltas, bias, gb, inT, wT, gW, out_n, dT, d_n) = views
+                idx = index[s, : ka * B]
+                torch.index_select(xt, 1, idx, out=xflat)
+                torch.index_select(target, 0, idx, out=tk.view(-1))
+                for i in range(L):
+                    if i % 2 == 0:  # (batch, out) = Xᵀᵀ Wᵀ: input feature-major, W (out, in)
+                        np.matmul(inT[i], wT[i], out=out_n[i])
+                    else:  # (out, batch) = Vᵀ Xᵀ: input batch-major, V = Wᵀ (in, out)
+                        np.matmul(wT[i], inT[i], out=out_n[i])
+                    outs[i].add_(bias[i])
+                    if i < L - 1:
+                        outs[i].relu_()
+                report = sched.report[s]
+                losses = _output_gradient(outs[-1], tk, sched.weight[s, :ka], deltas[-1], report, binary,
+                                          class_dim=2 if (L - 1) % 2 == 0 else 1)
+                for i in range(L - 1, -1, -1):
+                    if i % 2 == 0:  # dW (out, in) = dYᵀ X; dX (in, batch) = Wᵀ dYᵀ
+                        np.matmul(dT[i], inT[i], out=gW[i])
+                        torch.sum(deltas[i], 1, out=gb[i])
+                        if i > 0:
+                            np.matmul(wT[i], dT[i], out=d_n[i - 1])
+                    else:  # dV (in, out) = Xᵀ dYᵀᵀ; dX (batch, in) = dYᵀ Vᵀ
+                        np.matmul(inT[i], dT[i], out=gW[i])
+                        torch.sum(deltas[i], 2, out=gb[i])
+                        np.matmul(dT[i], wT[i], out=d_n[i - 1])
+                    if i > 0:
+                        prev = deltas[i - 1]
+                        torch.ops.aten.threshold_backward.grad_input(prev, outs[i - 1], 0, grad_input=prev)
+                losses = self._finish_grad(active, grad, losses, center, mu, ka)
+                if report:
+                    loss_sum[:ka] += losses.double() * sched.loss_weight[s, :ka]
+                opt.update(active, grad, ka)
+        finally:
+            self._mlp_layout(flat, to_training=False)
+
+    def _mlp_layout(self, flat: torch.Tensor, *, to_training: bool) -> None:
+        """Transpose the odd layers' weights of a ``(k, N)`` buffer in place: ``(out, in)`` to
+        ``(in, out)`` (``to_training``) or back (:meth:`_train_mlp_numpy`)."""
+        for i, (wi, _) in enumerate(self.mlp):
+            rows, cols = self.shapes[wi] if to_training else self.shapes[wi][::-1]
+            if i % 2 == 1 and min(rows, cols) > 1:  # a (1, n) weight reads the same either way
+                block = flat[:, self.offsets[wi] : self.offsets[wi + 1]]
+                block.copy_(block.reshape(-1, rows, cols).transpose(1, 2).clone().reshape(block.shape))
 
     def _mlp_views(self, ka: int, B: int, flat: torch.Tensor, buffers: tuple) -> tuple:
         """The views :meth:`_train_mlp` writes and reads for ``ka`` active clients (made once per ``ka``)."""
@@ -481,6 +575,31 @@ class VectorTrainer(BatchedEvaluator):
                 graph.replay()
             opt.steps += end - s
             s = end
+
+
+def _output_gradient(logits: torch.Tensor, target: torch.Tensor, weight: torch.Tensor, grad: torch.Tensor,
+                     report: bool, binary: bool, class_dim: int) -> torch.Tensor | None:
+    """The loss gradient with respect to the logits, written into ``grad``; the loss when ``report``.
+
+    BCE-with-logits (one logit): ``(sigmoid(z) - y) * w``; cross-entropy: ``softmax(z) * w`` minus
+    ``w`` at the label, with the classes along ``class_dim`` of ``(k, ., .)`` logits. ``weight``
+    ``(k, batch)`` holds each sample's share of its client's batch mean (0 for padding).
+    """
+    ka, rows = weight.shape
+    if binary:
+        z = logits.view(ka, rows)
+        torch.sigmoid(z, out=grad.view(ka, rows)).sub_(target).mul_(weight)
+        if report:
+            return (F.binary_cross_entropy_with_logits(z, target, reduction="none") * weight).sum(1)
+        return None
+    w = weight.unsqueeze(class_dim)
+    label = target.unsqueeze(class_dim)
+    logp = torch.log_softmax(logits, class_dim)
+    torch.exp(logp, out=grad).mul_(w)
+    grad.scatter_add_(class_dim, label, -w)
+    if report:
+        return (-logp.gather(class_dim, label).squeeze(class_dim) * weight).sum(1)
+    return None
 
 
 def _gather(t: torch.Tensor, idx: torch.Tensor) -> torch.Tensor:

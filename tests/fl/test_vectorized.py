@@ -286,9 +286,12 @@ def test_float64_paths_agree():
 @pytest.mark.parametrize("name, shape, classes", [("nsl_kdd_mlp", (122,), 2), ("nbaiot_mlp_50_50", (115,), 5)],
                          ids=["bce", "cross_entropy"])
 def test_mlp_by_hand_equals_autograd_and_sequential_in_float64(name, shape, classes):
-    """The hand-written MLP steps (buffers written in place, the loss only in reported steps) are the
-    same algorithm as autograd's stacked step and the sequential path: in float64 all three agree to
-    1e-10, with unequal clients, partial batches, a proximal term, weight decay and clipping."""
+    """The hand-written MLP steps (buffers written in place, the loss only in reported steps; the
+    products in torch, or in numpy with alternating layouts) are the same algorithm as autograd's
+    stacked step and the sequential path: in float64 all agree to 1e-10, with unequal clients,
+    partial batches, a proximal term, weight decay and clipping. The two models have an even
+    (NSL-KDD, 4 layers) and an odd (N-BaIoT, 3 layers) number of layers: the logits end in either
+    layout."""
     torch.manual_seed(0)
     model = build_model(name, shape, classes).double()
     training = TrainingConfig(batch_size=16, weight_decay=1e-3, grad_clip=0.5)
@@ -301,21 +304,61 @@ def test_mlp_by_hand_equals_autograd_and_sequential_in_float64(name, shape, clas
     seq = LocalTrainer(model, training, classes, cpu)
     ref = [seq.train(init, x, y, epochs=2, seed=s, proximal_center=center, proximal_mu=0.1)
            for x, y, s in zip(xs, ys, seeds)]
-    for by_hand in (True, False):
-        trainer = VectorTrainer(model, training, classes, cpu, manual_mlp=by_hand)
-        assert (trainer.mlp is not None) == by_hand
+    for by_hand, gemm in ((True, "torch"), (True, "numpy"), (False, "torch")):
+        trainer = VectorTrainer(model, training, classes, cpu, manual_mlp=by_hand, mlp_gemm=gemm)
+        assert (trainer.mlp is not None) == by_hand and trainer.mlp_gemm == gemm
         got, losses = trainer.train(xs, ys, init, seeds, epochs=2, proximal_center=center, proximal_mu=0.1)
-        assert max_diff([p for p, _ in ref], got) < 1e-10, by_hand
+        assert max_diff([p for p, _ in ref], got) < 1e-10, (by_hand, gemm)
         np.testing.assert_allclose([loss for _, loss in ref], losses, rtol=1e-10)
 
 
-def test_mlp_evaluation_in_blocks_equals_evaluate():
-    """MLPs are evaluated in blocks of MLP_EVAL_ROWS samples (CNNs keep evaluation's default):
-    the same loss, accuracy and confusion matrix as evaluate() of each dataset."""
+@pytest.mark.parametrize("hidden", [(), (7,), (7, 6), (7, 6, 5)], ids=["1-layer", "2-layers", "3-layers", "4-layers"])
+@pytest.mark.parametrize("classes", [2, 4], ids=["bce", "cross_entropy"])
+def test_mlp_products_in_numpy_equal_torch_for_every_layer_parity(hidden, classes):
+    """numpy's path alternates layouts layer by layer and holds odd layers' weights transposed while
+    training: with 1-4 layers (the logits end batch-major or feature-major) and either loss, it
+    equals the torch path in float64, and the returned parameters are in state_dict layout."""
+    from fltrust.models import MLP
+
+    torch.manual_seed(1)
+    model = MLP(9, hidden, 1 if classes == 2 else classes).double()
+    training = TrainingConfig(batch_size=8, optimizer="adam", learning_rate=0.01)
+    cpu = torch.device("cpu")
+    init = get_params(model)
+    sizes, seeds = [19, 12], [1, 2]
+    xs = [torch.randn(n, 9, dtype=torch.float64) for n in sizes]
+    ys = [torch.randint(0, classes, (n,)) for n in sizes]
+    for k in (2, 1):  # a stack of one client too (a round whose other clients have no data)
+        results = {}
+        for gemm in ("torch", "numpy"):
+            trainer = VectorTrainer(model, training, classes, cpu, mlp_gemm=gemm)
+            assert trainer.mlp is not None
+            results[gemm] = trainer.train(xs[:k], ys[:k], init, seeds[:k], epochs=2, proximal_center=init,
+                                          proximal_mu=0.05)
+        (p_torch, l_torch), (p_numpy, l_numpy) = results["torch"], results["numpy"]
+        assert [[a.shape for a in ps] for ps in p_numpy] == [[a.shape for a in ps] for ps in p_torch]
+        assert max_diff(p_torch, p_numpy) < 1e-10
+        assert max_diff(p_torch, [init] * k) > 1e-3  # it trained
+        np.testing.assert_allclose(l_torch, l_numpy, rtol=1e-10)
+
+
+def test_mlp_gemm_is_checked():
+    model = build_model("nsl_kdd_mlp", (122,), 2)
+    with pytest.raises(ValueError, match="mlp_gemm='blas'"):
+        VectorTrainer(model, TrainingConfig(), 2, torch.device("cpu"), mlp_gemm="blas")
+    auto = VectorTrainer(model, TrainingConfig(), 2, torch.device("cpu"))
+    assert auto.mlp_gemm in ("numpy", "torch")
+
+
+@pytest.mark.parametrize("gemm", ["torch", "numpy"])
+def test_mlp_evaluation_in_blocks_equals_evaluate(gemm):
+    """MLPs are evaluated in blocks of MLP_EVAL_ROWS samples (CNNs keep evaluation's default), their
+    products in torch or numpy: the same loss, accuracy and confusion matrix as evaluate() of each
+    dataset."""
     torch.manual_seed(0)
     cpu = torch.device("cpu")
     model = build_model("nsl_kdd_mlp", (122,), 2)
-    evaluator = BatchedEvaluator(model, TrainingConfig(), 2, cpu)
+    evaluator = BatchedEvaluator(model, TrainingConfig(), 2, cpu, mlp_gemm=gemm)
     assert evaluator.eval_chunk == MLP_EVAL_ROWS
     assert BatchedEvaluator(build_model("cifar_cnn", (3, 32, 32), 10), TrainingConfig(), 10, cpu).eval_chunk is None
     xs = [torch.randn(n, 122) for n in (MLP_EVAL_ROWS + 123, 50, MLP_EVAL_ROWS)]  # blocks across datasets
