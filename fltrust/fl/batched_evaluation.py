@@ -8,6 +8,7 @@ recognises the ReLU MLPs both treat specially.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Sequence
 
 import numpy as np
@@ -58,9 +59,9 @@ class BatchedEvaluator:
         self.eval_batch_size = training.batch_size if training.loss_scaling == "per_batch_sum" else 1024
         # ReLU MLPs on CPU: forward blocks of MLP_EVAL_ROWS samples instead of the default
         # (activations up to 32 MB); CNNs keep the default, measured best for them
-        self.eval_mlp = mlp_layers(stacked_net(self.model))
         cpu = self.device.type == "cpu"
-        self.eval_chunk = MLP_EVAL_ROWS if cpu and self.eval_mlp is not None else None
+        self.eval_mlp = mlp_layers(stacked_net(self.model)) if cpu else None
+        self.eval_chunk = MLP_EVAL_ROWS if self.eval_mlp is not None else None
         if mlp_gemm not in MLP_GEMMS:
             raise ValueError(f"mlp_gemm={mlp_gemm!r}; choose one of {MLP_GEMMS}")
         if mlp_gemm == "auto":
@@ -86,7 +87,7 @@ class BatchedEvaluator:
         """
         set_params(self.model, params)
         numpy_mlp = self.eval_mlp is not None and self.mlp_gemm == "numpy"
-        with blas_threads_as_torch():
+        with blas_threads_as_torch() if numpy_mlp else contextlib.nullcontext():
             return evaluate_datasets(self.model, list(xs), list(ys), num_classes=self.num_classes,
                                      batch_size=self.eval_batch_size, loss_scaling=self.training.loss_scaling,
                                      chunk_size=self.eval_chunk, forward=self._mlp_logits_numpy if numpy_mlp else None)
