@@ -443,9 +443,9 @@ class VectorTrainer(BatchedEvaluator):
                 torch.index_select(xt, 1, idx, out=xflat)
                 torch.index_select(target, 0, idx, out=tk.view(-1))
                 for i in range(L):
-                    if i % 2 == 0:  # (batch, out) = Xᵀᵀ Wᵀ: input feature-major, W (out, in)
+                    if i % 2 == 0:  # Y (batch, out) = X Wᵀ; X held feature-major, W (out, in)
                         np.matmul(inT[i], wT[i], out=out_n[i])
-                    else:  # (out, batch) = Vᵀ Xᵀ: input batch-major, V = Wᵀ (in, out)
+                    else:  # Yᵀ (out, batch) = Vᵀ Xᵀ; X held batch-major, V = Wᵀ (in, out)
                         np.matmul(wT[i], inT[i], out=out_n[i])
                     outs[i].add_(bias[i])
                     if i < L - 1:
@@ -454,12 +454,12 @@ class VectorTrainer(BatchedEvaluator):
                 losses = _output_gradient(outs[-1], tk, sched.weight[s, :ka], deltas[-1], report, binary,
                                           class_dim=2 if (L - 1) % 2 == 0 else 1)
                 for i in range(L - 1, -1, -1):
-                    if i % 2 == 0:  # dW (out, in) = dYᵀ X; dX (in, batch) = Wᵀ dYᵀ
+                    if i % 2 == 0:  # dW (out, in) = dYᵀ X; dXᵀ (in, batch) = Wᵀ dYᵀ
                         np.matmul(dT[i], inT[i], out=gW[i])
                         torch.sum(deltas[i], 1, out=gb[i])
                         if i > 0:
                             np.matmul(wT[i], dT[i], out=d_n[i - 1])
-                    else:  # dV (in, out) = Xᵀ dYᵀᵀ; dX (batch, in) = dYᵀ Vᵀ
+                    else:  # dV (in, out) = Xᵀ dY; dX (batch, in) = dY Vᵀ (dY held feature-major)
                         np.matmul(inT[i], dT[i], out=gW[i])
                         torch.sum(deltas[i], 2, out=gb[i])
                         np.matmul(dT[i], wT[i], out=d_n[i - 1])
