@@ -13,8 +13,9 @@ For a sample :math:`x_0` with predicted class :math:`c` and each other class :ma
 where :math:`\hat L_j` is the reverse-Weibull location fitted to ``nb_batches`` maxima of
 ``batch_size`` gradient norms :math:`\lVert \nabla (f_c - f_j) \rVert_q` drawn from a pool of
 ``pool_factor * batch_size`` points sampled uniformly in the ``norm`` ball of radius R around
-:math:`x_0` (q is the dual norm). The estimate is ART's :func:`art.metrics.clever_u` (its random draws, its Weibull fit), with the
-gradients of all classes' margins computed in batched passes (:func:`_clever_u`).
+:math:`x_0` (q is the dual norm). The estimate is ART's :func:`art.metrics.clever_u` (its random
+draws, its Weibull fits), with the gradients of all classes' margins computed in batched passes
+(:func:`_clever_u`).
 
 Prototype (trust spec 3.10): ``clever_u(classifier, x, nb_batches=10, batch_size=5, radius=2,
 norm=2, pool_factor=3)`` on a single sample (the last of one test batch), with
