@@ -357,14 +357,14 @@ def evaluate_datasets(
                 for _ in ys]
     x = torch.cat(list(xs)) if K > 1 else xs[0]
     y = torch.cat(list(ys)) if K > 1 else ys[0]
-    net = stacked_net(model) if forward is None else None
-    if net is not None and net.kind == "program":  # the replay's faster pooling; one model = a stack of one
-        state = [v.unsqueeze(0) for v in model.state_dict().values()]
-
-        def forward(xb):
-            return net(state, xb, shared_input=True)[0]
-    elif net is not None:
+    if forward is None:
+        net = stacked_net(model)
         forward = model
+        if net.kind == "program":  # the replay's faster pooling; one model = a stack of one
+            state = [v.unsqueeze(0) for v in model.state_dict().values()]
+
+            def forward(xb):
+                return net(state, xb, shared_input=True)[0]
     chunk_size = chunk_size or auto_chunk_size(model, x, 1)
     was_training = model.training
     model.eval()

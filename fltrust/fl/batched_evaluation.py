@@ -9,6 +9,7 @@ recognises the ReLU MLPs both treat specially.
 from __future__ import annotations
 
 import contextlib
+import functools
 from collections.abc import Sequence
 
 import numpy as np
@@ -87,21 +88,14 @@ class BatchedEvaluator:
         """
         set_params(self.model, params)
         numpy_mlp = self.eval_mlp is not None and self.mlp_gemm == "numpy"
+        forward = None
+        if numpy_mlp:  # the layers' (weight, bias) as numpy views, read once per evaluation
+            state = [v.numpy() for v in self.model.state_dict().values()]
+            forward = functools.partial(_mlp_logits_numpy, [(state[wi], state[bi]) for wi, bi in self.eval_mlp])
         with blas_threads_as_torch() if numpy_mlp else contextlib.nullcontext():
             return evaluate_datasets(self.model, list(xs), list(ys), num_classes=self.num_classes,
                                      batch_size=self.eval_batch_size, loss_scaling=self.training.loss_scaling,
-                                     chunk_size=self.eval_chunk, forward=self._mlp_logits_numpy if numpy_mlp else None)
-
-    def _mlp_logits_numpy(self, x: torch.Tensor) -> torch.Tensor:
-        """The MLP's logits of a block ``x`` (CPU), each product in numpy's BLAS."""
-        state = list(self.model.state_dict().values())
-        h = x.reshape(len(x), -1).numpy()
-        for i, (wi, bi) in enumerate(self.eval_mlp):
-            h = np.matmul(h, state[wi].numpy().T)
-            h += state[bi].numpy()
-            if i < len(self.eval_mlp) - 1:
-                np.maximum(h, 0, out=h)
-        return torch.from_numpy(h)
+                                     chunk_size=self.eval_chunk, forward=forward)
 
     def evaluate_each(self, params: Sequence[Params], xs: Sequence[torch.Tensor], ys: Sequence[torch.Tensor]) -> list[EvalResult]:
         """Model k on dataset k (the clients' performances), as one stacked model.
@@ -120,6 +114,17 @@ class BatchedEvaluator:
         """
         return evaluate_stacked(self.model, list(params), list(xs), list(ys), num_classes=self.num_classes,
                                 batch_size=self.eval_batch_size, loss_scaling=self.training.loss_scaling)
+
+
+def _mlp_logits_numpy(layers: list[tuple[np.ndarray, np.ndarray]], x: torch.Tensor) -> torch.Tensor:
+    """A ReLU MLP's logits of a block ``x`` (CPU), each product in numpy's BLAS."""
+    h = x.reshape(len(x), -1).numpy()
+    for i, (weight, bias) in enumerate(layers):
+        h = np.matmul(h, weight.T)
+        h += bias
+        if i < len(layers) - 1:
+            np.maximum(h, 0, out=h)
+    return torch.from_numpy(h)
 
 
 def mlp_layers(net) -> list[tuple[int, int]] | None:

@@ -427,10 +427,9 @@ class VectorTrainer(BatchedEvaluator):
                     outs = [o[: ka * B * w].view(*sh) for o, w, sh in zip(outs_buf, widths[1:], shape)]
                     deltas = [d[: ka * B * w].view(*sh) for d, w, sh in zip(deltas_buf, widths[1:], shape)]
                     inputs = [xflat.view(widths[0], ka, B).permute(1, 0, 2)] + outs[:-1]
-                    weights = [params[wi].view(ka, *(self.shapes[wi] if i % 2 == 0 else self.shapes[wi][::-1]))
-                               for i, (wi, _) in enumerate(layers)]
-                    gweights = [grads[wi].view(ka, *(self.shapes[wi] if i % 2 == 0 else self.shapes[wi][::-1]))
-                                for i, (wi, _) in enumerate(layers)]
+                    held = [self.shapes[wi] if i % 2 == 0 else self.shapes[wi][::-1] for i, (wi, _) in enumerate(layers)]
+                    weights = [params[wi].view(ka, *sh) for (wi, _), sh in zip(layers, held)]
+                    gweights = [grads[wi].view(ka, *sh) for (wi, _), sh in zip(layers, held)]
                     views = cache[ka] = (
                         active, grad, xflat, tbuf[: ka * B].view(ka, B), outs, deltas,
                         [params[bi].unsqueeze(1 + i % 2) for i, (_, bi) in enumerate(layers)],
