@@ -377,7 +377,7 @@ def leave_lingering_threads(code: int, *, grace_s: float = INTERRUPT_GRACE_S) ->
 
     Python waits for every non-daemon thread before it exits. After a Ctrl-C, Flower's ServerApp
     thread can still be waiting for a reply from the runtime that was just stopped
-    (:func:`fltrust.flower.simulation.stop_with` makes its reply polls give up, but not every wait
+    (:func:`fltrust.engines.flower.simulation.stop_with` makes its reply polls give up, but not every wait
     is a poll), and the command would hang after printing its one line until a second Ctrl-C.
     So the command waits up to ``grace_s`` seconds for such threads, then ends the process with
     ``os._exit``. By then every result file has been written: writes are atomic and the run was

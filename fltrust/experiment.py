@@ -7,8 +7,8 @@
    plus any the caller passes;
 3. pick the run folder (the run id names the config, seed, repeat and -- for synthetic stand-ins --
    the data source), skip it when a complete record of the *same data* is there, else lock it;
-4. hand everything to the engine named by ``run.engine`` (``inprocess``: :mod:`fltrust.fl.engine`;
-   ``flower``: :mod:`fltrust.flower.engine`), which feeds its rounds to a
+4. hand everything to the engine named by ``run.engine`` (``inprocess``: :mod:`fltrust.engines.inprocess`;
+   ``flower``: :mod:`fltrust.engines.flower.engine`), which feeds its rounds to a
    :class:`~fltrust.runs.RunRecorder`.
 
 Engines never import metrics and metrics never import engines; this module is the only one that
@@ -374,11 +374,11 @@ def build_engine(experiment: Experiment):
     """The engine named by ``run.engine``, bound to a prepared experiment."""
     name = experiment.cfg.run.engine
     if name == "inprocess":
-        from fltrust.fl.engine import Engine
+        from fltrust.engines.inprocess import Engine
 
         return Engine(experiment.cfg, experiment.federation, experiment.model, experiment.device)
     if name == "flower":
-        from fltrust.flower.engine import FlowerEngine
+        from fltrust.engines.flower.engine import FlowerEngine
 
         return FlowerEngine(experiment.cfg, experiment.federation, experiment.model, experiment.device)
     raise ValueError(f"run.engine={name!r}; choose one of {list(ENGINES)}")

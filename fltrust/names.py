@@ -24,7 +24,7 @@ Families
 :data:`FairnessMode` (``metrics.fairness.mode``, :class:`fltrust.settings.FairnessSettings`)
     ``faithful``: exactly the Federated Fairness Analytics authors' computation behind Table 3;
     ``corrected``: every correction of fairness spec 9.
-:data:`StrategyName` (``strategy.name``, :mod:`fltrust.fl.strategies`, :mod:`fltrust.flower.strategies`)
+:data:`StrategyName` (``strategy.name``, :mod:`fltrust.algorithms.strategies`, :mod:`fltrust.engines.flower.strategies`)
     ``fedavg`` (McMahan et al. 2017), ``qfedavg`` (q-FFL, Li et al. 2020), ``ditto`` (Li et al.
     2021), ``fedprox`` (Li et al. 2020) and the Byzantine-robust rules :data:`RobustStrategy`:
     ``fedmedian`` (coordinate-wise median), ``krum``, ``multikrum`` (Blanchard et al. 2017),
@@ -33,9 +33,9 @@ Families
     The real datasets :data:`RealDataset` (``cifar10``, ``femnist``, ``nsl_kdd``, ``n_baiot``)
     and their seeded stand-ins of the same shape :data:`SyntheticDataset` (``synthetic_<name>``).
 :data:`EngineName` (``run.engine``, :func:`fltrust.experiment.build_engine`)
-    ``inprocess``: fltrust's own round loop (:mod:`fltrust.fl.engine`); ``flower``: Flower's
-    simulation runtime with the Ray backend (:mod:`fltrust.flower.engine`).
-:data:`PrivacyMode` (``privacy.mode``, :mod:`fltrust.fl.privacy`)
+    ``inprocess``: fltrust's own round loop (:mod:`fltrust.engines.inprocess`); ``flower``: Flower's
+    simulation runtime with the Ray backend (:mod:`fltrust.engines.flower.engine`).
+:data:`PrivacyMode` (``privacy.mode``, :mod:`fltrust.algorithms.privacy`)
     ``none``; ``local``: DP-SGD on every client (Opacus); ``server``: server-side clipping of the
     updates plus Gaussian noise on their mean; ``nbafl``: NbAFL as FederatedScope implements it.
 :data:`ClientMetricKey` (``RoundRecord.client_metrics``, :mod:`fltrust.core.records`)
@@ -199,7 +199,7 @@ StrategyName = Literal["fedavg", "qfedavg", "ditto", "fedmedian", "fedprox", "kr
                        "bulyan"]
 STRATEGIES: tuple[StrategyName, ...] = get_args(StrategyName)
 ROBUST_STRATEGIES: tuple[RobustStrategy, ...] = get_args(RobustStrategy)
-"""Byzantine-robust aggregation rules (:mod:`fltrust.fl.aggregation`; Flower's FedMedian, Krum,
+"""Byzantine-robust aggregation rules (:mod:`fltrust.algorithms.aggregation`; Flower's FedMedian, Krum,
 MultiKrum, FedTrimmedAvg and Bulyan under ``run.engine: flower``)."""
 
 RealDataset = Literal["cifar10", "femnist", "nsl_kdd", "n_baiot"]

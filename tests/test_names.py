@@ -63,7 +63,7 @@ def test_the_dispatch_tables_know_every_name():
     from fltrust.data.registry import SPECS
     from fltrust.data.specs import INPUT_SPECS
     from fltrust.data.synthetic import GENERATORS
-    from fltrust.fl.strategies import STRATEGY_CLASSES
+    from fltrust.algorithms.strategies import STRATEGY_CLASSES
     from fltrust.repro.trust.report import MODE_LABELS
     from fltrust.trust.factsheet import _PREPROCESSING, STRATEGY_NAMES
     from fltrust.trust.scoring import FIXES
@@ -78,7 +78,7 @@ def test_the_dispatch_tables_know_every_name():
 
 def test_every_strategy_builds_a_flower_strategy():
     pytest.importorskip("flwr")
-    from fltrust.flower.strategies import build_flower_strategy
+    from fltrust.engines.flower.strategies import build_flower_strategy
 
     for name in names.STRATEGIES:
         cfg = ExperimentConfig.tiny(strategy={"name": name})
