@@ -535,8 +535,8 @@ def orchestrator_fairness(performance: Sequence[float] | np.ndarray) -> float:
 
     Examples
     --------
-    >>> orchestrator_fairness([0.8, 0.6, 1.0])
-    0.8
+    >>> orchestrator_fairness([0.5, 0.75, 1.0])
+    0.75
     """
     x = _per_client("performance", performance)
     if x.size == 0:
