@@ -279,7 +279,7 @@ def resolve_weights(overrides: Mapping[str, float] | None = None, *, where: str 
     if unknown:
         raise MetricInputError(
             f"{where} names {unknown}, which {'is' if len(unknown) == 1 else 'are'} not a registered fairness notion; "
-            f"registered: {list(_REGISTRY)} (import the module that registers it before building the settings' users)"
+            f"registered: {list(_REGISTRY)}; import the module that registers it first (docs/extending.md)"
         )
     weights = {name: float(overrides.get(name, notion.default_weight)) for name, notion in _REGISTRY.items()}
     if not any(w > 0 for w in weights.values()):
