@@ -32,6 +32,9 @@ Families
 :data:`DatasetName` (``data.name``, :mod:`fltrust.data.registry`)
     The real datasets :data:`RealDataset` (``cifar10``, ``femnist``, ``nsl_kdd``, ``n_baiot``)
     and their seeded stand-ins of the same shape :data:`SyntheticDataset` (``synthetic_<name>``).
+:data:`ReferenceData` (``fltrust data fetch NAME``, :data:`fltrust.data.registry.REFERENCE_SPECS`)
+    Published result files fetched to compare with, never trained on: ``ffa-results``, the
+    Federated Fairness Analytics authors' 72 raw result files.
 :data:`EngineName` (``run.engine``, :func:`fltrust.experiment.build_engine`)
     ``inprocess``: fltrust's own round loop (:mod:`fltrust.fl.engine`); ``flower``: Flower's
     simulation runtime with the Ray backend (:mod:`fltrust.flower.engine`).
@@ -83,6 +86,7 @@ __all__ = [
     "PAPER_TREE_TRUST_MODES",
     "PRIVACY_MODES",
     "REAL_DATASETS",
+    "REFERENCE_DATA",
     "ROBUST_STRATEGIES",
     "STRATEGIES",
     "SYNTHETIC_DATASETS",
@@ -96,6 +100,7 @@ __all__ = [
     "FairnessMode",
     "PrivacyMode",
     "RealDataset",
+    "ReferenceData",
     "RobustStrategy",
     "StrategyName",
     "SyntheticDataset",
@@ -209,6 +214,11 @@ REAL_DATASETS: tuple[RealDataset, ...] = get_args(RealDataset)
 SYNTHETIC_DATASETS: tuple[SyntheticDataset, ...] = get_args(SyntheticDataset)
 """``synthetic_<name>`` for each real dataset, in the same order."""
 DATASETS: tuple[DatasetName, ...] = get_args(DatasetName)
+
+ReferenceData = Literal["ffa-results"]
+REFERENCE_DATA: tuple[ReferenceData, ...] = get_args(ReferenceData)
+"""Published result files that ``fltrust data fetch`` gets and ``fltrust data info`` lists, to compare
+with (never a training set)."""
 
 EngineName = Literal["inprocess", "flower"]
 ENGINES: tuple[EngineName, ...] = get_args(EngineName)

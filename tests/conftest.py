@@ -76,7 +76,7 @@ def data_root() -> Path:
     return root
 
 
-REAL_DATASETS = ("cifar10", "femnist", "nsl_kdd", "n_baiot")
+REAL_DATASETS = ("cifar10", "femnist", "nsl_kdd", "n_baiot", "ffa_results")  # folders; ffa_results: the fairness authors' runs
 
 
 def _no_real_data() -> Path | None:

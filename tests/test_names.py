@@ -60,7 +60,7 @@ def test_the_old_public_names_are_the_ones_defined_here():
 
 
 def test_the_dispatch_tables_know_every_name():
-    from fltrust.data.registry import SPECS
+    from fltrust.data.registry import REFERENCE_SPECS, SPECS
     from fltrust.data.specs import INPUT_SPECS
     from fltrust.data.synthetic import GENERATORS
     from fltrust.fl.strategies import STRATEGY_CLASSES
@@ -72,6 +72,7 @@ def test_the_dispatch_tables_know_every_name():
     assert set(names.STRATEGIES) <= set(STRATEGY_NAMES)  # the FactSheet's algorithm names (plus apps' "median")
     assert set(SPECS) == set(INPUT_SPECS) == set(_PREPROCESSING) == set(names.REAL_DATASETS)
     assert set(GENERATORS) == set(names.SYNTHETIC_DATASETS)
+    assert set(REFERENCE_SPECS) == set(names.REFERENCE_DATA)
     assert tuple(FIXES) == names.TRUST_FIXES  # same order: the canonical order of a fix list
     assert set(MODE_LABELS) == set(names.TRUST_MODES)
 
