@@ -439,7 +439,7 @@ def _authors_section(
     if authors is None:
         return None
     section: dict[str, Any] = {"note": None, "notes": [], "cells": {}, "table": pd.DataFrame(), "consistent": 0,
-                               "compared": 0, "folder": str(authors.folder)}
+                               "compared": 0}
     if quick:
         section["note"] = ("Quick run: the authors' 30-round runs are compared with full runs only "
                            "(`fltrust repro fairness` without `--quick`).")

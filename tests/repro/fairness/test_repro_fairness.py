@@ -12,6 +12,7 @@ from fltrust.repro.fairness.authors import load_authors_runs
 from fltrust.repro.fairness.run import figure4_frame, table3, table3_window_mean
 from fltrust.repro.fairness.report import (
     RESULT_KEYS,
+    authors_markdown,
     TABLE_COLUMNS,
     ResultsError,
     load_misses,
@@ -307,6 +308,7 @@ def test_results_markdown_without_the_authors_files_says_so_in_one_line(results,
             "SHA-256 checked).")
     assert f"{AUTHORS_HEADING}\n\n{line}\n\n" in text
     assert text.replace(f"{AUTHORS_HEADING}\n\n{line}\n\n", "") == before
+    assert authors_markdown(results, empty, reported=REPORTED) == [line, ""]
 
 
 def test_results_markdown_compares_the_authors_with_full_runs_only(results, authors_root):
