@@ -61,6 +61,7 @@ class UsageError(Exception):
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
+    from fltrust.compatibility import check_compatible
     from fltrust.experiment import run_experiment
 
     overrides = parse_overrides(args.set or [])
@@ -68,6 +69,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
         overrides["data.root"] = args.data_dir
     try:
         cfg = load_config(args.config, overrides)
+        check_compatible(cfg)
     except ConfigError as exc:
         if str(args.config) in str(exc):  # the message names the file already
             raise

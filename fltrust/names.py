@@ -32,6 +32,9 @@ Families
 :data:`DatasetName` (``data.name``, :mod:`fltrust.data.registry`)
     The real datasets :data:`RealDataset` (``cifar10``, ``femnist``, ``nsl_kdd``, ``n_baiot``)
     and their seeded stand-ins of the same shape :data:`SyntheticDataset` (``synthetic_<name>``).
+:data:`ModelName` (``model.name``, :data:`fltrust.models.MODELS`)
+    The papers' architectures: ``cifar_cnn`` (Flower's LeNet), ``femnist_cnn``, ``nsl_kdd_mlp``,
+    ``convnet2`` (the FederatedTrust prototype's FEMNIST CNN) and the N-BaIoT MLPs.
 :data:`EngineName` (``run.engine``, :func:`fltrust.experiment.build_engine`)
     ``inprocess``: fltrust's own round loop (:mod:`fltrust.engines.inprocess`); ``flower``: Flower's
     simulation runtime with the Ray backend (:mod:`fltrust.engines.flower.engine`).
@@ -80,6 +83,7 @@ __all__ = [
     "EXTENDED_TRUST_MODE",
     "FAIRNESS_MODES",
     "FAIRNESS_MODE_DEFAULTS",
+    "MODEL_NAMES",
     "PAPER_TREE_TRUST_MODES",
     "PRIVACY_MODES",
     "REAL_DATASETS",
@@ -94,6 +98,7 @@ __all__ = [
     "DatasetName",
     "EngineName",
     "FairnessMode",
+    "ModelName",
     "PrivacyMode",
     "RealDataset",
     "RobustStrategy",
@@ -212,6 +217,10 @@ DATASETS: tuple[DatasetName, ...] = get_args(DatasetName)
 
 EngineName = Literal["inprocess", "flower"]
 ENGINES: tuple[EngineName, ...] = get_args(EngineName)
+
+ModelName = Literal["cifar_cnn", "femnist_cnn", "nsl_kdd_mlp", "convnet2", "nbaiot_mlp_50_50", "nbaiot_mlp_100_80_70_50"]
+MODEL_NAMES: tuple[ModelName, ...] = get_args(ModelName)
+"""The registered architectures (``model.name``; the keys of :data:`fltrust.models.MODELS`)."""
 
 PrivacyMode = Literal["none", "local", "server", "nbafl"]
 PRIVACY_MODES: tuple[PrivacyMode, ...] = get_args(PrivacyMode)
