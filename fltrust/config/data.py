@@ -5,11 +5,10 @@ Spec and bug references ("fairness spec §N", "trust spec §N", "Bn") are define
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from pathlib import Path
 
-from fltrust.config.checks import ConfigError, at_most, choice, fraction, positive
+from fltrust.config.checks import ConfigError, choice, fraction, positive
 from fltrust.names import DATASETS, MODEL_NAMES, DatasetName, ModelName
 from fltrust.settings import show
 
