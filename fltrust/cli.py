@@ -61,6 +61,7 @@ class UsageError(Exception):
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
+    from fltrust.compatibility import check_compatible
     from fltrust.experiment import run_experiment
 
     overrides = parse_overrides(args.set or [])
@@ -68,6 +69,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
         overrides["data.root"] = args.data_dir
     try:
         cfg = load_config(args.config, overrides)
+        check_compatible(cfg)
     except ConfigError as exc:
         if str(args.config) in str(exc):  # the message names the file already
             raise
@@ -378,7 +380,7 @@ def leave_lingering_threads(code: int, *, grace_s: float = INTERRUPT_GRACE_S) ->
 
     Python waits for every non-daemon thread before it exits. After a Ctrl-C, Flower's ServerApp
     thread can still be waiting for a reply from the runtime that was just stopped
-    (:func:`fltrust.flower.simulation.stop_with` makes its reply polls give up, but not every wait
+    (:func:`fltrust.engines.flower.simulation.stop_with` makes its reply polls give up, but not every wait
     is a poll), and the command would hang after printing its one line until a second Ctrl-C.
     So the command waits up to ``grace_s`` seconds for such threads, then ends the process with
     ``os._exit``. By then every result file has been written: writes are atomic and the run was

@@ -171,4 +171,4 @@ def _n_baiot_real_partial_info(folder: Path) -> dict[str, Any] | None:
         return None
     except DatasetError as exc:
         return {"problem": str(exc)}
-    return {**summary, "use": "stand-in comparison only (fltrust.data.n_baiot_compare); not a training set"}
+    return {**summary, "use": "stand-in comparison only (fltrust.repro.trust.n_baiot_compare); not a training set"}
