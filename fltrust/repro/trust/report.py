@@ -444,7 +444,7 @@ VERIFY_EXAMPLE = "fltrust repro verify <experiment>"
 def _ablation_as_result(ablation: dict[str, Any]) -> dict[str, Any]:
     """The attack ablation (and its variants) as one provenance-table entry: every run's id and record."""
     parts = [ablation, *(ablation.get("variants") or [])]
-    run_ids = list(dict.fromkeys(run["run_id"] for part in parts for run in part.get("runs", [])))
+    run_ids = list(dict.fromkeys(run["run_id"] for part in parts for run in part.get("runs", []) if run.get("run_id")))
     runs: dict[str, Any] = {}
     for part in parts:
         runs.update(((part.get("provenance") or {}).get("runs")) or {})
