@@ -283,7 +283,7 @@ def build_parser() -> argparse.ArgumentParser:
 EXIT_OK, EXIT_FAILURES, EXIT_USAGE, EXIT_FILESYSTEM, EXIT_RUN_FOLDER, EXIT_INTERNAL, EXIT_INTERRUPTED = 0, 1, 2, 3, 4, 70, 130
 EXIT_BROKEN_PIPE = 141
 EXIT_CODES_HELP = (
-    "exit codes: 0 success, 1 some batch conditions failed, 2 usage/config/data error, "
+    "exit codes: 0 success, 1 some batch conditions failed (repro verify: the rerun differs), 2 usage/config/data error, "
     "3 filesystem error (permission, full disk, --out under a file), 4 run folder in use or corrupt, "
     "70 internal error, 130 interrupted (rerun the same command to resume), 141 output pipe closed "
     "(e.g. by head); -v shows tracebacks"

@@ -25,7 +25,7 @@ import pandas as pd
 
 from fltrust.repro.markdown import DASH, lines, render
 from fltrust.repro.results import run_provenance
-from fltrust.runs.provenance import NOT_RECORDED, TRAINING_PATHS, changed_since, short_commit
+from fltrust.runs.provenance import NOT_RECORDED, TRAINING_PATHS, changed_since, git_head, short_commit
 
 __all__ = ["COLUMNS", "MAX_FILES", "provenance_cells", "provenance_frame", "provenance_markdown", "provenance_section",
            "result_records",
@@ -61,7 +61,8 @@ def result_records(result: Mapping[str, Any], run_ids: Sequence[str] | None = No
 
 
 @functools.cache
-def _changed(commit: str, root: str | None) -> tuple[str, ...] | None:
+def _changed(commit: str, root: str | None, head: str | None) -> tuple[str, ...] | None:
+    """:func:`changed_since` once per commit, checkout and HEAD (a render asks once per result)."""
     files = changed_since(commit, root)
     return None if files is None else tuple(files)
 
@@ -85,18 +86,21 @@ def training_code_cell(records: Sequence[Mapping[str, Any] | None], root: str | 
     if not records:
         return UNKNOWN
     files: set[str] = set()
+    head = git_head(root)
     for record in records:
         commit = ((record or {}).get("code") or {}).get("commit")
         if not commit:
             return UNKNOWN
-        changed = _changed(commit, None if root is None else str(root))
+        changed = _changed(commit, None if root is None else str(root), head)
         if changed is None:
             return UNKNOWN
         files.update(changed)
     if not files:
         return "unchanged"
     names = sorted(files)
-    shown = ", ".join(f"`{n}`" for n in names[:MAX_FILES]) + (f" +{len(names) - MAX_FILES} more" if len(names) > MAX_FILES else "")
+    shown = ", ".join(f"`{n}`" for n in names[:MAX_FILES])
+    if len(names) > MAX_FILES:
+        shown += f" +{len(names) - MAX_FILES} more"
     return f"**changed**: {len(names)} file(s) ({shown})"
 
 

@@ -46,11 +46,21 @@ from typing import Any, TextIO
 from fltrust.core.io import to_plain
 from fltrust.core.records import RoundRecord
 from fltrust.repro.results import round_trace, run_provenance
-from fltrust.runs import RunRecord, load_run
+from fltrust.runs import RunRecord
 from fltrust.runs.provenance import NOT_RECORDED, changed_since, commits_since, describe, differences, provenance
 
 __all__ = ["FieldDifference", "VerifyError", "Verification", "compare_fields", "known_targets",
            "likely_causes", "verify"]
+
+
+DURATION_FIELDS = ("metrics.sustainability/run_emissions.", "pillars.sustainability", "modes.extended.trust_score")
+"""Summary values computed from the run's duration (CodeCarbon's energy and emissions, and the
+extended-mode scores that aggregate them): no two runs agree on them, so they are shown but left out
+of the verdict (a field name containing one of these parts)."""
+
+
+def _duration_dependent(name: str) -> bool:
+    return any(part in name for part in DURATION_FIELDS)
 
 
 class VerifyError(ValueError):
@@ -76,6 +86,8 @@ class FieldDifference:
         such as hashes or client ids).
     first_round : int or None
         First round where the field differs (None: identical, or a summary value).
+    values : tuple or None
+        ``(committed, rerun)`` of a summary value (one value, no round) that differs.
     """
 
     field: str
@@ -83,6 +95,7 @@ class FieldDifference:
     differing: int = 0
     max_abs: float | None = None
     first_round: int | None = None
+    values: tuple[Any, Any] | None = None
 
     @property
     def identical(self) -> bool:
@@ -110,7 +123,10 @@ class Verification:
     committed_run_id, rerun_run_id : str
         The runs compared.
     fields : list of FieldDifference
-        Every compared field.
+        Every compared field of the verdict.
+    measured : list of FieldDifference
+        The compared values that depend on the run's duration (:data:`DURATION_FIELDS`): shown,
+        not part of the verdict.
     not_compared : list of str
         What the committed result does not hold (e.g. model hashes of an old result).
     causes : list of str
@@ -130,6 +146,7 @@ class Verification:
     committed_run_id: str
     rerun_run_id: str
     fields: list[FieldDifference] = field(default_factory=list)
+    measured: list[FieldDifference] = field(default_factory=list)
     not_compared: list[str] = field(default_factory=list)
     causes: list[str] = field(default_factory=list)
     committed_provenance: dict[str, Any] | None = None
@@ -170,13 +187,18 @@ class Verification:
         elif self.identical:
             out.append(f"IDENTICAL to the stored digits: rounds 1-{self.rounds}, {self.compared} values equal "
                        "(the committed result holds no model hashes, so this is not a bit-level check)")
-        else:
-            first = self.first_round
-            where = f"first differing round {first}" if first is not None else "the rounds agree, a summary value differs"
-            out.append(f"DIFFERENT: {where} (rounds 1-{self.rounds} compared)")
         numeric = [f for f in self.fields if f.field.split(".")[0] in ("model_hash", "round_trace", "per_round",
                                                                          "per_client", "dp_trace")]
         summary = [f for f in self.fields if f not in numeric]
+        if not self.identical and self.compared:
+            first = self.first_round
+            if first is not None:
+                where = f"first differing round {first} (rounds 1-{self.rounds} compared)"
+            elif numeric:
+                where = f"rounds 1-{self.rounds} agree, a summary value differs"
+            else:
+                where = "a summary value differs (the committed result holds no per-round values)"
+            out.append(f"DIFFERENT: {where}")
         if numeric:
             out.append("largest absolute difference per field (differing / compared values, first differing round):")
             width = max(len(f.field) for f in numeric)
@@ -189,6 +211,10 @@ class Verification:
             out += [f"  {f.field:<{width}}  {_line(f)}" for f in differing[:30]]
             if len(differing) > 30:
                 out.append(f"  ... and {len(differing) - 30} more")
+        if self.measured:
+            moved = [f for f in self.measured if not f.identical]
+            out.append(f"not in the verdict: {len(self.measured)} value(s) computed from the run's duration "
+                       f"(energy, emissions), {len(moved)} of them different")
         out += [f"not compared: {line}" for line in self.not_compared]
         if self.causes:
             out.append("likely cause (from the provenance):")
@@ -202,7 +228,12 @@ def _line(f: FieldDifference) -> str:
         return f"0 (0 / {f.compared})"
     size = "non-numeric" if f.max_abs is None else f"{f.max_abs:.3g}"
     where = f", from round {f.first_round}" if f.first_round is not None else ""
-    return f"{size} ({f.differing} / {f.compared}{where})"
+    values = f": committed {_show(f.values[0])}, rerun {_show(f.values[1])}" if f.values is not None else ""
+    return f"{size} ({f.differing} / {f.compared}{where}){values}"
+
+
+def _show(value: Any) -> str:
+    return f"{value:.6g}" if _number(value) else str(value)
 
 
 # -- comparing ----------------------------------------------------------------------------------
@@ -258,6 +289,8 @@ def compare_fields(committed: Mapping[str, Mapping[Any, Any]], rerun: Mapping[st
             for a, b in zip(mine, other):
                 if _same(a, b):
                     continue
+                if key is None and len(values) == 1 and len(mine) == 1:
+                    diff.values = (a, b)
                 diff.differing += 1
                 diff.first_round = _earlier(diff.first_round, key)
                 if _number(a) and _number(b) and math.isfinite(a) and math.isfinite(b):
@@ -576,7 +609,7 @@ def verify(
 
 def _load(path: Path, what: str) -> dict[str, Any]:
     if not path.is_file():
-        raise VerifyError(f"verify {what}: no committed result {path}; run it first (fltrust repro) or pass --results")
+        raise VerifyError(f"verify {what}: no committed result {path}; make it first (fltrust repro fairness|trust)")
     return json.loads(path.read_text())
 
 
@@ -672,12 +705,13 @@ def _outcome(target: str, paper: str, repeat: int, compare: int, path: Path, rec
              committed: Mapping[str, Any], committed_run: str, recorded: dict[str, Any] | None,
              mine: dict[str, dict[Any, Any]], theirs: dict[str, dict[Any, Any]],
              not_compared: Sequence[str]) -> Verification:
-    fields = compare_fields(mine, theirs)
+    compared = compare_fields(mine, theirs)
     current = record.summary.get("provenance")
     outcome = Verification(target=target, paper=paper, repeat=repeat, rounds=compare, result_path=path,
                            rerun_path=record.path, committed_run_id=committed_run, rerun_run_id=record.run_id,
-                           fields=fields, not_compared=list(not_compared), committed_provenance=recorded,
-                           rerun_provenance=current)
+                           fields=[f for f in compared if not _duration_dependent(f.field)],
+                           measured=[f for f in compared if _duration_dependent(f.field)],
+                           not_compared=list(not_compared), committed_provenance=recorded, rerun_provenance=current)
     if not outcome.identical:
         trace = _trace_entry(committed, repeat) or {}
         outcome.causes = likely_causes(recorded, current, committed_run_id=committed_run, rerun_run_id=record.run_id,

@@ -125,3 +125,16 @@ def test_likely_causes_name_configuration_data_and_provenance(tmp_path):
     assert causes[2] == "other BLAS kernel: numpy BLAS openblas Haswell, now openblas SkylakeX"
     unrecorded = likely_causes(None, current, committed_run_id="x", rerun_run_id="x", result_path=tmp_path / "r.json")
     assert unrecorded[0].startswith("not recorded")
+
+
+def test_values_of_the_runs_duration_are_shown_but_not_in_the_verdict(tmp_path):
+    from fltrust.repro.verify import FieldDifference, Verification
+
+    outcome = Verification(target="exp4", paper="trust", repeat=0, rounds=20, result_path=tmp_path / "exp4.json",
+                           rerun_path=tmp_path / "run", committed_run_id="r", rerun_run_id="r",
+                           fields=[FieldDifference("modes.paper.trust_score", compared=1)],
+                           measured=[FieldDifference("modes.extended.trust_score", compared=1, differing=1,
+                                                     max_abs=0.01, values=(0.68, 0.67))])
+    text = "\n".join(outcome.lines())
+    assert outcome.identical and not outcome.bit_identical
+    assert "1 value(s) computed from the run's duration (energy, emissions), 1 of them different" in text
