@@ -11,9 +11,10 @@ key             content
 ``schema``      :data:`SCHEMA` (the layout's version)
 ``fltrust``     the package version
 ``code``        ``source`` (``"git"``: a checkout, ``"installed"``: no checkout, e.g. a wheel),
-                ``commit`` (HEAD, or None), ``dirty`` (tracked files differ from HEAD, or a file
-                under ``fltrust/`` is untracked; None without a checkout), ``dirty_files`` (the
-                first :data:`MAX_DIRTY_FILES` of them)
+                ``commit`` (HEAD, or None), ``dirty`` (the code differs from HEAD: a file under
+                ``fltrust/`` is changed or untracked, or a file of :data:`DEPENDENCY_FILES` is
+                changed; None without a checkout), ``dirty_files`` (the first
+                :data:`MAX_DIRTY_FILES` of them)
 ``libraries``   version of every distribution in :data:`LIBRARIES` (None when not installed)
 ``blas``        ``numpy``: numpy's BLAS library and kernels (:func:`fltrust.blas.numpy_blas`),
                 ``numpy_version``, ``torch``: torch's BLAS (``"mkl <version>"`` or ``"none"``),
@@ -47,6 +48,7 @@ from pathlib import Path
 from typing import Any
 
 __all__ = [
+    "DEPENDENCY_FILES",
     "ENVIRONMENT",
     "LIBRARIES",
     "MAX_DIRTY_FILES",
@@ -88,6 +90,12 @@ ENVIRONMENT = (
 
 MAX_DIRTY_FILES = 20
 """At most this many changed files are named in ``code.dirty_files``."""
+
+DEPENDENCY_FILES = ("requirements.txt", "constraints.txt", "pyproject.toml")
+"""Files of the checkout, besides the package, whose change makes the code *dirty*. The rest of the
+tree (results, RESULTS.md, figures, notebooks, documents) is not code: a batch rewrites its own result
+files while it runs, and that must not mark its later runs dirty. A changed configuration changes the
+run id instead."""
 
 TRAINING_PATHS = (
     "fltrust",
@@ -153,8 +161,8 @@ def code_state(package: str | os.PathLike[str] | None = None) -> dict[str, Any]:
     -------
     dict
         ``source`` (``"git"`` or ``"installed"``), ``commit`` (40 hex digits, or None), ``dirty``
-        (bool, or None without a checkout) and ``dirty_files`` (tracked files that differ from HEAD
-        anywhere in the tree, and untracked files inside the package; at most
+        (bool, or None without a checkout) and ``dirty_files`` (files inside the package that differ
+        from HEAD or are untracked, and changed :data:`DEPENDENCY_FILES`; at most
         :data:`MAX_DIRTY_FILES`). Without git, or when the package is not in a checkout (an
         installed wheel), ``{"source": "installed", "commit": None, "dirty": None, "dirty_files": []}``.
 
@@ -187,9 +195,8 @@ def code_state(package: str | os.PathLike[str] | None = None) -> dict[str, Any]:
         code, path = entry[:2], entry[3:]
         if code[0] in "RC":  # a rename or copy is followed by its source path
             i += 1
-        if code == "??" and not path.startswith(inside):
-            continue  # an untracked file outside the package (a scratch file, a run folder) is not code
-        changed.append(path)
+        if path.startswith(inside) or (code != "??" and path in DEPENDENCY_FILES):
+            changed.append(path)  # the rest (results, RESULTS.md, scratch files) is not code
     changed = sorted(set(changed))
     return {"source": SOURCE_GIT, "commit": head.strip(), "dirty": bool(changed),
             "dirty_files": changed[:MAX_DIRTY_FILES]}

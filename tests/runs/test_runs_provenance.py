@@ -38,6 +38,7 @@ def checkout(tmp_path):
     (root / "fltrust" / "fl" / "engine.py").write_text("STEP = 1\n")
     (root / "fltrust" / "repro" / "report.py").write_text("TITLE = 'a'\n")
     (root / "README.md").write_text("hello\n")
+    (root / "constraints.txt").write_text("torch==1\n")
     git(root, "init", "-q")
     git(root, "-c", "user.name=t", "-c", "user.email=t@t", "add", "-A")
     git(root, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "first")
@@ -81,17 +82,24 @@ def test_a_clean_checkout_records_its_commit(checkout):
 
 @needs_git
 def test_dirty_tree_is_detected_and_the_files_named(checkout):
-    # untracked files outside the package (a run folder, a scratch file) are not code
+    # files outside the package (a scratch file, an edited README or result a batch rewrites) are not code
     (checkout / "notes.txt").write_text("scratch")
+    (checkout / "README.md").write_text("edited\n")
     assert code_state(checkout / "fltrust")["dirty"] is False
 
-    # a tracked file edited anywhere, and an untracked file inside the package, are
-    (checkout / "README.md").write_text("edited\n")
+    # an edited or untracked module of the package, and an edited dependency pin, are
+    (checkout / "fltrust" / "fl" / "engine.py").write_text("STEP = 5\n")
     (checkout / "fltrust" / "new_module.py").write_text("")
     state = code_state(checkout / "fltrust")
     assert state["dirty"] is True
-    assert state["dirty_files"] == ["README.md", "fltrust/new_module.py"]
+    assert state["dirty_files"] == ["fltrust/fl/engine.py", "fltrust/new_module.py"]
     assert short_commit({"code": state}) == state["commit"][:10] + "+dirty"
+
+
+@needs_git
+def test_an_edited_dependency_pin_is_dirty(checkout):
+    (checkout / "constraints.txt").write_text("torch==2\n")
+    assert code_state(checkout / "fltrust")["dirty_files"] == ["constraints.txt"]
 
 
 def test_no_checkout_is_recorded_as_installed(tmp_path):
