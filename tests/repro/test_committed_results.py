@@ -33,13 +33,22 @@ def _first_difference(mine: str, committed: str) -> str:
     return f"lengths differ: {len(mine.splitlines())} vs {len(committed.splitlines())} lines"
 
 
-def test_fairness_results_md_regenerates_from_the_committed_results(tmp_path):
-    # Execute: what the summary notebook runs, into a temporary file
+@pytest.mark.realdata
+def test_fairness_results_md_regenerates_from_the_committed_results(tmp_path, require_real):
+    # Prepare: the file sets the authors' 72 runs beside ours, so they must be under the data root
+    from fltrust.repro.fairness.authors import load_authors_runs
+
+    authors = load_authors_runs()
+    if authors.missing or not authors.found:
+        require_real(authors.folder / (authors.missing[0] if authors.missing else ""))
     results = fairness_report.load_results(fairness_run.RESULTS_DIR)
     _needs_git_when_recorded(results)
+
+    # Execute: what the summary notebook runs, into a temporary file
     reported = fairness_run.load_reported()
     table = fairness_report.summary_table(results, reported)
-    path = fairness_report.write_results_md(table, results, tmp_path / "RESULTS.md", quick=False, reported=reported)
+    path = fairness_report.write_results_md(table, results, tmp_path / "RESULTS.md", quick=False, reported=reported,
+                                            authors=authors)
 
     # Assert
     committed = (fairness_run.PAPER_DIR / "RESULTS.md").read_text()

@@ -85,7 +85,7 @@ __all__ = [
 REGENERATE = "fltrust repro trust"
 REPORTED_FILE = PAPER_DIR / "reported.yaml"
 STANDIN_COMPARISON_FILE = PAPER_DIR / "n_baiot_standin_vs_real.md"
-"""The N-BaIoT stand-in against the real rows (``python -m fltrust.viz.n_baiot`` writes it)."""
+"""The N-BaIoT stand-in against the real rows (``python -m fltrust.repro.trust.n_baiot_compare`` writes it)."""
 
 
 def standin_summary(path: str | Path = STANDIN_COMPARISON_FILE) -> str | None:
