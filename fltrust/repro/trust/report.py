@@ -42,6 +42,7 @@ import yaml
 from fltrust.repro.results import ResultsError, load_result_files
 from fltrust.repro.markdown import fmt, fmt_raw, is_missing, mark, render
 from fltrust.repro.paths import REPO_ENV
+from fltrust.repro.provenance_table import provenance_frame, provenance_section
 from fltrust.repro.trust.experiments import COMPARED_MODES, EXPERIMENTS, PAPER_DIR
 from fltrust.repro.trust.sections import (
     ablation_frame,
@@ -436,6 +437,32 @@ def _timing_table(results: Sequence[dict[str, Any]]) -> pd.DataFrame:
                                        "training s", "total s", "flags"])
 
 
+VERIFY_EXAMPLE = "fltrust repro verify <experiment>"
+"""The rerun-and-compare command RESULTS.md's provenance section names."""
+
+
+def _ablation_as_result(ablation: dict[str, Any]) -> dict[str, Any]:
+    """The attack ablation (and its variants) as one provenance-table entry: every run's id and record."""
+    parts = [ablation, *(ablation.get("variants") or [])]
+    run_ids = list(dict.fromkeys(run["run_id"] for part in parts for run in part.get("runs", []) if run.get("run_id")))
+    runs: dict[str, Any] = {}
+    for part in parts:
+        runs.update(((part.get("provenance") or {}).get("runs")) or {})
+    return {"experiment": f"attack ablation ({ablation.get('experiment')})", "run_ids": run_ids,
+            "provenance": {"runs": runs}}
+
+
+def _provenance_frame(results: Sequence[dict[str, Any]], ablation: dict[str, Any] | None) -> pd.DataFrame:
+    """The provenance table: one row per experiment result (its run and extended companion), then the ablation."""
+    groups = []
+    for res in results:
+        run_ids = [res["run_id"]] + ([res["extended_run"]["run_id"]] if res.get("extended_run") else [])
+        groups.append(([], [dict(res, run_ids=list(dict.fromkeys(run_ids)))]))
+    if ablation:
+        groups.append(([], [_ablation_as_result(ablation)]))
+    return provenance_frame(groups, ["experiment"], root=PAPER_DIR.parents[1])
+
+
 def results_markdown(
     results: Sequence[dict[str, Any]], *, quick: bool, reported: dict[str, Any] | None = None,
     ablation: dict[str, Any] | None = None,
@@ -506,6 +533,7 @@ def results_markdown(
                          for item in reported["inconsistencies"]],
         deviations=[f"{text} ({', '.join(names)})" for text, names in deviations.items()],
         missing=", ".join(missing_experiments(results)),
+        provenance=provenance_section(_provenance_frame(results, ablation), command=VERIFY_EXAMPLE),
     )
 
 
