@@ -26,7 +26,7 @@ round (the checkpoint holds the state, not the rounds), so writing round 3,000 c
 did, and a resume drops whatever was written after the checkpoint (a line cut by a kill included). A run is *complete* when
 ``summary.json`` says so **and** ``rounds.jsonl`` holds every round its config asks for; a
 complete run is skipped when started again, a run with a ``checkpoint.pt`` of the same run
-(:func:`fltrust.fl.engine.checkpoint_identity`) resumes after its last finished round.
+(:func:`fltrust.engines.inprocess.checkpoint_identity`) resumes after its last finished round.
 :class:`RunRecorder` is the one writer of a run folder, used by every engine, so the in-process
 and the Flower engine produce the same files. :func:`audit_run` (``fltrust audit``) recomputes the
 hash chains over them.

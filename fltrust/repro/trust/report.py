@@ -84,7 +84,7 @@ __all__ = [
 REGENERATE = "fltrust repro trust"
 REPORTED_FILE = PAPER_INPUTS / "reported.yaml"
 STANDIN_COMPARISON_FILE = PAPER_INPUTS / "n_baiot_standin_vs_real.md"
-"""The N-BaIoT stand-in against the real rows (``python -m fltrust.viz.n_baiot`` writes it)."""
+"""The N-BaIoT stand-in against the real rows (``python -m fltrust.repro.trust.n_baiot_compare`` writes it)."""
 
 
 def standin_summary(path: str | Path = STANDIN_COMPARISON_FILE) -> str | None:
