@@ -50,7 +50,7 @@ from fltrust.metrics.fairness.registry import GENERAL_FAIRNESS, NOTIONS, NotionK
 from fltrust.repro.results import ResultsError, load_result_files
 from fltrust.repro.markdown import fmt, is_missing, lines, mark, render
 from fltrust.repro.provenance_table import provenance_frame, provenance_section
-from fltrust.repro.fairness.run import PAPER_DIR, REPEAT_QUANTITIES, REPO, STRICT_TOLERANCE, load_reported, table3
+from fltrust.repro.fairness.run import PAPER_INPUTS, REPEAT_QUANTITIES, REPO, STRICT_TOLERANCE, load_reported, table3
 from fltrust.repro.fairness.authors import AuthorsRuns, compare_with_authors
 from fltrust.repro.fairness.conditions import DATASETS, SETTINGS, STRATEGIES, all_conditions, condition_name
 from fltrust.core.io import atomic_write_text
@@ -96,7 +96,7 @@ STRATEGY_LABELS = {"fedavg": "FedAvg", "qfedavg": "q-FedAvg", "ditto": "Ditto"}
 
 REGENERATE = "fltrust repro fairness"
 
-MISSES_PATH = PAPER_DIR / "misses.yaml"
+MISSES_PATH = PAPER_INPUTS / "misses.yaml"
 """Why each miss misses: driving notion, cause, the cheap experiment and its result (hand-written)."""
 
 CAUSES = ("data scale", "data source", "paper bug", "our bug", "seed spread", "unexplained")

@@ -35,16 +35,19 @@ from fltrust.core.io import atomic_write_text, to_plain
 from fltrust.metrics.fairness.registry import FAIRNESS_KEYS, GENERAL_FAIRNESS, NOTIONS as REGISTERED
 from fltrust.metrics.jain import MetricInputError
 from fltrust.repro.fairness.conditions import DATASETS, QUICK_OVERRIDES, quick_overrides
-from fltrust.repro.paths import repo_root
+from fltrust.repro.paths import REPO_ENV, repo_root, resource_root
 from fltrust.repro.results import result_provenance, round_trace
 from fltrust.runs import RunRecord, load_run
 
 NOTIONS = FAIRNESS_KEYS
 """The fairness columns: every registered notion (the paper's f_j, f_g, f_r, f_o first), then F_T
 (a live view of :data:`fltrust.metrics.fairness.registry.NOTIONS`)."""
-REPO = repo_root()  # the checkout ($FLTRUST_REPO, this source tree, or the cwd's): fltrust.repro.paths
+REPO = repo_root()  # where outputs go: the checkout, or the cwd of a wheel outside one (fltrust.repro.paths)
 PAPER_DIR = REPO / "papers_repro" / "fairness_analytics"
-CONFIG_DIR = PAPER_DIR / "configs"
+"""The paper folder of the outputs: results, run folders, experiments, RESULTS.md."""
+PAPER_INPUTS = resource_root() / "papers_repro" / "fairness_analytics"
+"""The paper folder of the inputs (configs, reported.yaml, misses.yaml): the checkout's, or the wheel's copy."""
+CONFIG_DIR = PAPER_INPUTS / "configs"
 RESULTS_DIR = PAPER_DIR / "results"
 RUNS_DIR = PAPER_DIR / "runs"
 EXPERIMENTS_DIR = PAPER_DIR / "experiments"
@@ -88,6 +91,10 @@ def condition_configs(
 ) -> list[ExperimentConfig]:
     """The configs of one condition's repeats (repeat r uses seed 0 + r), from ``config_dir/<name>.yaml``."""
     path = Path(config_dir) / f"{name}.yaml"
+    if not Path(config_dir).is_dir():
+        raise FileNotFoundError(f"{config_dir} does not exist; the condition configs ship with the fltrust checkout "
+                                f"and the wheel built from it: work inside the checkout, set {REPO_ENV} to it, or "
+                                "install the wheel")
     if not path.is_file():
         known = sorted(p.stem for p in Path(config_dir).glob("*.yaml"))
         raise FileNotFoundError(f"no condition config {path.name}; known conditions: {known}")
@@ -546,7 +553,7 @@ def result_frame(result: dict[str, Any]) -> pd.DataFrame:
 
 def load_reported() -> dict[str, Any]:
     """``papers_repro/fairness_analytics/reported.yaml``."""
-    return yaml.safe_load((PAPER_DIR / "reported.yaml").read_text())
+    return yaml.safe_load((PAPER_INPUTS / "reported.yaml").read_text())
 
 
 def table3(results: Sequence[dict[str, Any]], reported: dict[str, Any] | None = None) -> pd.DataFrame:

@@ -43,7 +43,7 @@ from fltrust.repro.results import ResultsError, load_result_files
 from fltrust.repro.markdown import fmt, fmt_raw, is_missing, mark, render
 from fltrust.repro.paths import REPO_ENV
 from fltrust.repro.provenance_table import provenance_frame, provenance_section
-from fltrust.repro.trust.experiments import COMPARED_MODES, EXPERIMENTS, PAPER_DIR
+from fltrust.repro.trust.experiments import COMPARED_MODES, EXPERIMENTS, PAPER_DIR, PAPER_INPUTS
 from fltrust.repro.trust.sections import (
     ablation_frame,
     ablation_markdown,
@@ -83,8 +83,8 @@ __all__ = [
 ]
 
 REGENERATE = "fltrust repro trust"
-REPORTED_FILE = PAPER_DIR / "reported.yaml"
-STANDIN_COMPARISON_FILE = PAPER_DIR / "n_baiot_standin_vs_real.md"
+REPORTED_FILE = PAPER_INPUTS / "reported.yaml"
+STANDIN_COMPARISON_FILE = PAPER_INPUTS / "n_baiot_standin_vs_real.md"
 """The N-BaIoT stand-in against the real rows (``python -m fltrust.repro.trust.n_baiot_compare`` writes it)."""
 
 
@@ -144,8 +144,9 @@ def load_reported(path: str | Path = REPORTED_FILE) -> dict[str, Any]:
     """
     path = Path(path)
     if not path.is_file():
-        raise ResultsError(f"{path} does not exist; it ships with the fltrust checkout (papers_repro/federatedtrust/):"
-                           f" work inside the checkout or set {REPO_ENV} to it")
+        raise ResultsError(f"{path} does not exist; it ships with the fltrust checkout (papers_repro/federatedtrust/) "
+                           f"and the wheel built from it: work inside the checkout, set {REPO_ENV} to it, or install "
+                           "the wheel")
     data = yaml.safe_load(path.read_text())
     missing = [k for k in ("tolerance", "pillars", "pillar_labels", "experiments", "inconsistencies")
                if not isinstance(data, dict) or k not in data]
