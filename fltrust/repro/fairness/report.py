@@ -544,6 +544,61 @@ def provenance_markdown(results: Sequence[dict[str, Any]]) -> list[str]:
                                                                             command=VERIFY_EXAMPLE)))
 
 
+STILL_GLOBAL_MODEL = 0.005
+"""A repeat's global model counts as not training when its accuracy on the server's auxiliary set
+moves by at most this much over all rounds (:func:`untrained_global_models`)."""
+
+
+def untrained_global_models(results: Sequence[dict[str, Any]],
+                            threshold: float = STILL_GLOBAL_MODEL) -> pd.DataFrame:
+    """The conditions whose global model never trains: aux accuracy still over every round of every repeat.
+
+    A condition is listed when, in every repeat, the largest minus the smallest ``aux_accuracy``
+    of its rounds is at most ``threshold``. Its F_T then describes clients that train locally from
+    a global model that stays where it started (chance on CIFAR-10, the initial model's accuracy on
+    NSL-KDD): the q-FedAvg conditions run Flower 1.7's legacy ``QFedAvg`` (fairness spec 5.2), whose
+    step ``sum_n L^q g_n / sum_n h_n`` with one central loss L moves the model very little.
+
+    Parameters
+    ----------
+    results : sequence of dict
+        Condition results (:func:`load_results`).
+    threshold : float
+        Largest range of the aux accuracy over the rounds of a repeat that counts as still.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per such condition: ``condition``, ``mode``, ``rounds``, ``repeats`` and
+        ``aux_accuracy`` (per repeat, its range over the rounds), sorted by condition.
+
+    Examples
+    --------
+    >>> still = {"condition": "a", "mode": "faithful", "quick": False,
+    ...          "per_round": {"repeat": [0, 0, 1, 1], "aux_accuracy": [0.1, 0.1, 0.2, 0.2001]}}
+    >>> moving = dict(still, condition="b", per_round={"repeat": [0, 0], "aux_accuracy": [0.1, 0.5]})
+    >>> untrained_global_models([still, moving])[["condition", "aux_accuracy"]].values.tolist()
+    [['a', '0.100 / 0.200-0.200']]
+    """
+    rows = []
+    for res in results:
+        rounds = res.get("per_round") or {}
+        if res.get("quick") or "aux_accuracy" not in rounds:
+            continue
+        frame = pd.DataFrame({"repeat": rounds["repeat"], "aux": rounds["aux_accuracy"]}).dropna()
+        if frame.empty:
+            continue
+        spans = frame.groupby("repeat")["aux"].agg(["min", "max"])
+        if ((spans["max"] - spans["min"]) <= threshold).all():
+            cells = [f"{lo:.3f}" if f"{lo:.3f}" == f"{hi:.3f}" else f"{lo:.3f}-{hi:.3f}"
+                     for lo, hi in zip(spans["min"], spans["max"])]
+            rows.append({"condition": res["condition"], "mode": res["mode"],
+                         "rounds": int(frame.groupby("repeat").size().max()), "repeats": len(spans),
+                         "aux_accuracy": " / ".join(cells)})
+    columns = ["condition", "mode", "rounds", "repeats", "aux_accuracy"]
+    return pd.DataFrame(rows, columns=columns).sort_values(["condition", "mode"]).reset_index(drop=True)
+
+
 def data_scale_markdown(results: Sequence[dict[str, Any]]) -> list[str]:
     """Lines of the "Data scale" section: per condition result, the data its repeats actually used.
 
@@ -798,6 +853,8 @@ def results_markdown(
         seeding=SEEDING,
         deviations=[f"{text} ({', '.join(sorted(names))})" for text, names in deviations.items()],
         scale=_scale_table(results),
+        untrained=untrained_global_models(results),
+        still=STILL_GLOBAL_MODEL,
         authors=beside,
         provenance=provenance_section(_provenance_frame(results), command=VERIFY_EXAMPLE),
     )
