@@ -49,11 +49,12 @@ __all__ = [
     "record_attack_outcome",
 ]
 
-BYZANTINE_ROBUST_AGGREGATORS = frozenset(ROBUST_STRATEGIES) | {"median"}
+BYZANTINE_ROBUST_AGGREGATORS = frozenset(ROBUST_STRATEGIES) | {"median", "fedtrimmedavg"}
 """Aggregators designed to bound the influence of poisoned updates (Blanchard et al. 2017 Krum and
 Multi-Krum; Yin et al. 2018 coordinate-wise median and trimmed mean; El Mhamdi et al. 2018 Bulyan):
-:data:`fltrust.names.ROBUST_STRATEGIES` and ``median`` (an app's name for FedMedian). Names are
-compared case-insensitively without ``-`` or ``_``."""
+:data:`fltrust.names.ROBUST_STRATEGIES`, ``median`` (an app's name for FedMedian) and
+``fedtrimmedavg`` (Flower's class name for the trimmed mean). Names are compared
+case-insensitively without ``-`` or ``_``."""
 
 
 class PoisoningError(ValueError):
@@ -69,6 +70,15 @@ def _check_accuracy(name: str, value: float) -> float:
 
 def is_byzantine_robust(aggregator: str | None) -> bool:
     """Whether an aggregation name is one of :data:`BYZANTINE_ROBUST_AGGREGATORS`.
+
+    Parameters
+    ----------
+    aggregator : str or None
+        An fltrust strategy name or a Flower strategy class name.
+
+    Returns
+    -------
+    bool
 
     Examples
     --------
