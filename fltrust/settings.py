@@ -384,9 +384,8 @@ class TrustOptions:
         ``"prototype"`` (default): the authors' released code. ``"paper"``: the normalisations
         that best reproduce the paper's Figures 4-5. ``"fixed"``: every spec-9 fix.
         ``"extended"``: all 36 taxonomy metrics plus nebula's sustainability pillar, measured
-        where the kit can (see ``fltrust/trust/definitions/extended.yaml``); it measures the run
-        from the experiment's data (membership inference, evasion), so it needs an experiment
-        config (:func:`fltrust.experiment.trust_observer`).
+        where the kit can (see ``fltrust/trust/definitions/extended.yaml``), for an experiment
+        (:func:`fltrust.experiment.trust_observer`) or a Flower app (:func:`fltrust.flower.instrument`).
     metrics_file : str or None
         A user's own pillar/notion/metric definitions (YAML or JSON); ``None`` = the packaged ones.
     clever_samples : int

@@ -46,7 +46,7 @@ from typing import Any
 
 import numpy as np
 
-from fltrust.trust.measures import governance, poisoning, reliability, reputation
+from fltrust.trust.measures import governance, reliability, reputation
 from fltrust.trust.measures.registry import Measured, RunView, declared_field, measure
 
 log = logging.getLogger("fltrust")

@@ -198,7 +198,9 @@ def _check_switches(name: str, switches: Sequence[str]) -> tuple[str, ...]:
     return tuple(switches)
 
 
-def operation(name: str, *, arity: int | None, switches: Sequence[str] = ()) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+def operation(
+    name: str, *, arity: int | None, switches: Sequence[str] = (),
+) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Register the decorated function as the operation ``name``.
 
     Parameters
