@@ -60,6 +60,10 @@ from fltrust.trust.factsheet.schema import (
     schema_table,
 )
 
+# the packaged measures declare the extended fields (a plain import: this package may be importing
+# while fltrust.trust.measures, which needs its schema, is half-way through its own import)
+import fltrust.trust.measures  # noqa: F401
+
 __all__ = [
     "FIELDS",
     "FIELD_BY_PATH",

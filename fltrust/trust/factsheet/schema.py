@@ -211,16 +211,14 @@ def undeclare_fields(*, by: str) -> None:
 def extended_fields() -> tuple[FactsheetField, ...]:
     """The extended-mode fields: those the registered measures declare, in declaration order.
 
-    The packaged measures (:mod:`fltrust.trust.measures.taxonomy`) are registered first; a user's
+    The packaged measures (:mod:`fltrust.trust.measures.taxonomy`) are registered when this package
+    is imported (:mod:`fltrust.trust.factsheet` imports :mod:`fltrust.trust.measures`); a user's
     measure adds its own when its module is imported.
 
     Returns
     -------
     tuple of FactsheetField
     """
-    from fltrust.trust.measures.registry import load_builtin_measures
-
-    load_builtin_measures()
     return tuple(spec for spec, _ in _DECLARED.values())
 
 
@@ -249,8 +247,6 @@ def field_spec(path: str) -> FactsheetField | None:
     """
     if path in FIELD_BY_PATH:
         return FIELD_BY_PATH[path]
-    if path not in _DECLARED:
-        extended_fields()  # the packaged measures may not be registered yet
     held = _DECLARED.get(path)
     return None if held is None else held[0]
 

@@ -27,4 +27,7 @@ Spec and bug references ("fairness spec §N", "trust spec §N", "Bn") are define
 
 from fltrust.trust.measures.registry import Measured, RunView, declared_field, measure
 
+# the packaged measures: registered whenever this package is imported
+from fltrust.trust.measures import taxonomy as taxonomy
+
 __all__ = ["Measured", "RunView", "declared_field", "measure"]

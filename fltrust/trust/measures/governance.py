@@ -76,6 +76,18 @@ VISUALISATION_ITEMS = ("participation_per_round", "model_status_per_round", "cli
 def coverage(items: Mapping[str, bool], wanted: Sequence[str]) -> float:
     """Share of the ``wanted`` items that are ``True`` in ``items``.
 
+    Parameters
+    ----------
+    items : mapping of str to bool
+        What the run provides (absent = no).
+    wanted : sequence of str
+        The items that count (at least one).
+
+    Returns
+    -------
+    float
+        In [0, 1].
+
     Examples
     --------
     >>> coverage({"a": True, "b": False, "c": True}, ("a", "b", "c", "d"))

@@ -93,6 +93,15 @@ def is_byzantine_robust(aggregator: str | None) -> bool:
 def accuracy_drop(clean_accuracy: float, attacked_accuracy: float) -> float:
     """``acc_clean - acc_attacked`` (positive = the attack hurt).
 
+    Parameters
+    ----------
+    clean_accuracy, attacked_accuracy : float
+        Test accuracies in [0, 1] of the run without and with the attack.
+
+    Returns
+    -------
+    float
+
     Examples
     --------
     >>> round(accuracy_drop(0.9, 0.6), 6)
@@ -205,6 +214,21 @@ def attack_outcome(
     defence: str = "",
 ) -> AttackOutcome:
     """Combine the accuracies of a clean, an attacked and (optionally) a defended run.
+
+    Parameters
+    ----------
+    clean_accuracy, attacked_accuracy : float
+        Test accuracies in [0, 1] without the attack, and with it under the undefended aggregator.
+    defended_accuracy : float or None
+        With the attack under the defence (``None``: no defended run; recovery is NaN).
+    attack_success_rate : float or None
+        The defended run's attack success rate, in [0, 1].
+    attack, defence : str
+        Descriptions (the attack, the defending aggregator).
+
+    Returns
+    -------
+    AttackOutcome
 
     Examples
     --------

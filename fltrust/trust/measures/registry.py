@@ -23,15 +23,15 @@ A function returns the value of its one field, or a :class:`Measured` (several f
 status, method or reason of its own: ``Measured(status="n/a", reason="...")``). A plain value
 that is missing (``None``, NaN) makes the metric ``missing`` (scored 0).
 
-The packaged measures are in :mod:`fltrust.trust.measures.taxonomy`; :func:`registered_measures`
-imports them first. A user's measures are registered when their module is imported, before the run.
+The packaged measures are in :mod:`fltrust.trust.measures.taxonomy`, registered when the package
+:mod:`fltrust.trust.measures` is imported (so before any use of this module). A user's measures
+are registered when their module is imported, before the run.
 
 Spec and bug references ("fairness spec §N", "trust spec §N", "Bn") are defined in ``docs/references.md``.
 """
 
 from __future__ import annotations
 
-import importlib
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -56,7 +56,6 @@ if TYPE_CHECKING:
     from fltrust.trust.inputs import TrustInputs
 
 __all__ = [
-    "BUILTIN_MEASURES",
     "MEASURE_STATUSES",
     "Measure",
     "MeasureError",
@@ -67,9 +66,6 @@ __all__ = [
     "registered_measures",
     "unregister_measure",
 ]
-
-BUILTIN_MEASURES = "fltrust.trust.measures.taxonomy"
-"""The module of the packaged measures (imported by :func:`registered_measures`)."""
 
 MEASURE_STATUSES = ("measured", "declared")
 """What a measure's value is by default: computed by the kit, or stated by configuration or a person."""
@@ -274,13 +270,12 @@ class RunView:
         -------
         object or None
         """
-        from fltrust.trust.factsheet.io import get_field
-
-        return get_field(self.factsheet, path)
+        section, _, name = path.partition("/")
+        node = self.factsheet.get(section)
+        return node.get(name) if isinstance(node, dict) else None
 
 
 _MEASURES: dict[str, Measure] = {}
-_builtins_loaded = False
 
 
 def declared_field(path: str, kind: str = "number", source: str = "", *, who: str = "server",
@@ -383,14 +378,6 @@ def unregister_measure(name: str) -> None:
         undeclare_fields(by=name)
 
 
-def load_builtin_measures() -> None:
-    """Import the packaged measures (:data:`BUILTIN_MEASURES`) once."""
-    global _builtins_loaded
-    if not _builtins_loaded:
-        importlib.import_module(BUILTIN_MEASURES)
-        _builtins_loaded = True
-
-
 def registered_measures() -> list[Measure]:
     """Every registered measure, the packaged ones first, in registration order.
 
@@ -398,5 +385,4 @@ def registered_measures() -> list[Measure]:
     -------
     list of Measure
     """
-    load_builtin_measures()
     return list(_MEASURES.values())

@@ -211,7 +211,24 @@ class Definitions:
         raise KeyError(f"no metric {path!r} in definitions {self.name!r}")
 
     def replace_metric(self, path: str, **changes: Any) -> Definitions:
-        """A copy with the metric at ``path`` changed (fields as in :class:`MetricDefinition`)."""
+        """A copy with the metric at ``path`` changed (fields as in :class:`MetricDefinition`).
+
+        Parameters
+        ----------
+        path : str
+            ``pillar/notion/metric``.
+        **changes
+            New values of :class:`MetricDefinition` fields.
+
+        Returns
+        -------
+        Definitions
+
+        Raises
+        ------
+        KeyError
+            No metric at ``path``.
+        """
         found = False
         pillars = []
         for pillar in self.pillars:
