@@ -31,6 +31,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from fltrust.compatibility import check_compatible
 from fltrust.config import ExperimentConfig
 from fltrust.core.observers import ObserverSet, RoundObserver
 from fltrust.core.records import RunInfo
@@ -275,7 +276,14 @@ def prepare_experiment(
     Returns
     -------
     Experiment
+
+    Raises
+    ------
+    ConfigError
+        When the model does not take the dataset's inputs, or another part does not fit
+        (:func:`fltrust.compatibility.check_compatible`).
     """
+    check_compatible(cfg)
     if cfg.run.torch_threads is not None:
         torch.set_num_threads(cfg.run.torch_threads)
     # Tiny feature values (NSL-KDD's fixed min-max table) drive Adam's moments into float

@@ -1,9 +1,10 @@
 """docs/extending.md, "A new trust metric": its code and YAML blocks, run as a newcomer would.
 
-The section's first Python block is written as the user's module, its YAML block as the user's
-definitions file, and its second Python block (a tiny synthetic experiment in extended mode) is
-executed. The new metric's FactSheet field, provenance, score and report lines are then checked
-against values computed by hand from the run's own records.
+The guide's marked blocks are, in order: the user's module (written to ``my_trust_metrics.py`` in
+``tmp_path``), the user's definitions file (``my_trust.yaml``), the script that runs a tiny
+experiment in extended mode with them, and the hand check with ``score_factsheet``. The new
+metric's FactSheet field, provenance, score and report lines are then checked against values
+computed by hand from the run's own records.
 """
 
 from __future__ import annotations
@@ -17,29 +18,33 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 GUIDE = REPO / "docs" / "extending.md"
-HEADING = "## A new trust metric"
+SECTION = "## A new trust metric"
+MARKER = "<!-- extending-trust-metric:"
 PATH = "fairness/performance_fairness/worst_client_accuracy"
 
 
-def section() -> str:
+def guide_blocks() -> list[tuple[str, str]]:
+    """``(language, code)`` of the block after each marker of the guide's section, in order."""
     text = GUIDE.read_text()
-    start = text.index(HEADING)
-    end = text.find("\n## ", start + len(HEADING))
-    return text[start:] if end < 0 else text[start:end]
-
-
-def blocks(kind: str) -> list[str]:
-    return re.findall(rf"```{kind}\n(.*?)```", section(), re.S)
+    section = text[text.index(SECTION):]
+    end = section.find("\n## ", len(SECTION))
+    section = section if end < 0 else section[:end]
+    blocks = []
+    for part in section.split(MARKER)[1:]:
+        found = re.search(r"```(\w+)\n(.*?)```", part, re.S)
+        blocks.append((found.group(1), found.group(2)))
+    return blocks
 
 
 @pytest.fixture
 def user_files(tmp_path, monkeypatch):
-    """The guide's module and definitions file, where a user would keep them (the working folder)."""
+    """The guide's module and definitions file where a user keeps them (the working folder);
+    afterwards the measure is unregistered and the module forgotten."""
     from fltrust.trust.measures.registry import unregister_measure
 
-    measure_code, _ = blocks("python")
-    [definitions] = blocks("yaml")
-    (tmp_path / "my_trust_metrics.py").write_text(measure_code)
+    (module, code), (kind, definitions) = guide_blocks()[:2]
+    assert (module, kind) == ("python", "yaml")
+    (tmp_path / "my_trust_metrics.py").write_text(code)
     (tmp_path / "my_trust.yaml").write_text(definitions)
     monkeypatch.chdir(tmp_path)
     monkeypatch.syspath_prepend(str(tmp_path))
@@ -48,12 +53,13 @@ def user_files(tmp_path, monkeypatch):
     sys.modules.pop("my_trust_metrics", None)
 
 
-def test_the_guide_has_the_function_the_yaml_entry_and_the_run():
-    python, yaml_blocks = blocks("python"), blocks("yaml")
-    assert len(python) == 2 and len(yaml_blocks) == 1
-    assert "@measure(\"fairness/worst_client_accuracy\"" in python[0]
-    assert "inputs: [fairness/worst_client_accuracy]" in yaml_blocks[0]
-    assert "import my_trust_metrics" in python[1] and '"metrics_file": "my_trust.yaml"' in python[1]
+def test_the_guide_has_the_function_the_yaml_entry_the_run_and_the_check():
+    blocks = guide_blocks()
+    assert [kind for kind, _ in blocks] == ["python", "yaml", "python", "python"]
+    assert '@measure("fairness/worst_client_accuracy"' in blocks[0][1]
+    assert "inputs: [fairness/worst_client_accuracy]" in blocks[1][1]
+    assert "import my_trust_metrics" in blocks[2][1] and '"metrics_file": "my_trust.yaml"' in blocks[2][1]
+    assert "score_factsheet" in blocks[3][1]
 
 
 def test_the_guides_metric_is_measured_scored_and_reported(user_files):
@@ -61,9 +67,10 @@ def test_the_guides_metric_is_measured_scored_and_reported(user_files):
     from fltrust.trust.report import TrustReport
     from fltrust.trust.scoring import load_definitions
 
-    _, run_code = blocks("python")
+    _, _, (_, run_code), (_, check_code) = guide_blocks()
     namespace: dict = {"__name__": "guide_run"}
     exec(compile(run_code, "docs/extending.md (run block)", "exec"), namespace)
+    exec(compile(check_code, "docs/extending.md (check block)", "exec"), namespace)
     record = namespace["record"]
     folder = Path(record.path).resolve()
     assert record.status == "complete" and folder.parent == (user_files / "runs").resolve()

@@ -44,10 +44,13 @@ import yaml
 
 from fltrust.config import ExperimentConfig
 from fltrust.names import EXTENDED_TRUST_MODE, PAPER_TREE_TRUST_MODES, TRUST_MODES, TrustMode
-from fltrust.repro.paths import repo_root
-REPO = repo_root()  # the checkout ($FLTRUST_REPO, this source tree, or the cwd's): fltrust.repro.paths
+from fltrust.repro.paths import repo_root, resource_root
+REPO = repo_root()  # where outputs go: the checkout, or the cwd of a wheel outside one (fltrust.repro.paths)
 PAPER_DIR = REPO / "papers_repro" / "federatedtrust"
-CONFIG_DIR = PAPER_DIR / "configs"
+"""The paper folder of the outputs: results, run folders, RESULTS.md."""
+PAPER_INPUTS = resource_root() / "papers_repro" / "federatedtrust"
+"""The paper folder of the inputs (configs, reported.yaml, the N-BaIoT comparison): the checkout's, or the wheel's copy."""
+CONFIG_DIR = PAPER_INPUTS / "configs"
 
 RUN_MODE: TrustMode = "paper"
 """Trust mode of the observer attached to the run itself (its ``factsheet.json``); other modes
@@ -428,6 +431,7 @@ __all__ = [
     "NBAFL_PROTOTYPE",
     "NBAIOT_SYNTHETIC_SAMPLES",
     "PAPER_DIR",
+    "PAPER_INPUTS",
     "QUICK_FEMNIST_FALLBACK_SAMPLES",
     "QUICK_MAX_CLIENTS",
     "QUICK_OVERRIDES",
