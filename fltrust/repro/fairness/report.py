@@ -544,9 +544,9 @@ def provenance_markdown(results: Sequence[dict[str, Any]]) -> list[str]:
                                                                             command=VERIFY_EXAMPLE)))
 
 
-STILL_GLOBAL_MODEL = 0.005
+STILL_GLOBAL_MODEL = 0.01
 """A repeat's global model counts as not training when its accuracy on the server's auxiliary set
-moves by at most this much over all rounds (:func:`untrained_global_models`)."""
+moves by at most this much (one percentage point) over all rounds (:func:`untrained_global_models`)."""
 
 
 def untrained_global_models(results: Sequence[dict[str, Any]],
@@ -578,7 +578,7 @@ def untrained_global_models(results: Sequence[dict[str, Any]],
     ...          "per_round": {"repeat": [0, 0, 1, 1], "aux_accuracy": [0.1, 0.1, 0.2, 0.2001]}}
     >>> moving = dict(still, condition="b", per_round={"repeat": [0, 0], "aux_accuracy": [0.1, 0.5]})
     >>> untrained_global_models([still, moving])[["condition", "aux_accuracy"]].values.tolist()
-    [['a', '0.100 / 0.200-0.200']]
+    [['a', '0.100 / 0.200']]
     """
     rows = []
     for res in results:
