@@ -324,8 +324,17 @@ REAL_PARTIAL_DIR = "real_partial"
 """Subfolder of the N-BaIoT folder with partial real files (module docstring)."""
 
 MAX_ZIP_MEMBER_BYTES = 512 * 1024**2
-"""Largest uncompressed CSV read from a zip (512 MiB; the largest UCI CSV is far below it, the
-mirror's gafgyt tcp/udp members are about 58 MB)."""
+"""Largest uncompressed member read or extracted from an N-BaIoT zip: 512 MiB. Used by the
+``real_partial/`` reader and by ``fltrust data fetch n_baiot`` (:mod:`fltrust.data.fetch`). UCI CSVs
+hold about 563 bytes per row (the mirror's gafgyt tcp/udp members: 57-59 MB for about 104,000 rows),
+so the largest UCI CSV (Danmini_Doorbell mirai udp, 237,665 rows) is about 134 MB and the largest
+benign file (Philips_B120N10_Baby_Monitor, 175,240 rows) about 99 MB; the archive's per-device
+``.rar`` files are compressed and smaller than the CSVs they hold."""
+
+MAX_ZIP_TOTAL_BYTES = 8 * 1024**3
+"""Most bytes ``fltrust data fetch n_baiot`` extracts from the UCI archive in all: 8 GiB. Every one of
+the 7,062,606 UCI rows as CSV is about 4.0 GB, so the archive (benign CSVs and compressed ``.rar`` files)
+is well below it."""
 
 LABEL_COLUMN = "Normal"
 """Label column of a labelled CSV: 1 = benign, 0 = attack."""
