@@ -214,9 +214,9 @@ def test_data_info_strict_fails_on_a_checksum_mismatch(tmp_path, capsys, officia
 # -- run folder -------------------------------------------------------------------------------
 
 def test_run_folder_errors_exit_4(tmp_path, capsys, monkeypatch):
-    from fltrust.runs import RunFolderError
+    from fltrust.runs import KEEP_THE_FOLDER, RunFolderError
 
-    message = f"{tmp_path}/runs/x/rounds.jsonl:3 is corrupt (JSONDecodeError); delete {tmp_path}/runs/x and rerun"
+    message = f"{tmp_path}/runs/x/rounds.jsonl:3 is corrupt (JSONDecodeError); {KEEP_THE_FOLDER}"
     fail_run_with(monkeypatch, RunFolderError(message))
 
     assert main(["run", str(write_config(tmp_path))]) == 4

@@ -204,9 +204,10 @@ def extract_zip(archive: Path, folder: Path, *, max_member: int | None = None, m
     max_total = n_baiot.MAX_ZIP_TOTAL_BYTES if max_total is None else max_total
 
     def over(member: str, size: int, cap: int, what: str) -> DatasetError:
+        which = "n_baiot.MAX_ZIP_MEMBER_BYTES per member" if cap == max_member else "n_baiot.MAX_ZIP_TOTAL_BYTES in all"
         return DatasetError(f"{archive}: member {member[:100]} {what} {size:,} bytes, over the cap of {cap:,} "
-                            f"({'n_baiot.MAX_ZIP_MEMBER_BYTES per member' if cap == max_member else 'n_baiot.MAX_ZIP_TOTAL_BYTES in all'}); "
-                            f"refused as a possible zip bomb: it is not the UCI archive; delete it and fetch again")
+                            f"({which}); refused as a possible zip bomb: it is not the UCI archive; delete it and "
+                            f"fetch again")
 
     with zipfile.ZipFile(archive) as zipped:
         members, declared = zipped.infolist(), 0

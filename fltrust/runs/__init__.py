@@ -61,17 +61,32 @@ from fltrust.runs.audit import (
     canonical_json,
     field_digests,
     record_link,
+    summary_edits,
 )
 from fltrust.runs.checkpoint import load_final_model, read_checkpoint, read_plain_torch, write_checkpoint
-from fltrust.runs.folder import RunDiverged, RunFolder, RunFolderError, RunRecord, check_finite, load_run, locked
+from fltrust.runs.folder import (
+    KEEP_THE_FOLDER,
+    RecordIntegrityWarning,
+    RunDiverged,
+    RunFolder,
+    RunFolderError,
+    RunRecord,
+    check_finite,
+    cut_line_message,
+    load_run,
+    locked,
+    read_round_lines,
+)
 from fltrust.runs.recorder import RunRecorder, strip
 
 __all__ = [
     "AUDIT_KEY_ENV",
     "AUDIT_KEY_FILE_ENV",
     "INTEGRITY",
+    "KEEP_THE_FOLDER",
     "UNHASHED_FILES",
     "AuditResult",
+    "RecordIntegrityWarning",
     "RunDiverged",
     "RunFolder",
     "RunFolderError",
@@ -82,6 +97,7 @@ __all__ = [
     "canonical_json",
     "chain_hash",
     "check_finite",
+    "cut_line_message",
     "field_digests",
     "load_final_model",
     "load_run",
@@ -89,7 +105,9 @@ __all__ = [
     "params_hash",
     "read_checkpoint",
     "read_plain_torch",
+    "read_round_lines",
     "record_link",
     "strip",
+    "summary_edits",
     "write_checkpoint",
 ]

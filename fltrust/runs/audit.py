@@ -13,13 +13,21 @@ import hashlib
 import hmac
 import json
 import os
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from fltrust.core.params import chain_hash, params_hash
 from fltrust.runs.checkpoint import load_final_model
-from fltrust.runs.folder import RunFolder, RunFolderError, load_run
+from fltrust.runs.folder import (
+    RecordIntegrityWarning,
+    RunFolder,
+    RunFolderError,
+    cut_line_message,
+    load_run,
+    read_round_lines,
+)
 
 __all__ = [
     "AUDIT_KEY_ENV",
@@ -32,6 +40,7 @@ __all__ = [
     "canonical_json",
     "field_digests",
     "record_link",
+    "summary_edits",
 ]
 
 
@@ -149,6 +158,54 @@ def _summary_link(head: str, body: dict[str, Any], files: dict[str, str], algori
     return record_link(head, {"summary": body, "files": files, "algorithm": algorithm}, key)
 
 
+def summary_edits(summary: dict[str, Any], key: bytes | None = None) -> list[str] | None:
+    """What was edited in a ``summary.json`` after the run, checked against its own integrity entry.
+
+    Only the summary's link is recomputed (the file hashes it lists are not re-read: that is
+    :func:`audit_run`), so this is cheap enough for every :func:`~fltrust.runs.load_run`.
+
+    Parameters
+    ----------
+    summary : dict
+        The parsed ``summary.json``.
+    key : bytes, optional
+        The audit key; default :func:`audit_key` (a bad key setting skips the check).
+
+    Returns
+    -------
+    list of str or None
+        None when it verifies or cannot be checked here (no integrity entry: a run written before
+        record hashing; a keyed chain without the key, or a key for an unkeyed chain). Otherwise the
+        names of the edited fields (empty when only the integrity entry itself was changed).
+
+    Examples
+    --------
+    >>> body = {"status": "complete", "wall_time_s": 3.0}
+    >>> link = _summary_link("", body, {}, "sha256", None)
+    >>> summary = {**body, INTEGRITY: {"algorithm": "sha256", "record_chain": "", "files": {}, "link": link,
+    ...                                "fields": field_digests(body)}}
+    >>> summary_edits(summary, None) is None
+    True
+    >>> summary_edits({**summary, "wall_time_s": 0.5}, None)
+    ['wall_time_s']
+    """
+    closing = summary.get(INTEGRITY)
+    if not isinstance(closing, dict):
+        return None
+    if key is None:
+        try:
+            key = audit_key()
+        except ValueError:
+            return None
+    if closing.get("algorithm") != _algorithm(key):
+        return None
+    body = {k: v for k, v in summary.items() if k != INTEGRITY}
+    files = closing.get("files") if isinstance(closing.get("files"), dict) else {}
+    if _summary_link(str(closing.get("record_chain")), body, files, _algorithm(key), key) == closing.get("link"):
+        return None
+    return _edited_fields(body, closing.get("fields"))
+
+
 @dataclass
 class AuditResult:
     """Outcome of :func:`audit_run`: ``ok`` and one line per check."""
@@ -194,7 +251,9 @@ def audit_run(path: str | Path) -> AuditResult:
     ValueError
         A bad audit key setting (:func:`audit_key`).
     """
-    record = load_run(path)
+    with warnings.catch_warnings():  # what load_run warns about, the audit reports as failed checks
+        warnings.simplefilter("ignore", RecordIntegrityWarning)
+        record = load_run(path)
     folder = RunFolder(record.path)
     key = audit_key()
     diverged = record.status == "diverged"
@@ -246,7 +305,9 @@ def audit_run(path: str | Path) -> AuditResult:
 
 def _audit_records(folder: RunFolder, summary: dict[str, Any], key: bytes | None) -> tuple[bool, list[str]]:
     """The record-chain half of :func:`audit_run`: ``(ok, lines)``."""
-    raw = [json.loads(line) for line in folder.rounds.read_text().splitlines() if line.strip()]  # load_run parsed them
+    lines, cut = read_round_lines(folder.rounds)
+    raw = [json.loads(line) for line in lines if line.strip()]  # load_run parsed them
+    cut_problem = [cut_line_message(folder.rounds, cut, len(lines), finished=folder.summary.is_file())] if cut else []
     closing = summary.get(INTEGRITY)
     if closing is None and not any(INTEGRITY in d for d in raw):
         return True, ["rounds.jsonl and summary.json carry no record hashes (written before record hashing): the "
@@ -262,7 +323,7 @@ def _audit_records(folder: RunFolder, summary: dict[str, Any], key: bytes | None
                        "key, or rewritten by someone who does not have it"]
     kind = "keyed, hmac-sha256" if key else "unkeyed sha256: integrity against accidents and casual edits, not " \
                                             "against someone who recomputes it"
-    problems, previous = [], ""
+    problems, previous = list(cut_problem), ""
     for data in raw:
         integrity = data.pop(INTEGRITY, None)
         where = f"rounds.jsonl round {data.get('round')}"
@@ -278,13 +339,12 @@ def _audit_records(folder: RunFolder, summary: dict[str, Any], key: bytes | None
         problems.append(f"{folder.summary.name}: missing or without record hashes: the run is not finished, or its "
                         "summary was replaced")
     else:
-        body = {k: v for k, v in summary.items() if k != INTEGRITY}
         files = closing.get("files") if isinstance(closing.get("files"), dict) else {}
         if closing.get("record_chain") != previous:
             problems.append(f"{folder.summary.name}: does not close the record chain (rounds removed or added after "
                             "the run)")
-        if _summary_link(str(closing.get("record_chain")), body, files, algorithm, key) != closing.get("link"):
-            edited = _edited_fields(body, closing.get("fields"))
+        edited = summary_edits(summary, key)
+        if edited is not None:
             problems.append(f"{folder.summary.name}: edited after the run: {_names(edited)}" if edited else
                             f"{folder.summary.name}: its integrity entry was edited")
         for name, digest in files.items():
