@@ -219,17 +219,35 @@ def _finite(params: Params | None) -> bool:
 
 
 def check_finite(record: RoundRecord) -> None:
-    """Raise :class:`RunDiverged` when a round's models or losses are not finite."""
+    """Raise :class:`RunDiverged` when a round's models or losses are not finite.
+
+    The message says what is not finite and, where the round shows it, why: the clients whose
+    models (``client_params``) are not finite or whose training loss is not, and the expected norm
+    of the noise NbAFL added to every client model (``server_metrics["nbafl_upload_noise_norm"]``),
+    which extreme ``privacy.*`` settings make enormous.
+    """
+    losses = record.client_metrics.get("train_loss")
+    bad_loss = [] if losses is None else [int(c) for c, v in zip(record.client_ids, losses) if not np.isfinite(v)]
+    bad_model = [int(c) for c, p in zip(record.client_ids, record.client_params or []) if not _finite(p)]
+    causes = []
+    if bad_model:
+        causes.append(f"client(s) {bad_model[:10]} sent a model with NaN/inf parameters in round {record.round}")
+    if bad_loss:
+        causes.append(f"client(s) {bad_loss[:10]} reached a non-finite training loss in round {record.round}")
+    noise = record.server_metrics.get("nbafl_upload_noise_norm")
+    if noise is not None:
+        causes.append(f"NbAFL added noise of expected norm {noise:.3g} to each client model (std "
+                      "w_clip*T*c/(n_k*epsilon)): if that is large against the weights, each clipped to "
+                      "privacy.nbafl_w_clip, raise privacy.target_epsilon or lower privacy.nbafl_constant")
+    why = "".join(f"; {c}" for c in causes)
     if not _finite(record.global_params_after):
-        raise RunDiverged(record.round, "the aggregated model has NaN/inf parameters")
+        raise RunDiverged(record.round, f"the aggregated model has NaN/inf parameters{why}")
     for key in ("aux_loss",):
         value = record.server_metrics.get(key)
         if value is not None and not np.isfinite(value):
-            raise RunDiverged(record.round, f"the aggregated model's {key} is {value}")
-    losses = record.client_metrics.get("train_loss")
-    if losses is not None and not np.all(np.isfinite(losses)):
-        bad = [int(c) for c, v in zip(record.client_ids, losses) if not np.isfinite(v)]
-        raise RunDiverged(record.round, f"client(s) {bad} reached a non-finite training loss")
+            raise RunDiverged(record.round, f"the aggregated model's {key} is {value}{why}")
+    if bad_loss:
+        raise RunDiverged(record.round, "; ".join(causes))
 
 
 def read_round_lines(path: Path) -> tuple[list[str], int | None]:

@@ -169,3 +169,32 @@ def test_a_hand_edited_summary_is_shown_with_a_warning(finished_run, capsys):
     assert "skipped" in captured.out and "final aux accuracy: 0.9990" in captured.out
     warning = [line for line in captured.err.splitlines() if "summary.json: edited after the run" in line]
     assert len(warning) == 1 and "`fltrust audit" in warning[0]
+
+
+def _round(client_params, aux_loss=0.5, train_loss=(0.1, 0.2), **server):
+    return RoundRecord(round=4, client_ids=np.array([2, 7]), client_metrics={"train_loss": np.array(train_loss)},
+                       server_metrics={"aux_loss": aux_loss, **server}, client_params=client_params,
+                       global_params_after=[np.array([np.nan])])
+
+
+def test_divergence_names_the_client_whose_model_is_not_finite():
+    # before: "training diverged at round 4: the aggregated model has NaN/inf parameters"
+    from fltrust.runs import RunDiverged, check_finite
+
+    with pytest.raises(RunDiverged, match=r"^training diverged at round 4: the aggregated model has NaN/inf parameters; "
+                                          r"client\(s\) \[7\] sent a model with NaN/inf parameters in round 4$"):
+        check_finite(_round([[np.ones(3, dtype=np.float32)], [np.array([1.0, np.inf], dtype=np.float32)]]))
+
+    with pytest.raises(RunDiverged, match=r"client\(s\) \[2\] reached a non-finite training loss in round 4$"):
+        check_finite(_round([[np.ones(1)], [np.ones(1)]], train_loss=(np.nan, 0.2)))
+
+
+def test_divergence_under_nbafl_reports_its_noise():
+    # before: "the aggregated model's aux_loss is nan" and nothing about the 3.5e11 noise of epsilon 1e-9
+    from fltrust.runs import RunDiverged, check_finite
+
+    record = _round([[np.ones(1)], [np.ones(1)]], aux_loss=float("nan"), nbafl_upload_noise_norm=3.54e11)
+    record.global_params_after = [np.ones(1)]
+    with pytest.raises(RunDiverged, match=r"aux_loss is nan; NbAFL added noise of expected norm 3\.54e\+11 to each "
+                                          r"client model .* raise privacy\.target_epsilon or lower privacy\.nbafl_constant"):
+        check_finite(record)
