@@ -178,10 +178,23 @@ def _read_numeric_csv(
     except ValueError:  # a non-numeric field or a ragged row
         values = None
     if values is None or not np.isfinite(values).all():
-        raise _first_bad_value(open_source(), name, columns)
+        raise _ragged_line(open_source(), name, columns) or _first_bad_value(open_source(), name, columns)
     if not len(values):  # a header alone would silently drop a class (benign, or one attack)
         raise DatasetError(f"{name}: has the N-BaIoT header but no rows; every traffic file needs at least one row")
     return values
+
+
+def _ragged_line(source: Path | IO[bytes], name: str, columns: tuple[str, ...]) -> DatasetError | None:
+    """The first line of a rejected CSV with another number of fields than the header (pandas would
+    take a longer first row's extra field as an index and blame the next line)."""
+    handle = open(source, "rb") if isinstance(source, Path) else source
+    with handle:
+        for number, line in enumerate(handle, start=1):
+            fields = line.count(b",") + 1
+            if line.strip() and fields != len(columns):
+                return DatasetError(f"{name} line {number}: {fields} comma-separated fields, expected {len(columns)} "
+                                    f"(the header's); fix or remove that line")
+    return None
 
 
 def _first_bad_value(

@@ -32,6 +32,7 @@ import yaml
 
 from fltrust.config import ExperimentConfig, load_config
 from fltrust.core.io import atomic_write_text, to_plain
+from fltrust.repro.results import with_integrity
 from fltrust.metrics.jain import MetricInputError
 from fltrust.repro.fairness.conditions import DATASETS, QUICK_OVERRIDES, quick_overrides
 from fltrust.repro.paths import repo_root
@@ -374,9 +375,10 @@ def result_json(result: dict[str, Any]) -> str:
 
 
 def write_result(path: str | Path, result: dict[str, Any]) -> Path:
-    """Write a condition result atomically (:func:`result_json`); returns ``path``."""
+    """Write a condition result atomically (:func:`result_json`) with its record hash
+    (:func:`fltrust.repro.results.with_integrity`, checked when it is read); returns ``path``."""
     path = Path(path)
-    atomic_write_text(path, result_json(result))
+    atomic_write_text(path, result_json(with_integrity(result)))
     return path
 
 
