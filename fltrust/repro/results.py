@@ -36,7 +36,8 @@ NUMBER_LIST = "a list of numbers"
 
 
 class Maybe:
-    """Schema entry of a field that may be absent, null or an empty mapping; ``spec`` checks it otherwise."""
+    """Schema entry of a field that may be absent or null (or, when ``spec`` is a mapping, an empty
+    mapping); ``spec`` checks it otherwise."""
 
     def __init__(self, spec: Any) -> None:
         self.spec = spec
@@ -55,7 +56,8 @@ _MISSING = object()
 def _problem(value: Any, spec: Any, where: str) -> tuple[str, Any, str] | None:
     """``(field, value, why)`` of the first part of ``value`` that ``spec`` refuses, or None."""
     if isinstance(spec, Maybe):
-        return None if value is None or value is _MISSING or value == {} else _problem(value, spec.spec, where)
+        empty = value == {} and isinstance(spec.spec, (dict, Each))
+        return None if value is None or value is _MISSING or empty else _problem(value, spec.spec, where)
     if value is _MISSING:
         return where, value, "is missing"
     if isinstance(spec, (dict, Each)):

@@ -62,6 +62,8 @@ def test_a_malformed_fairness_result_names_the_file_and_the_field(tmp_path, edit
     (lambda r: r["settings"].update(rounds=2.5), r"field settings\.rounds = 2\.5 must be an integer"),
     (lambda r: r["modes"]["fixed"]["pillars"].update(privacy=[0.1]), r"field modes\.fixed\.pillars\.privacy = \[0\.1\]"),
     (lambda r: r.update(deviations="none"), r"field deviations = 'none' must be a list of strings"),
+    (lambda r: r.update(epsilon_spent={}), r"field epsilon_spent = \{\} must be a number"),  # before: exit 70
+    (lambda r: r["extended_run"].update(provenance="all"), r"field extended_run\.provenance = 'all' must be a mapping"),
 ])
 def test_a_malformed_trust_result_names_the_file_and_the_field(tmp_path, edit, message):
     result = json.loads((TRUST / "exp1.json").read_text())

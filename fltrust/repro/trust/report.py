@@ -113,6 +113,10 @@ _MODE = {"trust_score": NUMBER, "pillars": Each(NUMBER), "pillar_labels": Maybe(
          "metrics": Each({"label": Maybe(str), "normalized": Maybe(NUMBER), "score": NUMBER}),
          "fixes": Maybe(TEXT_LIST), "warnings": Maybe(TEXT_LIST)}
 
+_EXTENDED_RUN = {"run_id": Maybe(str), "final_aux_accuracy": Maybe(NUMBER), "provenance": Maybe(Each(int)),
+                 "measured_in": Maybe(str)}
+
+
 def _dp_trace(value: Any) -> str | None:
     needed = ("nbafl_aggregate_noise_norm", "nbafl_upload_noise_norm", "update_norm", "weight_norm")
     bad = [k for k in needed if not isinstance((value or {}).get(k) if isinstance(value, dict) else None, list)
@@ -126,7 +130,7 @@ RESULT_SCHEMA = {
     "settings": {"num_clients": int, "clients_per_round": int, "rounds": int, "paper_rounds": Maybe(int),
                  "privacy": str, "epsilon": Maybe(NUMBER)},
     "epsilon_spent": Maybe(NUMBER), "final_aux_accuracy": Maybe(NUMBER), "missing_fields": Maybe(TEXT_LIST),
-    "modes": Each(_MODE), "extended_run": Maybe(dict), "dp_trace": Maybe(_dp_trace), "deviations": TEXT_LIST,
+    "modes": Each(_MODE), "extended_run": Maybe(_EXTENDED_RUN), "dp_trace": Maybe(_dp_trace), "deviations": TEXT_LIST,
 }
 """What :func:`load_results` checks in every experiment result (:func:`fltrust.repro.results.check_fields`):
 the fields the tables and figures read, with their types."""
