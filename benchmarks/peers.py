@@ -219,7 +219,7 @@ def run_torch(w: Workload, rounds: int, seed: int) -> dict:
 
 def run_fltrust(w: Workload, rounds: int, seed: int, vectorize: str) -> dict:
     from fltrust.core.evaluation import get_params
-    from fltrust.fl.engine import Engine
+    from fltrust.engines.inprocess import Engine
 
     cfg = w.experiment.cfg.with_overrides({"training.vectorize": vectorize})
     clock = Clock()

@@ -6,7 +6,7 @@ Usage::
 
 Columns: the same workload with ``training.vectorize: off`` (the sampled clients train one after
 another, per-client evaluations) and ``auto`` (they train side by side as one stacked model,
-evaluations batched; :mod:`fltrust.fl.vectorized`). Settings (issue 9):
+evaluations batched; :mod:`fltrust.engines.vectorized`). Settings (issue 9):
 
 - ``nsl_kdd 100C/5PC/5E``: NSL-KDD (KDDTrain+), 100 iid clients, 5 per round, 5 local epochs,
   batch 32, Adam -- 1 thread (target: vectorised <= 0.18 s/round and 5x pfl-research: issue 20;

@@ -4,7 +4,7 @@ The hand-written steps of stacked ReLU-MLP training multiply batches of small ma
 ``(5, 32, 122) @ (5, 122, 122)``. On one core of an AMD EPYC (Zen 5) that product took 54 µs in
 ``torch.bmm`` (MKL, which takes its AVX2 code path on AMD processors), 46 µs in numpy's OpenBLAS
 with its Haswell (AVX2) kernels and 23 µs with its SkylakeX (AVX-512) kernels. So
-:class:`fltrust.fl.vectorized.VectorTrainer` multiplies with numpy when numpy's BLAS is OpenBLAS
+:class:`fltrust.engines.vectorized.VectorTrainer` multiplies with numpy when numpy's BLAS is OpenBLAS
 (``mlp_gemm="auto"``), and with torch otherwise (an MKL build of numpy, for instance).
 
 OpenBLAS chooses its kernels once, when it loads: from the CPU, unless the environment variable

@@ -7,8 +7,8 @@
    plus any the caller passes;
 3. pick the run folder (the run id names the config, seed, repeat and -- for synthetic stand-ins --
    the data source), skip it when a complete record of the *same data* is there, else lock it;
-4. hand everything to the engine named by ``run.engine`` (``inprocess``: :mod:`fltrust.fl.engine`;
-   ``flower``: :mod:`fltrust.flower.engine`), which feeds its rounds to a
+4. hand everything to the engine named by ``run.engine`` (``inprocess``: :mod:`fltrust.engines.inprocess`;
+   ``flower``: :mod:`fltrust.engines.flower.engine`), which feeds its rounds to a
    :class:`~fltrust.runs.RunRecorder`.
 
 Engines never import metrics and metrics never import engines; this module is the only one that
@@ -31,6 +31,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from fltrust.compatibility import check_compatible
 from fltrust.config import ExperimentConfig
 from fltrust.core.observers import ObserverSet, RoundObserver
 from fltrust.core.records import RunInfo
@@ -223,7 +224,14 @@ def prepare_experiment(
     Returns
     -------
     Experiment
+
+    Raises
+    ------
+    ConfigError
+        When the model does not take the dataset's inputs, or another part does not fit
+        (:func:`fltrust.compatibility.check_compatible`).
     """
+    check_compatible(cfg)
     if cfg.run.torch_threads is not None:
         torch.set_num_threads(cfg.run.torch_threads)
     # Tiny feature values (NSL-KDD's fixed min-max table) drive Adam's moments into float
@@ -374,11 +382,11 @@ def build_engine(experiment: Experiment):
     """The engine named by ``run.engine``, bound to a prepared experiment."""
     name = experiment.cfg.run.engine
     if name == "inprocess":
-        from fltrust.fl.engine import Engine
+        from fltrust.engines.inprocess import Engine
 
         return Engine(experiment.cfg, experiment.federation, experiment.model, experiment.device)
     if name == "flower":
-        from fltrust.flower.engine import FlowerEngine
+        from fltrust.engines.flower.engine import FlowerEngine
 
         return FlowerEngine(experiment.cfg, experiment.federation, experiment.model, experiment.device)
     raise ValueError(f"run.engine={name!r}; choose one of {list(ENGINES)}")

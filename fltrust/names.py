@@ -24,7 +24,7 @@ Families
 :data:`FairnessMode` (``metrics.fairness.mode``, :class:`fltrust.settings.FairnessSettings`)
     ``faithful``: exactly the Federated Fairness Analytics authors' computation behind Table 3;
     ``corrected``: every correction of fairness spec 9.
-:data:`StrategyName` (``strategy.name``, :mod:`fltrust.fl.strategies`, :mod:`fltrust.flower.strategies`)
+:data:`StrategyName` (``strategy.name``, :mod:`fltrust.algorithms.strategies`, :mod:`fltrust.engines.flower.strategies`)
     ``fedavg`` (McMahan et al. 2017), ``qfedavg`` (q-FFL, Li et al. 2020), ``ditto`` (Li et al.
     2021), ``fedprox`` (Li et al. 2020) and the Byzantine-robust rules :data:`RobustStrategy`:
     ``fedmedian`` (coordinate-wise median), ``krum``, ``multikrum`` (Blanchard et al. 2017),
@@ -32,10 +32,16 @@ Families
 :data:`DatasetName` (``data.name``, :mod:`fltrust.data.registry`)
     The real datasets :data:`RealDataset` (``cifar10``, ``femnist``, ``nsl_kdd``, ``n_baiot``)
     and their seeded stand-ins of the same shape :data:`SyntheticDataset` (``synthetic_<name>``).
+:data:`ReferenceData` (``fltrust data fetch NAME``, :data:`fltrust.data.registry.REFERENCE_SPECS`)
+    Published result files fetched to compare with, never trained on: ``ffa-results``, the
+    Federated Fairness Analytics authors' 72 raw result files.
+:data:`ModelName` (``model.name``, :data:`fltrust.models.MODELS`)
+    The papers' architectures: ``cifar_cnn`` (Flower's LeNet), ``femnist_cnn``, ``nsl_kdd_mlp``,
+    ``convnet2`` (the FederatedTrust prototype's FEMNIST CNN) and the N-BaIoT MLPs.
 :data:`EngineName` (``run.engine``, :func:`fltrust.experiment.build_engine`)
-    ``inprocess``: fltrust's own round loop (:mod:`fltrust.fl.engine`); ``flower``: Flower's
-    simulation runtime with the Ray backend (:mod:`fltrust.flower.engine`).
-:data:`PrivacyMode` (``privacy.mode``, :mod:`fltrust.fl.privacy`)
+    ``inprocess``: fltrust's own round loop (:mod:`fltrust.engines.inprocess`); ``flower``: Flower's
+    simulation runtime with the Ray backend (:mod:`fltrust.engines.flower.engine`).
+:data:`PrivacyMode` (``privacy.mode``, :mod:`fltrust.algorithms.privacy`)
     ``none``; ``local``: DP-SGD on every client (Opacus); ``server``: server-side clipping of the
     updates plus Gaussian noise on their mean; ``nbafl``: NbAFL as FederatedScope implements it.
 :data:`ClientMetricKey` (``RoundRecord.client_metrics``, :mod:`fltrust.core.records`)
@@ -80,9 +86,11 @@ __all__ = [
     "EXTENDED_TRUST_MODE",
     "FAIRNESS_MODES",
     "FAIRNESS_MODE_DEFAULTS",
+    "MODEL_NAMES",
     "PAPER_TREE_TRUST_MODES",
     "PRIVACY_MODES",
     "REAL_DATASETS",
+    "REFERENCE_DATA",
     "ROBUST_STRATEGIES",
     "STRATEGIES",
     "SYNTHETIC_DATASETS",
@@ -94,8 +102,10 @@ __all__ = [
     "DatasetName",
     "EngineName",
     "FairnessMode",
+    "ModelName",
     "PrivacyMode",
     "RealDataset",
+    "ReferenceData",
     "RobustStrategy",
     "StrategyName",
     "SyntheticDataset",
@@ -199,7 +209,7 @@ StrategyName = Literal["fedavg", "qfedavg", "ditto", "fedmedian", "fedprox", "kr
                        "bulyan"]
 STRATEGIES: tuple[StrategyName, ...] = get_args(StrategyName)
 ROBUST_STRATEGIES: tuple[RobustStrategy, ...] = get_args(RobustStrategy)
-"""Byzantine-robust aggregation rules (:mod:`fltrust.fl.aggregation`; Flower's FedMedian, Krum,
+"""Byzantine-robust aggregation rules (:mod:`fltrust.algorithms.aggregation`; Flower's FedMedian, Krum,
 MultiKrum, FedTrimmedAvg and Bulyan under ``run.engine: flower``)."""
 
 RealDataset = Literal["cifar10", "femnist", "nsl_kdd", "n_baiot"]
@@ -210,8 +220,17 @@ SYNTHETIC_DATASETS: tuple[SyntheticDataset, ...] = get_args(SyntheticDataset)
 """``synthetic_<name>`` for each real dataset, in the same order."""
 DATASETS: tuple[DatasetName, ...] = get_args(DatasetName)
 
+ReferenceData = Literal["ffa-results"]
+REFERENCE_DATA: tuple[ReferenceData, ...] = get_args(ReferenceData)
+"""Published result files that ``fltrust data fetch`` gets and ``fltrust data info`` lists, to compare
+with (never a training set)."""
+
 EngineName = Literal["inprocess", "flower"]
 ENGINES: tuple[EngineName, ...] = get_args(EngineName)
+
+ModelName = Literal["cifar_cnn", "femnist_cnn", "nsl_kdd_mlp", "convnet2", "nbaiot_mlp_50_50", "nbaiot_mlp_100_80_70_50"]
+MODEL_NAMES: tuple[ModelName, ...] = get_args(ModelName)
+"""The registered architectures (``model.name``; the keys of :data:`fltrust.models.MODELS`)."""
 
 PrivacyMode = Literal["none", "local", "server", "nbafl"]
 PRIVACY_MODES: tuple[PrivacyMode, ...] = get_args(PrivacyMode)

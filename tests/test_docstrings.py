@@ -1,4 +1,5 @@
-"""The public functions of ``fltrust.fl``, ``fltrust.core`` and ``fltrust.flower`` document their parameters.
+"""The public functions of ``fltrust.algorithms``, ``fltrust.engines``, ``fltrust.core`` and ``fltrust.flower``
+document their parameters.
 
 Public means: not starting with ``_``, defined in the module (not imported into it) and, where the
 module has ``__all__``, listed there; methods count when their class is public and they are defined
@@ -19,12 +20,12 @@ from types import ModuleType
 
 import pytest
 
-PACKAGES = ("fltrust.fl", "fltrust.core", "fltrust.flower")
+PACKAGES = ("fltrust.algorithms", "fltrust.engines", "fltrust.core", "fltrust.flower")
 SECTION = re.compile(r"^Parameters\n-+\n(?P<body>.*?)(?=^\S[^\n]*\n-+\n|\Z)", re.M | re.S)
 
 
 def modules(package: str) -> list[ModuleType]:
-    if package == "fltrust.flower":
+    if package in ("fltrust.flower", "fltrust.engines"):
         pytest.importorskip("flwr")
     root = importlib.import_module(package)
     return [root] + [importlib.import_module(i.name) for i in pkgutil.walk_packages(root.__path__, package + ".")]
@@ -122,7 +123,7 @@ def test_documented_names_reads_a_numpy_section():
 
 
 def test_problems_names_an_undocumented_parameter():
-    module = ModuleType("fltrust.fl.fake")
+    module = ModuleType("fltrust.engines.fake")
 
     def covered(x, y):
         """Add.
@@ -150,10 +151,10 @@ def test_problems_names_an_undocumented_parameter():
     for function in (covered, partial, bare):
         function.__module__ = module.__name__
         setattr(module, function.__name__, function)
-    assert problems("fltrust.fl", [module]) == [
-        "fltrust.fl.fake.partial: Parameters does not name y",
-        "fltrust.fl.fake.partial: Parameters names z, not in the signature",
-        "fltrust.fl.fake.bare: no Parameters section for x, y",
+    assert problems("fltrust.engines", [module]) == [
+        "fltrust.engines.fake.partial: Parameters does not name y",
+        "fltrust.engines.fake.partial: Parameters names z, not in the signature",
+        "fltrust.engines.fake.bare: no Parameters section for x, y",
     ]
 
 
@@ -166,4 +167,4 @@ def test_problems_asks_flower_for_a_docstring():
     silent.__module__ = module.__name__
     module.silent = silent
     assert problems("fltrust.flower", [module]) == ["fltrust.flower.fake.silent: no docstring"]
-    assert problems("fltrust.fl", [module]) == []
+    assert problems("fltrust.engines", [module]) == []

@@ -111,7 +111,7 @@ class TrainingConfig:
         ``"mean"`` or ``"per_batch_sum"`` (see :mod:`fltrust.core.evaluation`).
     vectorize : str
         Train a round's sampled clients side by side as one stacked model
-        (:mod:`fltrust.fl.vectorized`) and batch the per-client evaluations: ``"auto"`` (where it
+        (:mod:`fltrust.engines.vectorized`) and batch the per-client evaluations: ``"auto"`` (where it
         applies: not with local DP-SGD, BatchNorm models or one client per round -- those train
         sequentially), ``"on"`` (an error where it does not apply) or ``"off"`` (one client after
         another). Same batch orders and optimiser math as the sequential path; results agree to
@@ -152,7 +152,7 @@ class PrivacyConfig:
         ``"none"``; ``"local"`` = DP-SGD on every client with Opacus, noise calibrated so that
         a client that trains in every round spends at most ``target_epsilon``; ``"server"`` =
         server-side fixed clipping of client updates plus Gaussian noise on their mean;
-        ``"nbafl"`` = NbAFL as FederatedScope implements it (:class:`fltrust.fl.privacy.NbAFL`):
+        ``"nbafl"`` = NbAFL as FederatedScope implements it (:class:`fltrust.algorithms.privacy.NbAFL`):
         the server clips the broadcast weights and, when ``rounds > sqrt(N) * K``, adds noise; each
         client trains with a proximal term and adds Gaussian noise to the model it uploads.
     target_epsilon, delta : float
@@ -184,7 +184,7 @@ class PrivacyConfig:
         Quantisation levels over [-clipping_range, clipping_range] (Flower's
         ``quantization_range``); the aggregate differs from plain FedAvg by at most
         ``m * 2 * clipping_range / quantization_range`` per coordinate for m clients (stochastic
-        rounding of each client's weighted update; see ``fltrust.flower.engine``).
+        rounding of each client's weighted update; see ``fltrust.engines.flower.engine``).
     """
 
     mode: PrivacyMode = "none"

@@ -338,7 +338,7 @@ def evaluate_datasets(
         Samples per forward block (speed and memory only); default ``None``.
     forward : callable, optional
         Computes ``model``'s logits of a block another way (the same function to float rounding:
-        :class:`fltrust.fl.batched_evaluation.BatchedEvaluator` passes numpy's products for MLPs);
+        :class:`fltrust.engines.batched_evaluation.BatchedEvaluator` passes numpy's products for MLPs);
         default: ``model`` itself, replayed as a stack of one where :mod:`fltrust.core.stacked` can.
 
     Returns

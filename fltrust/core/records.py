@@ -1,6 +1,6 @@
 """Plain per-round records: the only thing metrics ever see of an FL engine.
 
-Any engine (the in-process loop in :mod:`fltrust.fl.engine`, a Flower simulation, a user's own
+Any engine (the in-process loop in :mod:`fltrust.engines.inprocess`, a Flower simulation, a user's own
 loop) builds one :class:`RoundRecord` per round and hands it to the observers
 (:class:`fltrust.core.observers.RoundObserver`). Metrics never import an engine.
 

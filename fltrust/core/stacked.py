@@ -16,7 +16,7 @@ Two implementations; :func:`stacked_net` picks the first that applies:
     convolution (the K models' channels side by side, ``groups = K``; with a shared input the
     first convolution is one ordinary convolution with the K filter banks concatenated),
     pooling/activations on the grouped layout, ``Dropout`` with masks supplied by the caller
-    (:mod:`fltrust.fl.vectorized` draws them from per-client generators so that they equal the
+    (:mod:`fltrust.engines.vectorized` draws them from per-client generators so that they equal the
     sequential path's masks), ``BatchNorm2d`` in eval mode only. Covers the papers' MLPs (NSL-KDD,
     N-BaIoT), the CIFAR LeNet and the FEMNIST CNN (and ConvNet2 for evaluation).
 ``"vmap"`` (:class:`VmapNet`)

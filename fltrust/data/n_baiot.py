@@ -29,7 +29,7 @@ complete UCI archive (the shared mirror: devices 1, 3 and 5, see its PROVENANCE.
 :func:`load_n_baiot` never reads them: they are too few devices for the federated experiments, and
 configurations that fall back to the synthetic stand-in must keep doing so.
 :func:`load_n_baiot_real_partial` reads them as raw rows (no split, no scaling), for ``fltrust data
-info`` and for the stand-in comparison (:mod:`fltrust.data.n_baiot_compare`). File names carry the UCI
+info`` and for the stand-in comparison (:mod:`fltrust.repro.trust.n_baiot_compare`). File names carry the UCI
 identity, device number n = 1..9:
 
 - ``<n>.<traffic>.zip`` (traffic ``benign``, ``gafgyt.<attack>`` or ``mirai.<attack>``): a zip with

@@ -1,6 +1,4 @@
-"""Flower integration: both papers' metrics for any Flower app, and fltrust experiments on Flower.
-
-Two ways in (Flower 1.42, Message API; the legacy ``flwr.server.strategy`` API is adapted too):
+"""Both papers' metrics on anyone's Flower app (Flower 1.42, Message API; the legacy API is adapted too).
 
 - **Your own Flower app, in a dozen lines.** On the server
   ``strategy = instrument(FedAvg(...), model=Net(), aux=..., test=..., out_dir=..., name=...,
@@ -15,20 +13,17 @@ Two ways in (Flower 1.42, Message API; the legacy ``flwr.server.strategy`` API i
   (FedSV on a server-side auxiliary set) and FederatedTrust. On the clients, :class:`ClientReport`
   measures what the observers need (reward before training, accuracy after, confusion matrix,
   sample and batch counts) and returns it as a Flower ``MetricRecord``.
-- **An fltrust experiment.** ``run.engine: flower`` runs the configured experiment as a Flower
-  ServerApp + ClientApp on Flower's Simulation Runtime (Ray backend):
-  :class:`fltrust.flower.engine.FlowerEngine`, itself built on the two pieces above (its ClientApp:
-  :mod:`fltrust.flower.client_app`; Ray's start, checks and shutdown: :mod:`fltrust.flower.simulation`).
 
 Modules: :mod:`~fltrust.flower.app` (``instrument``, ``client_report``), :mod:`~fltrust.flower.tensors`
 (reading an app's data and model), :mod:`~fltrust.flower.adapter` (:class:`ObservedStrategy`),
 :mod:`~fltrust.flower.legacy` (:class:`ObservedLegacyStrategy`), :mod:`~fltrust.flower.sinks` (sinks
 and the round builder), :mod:`~fltrust.flower.partitions` (node -> partition id),
 :mod:`~fltrust.flower.client` (:class:`ClientReport`), :mod:`~fltrust.flower.records` (Flower records
-<-> fltrust values), :mod:`~fltrust.flower.strategies` (the Flower strategies of fltrust's configs).
+<-> fltrust values).
 
-A ServerApp and its ClientApp (yours, or the Flower engine's) also run in this process, without
-Ray: :func:`run_local`, on a :class:`LocalGrid` (tests and benchmarks use it).
+A ServerApp and its ClientApp also run in this process, without Ray: :func:`run_local`, on a
+:class:`LocalGrid` (tests and benchmarks use it). fltrust's own experiments on Flower
+(``run.engine: flower``) are an engine, built on this package: :mod:`fltrust.engines.flower`.
 
 Importing this package checks the Flower version: anything but ``flwr`` 1.42.x is a one-line
 :class:`FlowerVersionError`.
@@ -50,23 +45,12 @@ from fltrust.flower.local import LocalGrid, run_local  # noqa: E402
 from fltrust.flower.partitions import discover_partitions, partition_query_reply  # noqa: E402
 from fltrust.flower.records import arrays_to_params, params_to_arrays  # noqa: E402
 from fltrust.flower.sinks import ClientRow, ObserverSink, RoundSink  # noqa: E402
-from fltrust.flower.strategies import Ditto, QFedAvg, build_flower_strategy  # noqa: E402
 from fltrust.flower.tensors import as_tensors  # noqa: E402
 from fltrust.settings import FairnessSettings, TrustSettings  # noqa: E402
 
-
-def __getattr__(name: str):
-    if name == "FlowerEngine":  # lazy: the engine pulls in Ray only when it is used
-        from fltrust.flower.engine import FlowerEngine
-
-        return FlowerEngine
-    raise AttributeError(f"module 'fltrust.flower' has no attribute {name!r}")
-
-
 __all__ = [
-    "FLOWER_VERSION", "REQUIRED_FLOWER", "ClientReport", "ClientRow", "Ditto", "FairnessSettings", "FlowerEngine",
-    "FlowerVersionError", "InstrumentedStrategy", "LocalGrid", "ObservedLegacyStrategy", "ObservedStrategy", "ObserverSink",
-    "QFedAvg", "RoundSink", "TrustSettings", "arrays_to_params", "as_tensors", "aux_evaluate_fn",
-    "build_flower_strategy", "client_report", "discover_partitions", "instrument", "params_to_arrays",
-    "partition_query_reply", "require_flower", "run_local",
+    "FLOWER_VERSION", "REQUIRED_FLOWER", "ClientReport", "ClientRow", "FairnessSettings", "FlowerVersionError",
+    "InstrumentedStrategy", "LocalGrid", "ObservedLegacyStrategy", "ObservedStrategy", "ObserverSink", "RoundSink",
+    "TrustSettings", "arrays_to_params", "as_tensors", "aux_evaluate_fn", "client_report", "discover_partitions",
+    "instrument", "params_to_arrays", "partition_query_reply", "require_flower", "run_local",
 ]

@@ -1,4 +1,6 @@
-"""Reading the result files that the paper notebooks write (one JSON per condition or experiment).
+"""The result files that the paper notebooks write (one JSON per condition or experiment): reading
+them, and the parts both papers' results hold (each run's provenance, each run's per-round model
+hashes and server values).
 
 Every file is checked against its writer's schema when it is read (:func:`check_fields`), so a
 hand-edited or truncated value is one :class:`ResultsError` naming the file and the field, not an
@@ -13,6 +15,7 @@ from __future__ import annotations
 import json
 import math
 import warnings
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -50,11 +53,21 @@ class Each:
         self.spec = spec
 
 
+class Lazy:
+    """Schema entry built when a file is checked: ``make()`` returns the entry (for what can change at
+    run time, such as the registered fairness notions)."""
+
+    def __init__(self, make: Callable[[], Any]) -> None:
+        self.make = make
+
+
 _MISSING = object()
 
 
 def _problem(value: Any, spec: Any, where: str) -> tuple[str, Any, str] | None:
     """``(field, value, why)`` of the first part of ``value`` that ``spec`` refuses, or None."""
+    if isinstance(spec, Lazy):
+        return _problem(value, spec.make(), where)
     if isinstance(spec, Maybe):
         empty = value == {} and isinstance(spec.spec, (dict, Each))
         return None if value is None or value is _MISSING or empty else _problem(value, spec.spec, where)
@@ -119,8 +132,8 @@ def check_fields(path: Path, data: Any, schema: dict[str, Any]) -> None:
         The parsed JSON.
     schema : dict
         Field name -> entry: a type (``str``, ``int``, ``bool``, ``list``, ``dict``), :data:`NUMBER`,
-        :data:`TEXT_LIST`, :data:`NUMBER_LIST`, a nested dict, :class:`Maybe`, :class:`Each`, or a
-        function returning why a value is refused (None when it is fine).
+        :data:`TEXT_LIST`, :data:`NUMBER_LIST`, a nested dict, :class:`Maybe`, :class:`Each`,
+        :class:`Lazy`, or a function returning why a value is refused (None when it is fine).
 
     Examples
     --------
@@ -218,3 +231,60 @@ def load_result_files(folder: str | Path, pattern: str, required_keys: tuple[str
                           stacklevel=2)
         results.append(data)
     return results
+
+
+def result_provenance(runs: Iterable[tuple[str, Mapping[str, Any]]]) -> dict[str, Any]:
+    """A result's ``provenance``: the writer's record and each run's, from its ``summary.json``.
+
+    Parameters
+    ----------
+    runs : iterable of (str, dict)
+        ``(run_id, summary)`` of every run the result was computed from.
+
+    Returns
+    -------
+    dict
+        ``{"writer": provenance(), "runs": {run_id: record or None}}``: the process that wrote the
+        result (:func:`fltrust.runs.provenance.provenance`) and, per run, the record the run wrote
+        (None for a run made before provenance was recorded). The runs' records say which code
+        computed the numbers; the writer's which code summarised them.
+    """
+    from fltrust.runs.provenance import provenance
+
+    return {"writer": provenance(), "runs": {run_id: (summary or {}).get("provenance") for run_id, summary in runs}}
+
+
+def run_provenance(result: Mapping[str, Any], run_id: str) -> dict[str, Any] | None:
+    """The provenance record of run ``run_id`` in a result (:func:`result_provenance`); None when the
+    result, or that run, has none (written before provenance was recorded)."""
+    return ((result.get("provenance") or {}).get("runs") or {}).get(run_id)
+
+
+def round_trace(record: Any) -> dict[str, Any]:
+    """Per round (0 = the initial model) of a run: its model hash, aux loss and aux accuracy.
+
+    What ``fltrust repro verify`` compares round by round besides a paper's own per-round values:
+    the model hash (``server_metrics["model_hash"]``, :func:`fltrust.runs.params_hash`) changes in the
+    first round whose model differs in any bit.
+
+    Parameters
+    ----------
+    record : fltrust.runs.RunRecord
+        A reloaded run.
+
+    Returns
+    -------
+    dict
+        ``run_id``, ``repeat``, ``data_fingerprint`` (``summary.json``), and the lists ``round``,
+        ``model_hash`` (None where the engine recorded none), ``aux_loss`` and ``aux_accuracy``.
+    """
+    rounds = list(record.rounds)
+    return {
+        "run_id": record.run_id,
+        "repeat": int(record.config["run"]["repeat"]),
+        "data_fingerprint": record.summary.get("data_fingerprint"),
+        "round": [int(r.round) for r in rounds],
+        "model_hash": [r.server_metrics.get("model_hash") for r in rounds],
+        "aux_loss": [r.server_metrics.get("aux_loss") for r in rounds],
+        "aux_accuracy": [r.server_metrics.get("aux_accuracy") for r in rounds],
+    }

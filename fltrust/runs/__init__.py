@@ -14,7 +14,8 @@ checkpoint.pt     state after the last finished round (removed when the run comp
                   ``torch.load(weights_only=True)``
 final_model.pt    ``state_dict`` of the final global model
 summary.json      ``status`` ("complete" or "diverged"), wall time, system figures, observers'
-                  run-end output, and its ``integrity`` entry (the SHA-256 of every other file)
+                  run-end output, ``provenance`` (:func:`provenance`), and its ``integrity``
+                  entry (the SHA-256 of every other file)
 log.txt           the run's log
 .lock             held (``filelock``) by the one process running this folder; ``.holder.json``
                   names that process
@@ -26,7 +27,7 @@ round (the checkpoint holds the state, not the rounds), so writing round 3,000 c
 did, and a resume drops whatever was written after the checkpoint (a line cut by a kill included). A run is *complete* when
 ``summary.json`` says so **and** ``rounds.jsonl`` holds every round its config asks for; a
 complete run is skipped when started again, a run with a ``checkpoint.pt`` of the same run
-(:func:`fltrust.fl.engine.checkpoint_identity`) resumes after its last finished round.
+(:func:`fltrust.engines.inprocess.checkpoint_identity`) resumes after its last finished round.
 :class:`RunRecorder` is the one writer of a run folder, used by every engine, so the in-process
 and the Flower engine produce the same files. :func:`audit_run` (``fltrust audit``) recomputes the
 hash chains over them.
@@ -45,6 +46,10 @@ Modules
   :func:`audit_key`) and :func:`audit_run`.
 - :mod:`~fltrust.runs.checkpoint` -- plain-data ``.pt`` files: :func:`read_plain_torch`,
   :func:`write_checkpoint`, :func:`read_checkpoint`, :func:`load_final_model`.
+- :mod:`~fltrust.runs.provenance` -- :func:`provenance`, the record of the code (commit, dirty
+  tree), libraries, BLAS kernels, threads and device that ``summary.json`` holds (never part of the
+  run id), and :data:`TRAINING_PATHS` with :func:`changed_since` (has the training code changed since
+  a recorded commit).
 
 Every name is importable from :mod:`fltrust.runs` itself.
 """
@@ -77,6 +82,7 @@ from fltrust.runs.folder import (
     locked,
     read_round_lines,
 )
+from fltrust.runs.provenance import TRAINING_PATHS, changed_since, provenance
 from fltrust.runs.recorder import RunRecorder, strip
 
 __all__ = [
@@ -92,10 +98,12 @@ __all__ = [
     "RunFolderError",
     "RunRecord",
     "RunRecorder",
+    "TRAINING_PATHS",
     "audit_key",
     "audit_run",
     "canonical_json",
     "chain_hash",
+    "changed_since",
     "check_finite",
     "cut_line_message",
     "field_digests",
@@ -103,6 +111,7 @@ __all__ = [
     "load_run",
     "locked",
     "params_hash",
+    "provenance",
     "read_checkpoint",
     "read_plain_torch",
     "read_round_lines",

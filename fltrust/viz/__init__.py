@@ -6,8 +6,8 @@
 - FederatedTrust reproduction (:mod:`fltrust.viz.trust`): one experiment's pillar and metric
   scores (paper Figures 4-5) and pillar scores paper vs ours across experiments; a single report is
   drawn by :func:`fltrust.trust.report.plot_trust_report`.
-- N-BaIoT stand-in vs real rows: :func:`fltrust.viz.n_baiot.plot_standin_vs_real` (not re-exported here,
-  so that ``python -m fltrust.viz.n_baiot`` runs the module cleanly).
+- N-BaIoT stand-in vs real rows: :func:`fltrust.viz.n_baiot.plot_standin_vs_real` (written with its
+  table by :mod:`fltrust.repro.trust.n_baiot_compare`).
 - Partitions: :func:`fltrust.partition.plots.plot_class_distribution`.
 
 Titles carry ``QUICK`` / ``SYNTHETIC`` markers so that a smoke-test figure is never mistaken for

@@ -30,7 +30,7 @@ from fltrust.flower import (
     params_to_arrays,
 )
 from fltrust.flower.adapter import partition_query_reply
-from fltrust.fl.training import LocalTrainer
+from fltrust.engines.training import LocalTrainer
 
 CFG = tiny_config(strategy={"clients_per_round": 3}, metrics={"trust": {"enabled": True}})
 

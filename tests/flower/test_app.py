@@ -270,7 +270,7 @@ import os, sys
 sys.path.insert(0, {str(tmp_path)!r})
 os.chdir({str(tmp_path)!r})
 import ray
-from fltrust.flower.simulation import LOOPBACK, ray_on_loopback
+from fltrust.engines.flower.simulation import LOOPBACK, ray_on_loopback
 with ray_on_loopback():
     ray.init(_node_ip_address=LOOPBACK, num_cpus=2, include_dashboard=False, logging_level="WARNING",
              runtime_env={{"env_vars": {{"PYTHONPATH": os.pathsep.join([{str(tmp_path)!r}, *sys.path])}}}})

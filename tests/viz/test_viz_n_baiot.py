@@ -1,4 +1,5 @@
-"""The N-BaIoT stand-in vs real figure (fltrust.viz.n_baiot) and the writer of the committed files."""
+"""The N-BaIoT stand-in vs real figure (fltrust.viz.n_baiot) and the writer of the committed files
+(fltrust.repro.trust.n_baiot_compare.write_standin_comparison)."""
 
 from __future__ import annotations
 
@@ -14,7 +15,8 @@ import pytest
 from fltrust.data import DatasetError, n_baiot
 from fltrust.data.cache import CACHE_ENV
 from fltrust.viz.fairness import PlotInputError
-from fltrust.viz.n_baiot import plot_standin_vs_real, write_standin_comparison
+from fltrust.repro.trust.n_baiot_compare import write_standin_comparison
+from fltrust.viz.n_baiot import plot_standin_vs_real
 
 
 @pytest.fixture(autouse=True)
@@ -92,11 +94,3 @@ def test_writer_refuses_files_that_differ_from_the_known_ones(tmp_path, monkeypa
     with pytest.raises(DatasetError, match=r"Danmini_Doorbell\.csv: sha256 \w+ differs from the known b6103be3"):
         write_standin_comparison(tmp_path, figure=tmp_path / "fig.png", markdown=tmp_path / "t.md", n_train=300)
     assert not (tmp_path / "t.md").exists()
-
-
-def test_the_stand_in_compared_is_the_one_experiments_4_and_5_train_on():
-    # viz keeps its own row count (it never imports the reproduction); it must be experiment 4-5's
-    from fltrust.repro.trust.experiments import NBAIOT_SYNTHETIC_SAMPLES
-    from fltrust.viz.n_baiot import STANDIN_TRAIN_ROWS
-
-    assert STANDIN_TRAIN_ROWS == NBAIOT_SYNTHETIC_SAMPLES

@@ -24,7 +24,7 @@ Local adaptations (stored in every configuration's ``run.deviations``, printed u
   (:func:`fltrust.data.synthetic.synthetic_n_baiot`); their numbers say nothing about real traffic.
 - Differential privacy of experiments 2-3: the paper does not say which mechanism; the prototype
   reads FederatedScope's NbAFL switch, so fltrust runs NbAFL as FederatedScope implements it
-  (``privacy.mode: nbafl``, :class:`fltrust.fl.privacy.NbAFL`) with the prototype's constants
+  (``privacy.mode: nbafl``, :class:`fltrust.algorithms.privacy.NbAFL`) with the prototype's constants
   (:data:`NBAFL_PROTOTYPE`) and the paper's epsilon.
 - Scale: experiments 1-3 run at the paper's settings (N writers of the 311-writer pool, every
   writer's rows, the paper's rounds). :class:`CpuScale` remains the one place to shrink an
@@ -44,10 +44,13 @@ import yaml
 
 from fltrust.config import ExperimentConfig
 from fltrust.names import EXTENDED_TRUST_MODE, PAPER_TREE_TRUST_MODES, TRUST_MODES, TrustMode
-from fltrust.repro.paths import repo_root
-REPO = repo_root()  # the checkout ($FLTRUST_REPO, this source tree, or the cwd's): fltrust.repro.paths
+from fltrust.repro.paths import repo_root, resource_root
+REPO = repo_root()  # where outputs go: the checkout, or the cwd of a wheel outside one (fltrust.repro.paths)
 PAPER_DIR = REPO / "papers_repro" / "federatedtrust"
-CONFIG_DIR = PAPER_DIR / "configs"
+"""The paper folder of the outputs: results, run folders, RESULTS.md."""
+PAPER_INPUTS = resource_root() / "papers_repro" / "federatedtrust"
+"""The paper folder of the inputs (configs, reported.yaml, the N-BaIoT comparison): the checkout's, or the wheel's copy."""
+CONFIG_DIR = PAPER_INPUTS / "configs"
 
 RUN_MODE: TrustMode = "paper"
 """Trust mode of the observer attached to the run itself (its ``factsheet.json``); other modes
@@ -196,6 +199,8 @@ and example ``fs_config.yaml``: ``nbafl.mu`` 0.01, ``nbafl.w_clip`` 0.1, ``nbafl
 experiment's epsilon is the paper's. FederatedScope's own defaults (w_clip 1, constant 30) put
 about 300x more noise on every upload."""
 
+# This text is part of experiments 2-3's configuration and so of their config hash and run ids: it keeps
+# the module path the class had when they ran (today fltrust.algorithms.privacy.NbAFL).
 _DP_NOTE = (
     "DP mechanism: NbAFL as FederatedScope implements it (privacy.mode: nbafl, fltrust.fl.privacy.NbAFL), the "
     "mechanism the prototype switches on (cfg.nbafl): proximal term mu=0.01, every upload perturbed with Gaussian "
@@ -426,6 +431,7 @@ __all__ = [
     "NBAFL_PROTOTYPE",
     "NBAIOT_SYNTHETIC_SAMPLES",
     "PAPER_DIR",
+    "PAPER_INPUTS",
     "QUICK_FEMNIST_FALLBACK_SAMPLES",
     "QUICK_MAX_CLIENTS",
     "QUICK_OVERRIDES",

@@ -1,0 +1,241 @@
+"""The ClientApp of an fltrust experiment on Flower (``run.engine: flower``).
+
+A node is client ``node_config["partition-id"]`` of the prepared federation. Every ClientApp
+process gets the experiment once (a :class:`ClientPayload` in Ray's object store: config,
+federation without the test split and the auxiliary set, model), builds the engines' shared set-up
+from it (:class:`~fltrust.engines.base.EngineBase`) and, on each ``train`` message, runs the client code
+both engines share (:class:`~fltrust.engines.client.SimulatedClient`, the strategy's ``local_update``),
+plus the run's attack and injected failures; it answers ``query`` messages with its partition id.
+:func:`build_client_app` makes the app; :class:`fltrust.engines.flower.engine.FlowerEngine` runs it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import torch
+from torch import nn
+
+from fltrust.config import ExperimentConfig
+from fltrust.core.evaluation import get_params
+from fltrust.core.records import Params
+from fltrust.federation import Federation
+from fltrust.engines.base import EngineBase
+from fltrust.engines.client import SimulatedClient
+from fltrust.flower.client import ClientReport
+from fltrust.flower.partitions import partition_query_reply
+from fltrust.flower.records import FLTRUST_KEY, arrays_to_params, cast_like, params_to_arrays
+from fltrust.engines.flower.strategies import DITTO_STORE_KEY, PERSONAL_KEY, UNIT_WEIGHT_KEY, secagg_when_asked
+
+__all__ = ["AGGREGATED_KEYS", "DP_HISTORY_KEY", "LEGACY_FITINS_KEY", "ClientPayload", "build_client_app",
+           "slim_federation"]
+
+DP_HISTORY_KEY = "dp-history"
+LEGACY_FITINS_KEY = "fitins.parameters"  # ArrayRecord key of a legacy FitIns (SecAgg+ workflow)
+AGGREGATED_KEYS = ("num-examples", "num-batches", "train_loss", UNIT_WEIGHT_KEY)
+"""The keys of a ClientApp's MetricRecord, beside its strategy's own (``LocalResult.extra``): what
+Flower's strategies weight and average by. The rest of the report goes in the ConfigRecord ``"fltrust"``."""
+
+
+@dataclass
+class ClientPayload:
+    """What every ClientApp process needs, put once into Ray's object store."""
+
+    cfg: ExperimentConfig
+    federation: Federation  # on the CPU, without the test split and the auxiliary set
+    model: nn.Module  # on the CPU
+    device: str  # "cuda" when the clients may use a GPU
+
+
+def slim_federation(fed: Federation) -> Federation:
+    """The federation without what clients never read (test split, aux set, raw arrays), on the CPU."""
+    bundle = fed.bundle
+    empty = np.zeros(0, dtype=np.int64)
+    slim_bundle = dataclasses.replace(bundle, train=bundle.train.subset(empty), test=bundle.test.subset(empty))
+
+    def cpu(t: torch.Tensor) -> torch.Tensor:
+        return t.detach().to("cpu")
+
+    return dataclasses.replace(
+        fed, bundle=slim_bundle, x_train=cpu(fed.x_train), y_train=cpu(fed.y_train),
+        train_index=[cpu(i) for i in fed.train_index], val_index=[cpu(i) for i in fed.val_index],
+        x_aux=cpu(fed.x_aux[:0]), y_aux=cpu(fed.y_aux[:0]), x_test=cpu(fed.x_test[:0]), y_test=cpu(fed.y_test[:0]),
+    )
+
+
+def _federation_to(fed: Federation, device: torch.device) -> Federation:
+    def to(t: torch.Tensor) -> torch.Tensor:
+        return t.to(device)
+
+    return dataclasses.replace(
+        fed, x_train=to(fed.x_train), y_train=to(fed.y_train), train_index=[to(i) for i in fed.train_index],
+        val_index=[to(i) for i in fed.val_index], x_aux=to(fed.x_aux), y_aux=to(fed.y_aux),
+        x_test=to(fed.x_test), y_test=to(fed.y_test),
+    )
+
+
+class _ClientRuntime:
+    """One ClientApp process's copy of the experiment: the engines' shared set-up, used for one client at a time."""
+
+    def __init__(self, payload: ClientPayload) -> None:
+        cfg = payload.cfg
+        torch.set_flush_denormal(True)  # as fltrust.experiment.prepare_experiment does
+        if cfg.run.torch_threads is not None:
+            torch.set_num_threads(cfg.run.torch_threads)
+        else:
+            torch.set_num_threads(max(1, int(cfg.flower.num_cpus)))
+        device = torch.device("cuda" if payload.device == "cuda" and torch.cuda.is_available() else "cpu")
+        model = payload.model.to(device)
+        if getattr(cfg.training, "vectorize", "off") != "off":
+            # a ClientApp trains one client: the in-process engine's sequential client path
+            cfg = cfg.with_overrides({"training.vectorize": "off"})
+        self.engine = EngineBase(cfg, _federation_to(payload.federation, device), model, device)
+        self.names = list(model.state_dict().keys())
+        self.reference = get_params(model)
+
+    def train(self, message, context):
+        """One client's round: the in-process client code, plus the run's attack and injected failures.
+
+        Plain runs receive ``arrays`` + ``config`` (Message API); secagg+ runs receive the legacy
+        ``FitIns`` records of Flower's SecAgg+ workflow and answer with a ``FitRes`` record, which
+        ``secaggplus_mod`` masks before it leaves the node.
+        """
+        from flwr.app import ConfigRecord, Message, RecordDict
+
+        from fltrust.attacks import poison_update
+        from fltrust.faults import DROPPED, FAILED, TIMED_OUT, InjectedDropout, InjectedTimeout, client_fault, failing_train
+        from fltrust.algorithms.strategies import Ditto
+
+        engine = self.engine
+        pid = int(context.node_config["partition-id"])
+        legacy = LEGACY_FITINS_KEY in message.content.array_records  # SecAgg+ (legacy FitIns)
+        if legacy:
+            import flwr.compat.common.recorddict_compat as compat
+            from flwr.common import parameters_to_ndarrays
+
+            fitins = compat.recorddict_to_fitins(message.content, keep_input=True)
+            config = fitins.config
+            received = [cast_like(a, ref) for a, ref in zip(parameters_to_ndarrays(fitins.parameters), self.reference)]
+        else:
+            config = message.content["config"]
+            received = arrays_to_params(message.content["arrays"], like=self.reference)
+        round_ = int(config["server-round"])
+        fault = client_fault(engine.seed, round_, pid, engine.cfg.reliability)
+        if fault == DROPPED:  # the client leaves before it trains: no update
+            raise InjectedDropout(pid, round_)
+        client = SimulatedClient(engine, pid, round_)  # as the in-process engine's: same data, seeds and DP
+        if fault == FAILED:  # its training raises (inside the strategy's local_update)
+            client.train = failing_train(pid, round_)
+        report = ClientReport(lambda p: engine.trainer.evaluate(p, client.x_val, client.y_val), partition_id=pid)
+        report.reward(received)
+        strategy = engine.strategy
+        store = str(config.get(DITTO_STORE_KEY, "server"))
+        if isinstance(strategy, Ditto):
+            holder = message.content if store == "server" else context.state
+            personal = holder.array_records.get(PERSONAL_KEY)
+            strategy.personal = {} if personal is None else {pid: arrays_to_params(personal, like=self.reference)}
+        engine.dp_history = {}
+        update = strategy.local_update(client, received)
+        plan = engine.attack_plan
+        sent = update.params
+        if plan.sends_poisoned_update(pid):  # update-level attack: theta + s (w - theta)
+            sent = poison_update(received, update.params, plan.factor)
+        extra = {**update.extra, UNIT_WEIGHT_KEY: 1.0}
+        if plan.active:
+            extra["malicious"] = float(plan.is_malicious(pid))
+        history = engine.dp_history.get(str(pid))
+        if legacy:
+            content = self._legacy_reply(report, client, update, sent, extra, history)
+        else:
+            metrics = report.finish(sent, num_examples=client.num_samples, num_batches=client.num_batches,
+                                    train_loss=update.train_loss, performance=update.eval_params or update.params,
+                                    extra=extra)
+            if history:
+                metrics[DP_HISTORY_KEY] = [float(v) for entry in history for v in entry]
+            # the per-client report travels beside the metrics Flower's strategy aggregates, as the
+            # ConfigRecord "fltrust" that ObservedStrategy reads and removes before aggregation
+            content = RecordDict({"arrays": params_to_arrays(sent, self.names),
+                                  "metrics": _aggregated_metrics(metrics, update.extra),
+                                  FLTRUST_KEY: ConfigRecord(dict(metrics))})
+        if isinstance(strategy, Ditto):
+            personal = params_to_arrays(strategy.personal[pid], self.names)
+            if store == "server":
+                content[PERSONAL_KEY] = personal
+            else:
+                context.state[PERSONAL_KEY] = personal
+            strategy.personal = {}
+        if fault == TIMED_OUT:  # it trained, but its update arrives after the deadline
+            raise InjectedTimeout(pid, round_)
+        return Message(content=content, reply_to=message)
+
+    def _legacy_reply(self, report: ClientReport, client, update, sent: Params, extra: dict, history) -> Any:
+        """The ``FitRes`` record SecAgg+'s ``secaggplus_mod`` expects (weight = ``num_examples``)."""
+        import json
+
+        import flwr.compat.common.recorddict_compat as compat
+        from flwr.common import Code, FitRes, Status, ndarrays_to_parameters
+
+        weight = client.num_batches if self.engine.cfg.strategy.weighting == "batches" else client.num_samples
+        metrics = report.finish_legacy(sent, num_examples=client.num_samples, num_batches=client.num_batches,
+                                       train_loss=update.train_loss, performance=update.eval_params or update.params,
+                                       extra=extra)
+        if history:
+            metrics[DP_HISTORY_KEY] = json.dumps([float(v) for entry in history for v in entry])
+        fitres = FitRes(Status(Code.OK, ""), ndarrays_to_parameters(sent), int(weight), metrics)
+        return compat.fitres_to_recorddict(fitres, keep_input=True)
+
+
+# key -> (source, runtime). The source is kept with its runtime: a payload's key is its id(), and
+# holding the payload alive is what stops a later payload from reusing that id and being handed
+# this run's runtime (a stale strategy or config).
+_RUNTIMES: dict[str, tuple[Any, _ClientRuntime]] = {}
+
+
+def _runtime(source) -> _ClientRuntime:
+    """The process's runtime for this run, built on first use from a Ray ObjectRef (the Ray
+    actors of a simulation) or from a :class:`ClientPayload` itself (in-process grids)."""
+    if isinstance(source, ClientPayload):
+        key = f"payload-{id(source)}"
+    else:
+        key = source.hex()
+    if key not in _RUNTIMES:
+        _RUNTIMES.clear()  # one run at a time per process
+        if isinstance(source, ClientPayload):
+            payload = source
+        else:
+            import ray
+
+            payload = ray.get(source)
+        _RUNTIMES[key] = (source, _ClientRuntime(payload))
+    return _RUNTIMES[key][1]
+
+
+def build_client_app(payload_ref):
+    """The ClientApp of an fltrust experiment; ``payload_ref`` is a Ray ObjectRef of its
+    :class:`ClientPayload` (or the payload itself, for a grid in this process)."""
+    from flwr.clientapp import ClientApp
+
+    app = ClientApp()
+
+    @app.train(mods=[secagg_when_asked])  # Flower's secaggplus_mod on SecAgg+ messages (privacy.secure_aggregation)
+    def train(message, context):
+        return _runtime(payload_ref).train(message, context)
+
+    @app.query()
+    def query(message, context):
+        _runtime(payload_ref)  # warm the actor up while the server discovers the nodes
+        return partition_query_reply(message, context)
+
+    return app
+
+
+def _aggregated_metrics(report, strategy_keys) -> Any:
+    """The MetricRecord a ClientApp sends for Flower's aggregation: :data:`AGGREGATED_KEYS` and
+    the strategy's keys (e.g. q-FFL's ``qffl_loss``), taken from the full ``report``."""
+    from flwr.app import MetricRecord
+
+    keep = set(AGGREGATED_KEYS) | set(strategy_keys)
+    return MetricRecord({k: v for k, v in report.items() if k in keep})

@@ -1,0 +1,429 @@
+"""``run.engine: flower``: an fltrust experiment as a Flower ServerApp + ClientApp on Flower's
+Simulation Runtime (Ray backend), producing the same run folder as the in-process engine.
+
+How a run maps onto Flower 1.42 (Message API):
+
+- **ClientApp** (:mod:`fltrust.engines.flower.client_app`; one per simulated SuperNode, executed in Ray
+  actors with ``flower.num_cpus`` / ``flower.num_gpus`` each): a node is client
+  ``node_config["partition-id"]`` of the prepared :class:`~fltrust.federation.Federation`. On a
+  ``train`` message it does exactly what the in-process engine does for that client -- it runs the
+  client code both engines share (:class:`fltrust.engines.client.SimulatedClient` and the strategy's
+  ``local_update`` on an :class:`~fltrust.engines.base.EngineBase` built in the actor): reward = received
+  model on the validation set before training, local training with the same seeds (run seed, round,
+  client id), performance after training (Ditto: personal model), confusion matrix, counts, train
+  loss, time, bytes -- reported through :class:`~fltrust.flower.client.ClientReport`. The
+  federation, model and config reach the actors once, through Ray's object store.
+- **ServerApp**: asks every node for its partition id (one ``query`` message each, which also
+  warms the actors up), then runs Flower's ``Strategy.start`` with the Flower strategy of the
+  config (:func:`~fltrust.engines.flower.strategies.build_flower_strategy`) wrapped in
+  :class:`~fltrust.flower.adapter.ObservedStrategy`: fltrust's seeded client sampling
+  (:func:`fltrust.federation.sample_clients`), a :class:`~fltrust.core.records.RoundRecord` per
+  round with the server-side evaluation on the auxiliary set (Flower's ``evaluate_fn``), handed to
+  the run's :class:`~fltrust.runs.RunRecorder`, where the observers run.
+
+Results equal the in-process engine's up to float32 rounding (Flower's FedAvg sums in float32;
+see ``tests/engines/flower/test_equivalence.py`` for the measured differences) -- its sequential client
+path, ``training.vectorize: off``: a ClientApp trains one client, so the in-process engine's
+vectorised training (all of a round's clients as one stacked model) has no Flower counterpart.
+Server-side DP noise is drawn by Flower (seeded per round), so DP runs differ from the in-process
+engine's noise draw.
+
+**Attacks, failures, SecAgg+.** A malicious ClientApp applies the run's update-level attack to
+what it sends (:mod:`fltrust.attacks`; data-level poisoning is in the shared federation). Injected
+failures (:mod:`fltrust.faults`) are real ClientApp behaviour: a dropped client raises before
+training, a failed one inside its training, a timed-out one after it; the server classifies the
+error replies (``ObservedStrategy(reply_filter=...)``), aggregates the rest and reports the
+counters. ``privacy.secure_aggregation: secagg+`` runs Flower's ``SecAggPlusWorkflow`` (in a
+``DefaultWorkflow`` over a legacy FedAvg with fltrust's sampling) with ``secaggplus_mod`` on the
+ClientApp, and marks those rounds ``server_metrics["secure_aggregation"] = 1``.
+
+**Resume.** A Flower run is not checkpointed: an interrupted run restarts from round 0 (the
+in-process engine resumes after its last finished round). Starting Ray and the actors is a
+one-time cost of every run (``summary.json`` -> ``flower`` has the timings). Ray's start on
+loopback, the checks before it, quiet logs and the shutdown are :mod:`fltrust.engines.flower.simulation`.
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+import os
+import sys
+import threading
+import time
+from typing import Any
+
+import torch
+from torch import nn
+
+from fltrust.config import ConfigError, ExperimentConfig
+from fltrust.core.evaluation import get_params
+from fltrust.core.records import Params, RunInfo
+from fltrust.federation import Federation
+from fltrust.engines.base import EngineBase
+from fltrust.algorithms.privacy import merge_history
+from fltrust.flower.adapter import ObservedStrategy, aux_evaluate_fn
+from fltrust.engines.flower.client_app import (
+    AGGREGATED_KEYS,
+    DP_HISTORY_KEY,
+    LEGACY_FITINS_KEY,
+    ClientPayload,
+    build_client_app,
+    slim_federation,
+)
+from fltrust.flower.partitions import discover_partitions
+from fltrust.flower.records import FLTRUST_KEY, arrays_to_params, params_to_arrays
+from fltrust.engines.flower.simulation import (
+    LOOPBACK,
+    SimulationStopped,
+    available_cpus,
+    check_ray_target,
+    quiet_flower,
+    ray_on_loopback,
+    shutdown_ray,
+    stop_with,
+)
+from fltrust.flower.sinks import ClientRow
+from fltrust.engines.flower.strategies import ObservedSecAggPlusWorkflow, SampledLegacyFedAvg, build_flower_strategy
+from fltrust.flower.version import require_flower
+from fltrust.runs import RunRecorder
+
+log = logging.getLogger("fltrust")
+
+# with names of the ClientApp (fltrust.engines.flower.client_app) and of the Ray helpers (fltrust.engines.flower.simulation)
+__all__ = ["AGGREGATED_KEYS", "DP_HISTORY_KEY", "LEGACY_FITINS_KEY", "LOOPBACK", "FlowerEngine", "SimulationStopped",
+           "available_cpus", "build_client_app", "check_ray_target"]
+
+
+# -- the engine ----------------------------------------------------------------------------------
+class FlowerEngine(EngineBase):
+    """Runs one prepared experiment on Flower's Simulation Runtime (Ray backend).
+
+    The in-process engine's sibling: same constructor and :meth:`run` contract, and the same
+    set-up (DP calibration, auxiliary evaluation, epsilon accounting, system figures) from their
+    common base :class:`fltrust.engines.base.EngineBase`.
+    Settings come from the config's ``flower`` section (:class:`fltrust.config.FlowerConfig`):
+    ``num_cpus`` / ``num_gpus`` per ClientApp (fractional GPUs share one device),
+    ``num_supernodes`` (must equal ``partition.num_clients``) and ``ray_address`` (an existing Ray
+    cluster, whose workers must be able to import fltrust; ``None`` starts a local Ray whose servers
+    listen on 127.0.0.1 only, see :func:`fltrust.engines.flower.simulation.ray_on_loopback`).
+
+    Resuming an interrupted Flower run restarts it from round 0. Flower shuts Ray down at the
+    end of the simulation, a Ray session started by the caller included.
+    """
+
+    name = "flower"
+
+    def __init__(self, cfg: ExperimentConfig, federation: Federation, model: nn.Module, device: torch.device) -> None:
+        require_flower()
+        super().__init__(cfg, federation, model, device)
+        supernodes = cfg.flower.num_supernodes
+        if supernodes is not None and supernodes != federation.num_clients:
+            raise ValueError(f"flower.num_supernodes={supernodes} must equal the number of clients "
+                             f"({federation.num_clients}): every client is one SuperNode")
+        check_ray_target(cfg.flower)  # before Ray starts: a client that cannot be placed hangs Ray
+        self._stop = threading.Event()  # set on Ctrl-C (or any error): the ServerApp thread gives up
+        vectorize = getattr(cfg.training, "vectorize", "off")
+        if vectorize != "off":
+            # each ClientApp trains one client: the in-process engine's sequential client path
+            (log.warning if vectorize == "on" else log.info)(
+                "Flower engine: every ClientApp trains its client alone, as the in-process engine does with "
+                "training.vectorize=off (results follow that path, not the vectorised one)")
+        self.timings: dict[str, Any] = {}
+        self._error: BaseException | None = None
+        self._final: Params | None = None
+        self._aux: tuple[float, float] | None = None
+        self._launched: float | None = None
+        self._rounds: dict[int, dict[str, float]] = {}  # server metrics of attacks / failures / SecAgg+
+
+    # -- Ray ------------------------------------------------------------------------------
+    def _start_ray(self) -> None:
+        import ray
+
+        if ray.is_initialized():
+            return
+        # Ray workers inherit the environment, not this process's sys.path (Flower does the same)
+        pythonpath = os.pathsep.join([p for p in sys.path if p] + [os.environ.get("PYTHONPATH", "")]).strip(os.pathsep)
+        env = {"PYTHONPATH": pythonpath, "FLWR_TELEMETRY_ENABLED": os.environ.get("FLWR_TELEMETRY_ENABLED", "0")}
+        options = dict(include_dashboard=False, logging_level=logging.WARNING, runtime_env={"env_vars": env})
+        if self.cfg.flower.ray_address is not None:  # the user's cluster: its nodes listen where they were started
+            ray.init(address=self.cfg.flower.ray_address, **options)
+            return
+        with ray_on_loopback():
+            ray.init(_node_ip_address=LOOPBACK, **options)
+        node = ray.util.get_node_ip_address()
+        if node != LOOPBACK:  # a Ray release that no longer honours ray_on_loopback: fail closed
+            ray.shutdown()
+            raise RuntimeError(f"Ray started its local cluster on {node}, not on {LOOPBACK}, so anyone who reaches "
+                               "this machine could run code in it; fltrust does not run there. Start Ray yourself "
+                               "(`ray start --head --node-ip-address ...`) and pass flower.ray_address")
+
+    def _payload(self) -> ClientPayload:
+        model = copy.deepcopy(self.model).to("cpu")
+        use_gpu = self.device.type == "cuda" and self.cfg.flower.num_gpus > 0
+        if self.device.type == "cuda" and not use_gpu:
+            log.warning("run.device is cuda but flower.num_gpus=0: the clients train on the CPU")
+        return ClientPayload(self.cfg, slim_federation(self.fed), model, "cuda" if use_gpu else "cpu")
+
+    # -- the server side ------------------------------------------------------------------
+    def _evaluate(self, params: Params) -> tuple[float, float]:
+        self._aux = self.evaluate_aux(params)
+        return self._aux
+
+    def _central_loss(self, server_round: int, arrays) -> float:
+        """L(theta_k; D) for legacy q-FedAvg: the previous evaluation of theta_k on D."""
+        if self._aux is None:
+            self._evaluate(arrays_to_params(arrays))
+        return float(self._aux[0])
+
+    def _merge_dp(self, server_round: int, rows: list[ClientRow]) -> None:
+        for row in rows:
+            flat = row.metrics.get(DP_HISTORY_KEY)
+            if flat:
+                entries = [list(map(float, flat[i:i + 3])) for i in range(0, len(flat), 3)]
+                key = str(row.client_id)
+                self.dp_history[key] = merge_history(self.dp_history.get(key, []), entries)
+
+    def _server_metrics(self, server_round: int) -> dict[str, float]:
+        eps = self.epsilon_spent(server_round)
+        out = {} if eps is None else {"epsilon": eps}
+        out.update(self._rounds.get(server_round, {}))
+        return out
+
+    # -- attacks, injected failures, SecAgg+: what the server observed --------------------
+    def _observe(self, server_round: int, *, sampled: int, reasons: list[str], arrived_ids: list[int]) -> None:
+        """Count a round's error replies by injected category (an unexpected error is raised) and
+        the malicious clients among the updates that arrived -> server metrics of the round."""
+        from fltrust.faults import count_errors
+
+        counts = count_errors(reasons)
+        if counts["unexpected"]:
+            odd = [r for r in reasons if "[fltrust:injected-" not in r]
+            raise RuntimeError(f"round {server_round}: {len(odd)} client(s) failed: {'; '.join(odd)}")
+        out = self._rounds.setdefault(server_round, {})
+        if self.attack_plan.active:
+            out["num_malicious"] = float(sum(self.attack_plan.is_malicious(c) for c in arrived_ids))
+        if self.cfg.reliability.active:
+            out.update({"num_sampled": float(sampled), "num_dropped": float(counts["dropped"]),
+                        "num_failed": float(counts["failed"]), "num_timed_out": float(counts["timed_out"]),
+                        "num_aggregated": float(len(arrived_ids)), "model_kept": float(not arrived_ids)})
+
+    def _filter_replies(self, server_round: int, replies: list) -> list:
+        """ObservedStrategy ``reply_filter``: the error replies of injected failures are counted and
+        removed; the strategy aggregates the updates that arrived."""
+        from fltrust.faults import classify_error
+        from fltrust.flower.records import CLIENT_ID_KEY
+
+        kept, reasons = [], []
+        for message in replies:
+            if message.has_error() and classify_error(message.error.reason) is not None:
+                reasons.append(message.error.reason)
+            else:
+                kept.append(message)
+        arrived = [int(m.content[FLTRUST_KEY][CLIENT_ID_KEY]) for m in kept if not m.has_error()]
+        self._observe(server_round, sampled=len(replies), reasons=reasons + [m.error.reason for m in kept if m.has_error()],
+                      arrived_ids=arrived)
+        return kept
+
+    def _secagg_server(self, grid, context, recorder: RunRecorder, mapping: dict[int, int], evaluate) -> None:
+        """``privacy.secure_aggregation: secagg+``: Flower's ``DefaultWorkflow`` with
+        ``SecAggPlusWorkflow`` driving a legacy FedAvg (fltrust's sampling) through a
+        ``LegacyContext``. The server only sees the weighted sum of the masked, quantised updates;
+        every client's row in the record therefore holds that aggregate as its model."""
+        from flwr.common import ndarrays_to_parameters
+        from flwr.server import LegacyContext, ServerConfig
+        from flwr.server.workflow import DefaultWorkflow
+
+        from fltrust.flower.legacy import ObservedLegacyStrategy
+
+        cfg, p = self.cfg, self.cfg.privacy
+        weights = [len(i) for i in self.fed.train_index]
+        if cfg.strategy.weighting == "batches":
+            from fltrust.engines.training import num_batches
+
+            weights = [num_batches(w, cfg.training.batch_size) for w in weights]
+        fit_results: dict[int, list[dict]] = {}
+        protocol: dict[int, dict[str, Any]] = {}
+
+        def on_fit(server_round: int, metrics: list[dict]) -> None:  # the unmasked aggregate's clients
+            fit_results[server_round] = metrics
+            self._merge_dp(server_round, [ClientRow(int(m["partition-id"]), 0, [], _legacy_dp(m)) for m in metrics])
+
+        def on_errors(server_round: int, reasons: list[str]) -> None:  # error replies of the masked-vector stage
+            protocol.setdefault(server_round, {})["reasons"] = reasons
+
+        def on_done(server_round: int, ok: bool) -> None:
+            protocol.setdefault(server_round, {})["ok"] = ok
+
+        def server_metrics(server_round: int) -> dict[str, float]:
+            # A round whose protocol halted (too few clients left for the reconstruction threshold)
+            # aggregates nothing: secure_aggregation = 0, the global model is kept.
+            state = protocol.pop(server_round, {})
+            ok = bool(state.get("ok", False))
+            ids = [int(m["partition-id"]) for m in fit_results.pop(server_round, [])] if ok else []
+            self._observe(server_round, sampled=len(self.sample_clients(server_round)),
+                          reasons=list(state.get("reasons", [])), arrived_ids=ids)
+            return {**self._server_metrics(server_round), "secure_aggregation": float(ok)}
+
+        def evaluate_fn(server_round, ndarrays, config):
+            result = evaluate(server_round, params_to_arrays(ndarrays, names))
+            return float(result["aux_loss"]), {"aux_accuracy": float(result["aux_accuracy"])}
+
+        names = list(self.model.state_dict().keys())
+        strategy = SampledLegacyFedAvg(sampler=self.sample_clients, node_partitions=mapping, fit_metrics_hook=on_fit,
+                                       evaluate_fn=evaluate_fn, accept_failures=True,
+                                       fit_metrics_aggregation_fn=lambda rows: {},  # fltrust reads every client's row
+                                       initial_parameters=ndarrays_to_parameters(get_params(self.model)))
+        observed = ObservedLegacyStrategy(strategy, recorder, keep_extra_metrics=False, server_metrics_fn=server_metrics)
+        workflow = ObservedSecAggPlusWorkflow(
+            p.secagg_num_shares, p.secagg_reconstruction_threshold, max_weight=float(max(weights)),
+            clipping_range=p.secagg_clipping_range, quantization_range=int(p.secagg_quantization_range),
+            on_errors=on_errors, on_done=on_done)
+        legacy = LegacyContext(context=context, config=ServerConfig(num_rounds=cfg.training.rounds), strategy=observed)
+        DefaultWorkflow(fit_workflow=workflow)(grid, legacy)
+        self._final = observed.builder.last_record.global_params_after
+        self.timings["round_s"] = [observed.builder.round_seconds[r] for r in sorted(observed.builder.round_seconds)]
+
+    def _simulate(self, server_app, payload: ClientPayload) -> None:
+        """Run ``server_app`` against one ClientApp per client on Flower's Simulation Runtime."""
+        import ray
+        from flwr.simulation import run_simulation
+
+        cfg = self.cfg
+        t = time.perf_counter()
+        try:
+            self._start_ray()
+        except ConnectionError as exc:  # flower.ray_address names no running cluster
+            reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            raise ConfigError(f"flower.ray_address={cfg.flower.ray_address!r}: cannot connect to a Ray cluster "
+                              f"({reason}); start one (`ray start --head`) or unset flower.ray_address") from None
+        self.timings["ray_init_s"] = time.perf_counter() - t
+        t = time.perf_counter()
+        payload_ref = ray.put(payload)
+        self.timings["payload_put_s"] = time.perf_counter() - t
+        backend = {"client_resources": {"num_cpus": float(cfg.flower.num_cpus), "num_gpus": float(cfg.flower.num_gpus)}}
+        self._launched = time.perf_counter()
+        run_simulation(server_app, build_client_app(payload_ref), num_supernodes=self.fed.num_clients,
+                       backend_config=backend)
+        self.timings["simulation_s"] = time.perf_counter() - self._launched
+
+    def _server_app(self, recorder: RunRecorder, progress):
+        from flwr.serverapp import ServerApp
+
+        app = ServerApp()
+        cfg = self.cfg
+        names = list(self.model.state_dict().keys())
+        evaluate_fn = aux_evaluate_fn(self._evaluate)
+
+        @app.main()
+        def main(grid, context) -> None:
+            stop_with(grid, self._stop)
+            try:
+                if self._launched is not None:
+                    self.timings["simulation_start_s"] = time.perf_counter() - self._launched
+                start = time.perf_counter()
+                mapping = discover_partitions(grid, expected=self.fed.num_clients)
+                self.timings["discovery_s"] = time.perf_counter() - start
+
+                def evaluate(server_round, arrays):
+                    result = evaluate_fn(server_round, arrays)
+                    if server_round > 0:
+                        progress.update(1)
+                        progress.set_postfix(aux_acc=f"{result['aux_accuracy']:.3f}")
+                        log.info("round %d: aux loss %.4f acc %.4f", server_round, result["aux_loss"],
+                                 result["aux_accuracy"])
+                    return result
+
+                if cfg.privacy.secure_aggregation == "secagg+":
+                    self._secagg_server(grid, context, recorder, mapping, evaluate)
+                    return
+                strategy = build_flower_strategy(cfg, central_loss=self._central_loss, server_noise=self.server_noise,
+                                                 ditto_personal_store=cfg.flower.ditto_personal_store)
+                observed = ObservedStrategy(strategy, recorder, sampler=self.sample_clients, node_partitions=mapping,
+                                            keep_extra_metrics=False, server_metrics_fn=self._server_metrics,
+                                            reply_hook=self._merge_dp, strict=True, reply_filter=self._filter_replies)
+                observed.start(grid, params_to_arrays(get_params(self.model), names), num_rounds=cfg.training.rounds,
+                               evaluate_fn=evaluate)
+                self._final = observed.builder.last_record.global_params_after
+                self.timings["round_s"] = [observed.builder.round_seconds[r] for r in sorted(observed.builder.round_seconds)]
+            except BaseException as exc:  # noqa: BLE001 - re-raised in run(), after Flower has shut down
+                self._error = exc
+
+        return app
+
+    # -- the whole run --------------------------------------------------------------------
+    def run(self, recorder: RunRecorder, info: RunInfo, *, resume: bool = True,
+            extra_summary: dict[str, Any] | None = None, dataset_extra: dict[str, Any] | None = None) -> dict[str, Any]:
+        """Run every round on Flower's simulation runtime; same contract as ``EngineBase.run``.
+
+        An interrupted Flower run is not resumed: it restarts from round 0 (``resume`` only
+        decides whether that is logged).
+
+        Parameters
+        ----------
+        recorder : RunRecorder
+            The run folder's recorder: runs the observers, writes the rounds and the summary.
+        info : RunInfo
+            What the observers learn at the start (run id, clients, class counts, ...).
+        resume : bool
+            Log a warning when the folder holds an earlier, interrupted run (default True).
+        extra_summary : dict, optional
+            Further fields for ``summary.json`` (override the engine's own of the same name).
+        dataset_extra : dict, optional
+            Further entries for ``dataset.json``.
+
+        Returns
+        -------
+        dict of str to Any
+            The summary fields the engine wrote: as the in-process engine's, plus ``flower`` (the Flower
+            version and timings).
+
+        Raises
+        ------
+        RuntimeError
+            If the simulation ends without finishing its rounds.
+        """
+        cfg = self.cfg
+        folder = recorder.folder
+        if resume and (folder.checkpoint.is_file() or folder.count_rounds() > 0):
+            log.warning("%s: the Flower engine does not resume; restarting from round 0", info.run_id)
+        folder.checkpoint.unlink(missing_ok=True)
+        self.start_run(recorder, info, dataset_extra)
+        start_time = time.perf_counter()
+        self._error, self._final, self._aux, self._rounds = None, None, None, {}
+        self.timings = {"flower_version": require_flower()}
+        progress = _progress(cfg)
+        self._stop.clear()
+        try:
+            with quiet_flower(verbose=log.isEnabledFor(logging.DEBUG)):
+                self._simulate(self._server_app(recorder, progress), self._payload())
+        except BaseException:  # Ctrl-C included: Flower stops its runtime, but its ServerApp thread waits on
+            self._stop.set()   # replies that never come, and would hold the interpreter at exit
+            raise
+        finally:
+            progress.close()
+            shutdown_ray()
+        if self._error is not None:
+            raise self._error
+        if self._final is None:
+            raise RuntimeError("the Flower simulation ended without finishing its rounds (see the log above)")
+        wall = time.perf_counter() - start_time
+        last = recorder.records[-1].server_metrics
+        return self.finish_run(recorder, self._final, wall, (last["aux_loss"], last["aux_accuracy"]),
+                               engine_fields={"flower": dict(self.timings)}, extra_summary=extra_summary)
+
+
+
+def _legacy_dp(metrics: dict) -> dict:
+    """A legacy reply's metrics with the DP history (a JSON string there) as a list."""
+    import json
+
+    value = metrics.get(DP_HISTORY_KEY)
+    return {**metrics, DP_HISTORY_KEY: json.loads(value)} if isinstance(value, str) else metrics
+
+
+def _progress(cfg: ExperimentConfig):
+    from tqdm.auto import tqdm
+
+    return tqdm(total=cfg.training.rounds, desc=f"{cfg.run.name} (flower)", unit="round",
+                disable=not cfg.run.progress, leave=False)

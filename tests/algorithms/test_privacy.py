@@ -1,0 +1,163 @@
+"""Differential-privacy bookkeeping (fltrust.algorithms.privacy): clipping, noise scales, accounting, seeding.
+
+NbAFL's formulas and its broadcast are checked in ``test_nbafl.py``; the FedAvg-level clipping in
+``test_aggregation.py``. Here: the pieces those rely on, each against values computed by hand.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from fltrust.config import PrivacyConfig
+from fltrust.algorithms.aggregation import clip_update
+from fltrust.algorithms.privacy import (
+    NbAFL,
+    calibrate_noise,
+    describe,
+    epsilon_from_history,
+    merge_history,
+    server_dp_aggregate,
+)
+
+# Opacus's RDP orders (RDPAccountant.DEFAULT_ALPHAS): 1.1, 1.2, ..., 10.9, then 12, ..., 63
+ALPHAS = np.array([1 + x / 10 for x in range(1, 100)] + list(range(12, 64)), dtype=float)
+
+
+# -- clipping ---------------------------------------------------------------------------------
+def test_clip_update_leaves_a_short_update_alone():
+    # norm sqrt(0.3^2 + 0.4^2) = 0.5 <= 1: factor 1
+    clipped, norm = clip_update([np.array([0.3]), np.array([[0.4]])], 1.0)
+    assert norm == pytest.approx(0.5)
+    assert clipped[0].tolist() == [0.3] and clipped[1].tolist() == [[0.4]]
+
+
+def test_clip_update_scales_the_norm_over_all_arrays():
+    # norm sqrt(1 + 4 + 4 + 16) = 5 over three arrays; clip 2: factor 0.4
+    clipped, norm = clip_update([np.array([1.0, 2.0]), np.array([2.0]), np.array([[4.0]])], 2.0)
+    assert norm == pytest.approx(5.0)
+    np.testing.assert_allclose(np.concatenate([c.ravel() for c in clipped]), [0.4, 0.8, 0.8, 1.6])
+    assert math.sqrt(sum(float(np.sum(c**2)) for c in clipped)) == pytest.approx(2.0)
+
+
+def test_clip_update_of_a_zero_update_is_zero():
+    clipped, norm = clip_update([np.zeros(3)], 1.0)
+    assert norm == 0.0 and clipped[0].tolist() == [0.0, 0.0, 0.0]
+
+
+# -- server-side DP ---------------------------------------------------------------------------
+def test_server_noise_std_is_multiplier_times_clip_over_clients():
+    # Prepare: 4 clients sending the global model back (zero updates), a large tensor and an int buffer
+    theta = [np.zeros((1000, 1000), dtype=np.float32), np.array(5, dtype=np.int64)]
+    uploads = [[t.copy() for t in theta] for _ in range(4)]
+
+    # Execute: sigma = z * C / m = 2 * 0.5 / 4 = 0.25
+    new, info = server_dp_aggregate(theta, uploads, clipping_norm=0.5, noise_multiplier=2.0,
+                                    rng=np.random.default_rng(0))
+
+    # Assert: 1e6 draws -- the sample std lies within 0.1 % of 0.25
+    assert info["noise_std"] == 0.25
+    assert new[0].dtype == np.float32 and new[0].std() == pytest.approx(0.25, rel=0.01)
+    assert abs(float(new[0].mean())) < 1e-3
+    assert new[1].dtype == np.int64 and int(new[1]) == 5  # integer buffers are not perturbed
+    assert info["update_norms"] == [0.0] * 4
+
+
+def test_server_dp_mean_of_clipped_updates_around_the_global_model():
+    # theta = (1, 1); updates (3, 4) -> norm 5, clipped to 1: (0.6, 0.8); (0, -0.5) -> norm 0.5, kept.
+    # mean update (0.3, 0.15) -> new model (1.3, 1.15) without noise
+    theta = [np.array([1.0, 1.0])]
+    uploads = [[np.array([4.0, 5.0])], [np.array([1.0, 0.5])]]
+    new, info = server_dp_aggregate(theta, uploads, clipping_norm=1.0, noise_multiplier=0.0,
+                                    rng=np.random.default_rng(0))
+    np.testing.assert_allclose(new[0], [1.3, 1.15])
+    assert info["update_norms"] == pytest.approx([5.0, 0.5])
+
+
+def test_server_dp_noise_follows_the_generator_seed():
+    theta = [np.zeros(50)]
+    uploads = [[np.full(50, 0.01)], [np.full(50, -0.01)]]
+
+    def run(seed):
+        return server_dp_aggregate(theta, uploads, clipping_norm=1.0, noise_multiplier=1.0,
+                                   rng=np.random.default_rng(seed))[0][0]
+
+    np.testing.assert_array_equal(run(3), run(3))
+    assert not np.array_equal(run(3), run(4))
+
+
+# -- NbAFL noise: seeding (formulas in test_nbafl.py) ------------------------------------------------
+def test_nbafl_noise_follows_the_generator_seed_and_scales_with_the_client_size():
+    nb = NbAFL(mu=0.0, w_clip=1.0, constant=30.0, epsilon=10.0, rounds=5, num_clients=4, clients_per_round=2,
+               min_samples=100)
+    params, trainable = [np.zeros(20, np.float32)], [True]
+
+    a = nb.perturb_upload(params, trainable, 100, np.random.default_rng(1))
+    b = nb.perturb_upload(params, trainable, 100, np.random.default_rng(1))
+    c = nb.perturb_upload(params, trainable, 100, np.random.default_rng(2))
+    # half the samples, twice the noise, same draws: sigma_U = 1 * 5 * 30 / (50 * 10) = 0.3 = 2 * 0.15
+    d = nb.perturb_upload(params, trainable, 50, np.random.default_rng(1))
+
+    np.testing.assert_array_equal(a[0], b[0])
+    assert not np.array_equal(a[0], c[0])
+    assert nb.upload_std(50) == pytest.approx(0.3)
+    np.testing.assert_allclose(d[0], 2 * a[0], rtol=1e-6)
+
+
+# -- accounting -----------------------------------------------------------------------------------
+def gaussian_epsilon(sigma: float, steps: int, delta: float) -> float:
+    """(eps, delta) of ``steps`` full-batch Gaussian mechanisms by hand: RDP T alpha / (2 sigma^2)
+    (Mironov 2017, Prop. 7), converted with eps = rdp + log((alpha - 1)/alpha) - (log delta +
+    log alpha)/(alpha - 1) (Balle et al. 2020, Thm. 21), minimised over Opacus's orders."""
+    rdp = steps * ALPHAS / (2 * sigma**2)
+    return float(np.min(rdp + np.log((ALPHAS - 1) / ALPHAS) - (np.log(delta) + np.log(ALPHAS)) / (ALPHAS - 1)))
+
+
+def test_epsilon_of_full_batch_gaussian_steps_by_hand():
+    # sigma 2, 10 steps at rate 1, delta 1e-5: RDP 1.25 alpha; the minimum is at alpha = 3.9:
+    # 4.875 + log(2.9/3.9) - (log 1e-5 + log 3.9)/2.9 = 4.875 - 0.296266 + 3.500672 = 8.079406
+    assert gaussian_epsilon(2.0, 10, 1e-5) == pytest.approx(8.079406, abs=1e-6)
+    assert epsilon_from_history([[2.0, 1.0, 10]], 1e-5) == pytest.approx(8.079406, abs=1e-6)
+    # two entries of 5 steps each are the same mechanism as one of 10
+    assert epsilon_from_history([[2.0, 1.0, 5], [2.0, 1.0, 5]], 1e-5) == pytest.approx(8.079406, abs=1e-6)
+
+
+def test_epsilon_grows_with_steps_and_shrinks_with_subsampling():
+    full = epsilon_from_history([[1.0, 1.0, 10]], 1e-5)
+    assert epsilon_from_history([], 1e-5) == 0.0
+    assert epsilon_from_history([[1.0, 1.0, 20]], 1e-5) > full
+    assert epsilon_from_history([[1.0, 0.1, 10]], 1e-5) < full
+
+
+@pytest.mark.filterwarnings("ignore:Optimal order is the largest alpha")  # Opacus, while it searches
+def test_calibrated_noise_meets_the_target():
+    # the inverse of the hand value above: epsilon 8.079406 after 10 full-batch steps needs sigma ~ 2
+    sigma = calibrate_noise(8.079406, 1e-5, 1.0, 10)
+    assert sigma == pytest.approx(2.0, rel=0.01)
+    assert epsilon_from_history([[sigma, 1.0, 10]], 1e-5) <= 8.079406 + 1e-9
+    # a sampling rate above 1 (batch larger than the client) counts as 1; 0 steps count as 1
+    assert calibrate_noise(8.079406, 1e-5, 3.0, 10) == sigma
+    assert calibrate_noise(5.0, 1e-5, 1.0, 0) == calibrate_noise(5.0, 1e-5, 1.0, 1)
+
+
+def test_merge_history_adds_steps_of_the_same_mechanism_only():
+    history = [[1.0, 0.5, 2]]
+    merged = merge_history(history, [[1.0, 0.5, 3], [2.0, 0.5, 1], [2.0, 0.5, 4], [1.0, 0.5, 1]])
+    # 2 + 3 steps of (1.0, 0.5) merge; then (2.0, 0.5) 1 + 4; a later (1.0, 0.5) is a new entry
+    assert merged == [[1.0, 0.5, 5], [2.0, 0.5, 5], [1.0, 0.5, 1]]
+    assert history == [[1.0, 0.5, 2]]  # the input is not modified
+
+
+# -- descriptions -------------------------------------------------------------------------------------
+def test_describe_names_the_mechanism_and_its_settings():
+    assert describe(PrivacyConfig()) == "no differential privacy"
+    assert describe(PrivacyConfig(mode="local", target_epsilon=5.0, max_grad_norm=0.7)) == (
+        "local DP-SGD (Opacus, RDP accountant), target epsilon 5.0, delta 1e-05, max grad norm 0.7")
+    assert describe(PrivacyConfig(mode="server", target_epsilon=8.0, clipping_norm=0.5)) == (
+        "server-side fixed clipping (norm 0.5) + Gaussian noise, target epsilon 8.0, delta 1e-05")
+    assert describe(PrivacyConfig(mode="nbafl", target_epsilon=20.0, nbafl_w_clip=0.1, nbafl_mu=0.01,
+                                  nbafl_constant=1.0)) == (
+        "NbAFL as in FederatedScope (weights clipped to 0.1, proximal mu 0.01, Gaussian noise with constant 1.0), "
+        "epsilon 20.0")
