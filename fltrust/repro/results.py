@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from fltrust.core.io import to_plain
-from fltrust.runs.audit import INTEGRITY, _algorithm, audit_key, field_digests, record_link
+from fltrust.runs.chain import INTEGRITY, _algorithm, audit_key, edited_fields as _changed_fields, field_digests, record_link
 from fltrust.runs.folder import RecordIntegrityWarning
 
 
@@ -190,9 +190,7 @@ def edited_fields(data: dict[str, Any]) -> list[str] | None:
     body = {k: v for k, v in data.items() if k != INTEGRITY}
     if record_link("", body, key) == closing.get("link"):
         return None
-    recorded = closing.get("fields") if isinstance(closing.get("fields"), dict) else {}
-    now = field_digests(body)
-    return sorted(name for name in set(now) | set(recorded) if now.get(name) != recorded.get(name))
+    return _changed_fields(body, closing.get("fields"))
 
 
 def load_result_files(folder: str | Path, pattern: str, required_keys: tuple[str, ...], writer: str,

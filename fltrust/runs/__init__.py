@@ -39,11 +39,13 @@ data, and the ``.pt`` files are loaded with torch's restricted unpickler
 Modules
 -------
 - :mod:`~fltrust.runs.folder` -- :class:`RunFolder` (the paths), :class:`RunRecord` and
-  :func:`load_run` (reloading), :func:`locked`, :func:`check_finite`, :class:`RunFolderError`,
+  :func:`load_run` (reloading; a cut last line of ``rounds.jsonl`` or an edited ``summary.json`` is a
+  :class:`RecordIntegrityWarning`), :func:`locked`, :func:`check_finite`, :class:`RunFolderError`,
   :class:`RunDiverged`.
 - :mod:`~fltrust.runs.recorder` -- :class:`RunRecorder`, the one writer, and :func:`strip`.
-- :mod:`~fltrust.runs.audit` -- the record chain (:func:`record_link`, :func:`field_digests`,
-  :func:`audit_key`) and :func:`audit_run`.
+- :mod:`~fltrust.runs.chain` -- the record chain's primitives (:func:`record_link`,
+  :func:`field_digests`, :func:`audit_key`, :func:`summary_edits`), which read no run folder.
+- :mod:`~fltrust.runs.audit` -- :func:`audit_run`, which recomputes both chains over a run folder.
 - :mod:`~fltrust.runs.checkpoint` -- plain-data ``.pt`` files: :func:`read_plain_torch`,
   :func:`write_checkpoint`, :func:`read_checkpoint`, :func:`load_final_model`.
 - :mod:`~fltrust.runs.provenance` -- :func:`provenance`, the record of the code (commit, dirty

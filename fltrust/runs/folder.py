@@ -25,6 +25,7 @@ import yaml
 
 from fltrust.core.io import atomic_write_json, remove_stale_temporaries
 from fltrust.core.records import Params, RoundRecord
+from fltrust.runs.chain import summary_edits
 
 __all__ = ["KEEP_THE_FOLDER", "RecordIntegrityWarning", "RunDiverged", "RunFolder", "RunFolderError", "RunRecord",
            "check_finite", "cut_line_message", "load_run", "locked", "read_round_lines"]
@@ -327,7 +328,7 @@ def load_run(path: str | Path) -> RunRecord:
     A cut last line of ``rounds.jsonl`` (:func:`read_round_lines`) is left out with a
     :class:`RecordIntegrityWarning`; so is a ``summary.json`` that does not match the record hash
     the run wrote into it (edited after the run; checked when its chain is unkeyed or the audit
-    key is set, see :func:`fltrust.runs.audit.summary_edits`).
+    key is set, see :func:`fltrust.runs.chain.summary_edits`).
 
     Raises
     ------
@@ -358,8 +359,6 @@ def load_run(path: str | Path) -> RunRecord:
     except (yaml.YAMLError, UnicodeDecodeError) as exc:
         raise RunFolderError(f"{folder.config} is corrupt ({_why(exc)}); {KEEP_THE_FOLDER}") from exc
     if summary:
-        from fltrust.runs.audit import summary_edits  # audit reads run folders with this module
-
         edited = summary_edits(summary)
         if edited is not None:
             what = f"field(s) {', '.join(edited[:6])}{' ...' if len(edited) > 6 else ''}" if edited else "its integrity entry"

@@ -19,7 +19,8 @@ from fltrust.core.io import atomic_torch_save, atomic_write_json, atomic_write_t
 from fltrust.core.observers import ObserverSet, RoundObserver
 from fltrust.core.params import chain_hash, params_hash
 from fltrust.core.records import Params, RoundRecord, RunInfo, RunSummary
-from fltrust.runs.audit import INTEGRITY, _algorithm, _covered_files, _summary_link, audit_key, field_digests, record_link
+from fltrust.runs.audit import _covered_files
+from fltrust.runs.chain import INTEGRITY, _algorithm, _summary_link, audit_key, field_digests, record_link
 from fltrust.runs.folder import RunDiverged, RunFolder, RunFolderError, check_finite, cut_line_message, read_round_lines
 from fltrust.runs.provenance import provenance
 
