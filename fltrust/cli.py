@@ -355,6 +355,10 @@ def describe_error(exc: BaseException, args: argparse.Namespace | None = None) -
             return EXIT_FILESYSTEM, (f"error: cannot create the folder{where}: {blocker} is a regular file, "
                                      "not a folder; pass --out a folder path")
         if isinstance(exc, FileNotFoundError):
+            if _on_out_path(exc.filename, out):  # making --out or a folder in it: /proc, a vanished mount
+                return EXIT_FILESYSTEM, (f"error: cannot create {exc.filename}: no such file or folder (its parent does "
+                                         "not take new folders, e.g. under /proc, or was removed); pass --out a folder "
+                                         "on a writable disk")
             if exc.filename is None and _from_fltrust(exc):  # a deliberate message, e.g. "<run>/config.yaml is missing"
                 return EXIT_USAGE, f"error: {exc}"
             return EXIT_USAGE, f"error:{where}: no such file or folder" + (f" ({exc})" if _from_fltrust(exc) else "")
@@ -373,6 +377,17 @@ def _stdout_closed() -> bool:
     except (AttributeError, ValueError, OSError):  # no poll (Windows), or stdout is not a file (tests)
         return False
     return any(events & (select.POLLERR | select.POLLHUP) for _, events in poller.poll(0))
+
+
+def _on_out_path(filename: str | None, out: str | None) -> bool:
+    """Whether ``filename`` is ``out``, one of its parents or inside it (a folder or file being made)."""
+    if not filename or not out:
+        return False
+    try:
+        name, where = Path(os.path.abspath(filename)), Path(os.path.abspath(out))
+    except (TypeError, ValueError):
+        return False
+    return name == where or name in where.parents or where in name.parents
 
 
 def _is_input(filename: str | None, out: str | None) -> bool:

@@ -242,3 +242,15 @@ def test_every_committed_config_and_generated_condition_passes_the_new_bounds():
     names += [cfg.run.name for c in all_conditions() for cfg in condition_configs(condition_name(*c), repeats=1)]
     names += [experiment_config(name).run.name for name in EXPERIMENTS]
     assert all(1 <= len(name) <= 100 for name in names)
+
+
+@pytest.mark.parametrize("privacy", [
+    {"target_epsilon": 1e-300}, {"nbafl_constant": 1e300}, {"nbafl_w_clip": 1e200},
+])
+def test_nbafl_settings_whose_noise_no_model_can_hold_are_rejected(privacy):
+    # before: the run started and "training diverged at round 1: the aggregated model has NaN/inf parameters"
+    with pytest.raises(ConfigError, match=r"privacy\.target_epsilon=.* with privacy\.nbafl_w_clip=.* and "
+                                          r"privacy\.nbafl_constant=.*: NbAFL's upload noise std .* would exceed 3\.4e\+38"):
+        PrivacyConfig(mode="nbafl", **privacy)
+    PrivacyConfig(mode="none", **privacy)  # unused outside NbAFL
+    PrivacyConfig(mode="nbafl", target_epsilon=1e-9)  # large noise, but representable: the run reports it

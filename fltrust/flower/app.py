@@ -530,6 +530,10 @@ def instrument(
             x, y = as_tensors(data, what=f"fltrust.flower.instrument: {argument}=", batch_keys=batch_keys)
         except ValueError as exc:
             raise ValueError(str(exc)) from None
+        if x.is_floating_point() and not bool(torch.isfinite(x).all()):
+            row = int(torch.nonzero(~torch.isfinite(x.reshape(len(x), -1)).all(dim=1))[0])
+            raise _fail(argument, f"holds NaN/inf in its inputs at row {row} (of {len(x)}); training would be "
+                                  "blamed for it: clean or drop those rows")
         tensors[argument] = (x.to(model_device(model)), y.to(model_device(model)))
     probe = tensors.get("aux", tensors.get("test"))
     if probe is None:
@@ -539,6 +543,12 @@ def instrument(
     except Exception as exc:  # noqa: BLE001 - the model cannot take the data
         raise _fail("model", f"cannot evaluate the {'aux' if 'aux' in tensors else 'test'} data "
                              f"({type(exc).__name__}: {exc}); pass data shaped as the model's input") from None
+    for argument, (_, y) in tensors.items():
+        outside = torch.nonzero((y < 0) | (y >= num_classes))
+        if len(outside):
+            row = int(outside[0])
+            raise _fail(argument, f"holds label {int(y[row])} at row {row}, outside the model's classes 0..{num_classes - 1} "
+                                  "(an inf label, or another label set); pass the labels the model predicts")
     if "aux" in tensors:
         _check_aux(tensors["aux"][1].cpu(), num_classes)
     facts = {"dataset_name": dataset_name, "dataset_description": dataset_description,

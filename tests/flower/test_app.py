@@ -226,6 +226,11 @@ def _tiny():
     ({"trust": "fixed"}, r"^fltrust\.flower\.instrument: trust= must be TrustSettings\(\.\.\.\) or None"),
     ({"aux": (torch.randn(8, 5), torch.zeros(8))}, r"^fltrust\.flower\.instrument: model= cannot evaluate the aux"),
     ({"aux": [{"a": torch.zeros(2, 3), "b": torch.zeros(2, 3)}]}, r"aux=: cannot tell inputs from labels.*batch_keys="),
+    # before: the NaN reached FedSV and the run was reported as diverged
+    ({"aux": (torch.tensor([[0.0, 1, 2]] * 3 + [[0.0, float("nan"), 2]]), torch.tensor([0, 1, 0, 1]))},
+     r"^fltrust\.flower\.instrument: aux= holds NaN/inf in its inputs at row 3 \(of 4\); training would be blamed"),
+    ({"test": (torch.randn(4, 3), torch.tensor([0.0, float("inf"), 1.0, 0.0]))},
+     r"^fltrust\.flower\.instrument: test= holds label -?\d+ at row 1, outside the model's classes 0\.\.1"),
 ])
 def test_missing_facts_are_one_error_naming_the_argument(tmp_path, change, message):
     import fltrust.flower as ft

@@ -47,7 +47,8 @@ import yaml
 
 from fltrust.metrics.fairness.notions import PAPER_NOTIONS
 from fltrust.metrics.fairness.registry import GENERAL_FAIRNESS, NOTIONS, NotionKeys, resolve_weights
-from fltrust.repro.results import ResultsError, load_result_files
+from fltrust.names import FAIRNESS_MODES
+from fltrust.repro.results import NUMBER, NUMBER_LIST, TEXT_LIST, Each, Lazy, Maybe, ResultsError, load_result_files
 from fltrust.repro.markdown import fmt, is_missing, lines, mark, render
 from fltrust.repro.provenance_table import provenance_frame, provenance_section
 from fltrust.repro.fairness.run import PAPER_INPUTS, REPEAT_QUANTITIES, REPO, STRICT_TOLERANCE, load_reported, table3
@@ -59,6 +60,7 @@ __all__ = [
     "MISSES_PATH",
     "authors_markdown",
     "RESULT_KEYS",
+    "RESULT_SCHEMA",
     "load_misses",
     "misses_markdown",
     "misses_number_problems",
@@ -80,6 +82,41 @@ RESULT_KEYS = (
     "deviations", "seconds_per_run", "run_ids", "table3", "per_round",
 )
 """Keys every condition result must have (written by :func:`fltrust.repro.fairness.run.condition_result`)."""
+
+
+def _condition(value: Any) -> str | None:
+    ok = isinstance(value, str) and value.count("_") >= 2
+    return None if ok else "must be a condition name <strategy>_<dataset>_<setting> (e.g. fedavg_nslkdd_100c_iid)"
+
+
+def _window(value: Any) -> str | None:
+    ok = isinstance(value, list) and len(value) == 2 and all(isinstance(v, int) and not isinstance(v, bool) for v in value)
+    return None if ok else "must be [first round, last round]"
+
+
+def _per_round(value: Any) -> str | None:
+    if not isinstance(value, dict) or not all(isinstance(v, list) for v in value.values()):
+        return "must map each column (repeat, round, f_j, ...) to a list"
+    lengths = {len(v) for v in value.values()}
+    return None if len(lengths) <= 1 else f"must hold lists of one length, found lengths {sorted(lengths)}"
+
+
+_SPREAD = {"median": int, "min": int, "max": int}
+_SCALE = {"source_train_samples": int, "source_test_samples": int, "num_clients": Maybe(int),
+          "train_per_client": Maybe(_SPREAD), "val_per_client": Maybe(_SPREAD), "aux_samples": Maybe(int)}
+
+
+RESULT_SCHEMA = {
+    "condition": _condition, "quick": bool, "complete": bool,
+    "mode": lambda v: None if v in FAIRNESS_MODES else f"must be one of {list(FAIRNESS_MODES)}",
+    "rounds": int, "window": _window, "num_clients": int, "synthetic": bool, "deviations": TEXT_LIST,
+    "scale": Maybe(_SCALE), "seconds_per_run": NUMBER_LIST, "run_ids": TEXT_LIST,
+    "table3": Lazy(lambda: {GENERAL_FAIRNESS: NUMBER, "F_T_std": NUMBER, "repeats": int, "mean_local_accuracy": NUMBER,
+                            "num_skipped": Maybe(Each(int)), **{name: Maybe(NUMBER) for name in NOTIONS}}),
+    "per_round": _per_round, "per_client": Maybe(dict),
+}
+"""What :func:`load_results` checks in every condition result (:func:`fltrust.repro.results.check_fields`):
+the fields the tables and figures read, with their types."""
 
 TABLE_COLUMNS = NotionKeys(
     before=("condition", "dataset", "strategy", "setting", "paper_F_T", "ours_F_T", "ours_std", "repeats", "delta",
@@ -127,7 +164,7 @@ def load_results(results_dir: str | Path) -> list[dict[str, Any]]:
     ResultsError
         If a file is not valid JSON or lacks one of :data:`RESULT_KEYS` (rerun its condition).
     """
-    results = load_result_files(results_dir, "*.json", RESULT_KEYS, "condition_result")
+    results = load_result_files(results_dir, "*.json", RESULT_KEYS, "condition_result", RESULT_SCHEMA)
     return results
 
 

@@ -36,7 +36,7 @@ from fltrust.metrics.fairness.registry import FAIRNESS_KEYS, GENERAL_FAIRNESS, N
 from fltrust.metrics.jain import MetricInputError
 from fltrust.repro.fairness.conditions import DATASETS, QUICK_OVERRIDES, quick_overrides
 from fltrust.repro.paths import REPO_ENV, repo_root, resource_root
-from fltrust.repro.results import result_provenance, round_trace
+from fltrust.repro.results import result_provenance, round_trace, with_integrity
 from fltrust.runs import RunRecord, load_run
 
 NOTIONS = FAIRNESS_KEYS
@@ -469,9 +469,10 @@ def result_json(result: dict[str, Any]) -> str:
 
 
 def write_result(path: str | Path, result: dict[str, Any]) -> Path:
-    """Write a condition result atomically (:func:`result_json`); returns ``path``."""
+    """Write a condition result atomically (:func:`result_json`) with its record hash
+    (:func:`fltrust.repro.results.with_integrity`, checked when it is read); returns ``path``."""
     path = Path(path)
-    atomic_write_text(path, result_json(result))
+    atomic_write_text(path, result_json(with_integrity(result)))
     return path
 
 
