@@ -67,16 +67,9 @@ from fltrust.core.observers import ObserverSet
 from fltrust.core.records import AppFacts, Params, RunInfo
 from fltrust.flower.adapter import ObservedStrategy
 from fltrust.flower.client import ClientReport
-from fltrust.flower.records import (
-    CLIENT_ID_KEY,
-    CONFUSION_KEY,
-    FLTRUST_KEY,
-    LABEL_COUNTS_KEY,
-    arrays_to_params,
-    cast_like,
-    confusion_from_metric,
-)
+from fltrust.flower.records import CLIENT_ID_KEY, FLTRUST_KEY, arrays_to_params
 from fltrust.flower.sinks import ClientRow
+from fltrust.flower.validation import ClientIds, ReportSchema
 from fltrust.flower.tensors import as_tensors, model_device, model_num_classes, read_labels
 from fltrust.names import EXTENDED_TRUST_MODE, PAPER_TREE_TRUST_MODES
 from fltrust.settings import FairnessSettings, TrustSettings
@@ -208,29 +201,22 @@ class InstrumentedStrategy(ObservedStrategy):
         self._warned_fedsv = False
 
     # -- replies -------------------------------------------------------------------------------
-    def _row(self, message: Message) -> ClientRow:
-        """Read the client's fltrust report (and remove it, so the app's strategy never sees it)."""
+    def _report(self, message: Message) -> tuple[dict[str, Any] | None, Any]:
+        """The client's fltrust report (removed from the reply, so the app's strategy never sees it)
+        and its ArrayRecord; ``None`` for a reply without the report (it is rejected)."""
         content = message.content
-        node = int(message.metadata.src_node_id)
-        if FLTRUST_KEY not in content.config_records:
-            raise ValueError(f"node {node} replied without fltrust's report: in the ClientApp call "
-                             "report = fltrust.flower.client_report(model, train, val, context=context) before "
-                             "training and return Message(report.attach(content), reply_to=msg)")
-        values = dict(content[FLTRUST_KEY])
-        del content[FLTRUST_KEY]
         key = getattr(self.strategy, "arrayrecord_key", "arrays")
         record = content.array_records.get(key) or next(iter(content.array_records.values()), None)
-        if record is None:
-            raise ValueError(f"node {node} replied without an ArrayRecord")
-        cid = int(values[CLIENT_ID_KEY]) if CLIENT_ID_KEY in values else self.node_partitions.get(node)
-        if cid is None or not 0 <= cid < self.info.num_clients:
-            raise ValueError(f"node {node} reports client id {cid}, outside 0..{self.info.num_clients - 1}: "
-                             f"{self.info.num_clients} SuperNodes were connected at the start; pass num_clients= "
-                             "to fltrust.flower.instrument when more join later")
-        self.info.record_client(cid, values.pop(LABEL_COUNTS_KEY))
-        params = [cast_like(p, ref) for p, ref in zip(arrays_to_params(record), self.builder.reference)]
-        confusion = confusion_from_metric(values[CONFUSION_KEY])
-        return ClientRow(cid, node, params, values, confusion)
+        if FLTRUST_KEY not in content.config_records:
+            return None, record
+        values = dict(content[FLTRUST_KEY])
+        del content[FLTRUST_KEY]
+        return values, record
+
+    def _accepted(self, server_round: int, rows: list[ClientRow], checked: list) -> None:
+        """Record the accepted clients' training label counts (rejected ones never reach RunInfo)."""
+        for row, report in zip(rows, checked):
+            self.info.record_client(row.client_id, report.label_counts)
 
     # -- server evaluation --------------------------------------------------------------------
     def _aux_metrics(self, arrays: ArrayRecord) -> dict[str, float]:
@@ -347,6 +333,8 @@ class InstrumentedStrategy(ObservedStrategy):
         nodes = self._wait_for_nodes(grid, timeout)
         num_clients = self.num_clients or len(nodes)
         self.node_partitions = {node: i for i, node in enumerate(nodes)}
+        self.schema = ReportSchema(num_classes=self._num_classes, num_clients=num_clients, label_counts=True)
+        self.client_ids = ClientIds()
         config = dict(train_config or {})
         facts = AppFacts(
             name=self.name, model=type(self.model).__name__, strategy=type(self.strategy).__name__,
