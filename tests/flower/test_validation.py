@@ -10,10 +10,12 @@ server recorded, the traffic totals and the final model, bit for bit. A rejected
 exactly as a failed one.
 
 The first 30 cases are the hostile-input probe's: 22 used to stop the whole ServerApp run, 8 used to
-be silently wrong. The probe named 20 of its 22 aborts; the two arrays cases marked "(added)" are
-the remaining model-level failures (a missing tensor, a NaN tensor: the one aborted Flower's
-FedAvg, the other the run recorder's finiteness check), and ``reward_accuracy 5.0`` is the eighth
-silent case (the f_r reward). More cases follow. LocalGrid, a tiny CNN, 2 rounds: fast.
+be silently wrong ("before": what the code before these checks did). The probe named 20 of its 22
+aborts and 7 of its 8 silent cases; those marked "(added)" complete the count: a model without a
+tensor (Flower's FedAvg stopped the run), a model with a NaN (the run recorder's finiteness check
+stopped it) and a negative loss (recorded as it was). The 2,000,000-entry label-count list stopped
+the probe's run at its end (CLEVER / SHAP on a 2,000,000-class K); with those off, as here, it
+completed with K = 2,000,000. More cases follow. LocalGrid, a tiny CNN, 2 rounds: fast.
 """
 
 from __future__ import annotations
@@ -223,11 +225,11 @@ PROBE = [
     ("label counts 1e18", "silent", counts(lambda c: [1e18] + [float(v) for v in c[1:]]), "label_counts"),
     ("bytes_sent 1e18", "silent", report("bytes_sent", 1e18), "bytes_sent"),
     ("train_time_s -100", "silent", report("train_time_s", -100.0), "train_time_s"),
-    ("reward_accuracy 5.0", "silent", report("reward_accuracy", 5.0), "reward_accuracy"),
+    ("negative loss (added)", "silent", report("loss", -1.0), "loss"),
 ]
 MORE = [
     ("no fltrust report", "abort", lambda content: content.__delitem__("fltrust"), "fltrust"),
-    ("negative loss", "silent", report("loss", -1.0), "loss"),
+    ("reward_accuracy 5.0", "abort", report("reward_accuracy", 5.0), "reward_accuracy"),
     ("num-examples 1e12", "silent", report("num-examples", 10**12), "num-examples"),
     ("num-examples unlike the label counts", "silent", report("num-examples", 1000), "label_counts"),
     ("confusion unlike val_samples", "silent", report("val_samples", 33), "confusion"),
@@ -249,12 +251,16 @@ def test_a_bad_report_is_rejected_and_changes_no_other_number(tmp_path_factory, 
 
     folder, strategy = run(tmp_path_factory.mktemp("bad"), client_app(mutate))
 
-    assert json.loads((folder / "summary.json").read_text())["status"] == "complete"
+    summary = json.loads((folder / "summary.json").read_text())
+    assert summary["status"] == "complete"
     assert observed(folder, strategy) == expected
     from fltrust.runs import audit_run, load_run
 
     assert audit_run(folder).ok
-    for r in load_run(folder).rounds[1:]:
+    rounds = load_run(folder).rounds
+    times = [t for r in rounds[1:] for t in r.client_metrics["train_time_s"]]
+    assert min(times) >= 0 and summary["system"]["train_time_s_total"] == pytest.approx(sum(times), rel=1e-12)
+    for r in rounds[1:]:
         bad_node = 1000 + BAD
         [entry] = [e for e in r.rejected if e["node"] == bad_node]
         assert field in [reason["field"] for reason in entry["reasons"]], entry

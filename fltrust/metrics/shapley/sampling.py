@@ -40,7 +40,9 @@ BatchUtility = Callable[[list[frozenset]], Sequence[float]]
 SAMPLER_PERMUTATIONS = 10
 """Default budget of ``method="permutation"``: permutations per round. At 10 participants at most
 91 coalition models (82 in ``benchmarks/fedsv.py``, about 8 % of exact's time); largest error
-over 20 seeds 3.5 % (CIFAR CNN) and 4.7 % (NSL-KDD MLP) of the value range."""
+over 20 seeds 3.5 % (CIFAR CNN) and 4.7 % (NSL-KDD MLP) of the value range on that benchmark's
+synthetic rounds, but 41.5 % on a real CIFAR-10 round (``benchmarks/fedsv.py --real``; README,
+Flower section): read the reported standard errors."""
 
 
 MAX_ADAPTIVE_PERMUTATIONS_PER_PLAYER = 100
