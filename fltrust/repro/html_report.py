@@ -43,7 +43,7 @@ from fltrust.repro.paths import repo_root
 
 __all__ = ["PAPERS", "markdown_to_html", "report_html", "write_report", "write_reports"]
 
-REPO = repo_root()  # the checkout ($FLTRUST_REPO, this source tree, or the cwd's): fltrust.repro.paths
+REPO = repo_root()  # where outputs go: the checkout, or the cwd of a wheel outside one (fltrust.repro.paths)
 
 
 @dataclass(frozen=True)
@@ -243,12 +243,15 @@ summary { cursor: pointer; font-weight: 600; }
 def _markdown(paper: Paper, results_dir: Path, quick: bool) -> tuple[str, int]:
     """RESULTS.md text of ``results_dir`` built by the paper's writer, and the number of results."""
     if paper.key == "fairness":
+        from fltrust.repro.fairness.authors import load_authors_runs
         from fltrust.repro.fairness.run import load_reported
         from fltrust.repro.fairness.report import load_results, results_markdown, summary_table
 
         results = load_results(results_dir)
         reported = load_reported()
-        return results_markdown(summary_table(results, reported), results, quick=quick, reported=reported), len(results)
+        text = results_markdown(summary_table(results, reported), results, quick=quick, reported=reported,
+                                authors=load_authors_runs())  # the authors' runs under the data root, as the summary notebook
+        return text, len(results)
     from fltrust.repro.trust.report import load_reported, load_results, results_markdown
 
     results = load_results(results_dir)

@@ -18,7 +18,9 @@ They are drawn with the plain-table plots of :mod:`fltrust.viz.fairness` (the no
 know nothing of the reproduction. Titles say ``QUICK`` for quick (smoke-test) runs and
 ``SYNTHETIC`` for synthetic stand-in data, so such a figure is never mistaken for a reproduction.
 Panels name the client count actually run (:func:`dataset_title`), and every band or error bar
-says in a legend or caption what it shows.
+says in a legend or caption what it shows. Given the authors' runs
+(:mod:`fltrust.repro.fairness.authors`), Figures 5-8 overlay their per-round curves (dashed,
+labelled "authors") and Figure 4 their points (hollow, dashed edges).
 
 Spec and bug references ("fairness spec §N", "trust spec §N", "Bn") are defined in ``docs/references.md``.
 """
@@ -31,22 +33,28 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from fltrust.metrics.fairness.registry import GENERAL_FAIRNESS
+from fltrust.repro.fairness.authors import AuthorsRuns
 from fltrust.repro.fairness.conditions import DATASETS, SETTINGS, STRATEGIES, condition_name
 from fltrust.repro.fairness.report import STRATEGY_LABELS
 from fltrust.repro.fairness.run import NOTIONS, STRICT_TOLERANCE, load_reported, result_frame, window_means
 from fltrust.viz.fairness import (
     NOTION_LABELS,
+    NOTION_SYMBOLS,
     PlotInputError,
     figure_axes,
     figure_title,
+    frame_notions,
     palette,
     pareto_front,
     plot_notion_timeseries,
+    reference_legend,
     require_columns,
 )
 
 __all__ = [
     "ACCEPTABLE_FAIRNESS",
+    "AUTHORS_LABEL",
     "DATASET_FIGURES",
     "dataset_title",
     "plot_dataset_figure",
@@ -133,19 +141,20 @@ def plot_notion_bars(
     from matplotlib.lines import Line2D
     from matplotlib.patches import Patch
 
-    require_columns(frame, ["repeat", "round", *NOTIONS, "mean_local_accuracy", "aux_accuracy"], "the notions frame")
+    require_columns(frame, ["repeat", "round", "mean_local_accuracy", "aux_accuracy"], "the notions frame")
+    notions = frame_notions(frame)  # F_T last: the paper's value is drawn across the last bar
     first, last = int(window[0]), int(window[1])
     inside = frame[(frame["round"] >= first) & (frame["round"] <= last)]
     if inside.empty:
         raise PlotInputError(f"no rounds of the frame fall in the window {first}-{last}")
     means = window_means(frame, first, last, skip_nan=skip_nan)
-    spread = inside.groupby("round")[list(NOTIONS)].mean().std()
+    spread = inside.groupby("round")[notions].mean().std()
     fig, ax = figure_axes(ax, (6.5, 4.5))
     colours = palette(NOTIONS)
-    heights = [means[k] for k in NOTIONS]
-    errors = [0.0 if pd.isna(spread[k]) else float(spread[k]) for k in NOTIONS]
-    bars = ax.bar([NOTION_LABELS[k] for k in NOTIONS], heights, yerr=errors, capsize=4,
-                  color=[colours[k] for k in NOTIONS], edgecolor="black")
+    heights = [means[k] for k in notions]
+    errors = [0.0 if pd.isna(spread[k]) else float(spread[k]) for k in notions]
+    bars = ax.bar([NOTION_LABELS[k] for k in notions], heights, yerr=errors, capsize=4,
+                  color=[colours[k] for k in notions], edgecolor="black")
     for bar, value, error in zip(bars, heights, errors):
         ax.annotate(f"{value:.2f}", (bar.get_x() + bar.get_width() / 2, value + error),
                     ha="center", va="bottom", fontsize="small", xytext=(0, 3), textcoords="offset points")
@@ -187,7 +196,12 @@ def _panel(frame: pd.DataFrame, key: str, setup: Any) -> pd.DataFrame:
     return frame[frame["dataset"] == setup.paper_label]
 
 
-def plot_figure4(points: pd.DataFrame, *, quick: bool = False, synthetic: bool | None = None) -> tuple[Any, Any]:
+AUTHORS_LABEL = "authors"
+"""Label of the authors' runs in the figures' legends."""
+
+
+def plot_figure4(points: pd.DataFrame, *, quick: bool = False, synthetic: bool | None = None,
+                 authors: pd.DataFrame | None = None) -> tuple[Any, Any]:
     """Paper Figure 4: general fairness F_T against performance, one panel per dataset.
 
     One marker per condition: colour = strategy, shape = setting (circle iid, triangle niid),
@@ -208,6 +222,10 @@ def plot_figure4(points: pd.DataFrame, *, quick: bool = False, synthetic: bool |
         Mark the title as a quick run (also when any point is quick).
     synthetic : bool, optional
         Mark the title as synthetic data (default: when any point is synthetic).
+    authors : pandas.DataFrame, optional
+        The authors' points (:func:`fltrust.repro.fairness.authors.authors_figure4_frame`, same
+        window): drawn hollow with dashed edges in the strategy's colour and shape of the setting,
+        outside the Pareto lines.
 
     Returns
     -------
@@ -217,7 +235,8 @@ def plot_figure4(points: pd.DataFrame, *, quick: bool = False, synthetic: bool |
     import matplotlib.pyplot as plt
     from matplotlib.lines import Line2D
 
-    require_columns(points, ["dataset", "strategy", "setting", "mode", "F_T", "mean_local_accuracy"], "the Figure 4 frame")
+    require_columns(points, ["dataset", "strategy", "setting", "mode", GENERAL_FAIRNESS, "mean_local_accuracy"],
+                    "the Figure 4 frame")
     quick = quick or bool(points.get("quick", pd.Series(dtype=bool)).any())
     synthetic = bool(points.get("synthetic", pd.Series(dtype=bool)).any()) if synthetic is None else synthetic
     colours = palette(STRATEGIES)
@@ -233,14 +252,19 @@ def plot_figure4(points: pd.DataFrame, *, quick: bool = False, synthetic: bool |
             continue
         for _, row in panel.sort_values("strategy", key=lambda c: c.map(lambda v: -STRATEGY_SIZES.get(v, 80))).iterrows():
             colour = colours.get(row["strategy"], "black")
-            ax.scatter(row["mean_local_accuracy"], row["F_T"], s=STRATEGY_SIZES.get(row["strategy"], 80),
+            ax.scatter(row["mean_local_accuracy"], row[GENERAL_FAIRNESS], s=STRATEGY_SIZES.get(row["strategy"], 80),
                        marker=SETTING_MARKERS.get(row["setting"], "s"), alpha=0.85, zorder=3,
                        facecolors=colour if row["mode"] == "faithful" else "none", edgecolors="black"
                        if row["mode"] == "faithful" else colour, linewidths=0.8 if row["mode"] == "faithful" else 1.8)
         for mode, group in panel.groupby("mode"):
             front = pareto_front(group)
-            ax.plot(front["mean_local_accuracy"], front["F_T"], color="black", linewidth=1,
+            ax.plot(front["mean_local_accuracy"], front[GENERAL_FAIRNESS], color="black", linewidth=1,
                     linestyle="--" if mode == "faithful" else ":")
+        theirs = _panel(authors, key, setup) if authors is not None else pd.DataFrame()
+        for _, row in theirs.iterrows():
+            ax.scatter(row["mean_local_accuracy"], row[GENERAL_FAIRNESS], s=STRATEGY_SIZES.get(row["strategy"], 80),
+                       marker=SETTING_MARKERS.get(row["setting"], "s"), facecolors="none", zorder=4,
+                       edgecolors=colours.get(row["strategy"], "black"), linewidths=1.6, linestyles="--")
     handles = [Line2D([], [], color=colours[s], marker="o", linestyle="", markersize=np.sqrt(STRATEGY_SIZES[s]),
                       markeredgecolor="black", label=f"{STRATEGY_LABELS[s]} (marker size nested)")
                for s in STRATEGIES]
@@ -251,6 +275,9 @@ def plot_figure4(points: pd.DataFrame, *, quick: bool = False, synthetic: bool |
     if (points["mode"] != "faithful").any():
         handles.append(Line2D([], [], color="black", marker="o", linestyle="", markerfacecolor="none",
                               label="hollow: corrected mode"))
+    if authors is not None and len(authors):
+        handles.append(Line2D([], [], color="grey", marker="o", linestyle="", markerfacecolor="none", markersize=9,
+                              markeredgewidth=1.6, label=f"hollow, dashed edge: {AUTHORS_LABEL} (their 3 repeats)"))
     fig.legend(handles=handles, loc="lower center", ncol=4, fontsize="small")
     windows = sorted({tuple(w) for w in points["window"]}) if "window" in points.columns and len(points) else []
     if len(windows) == 1:
@@ -363,6 +390,7 @@ def plot_dataset_figure(
     *,
     mode: str = "faithful",
     reported: dict[str, Any] | None = None,
+    authors: AuthorsRuns | None = None,
 ) -> tuple[Any, Any]:
     """Paper Figures 5-8: the six conditions of one dataset, as in the paper's per-dataset figures.
 
@@ -384,6 +412,9 @@ def plot_dataset_figure(
         Which results to draw.
     reported : dict, optional
         ``reported.yaml`` content (default: :func:`fltrust.repro.fairness.run.load_reported`).
+    authors : AuthorsRuns, optional
+        The authors' runs (:func:`fltrust.repro.fairness.authors.load_authors_runs`): in faithful
+        mode, rows 3-4 overlay their per-round curves of each condition (dashed, labelled "authors").
 
     Returns
     -------
@@ -404,7 +435,8 @@ def plot_dataset_figure(
     quick = any(r["quick"] for r in mine)
     synthetic = any(r["synthetic"] for r in mine)
     fig, axes = plt.subplots(4, 3, figsize=(15, 15.5), squeeze=False)
-    windows, repeats = set(), set()
+    windows, repeats, drawn = set(), set(), set()
+    overlaid = None  # an authors' frame that was drawn (for the legend)
     for col, strategy in enumerate(STRATEGIES):
         for row, setting in enumerate(SETTINGS):
             name = condition_name(strategy, dataset_key, setting)
@@ -419,11 +451,13 @@ def plot_dataset_figure(
                     ax.set_yticks([])
                 continue
             frame = result_frame(res)
+            notions = frame_notions(frame)
+            drawn.update(notions)
             window = (int(res["window"][0]), int(res["window"][1]))
             n = int(frame["repeat"].nunique())
             windows.add(window)
             repeats.add(n)
-            ours = res["table3"]["F_T"]
+            ours = res["table3"][GENERAL_FAIRNESS]
             paper = reported["values"].get(name)
             head = f"{label}: F_T {ours:.3f}" if ours is not None else f"{label}: F_T –"
             if res["table3"].get("F_T_std") is not None and n > 1:
@@ -431,13 +465,17 @@ def plot_dataset_figure(
             head += f" (n={n})" + (f", paper {paper:.2f}" if paper is not None else "")
             plot_notion_bars(frame, window, ax=bar_ax, title=head, legend=False, paper_F_T=paper,
                              tolerance=tolerance, skip_nan=mode == "corrected")
-            bar_ax.set_xticks(range(len(NOTIONS)), ["$f_j$", "$f_g$", "$f_r$", "$f_o$", "$F_T$"])
+            bar_ax.set_xticks(range(len(notions)), [NOTION_SYMBOLS[k] for k in notions])
             bar_ax.tick_params(axis="x", labelrotation=0, labelsize="medium")
-            plot_notion_timeseries(frame, ax=line_ax, window=window, title=f"{label}, per round", legend=False)
+            theirs = authors.conditions.get(name) if authors is not None and mode == "faithful" else None
+            reference = theirs.frame() if theirs is not None else None
+            overlaid = reference if reference is not None else overlaid
+            plot_notion_timeseries(frame, ax=line_ax, window=window, title=f"{label}, per round", legend=False,
+                                   reference=reference, reference_label=AUTHORS_LABEL)
             line_ax.set_ylim(-0.03, 1.05)
     colours = palette(NOTIONS)
     first, last = (sorted(windows)[0] if len(windows) == 1 else (15, 30))
-    handles = [Patch(color=colours[k], label=NOTION_LABELS[k]) for k in NOTIONS]
+    handles = [Patch(color=colours[k], label=NOTION_LABELS[k]) for k in NOTIONS if k in drawn or not drawn]
     handles += [Line2D([], [], color="black", marker="|", markersize=10, linestyle="",
                        label=f"error bar: std over rounds {first}-{last} of the repeat mean"),
                 Line2D([], [], color="black", linewidth=2, label="paper F_T (Table 3)"),
@@ -445,13 +483,17 @@ def plot_dataset_figure(
                 Patch(color="black", alpha=0.12, label=f"paper ± {tolerance:.2f} (tolerance)"),
                 Patch(color="grey", alpha=0.35, label="band: ±1 std over repeats (n ≥ 2)"),
                 Patch(color="grey", alpha=0.12, label=f"Table 3 window, rounds {first}-{last}")]
+    if overlaid is not None:
+        handles.append(Line2D([], [], color="grey", linestyle="--", label=reference_legend(overlaid, AUTHORS_LABEL)))
     fig.legend(handles=handles, loc="lower center", ncol=4, fontsize="small")
     number = DATASET_FIGURES.get(dataset_key)
     runs = "/".join(str(r) for r in sorted(repeats)) or "0"
     fig.suptitle(figure_title(f"Figure {number}: {dataset_title(dataset_key, clients)}, 5 clients per round; "
                               f"{mode} mode, {runs} repeat(s) per condition", quick=quick, synthetic=synthetic))
     fig.text(0.5, 0.085, "Rows 1-2: notions averaged over the Table 3 window (per-round mean over repeats, then mean "
-             "over the rounds). Rows 3-4: per-round mean over repeats.", ha="center", fontsize="small")
+             "over the rounds). Rows 3-4: per-round mean over repeats"
+             + ("; dashed: the authors' published runs of the same condition." if overlaid is not None else "."),
+             ha="center", fontsize="small")
     fig.tight_layout(rect=(0, 0.1, 1, 0.96))
     return fig, axes
 
