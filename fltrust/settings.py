@@ -48,6 +48,7 @@ from fltrust.names import (
 )
 
 __all__ = [
+    "APP_FAIRNESS_DEFAULTS",
     "DECLARATIONS",
     "DeclarationError",
     "FAIRNESS_MODE_DEFAULTS",
@@ -134,6 +135,16 @@ AUTO_EXACT_PLAYERS = 6
 SAMPLER_PERMUTATIONS = 10
 
 
+APP_FAIRNESS_DEFAULTS: dict[str, Any] = {
+    "mode": "corrected", "shapley": "auto", "shapley_target_error": 0.05, "shapley_max_coalitions": 300,
+}
+""":meth:`FairnessSettings.for_app`: the defaults for a user's own app (:func:`fltrust.flower.instrument`).
+The corrected notions (a fairness judgement, not the authors' computation); FedSV exact up to
+``AUTO_EXACT_PLAYERS`` (6) participants, above it the guided sampler until every standard error
+is within 5 % of the round's value range or 300 coalition models are spent (exact needs 1,023
+at 10 participants; the measured errors: README, Flower section)."""
+
+
 @dataclass(frozen=True)
 class FairnessOptions:
     """The Federated Fairness Analytics settings an experiment config can set: each field once.
@@ -191,6 +202,15 @@ class FairnessOptions:
     shapley_truncation : float
         ``"permutation"``: a walk stops when the remaining gain ``|U(S) - U(prefix)|`` is at
         most this fraction of ``|U(S)|`` (0, default: never).
+    shapley_target_error : float
+        ``"permutation"``: 0 (default) walks exactly ``shapley_sampler_permutations`` orders; a
+        fraction in (0, 1) keeps walking m more orders at a time until every standard error is at
+        most this fraction of the round's value range ``max(phi) - min(phi)``, or the budget
+        ``shapley_max_coalitions`` is spent; the round's record says which
+        (``shapley_stopped``: ``"target"`` / ``"budget"``, ``shapley_error_ratio``).
+    shapley_max_coalitions : int or None
+        The coalition-model budget per round with ``shapley_target_error`` (``None``, default:
+        ``2^m - 1``, exact's count).
     notion_weights : dict of str to float
         Weights in F_T (paper Eqs. 12-13) by notion name, replacing the notions' registered
         default weights (:data:`fltrust.metrics.fairness.registry.NOTIONS`: the paper's f_j, f_g,
@@ -224,6 +244,8 @@ class FairnessOptions:
     shapley_auto_exact_players: int = AUTO_EXACT_PLAYERS
     shapley_sampler_permutations: int = SAMPLER_PERMUTATIONS
     shapley_truncation: float = 0.0
+    shapley_target_error: float = 0.0
+    shapley_max_coalitions: int | None = None
     notion_weights: dict[str, float] = field(default_factory=dict)
     sensitive_attributes: tuple[int, ...] | None = None
     aux_batch_size: int | None = None
@@ -267,6 +289,11 @@ class FairnessSettings(FairnessOptions):
         _positive(owner, "shapley_auto_exact_players", self.shapley_auto_exact_players)
         _positive(owner, "shapley_sampler_permutations", self.shapley_sampler_permutations)
         _positive(owner, "shapley_truncation", self.shapley_truncation, allow_zero=True)
+        _positive(owner, "shapley_target_error", self.shapley_target_error, allow_zero=True)
+        if self.shapley_target_error >= 1:
+            raise SettingsError(owner, "shapley_target_error", f"={show(self.shapley_target_error)} must be a fraction "
+                                "of the value range in [0, 1) (0 = a fixed number of permutations)")
+        _positive(owner, "shapley_max_coalitions", self.shapley_max_coalitions)
         _positive(owner, "aux_batch_size", self.aux_batch_size)
         if not isinstance(self.notion_weights, Mapping):
             raise SettingsError(owner, "notion_weights", f"={show(self.notion_weights)} must be a mapping notion name "
@@ -286,6 +313,34 @@ class FairnessSettings(FairnessOptions):
                 raise SettingsError(owner, "sensitive_attributes", f"={show(list(values))} must be a non-empty list "
                                     "of label values (integers), or None")
             object.__setattr__(self, "sensitive_attributes", values)
+
+    @classmethod
+    def for_app(cls, **changes: Any) -> FairnessSettings:
+        """The settings for a user's own app: :data:`APP_FAIRNESS_DEFAULTS` with ``changes`` on top.
+
+        What :func:`fltrust.flower.instrument` uses by default: the corrected notions, FedSV
+        exact up to 6 participants and sampled above, until the standard errors are within 5 % of
+        the round's value range or 300 coalition models are spent. The papers' reproductions set
+        their settings in their configs (``mode: faithful``) and never use this.
+
+        Parameters
+        ----------
+        **changes
+            Any field (``mode="faithful"``, ``reward="instantaneous"``, ...).
+
+        Returns
+        -------
+        FairnessSettings
+
+        Examples
+        --------
+        >>> s = FairnessSettings.for_app()
+        >>> s.mode, s.shapley, s.shapley_target_error, s.shapley_max_coalitions
+        ('corrected', 'auto', 0.05, 300)
+        >>> FairnessSettings.for_app(mode="faithful").nonpositive_policy
+        'raw'
+        """
+        return cls(**{**APP_FAIRNESS_DEFAULTS, **changes})
 
     def to_dict(self) -> dict[str, Any]:
         """Plain dict of every resolved switch (JSON-ready)."""

@@ -8,6 +8,7 @@ entry from :mod:`fltrust.runs.audit`).
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 from collections.abc import Iterable
@@ -31,8 +32,7 @@ log = logging.getLogger("fltrust")
 
 def strip(record: RoundRecord) -> RoundRecord:
     """Copy of a record without model parameters (what is kept in memory and on disk)."""
-    return RoundRecord(record.round, record.client_ids, record.client_metrics, record.client_confusion,
-                       record.server_metrics, observations=record.observations)
+    return dataclasses.replace(record, client_params=[], global_params_before=None, global_params_after=None)
 
 
 class RunRecorder:
