@@ -74,9 +74,12 @@ def test_missing_file():
         load_config("/nonexistent.yaml")
 
 
-def test_unsupported_privacy_combination():
-    with pytest.raises(ConfigError, match="fedprox"):
-        ExperimentConfig.from_dict({"privacy": {"mode": "local"}, "strategy": {"name": "fedprox"}})
+def test_unsupported_privacy_combination_is_refused_before_the_data_loads():
+    from fltrust.experiment import check_experiment
+
+    cfg = ExperimentConfig.from_dict({"privacy": {"mode": "local"}, "strategy": {"name": "fedprox"}})
+    with pytest.raises(ConfigError, match="privacy.mode='local' is not supported with strategy.name='fedprox'"):
+        check_experiment(cfg)
 
 
 @pytest.mark.parametrize("section, key, value", [
