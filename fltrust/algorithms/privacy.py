@@ -472,7 +472,22 @@ class TrainingClient(Protocol):
 
     def seed(self, offset: int = 0) -> int: ...
 
-    def fit(self, params: Params, *, seed_offset: int = 0, **kwargs: Any) -> tuple[Params, float]: ...
+    def fit(self, params: Params, *, seed_offset: int = 0, **kwargs: Any) -> tuple[Params, float]:
+        """Plain local training on the client's data (no privacy).
+
+        Parameters
+        ----------
+        params : Params
+            The model training starts from.
+        seed_offset : int
+            The client's random stream this round.
+        **kwargs
+            :meth:`fltrust.engines.training.LocalTrainer.train` keywords.
+
+        Returns
+        -------
+        tuple of (Params, float)
+        """
 
 
 class PrivacyMechanism:
@@ -676,7 +691,14 @@ class PrivacyMechanism:
         return []
 
     def add_accounting(self, client_id: int, entries: list[list[float]]) -> None:
-        """Merge a client's accounting entries (a Flower server, from the client's reply)."""
+        """Merge a client's accounting entries (its own training, or a Flower client's reply).
+
+        Parameters
+        ----------
+        client_id : int
+        entries : list of [float, float, int]
+            Accountant entries ``[noise_multiplier, sample_rate, steps]``.
+        """
         return None
 
     def state_dict(self) -> dict[str, Any]:
@@ -699,6 +721,12 @@ class NoPrivacy(PrivacyMechanism):
 @registry.PRIVACY_MECHANISMS.register
 class LocalDPSGD(PrivacyMechanism):
     """DP-SGD on every client with Opacus (``privacy.mode: local``; Abadi et al. 2016).
+
+    :meth:`from_settings` calibrates the noise so that a client selected in every round
+    (``rounds * local_epochs`` epochs at sampling rate ``batch_size / n_min``, n_min the smallest
+    client) spends at most ``target_epsilon``. :meth:`train` runs Opacus for ``epochs`` epochs on
+    the client's stream 0 (proximal terms are not supported) and merges the accountant's entries
+    into the client's history; :meth:`epsilon` is the largest epsilon any client spent.
 
     Parameters
     ----------
@@ -724,8 +752,6 @@ class LocalDPSGD(PrivacyMechanism):
 
     @classmethod
     def from_settings(cls, settings: PrivacyConfig, run: PrivacyRun, model: nn.Module) -> LocalDPSGD:
-        """Noise calibrated so that a client selected in every round (``rounds * local_epochs``
-        epochs at sampling rate ``batch_size / n_min``) spends at most ``target_epsilon``."""
         rate = min(1.0, run.batch_size / max(1, min(run.client_sizes)))
         steps = int(np.ceil(1 / rate)) * run.local_epochs * run.rounds
         noise = calibrate_noise(settings.target_epsilon, settings.delta, rate, steps)
@@ -753,15 +779,12 @@ class LocalDPSGD(PrivacyMechanism):
 
     def train(self, client: TrainingClient, params: Params, *, seed_offset: int = 0,
               **kwargs: Any) -> tuple[Params, float]:
-        """Opacus DP-SGD for ``kwargs["epochs"]`` epochs (the client's stream 0); the accountant's
-        entries are merged into the client's history."""
         new, loss, history = client.trainer.train_private(params, client.x, client.y, epochs=kwargs["epochs"],
                                                           seed=client.seed(), dp=self.dp)
         self.add_accounting(client.client_id, history)
         return new, loss
 
     def epsilon(self, rounds_done: int) -> float | None:
-        """The largest epsilon any client spent (RDP accountant); 0.0 before any training."""
         eps = [epsilon_from_history(h, self.delta) for h in self.histories.values()]
         return max(eps) if eps else 0.0
 
@@ -784,6 +807,11 @@ class LocalDPSGD(PrivacyMechanism):
 class ServerSideDP(PrivacyMechanism):
     """Server-side fixed clipping plus Gaussian noise on the mean (``privacy.mode: server``;
     :func:`server_dp_aggregate`, McMahan et al. 2018).
+
+    :meth:`from_settings` takes ``privacy.noise_multiplier``, else calibrates it to
+    ``target_epsilon`` over the run's rounds at sampling rate m / C. :meth:`aggregate` replaces the
+    strategy's rule: each update clipped, equal weights, noise drawn from ``(seed, round, 13)``.
+    :meth:`epsilon` is the RDP bound of the subsampled Gaussian mechanism over the rounds done.
 
     Parameters
     ----------
@@ -813,8 +841,6 @@ class ServerSideDP(PrivacyMechanism):
 
     @classmethod
     def from_settings(cls, settings: PrivacyConfig, run: PrivacyRun, model: nn.Module) -> ServerSideDP:
-        """``privacy.noise_multiplier``, else calibrated to ``target_epsilon`` over the run's rounds
-        at sampling rate m / C."""
         rate = run.clients_per_round / run.num_clients
         noise = settings.noise_multiplier
         if noise is None:
@@ -842,14 +868,12 @@ class ServerSideDP(PrivacyMechanism):
 
     def aggregate(self, strategy: Any, global_params: Params, results: list, server_loss: float,
                   round_: int) -> Params:
-        """Clip each update, average with equal weights, add the noise (:func:`server_dp_aggregate`)."""
         new, _ = server_dp_aggregate(global_params, [r.params for r in results], clipping_norm=self.clipping_norm,
                                      noise_multiplier=self.noise_multiplier,
                                      rng=np.random.default_rng([self.seed, round_, 13]))
         return new
 
     def epsilon(self, rounds_done: int) -> float | None:
-        """The RDP bound of the subsampled Gaussian mechanism over ``rounds_done`` rounds."""
         return epsilon_from_history([[self.noise_multiplier, self.sample_rate, rounds_done]], self.delta)
 
 
@@ -857,8 +881,11 @@ class ServerSideDP(PrivacyMechanism):
 class NbAFLMechanism(PrivacyMechanism):
     """NbAFL as FederatedScope runs it (``privacy.mode: nbafl``; the noise scales: :class:`NbAFL`).
 
-    The server clips (and maybe noises) the broadcast, every client trains with NbAFL's proximal
-    term and adds upload noise; the record reports the nominal epsilon (no accounting).
+    :meth:`broadcast` clips the global model (and, when ``T > sqrt(N) K``, noises it; noise from
+    ``(seed, round, 14)``); :meth:`train` adds NbAFL's proximal term to the client's training, then
+    upload noise (the client's stream ``1000 + seed_offset``); :meth:`round_metrics` reports the
+    expected upload and aggregate noise norms against the norms of the model and of its change;
+    :meth:`epsilon` is the configured epsilon the noise scales derive from (no accounting).
 
     Parameters
     ----------
@@ -900,23 +927,18 @@ class NbAFLMechanism(PrivacyMechanism):
                 f"noise with constant {nb.constant}), epsilon {nb.epsilon}")
 
     def broadcast(self, params: Params, round_: int) -> Params:
-        """The clipped (and, when ``T > sqrt(N) K``, noised) global model (:meth:`NbAFL.broadcast`)."""
         return self.nbafl.broadcast(params, self.trainable, np.random.default_rng([self.seed, round_, 14]))
 
     def train(self, client: TrainingClient, params: Params, *, seed_offset: int = 0,
               **kwargs: Any) -> tuple[Params, float]:
-        """Training with NbAFL's proximal term, then upload noise (stream ``1000 + seed_offset``)."""
         new, loss = client.fit(params, seed_offset=seed_offset, **kwargs, **self.nbafl.train_kwargs(params))
         rng = np.random.default_rng(client.seed(NBAFL_NOISE_OFFSET + seed_offset))
         return self.nbafl.perturb_upload(new, self.trainable, client.num_samples, rng), loss
 
     def epsilon(self, rounds_done: int) -> float | None:
-        """The configured epsilon NbAFL's noise scales derive from (no accounting)."""
         return self.nbafl.epsilon
 
     def round_metrics(self, received: Params, new: Params, num_samples: list[int]) -> dict[str, float]:
-        """NbAFL's expected upload and aggregate noise norms, the norm of the aggregated model's
-        trainable entries and of the round's change to them."""
         pairs = [(r, n) for r, n, t in zip(received, new, self.trainable) if t]
         entries = int(sum(n.size for _, n in pairs))
         norms = self.nbafl.noise_norms(num_samples, entries)
