@@ -51,7 +51,7 @@ import warnings
 from pathlib import Path
 
 from fltrust.config import ConfigError, load_config, parse_overrides
-from fltrust.names import FAIRNESS_MODES, REAL_DATASETS, TRUST_MODES
+from fltrust.names import FAIRNESS_MODES, REAL_DATASETS, REFERENCE_DATA, TRUST_MODES
 
 
 class UsageError(Exception):
@@ -73,6 +73,7 @@ def _import_components(modules: list[str]) -> None:
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
+    from fltrust.compatibility import check_compatible
     from fltrust.experiment import run_experiment
 
     _import_components(args.imports or [])
@@ -81,6 +82,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
         overrides["data.root"] = args.data_dir
     try:
         cfg = load_config(args.config, overrides)
+        check_compatible(cfg)
     except ConfigError as exc:
         if str(args.config) in str(exc):  # the message names the file already
             raise
@@ -231,8 +233,9 @@ def build_parser() -> argparse.ArgumentParser:
     info.add_argument("--json", action="store_true")
     info.add_argument("--strict", action="store_true", help="exit 2 when a file's SHA-256 differs from the known one")
     info.set_defaults(func=_cmd_data_info)
-    fetch = data_sub.add_parser("fetch", parents=[common], help="download a dataset from its public source")
-    fetch.add_argument("name", choices=REAL_DATASETS)
+    fetch = data_sub.add_parser("fetch", parents=[common],
+                                help="download a dataset (or a published file set, e.g. ffa-results) from its public source")
+    fetch.add_argument("name", choices=REAL_DATASETS + REFERENCE_DATA)
     fetch.set_defaults(func=_cmd_data_fetch)
 
     repro = sub.add_parser("repro", parents=[common], help="reproduce a paper (batch of papermill notebooks)")

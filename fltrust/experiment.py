@@ -12,9 +12,10 @@
    privacy mechanism, the training and run settings, the attack plan -- and let it feed its
    rounds to a :class:`~fltrust.runs.RunRecorder`.
 
-This is the one place that reads an :class:`~fltrust.config.ExperimentConfig` and builds the parts
-from it (:func:`check_experiment`, :func:`build_engine`); no engine, strategy or mechanism takes
-the whole config. Engines never import metrics and metrics never import engines; this module is
+This is the one place that reads an :class:`~fltrust.config.ExperimentConfig` and builds the
+engine's parts from it (:func:`build_engine`; whether they fit each other is checked first,
+:func:`fltrust.compatibility.check_compatible`); no engine, strategy or mechanism takes the whole
+config. Engines never import metrics and metrics never import engines; this module is
 the only one that knows both.
 """
 
@@ -36,13 +37,13 @@ from torch import nn
 
 from fltrust.algorithms.privacy import PrivacyRun, build_privacy, privacy_mechanism
 from fltrust.algorithms.strategies import build_strategy
-from fltrust.config import ConfigError, ExperimentConfig, config_yaml
+from fltrust.compatibility import check_compatible
+from fltrust.config import ExperimentConfig, config_yaml
 from fltrust.core.observers import ObserverSet, RoundObserver
 from fltrust.core.records import RunInfo
 from fltrust.data.base import DatasetBundle
 from fltrust.federation import Federation, prepare_federation, resolve_device
 from fltrust.models import build_model
-from fltrust.names import ENGINES
 from fltrust.runs import RunDiverged, RunFolder, RunRecord, RunRecorder, load_final_model, load_run, locked
 
 log = logging.getLogger("fltrust")
@@ -227,8 +228,14 @@ def prepare_experiment(
     Returns
     -------
     Experiment
+
+    Raises
+    ------
+    ConfigError
+        When the model does not take the dataset's inputs, or another part does not fit
+        (:func:`fltrust.compatibility.check_compatible`).
     """
-    check_experiment(cfg)  # the components' rules, before any data is loaded
+    check_compatible(cfg)  # the parts fit each other, before any data is loaded
     if cfg.run.torch_threads is not None:
         torch.set_num_threads(cfg.run.torch_threads)
     # Tiny feature values (NSL-KDD's fixed min-max table) drive Adam's moments into float
@@ -375,46 +382,6 @@ def _run_locked(experiment: Experiment, folder: RunFolder, run_id: str, fingerpr
     return load_run(folder.path)
 
 
-def _engine_class(name: str) -> type:
-    """The engine class of ``run.engine`` (imported on use: the Flower engine needs Flower)."""
-    if name == "inprocess":
-        from fltrust.engines.inprocess import Engine
-
-        return Engine
-    if name == "flower":
-        from fltrust.engines.flower.engine import FlowerEngine
-
-        return FlowerEngine
-    raise ConfigError(f"run.engine={name!r}; choose one of {list(ENGINES)}")
-
-
-def check_experiment(cfg: ExperimentConfig) -> None:
-    """Check the rules that tie the config's components together, before any data is loaded.
-
-    Each rule belongs to a component: the strategy's preconditions (:meth:`~fltrust.algorithms.
-    strategies.Strategy.check`, e.g. Krum's ``m >= 2f + 3``) and the values its constructor refuses,
-    the privacy mechanism's strategies and engines (:meth:`~fltrust.algorithms.privacy.
-    PrivacyMechanism.check`), and what the engine can run (``check_components``: the Flower
-    engine needs a Flower counterpart of the strategy; SecAgg+ a strategy it can aggregate).
-    :func:`prepare_experiment` (and so :func:`run_experiment`) calls it first.
-
-    Parameters
-    ----------
-    cfg : ExperimentConfig
-
-    Raises
-    ------
-    ConfigError
-        One line naming the fields that do not go together.
-    """
-    strategy = build_strategy(cfg.strategy, local_epochs=cfg.training.local_epochs,
-                              clients_per_round=cfg.clients_per_round())
-    mechanism = privacy_mechanism(cfg.privacy.mode)
-    mechanism.check(cfg.privacy, strategy=type(strategy), engine=cfg.run.engine)
-    _engine_class(cfg.run.engine).check_components(strategy=type(strategy), privacy=mechanism,
-                                                   secure_aggregation=cfg.privacy.secure_aggregation)
-
-
 def build_engine(experiment: Experiment):
     """The engine named by ``run.engine``, built from the typed parts of a prepared experiment.
 
@@ -435,10 +402,11 @@ def build_engine(experiment: Experiment):
     """
     from fltrust.attacks import AttackPlan
     from fltrust.config import DATA_ATTACKS
+    from fltrust.engines import engine_class
     from fltrust.engines.base import RunSettings
 
     cfg, fed = experiment.cfg, experiment.federation
-    check_experiment(cfg)
+    check_compatible(cfg)
     per_round = cfg.clients_per_round()
     strategy = build_strategy(cfg.strategy, local_epochs=cfg.training.local_epochs, clients_per_round=per_round)
     facts = PrivacyRun(rounds=cfg.training.rounds, local_epochs=cfg.training.local_epochs,
@@ -457,7 +425,7 @@ def build_engine(experiment: Experiment):
     parts: dict[str, Any] = dict(strategy=strategy, privacy=privacy, training=cfg.training,
                                  clients_per_round=per_round, run=run, device=experiment.device, attack=attack,
                                  reliability=cfg.reliability)
-    engine = _engine_class(cfg.run.engine)
+    engine = engine_class(cfg.run.engine)
     if cfg.run.engine == "flower":
         from fltrust.engines.flower.engine import SecAggPlus
 

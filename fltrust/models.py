@@ -25,10 +25,13 @@ Spec and bug references ("fairness spec §N", "trust spec §N", "Bn") are define
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 
 import torch
 from torch import nn
+
+from fltrust.names import ModelName
 
 
 class CifarCNN(nn.Module):
@@ -125,7 +128,7 @@ def _nsl_kdd_mlp(input_shape: tuple[int, ...], num_classes: int) -> nn.Module:
     return MLP(input_shape[-1], (122, 122, 122), 1 if num_classes == 2 else num_classes)
 
 
-MODELS: dict[str, Callable[[tuple[int, ...], int], nn.Module]] = {
+MODELS: dict[ModelName, Callable[[tuple[int, ...], int], nn.Module]] = {
     "cifar_cnn": lambda shape, k: CifarCNN(k, in_channels=shape[0]),
     "femnist_cnn": lambda shape, k: FemnistCNN(k),
     "nsl_kdd_mlp": _nsl_kdd_mlp,
@@ -133,7 +136,7 @@ MODELS: dict[str, Callable[[tuple[int, ...], int], nn.Module]] = {
     "nbaiot_mlp_50_50": lambda shape, k: MLP(shape[-1], (50, 50), k),
     "nbaiot_mlp_100_80_70_50": lambda shape, k: MLP(shape[-1], (100, 80, 70, 50), k),
 }
-"""Model registry: name -> factory(input_shape, num_classes)."""
+"""Model registry: name (:data:`fltrust.names.MODEL_NAMES`) -> factory(input_shape, num_classes)."""
 
 
 def build_model(name: str, input_shape: tuple[int, ...], num_classes: int) -> nn.Module:
@@ -149,3 +152,36 @@ def build_model(name: str, input_shape: tuple[int, ...], num_classes: int) -> nn
     return MODELS[name](tuple(input_shape), num_classes)
 
 
+@functools.cache
+def model_fits(model: str, input_shape: tuple[int, ...], num_classes: int) -> bool:
+    """Whether registered ``model`` runs on inputs of ``input_shape`` (one forward pass of zeros).
+
+    The probe builds the model on the CPU inside ``torch.random.fork_rng`` so that the global
+    random state (and hence every seeded run) is unchanged; results are cached per process.
+
+    Parameters
+    ----------
+    model : str
+        A key of :data:`MODELS`.
+    input_shape : tuple of int
+        One sample's shape.
+    num_classes : int
+        The dataset's classes.
+
+    Returns
+    -------
+    bool
+        True when one forward pass gives a ``(1, outputs)`` tensor.
+
+    Examples
+    --------
+    >>> model_fits("nsl_kdd_mlp", (122,), 2), model_fits("cifar_cnn", (122,), 2)
+    (True, False)
+    """
+    try:
+        with torch.random.fork_rng(devices=[]), torch.no_grad():
+            net = MODELS[model](tuple(input_shape), num_classes).eval()  # type: ignore[index]
+            out = net(torch.zeros((1, *input_shape)))
+    except Exception:  # noqa: BLE001 - any failure means "does not fit"
+        return False
+    return out.ndim == 2 and out.shape[0] == 1

@@ -32,6 +32,12 @@ Families
 :data:`DatasetName` (``data.name``, :mod:`fltrust.data.registry`)
     The real datasets :data:`RealDataset` (``cifar10``, ``femnist``, ``nsl_kdd``, ``n_baiot``)
     and their seeded stand-ins of the same shape :data:`SyntheticDataset` (``synthetic_<name>``).
+:data:`ReferenceData` (``fltrust data fetch NAME``, :data:`fltrust.data.registry.REFERENCE_SPECS`)
+    Published result files fetched to compare with, never trained on: ``ffa-results``, the
+    Federated Fairness Analytics authors' 72 raw result files.
+:data:`ModelName` (``model.name``, :data:`fltrust.models.MODELS`)
+    The papers' architectures: ``cifar_cnn`` (Flower's LeNet), ``femnist_cnn``, ``nsl_kdd_mlp``,
+    ``convnet2`` (the FederatedTrust prototype's FEMNIST CNN) and the N-BaIoT MLPs.
 :data:`EngineName` (``run.engine``, :func:`fltrust.experiment.build_engine`)
     ``inprocess``: fltrust's own round loop (:mod:`fltrust.engines.inprocess`); ``flower``: Flower's
     simulation runtime with the Ray backend (:mod:`fltrust.engines.flower.engine`).
@@ -80,9 +86,11 @@ __all__ = [
     "EXTENDED_TRUST_MODE",
     "FAIRNESS_MODES",
     "FAIRNESS_MODE_DEFAULTS",
+    "MODEL_NAMES",
     "PAPER_TREE_TRUST_MODES",
     "PRIVACY_MODES",
     "REAL_DATASETS",
+    "REFERENCE_DATA",
     "ROBUST_STRATEGIES",
     "STRATEGIES",
     "SYNTHETIC_DATASETS",
@@ -94,8 +102,10 @@ __all__ = [
     "DatasetName",
     "EngineName",
     "FairnessMode",
+    "ModelName",
     "PrivacyMode",
     "RealDataset",
+    "ReferenceData",
     "RobustStrategy",
     "StrategyName",
     "SyntheticDataset",
@@ -210,8 +220,17 @@ SYNTHETIC_DATASETS: tuple[SyntheticDataset, ...] = get_args(SyntheticDataset)
 """``synthetic_<name>`` for each real dataset, in the same order."""
 DATASETS: tuple[DatasetName, ...] = get_args(DatasetName)
 
+ReferenceData = Literal["ffa-results"]
+REFERENCE_DATA: tuple[ReferenceData, ...] = get_args(ReferenceData)
+"""Published result files that ``fltrust data fetch`` gets and ``fltrust data info`` lists, to compare
+with (never a training set)."""
+
 EngineName = Literal["inprocess", "flower"]
 ENGINES: tuple[EngineName, ...] = get_args(EngineName)
+
+ModelName = Literal["cifar_cnn", "femnist_cnn", "nsl_kdd_mlp", "convnet2", "nbaiot_mlp_50_50", "nbaiot_mlp_100_80_70_50"]
+MODEL_NAMES: tuple[ModelName, ...] = get_args(ModelName)
+"""The registered architectures (``model.name``; the keys of :data:`fltrust.models.MODELS`)."""
 
 PrivacyMode = Literal["none", "local", "server", "nbafl"]
 PRIVACY_MODES: tuple[PrivacyMode, ...] = get_args(PrivacyMode)

@@ -76,7 +76,19 @@ def data_root() -> Path:
     return root
 
 
-REAL_DATASETS = ("cifar10", "femnist", "nsl_kdd", "n_baiot")
+@pytest.fixture(scope="session")
+def require_real():
+    """``require_real(path)``: return ``path`` when it exists, else skip (fail with ``CI=true``) naming it."""
+
+    def check(path: Path) -> Path:
+        if not Path(path).exists():
+            missing_real_data(f"real data file {path} not found")
+        return Path(path)
+
+    return check
+
+
+REAL_DATASETS = ("cifar10", "femnist", "nsl_kdd", "n_baiot", "ffa_results")  # folders; ffa_results: the fairness authors' runs
 
 
 def _no_real_data() -> Path | None:

@@ -44,7 +44,7 @@ def test_data_dir_accepted_after_the_subcommand(tmp_path, capsys):
     rows = json.loads(capsys.readouterr().out)
     assert code == 0
     assert os.environ.get("FLTRUST_DATA") == before  # --data-dir does not leak out of main
-    assert {r["name"] for r in rows} == {"cifar10", "femnist", "nsl_kdd", "n_baiot"}
+    assert {r["name"] for r in rows} == {"cifar10", "femnist", "nsl_kdd", "n_baiot", "ffa-results"}
     assert not any(r["found"] for r in rows)
 
 
@@ -53,6 +53,22 @@ def test_missing_real_data_error_names_the_files(tmp_path, capsys):
     code = main(["run", str(path), "--data-dir", str(tmp_path / "empty")])
     assert code == 2
     assert "KDDTrain+.txt" in capsys.readouterr().err
+
+
+def test_fetch_ffa_results_offline_names_the_missing_files(tmp_path, capsys, monkeypatch):
+    import urllib.error
+
+    from fltrust.data import fetch
+
+    def offline(url, dest, timeout):
+        raise urllib.error.URLError("no network in this test")
+
+    monkeypatch.setattr(fetch, "_download", offline)
+    code = main(["data", "fetch", "ffa-results", "--data-dir", str(tmp_path)])
+    err = capsys.readouterr().err.splitlines()
+    assert code == 2 and len(err) == 73
+    assert err[0].startswith("fltrust: data error: ffa-results: 72 of 72 files missing or wrong")
+    assert err[1].startswith(f"Ditto_CIFAR_iid_100C_5PC_10E_30R_v1.json missing: put it in {tmp_path}/ffa_results/Results/")
 
 
 def test_help_lists_commands(capsys):

@@ -17,7 +17,7 @@ def test_each_tuple_is_the_values_of_its_literal_type():
              (names.StrategyName, names.STRATEGIES), (names.RobustStrategy, names.ROBUST_STRATEGIES),
              (names.DatasetName, names.DATASETS), (names.EngineName, names.ENGINES),
              (names.PrivacyMode, names.PRIVACY_MODES), (names.ClientMetricKey, names.CLIENT_METRIC_KEYS),
-             (names.TrustFix, names.TRUST_FIXES)]
+             (names.TrustFix, names.TRUST_FIXES), (names.ModelName, names.MODEL_NAMES)]
     for literal, values in pairs:
         assert values == typing.get_args(literal) and len(set(values)) == len(values)
         assert all(isinstance(v, str) for v in values)
@@ -60,10 +60,11 @@ def test_the_old_public_names_are_the_ones_defined_here():
 
 
 def test_the_dispatch_tables_know_every_name():
-    from fltrust.data.registry import SPECS
+    from fltrust.data.registry import REFERENCE_SPECS, SPECS
     from fltrust.data.specs import INPUT_SPECS
-    from fltrust.data.synthetic import GENERATORS
     from fltrust.algorithms.strategies import STRATEGY_CLASSES
+    from fltrust.data.synthetic import GENERATORS
+    from fltrust.models import MODELS
     from fltrust.repro.trust.report import MODE_LABELS
     from fltrust.trust.factsheet import _PREPROCESSING, STRATEGY_NAMES
     from fltrust.trust.scoring import FIXES
@@ -72,8 +73,10 @@ def test_the_dispatch_tables_know_every_name():
     assert set(names.STRATEGIES) <= set(STRATEGY_NAMES)  # the FactSheet's algorithm names (plus apps' "median")
     assert set(SPECS) == set(INPUT_SPECS) == set(_PREPROCESSING) == set(names.REAL_DATASETS)
     assert set(GENERATORS) == set(names.SYNTHETIC_DATASETS)
+    assert set(REFERENCE_SPECS) == set(names.REFERENCE_DATA)
     assert tuple(FIXES) == names.TRUST_FIXES  # same order: the canonical order of a fix list
     assert set(MODE_LABELS) == set(names.TRUST_MODES)
+    assert tuple(MODELS) == names.MODEL_NAMES
 
 
 def test_every_strategy_builds_a_flower_strategy():

@@ -38,8 +38,9 @@ Modules
 - :mod:`~fltrust.config.run`: ``attack``, ``reliability``, ``flower`` and ``run``
   (:class:`AttackConfig`, :class:`ReliabilityConfig`, :class:`FlowerConfig`, :class:`RunConfig`).
 - :mod:`~fltrust.config.experiment`: :class:`ExperimentConfig` (checks across sections, run id,
-  config hash), building from dicts (key and type checks) and :func:`load_config`;
-  :func:`model_fits`.
+  config hash), building from dicts (key and type checks) and :func:`load_config`. Checks that
+  need a component (does the model take the dataset's inputs?) live above the components, in
+  :mod:`fltrust.compatibility`.
 - :mod:`~fltrust.config.loading`: YAML in and out: :class:`ConfigLoader` (the safe loader),
   :func:`parse_overrides`, :func:`apply_overrides`, :func:`read_config_file`, :func:`config_yaml`,
   :func:`save_config`.
@@ -52,8 +53,8 @@ Spec and bug references ("fairness spec §N", "trust spec §N", "Bn") are define
 """
 
 from fltrust.config.checks import ConfigError
-from fltrust.config.data import AUX_SOURCES, SYNTHETIC_MAX_BYTES, DataConfig, ModelConfig, PartitionConfig
-from fltrust.config.experiment import ExperimentConfig, load_config, model_fits
+from fltrust.config.data import AUX_SOURCES, DataConfig, ModelConfig, PartitionConfig
+from fltrust.config.experiment import ExperimentConfig, load_config
 from fltrust.config.learning import PrivacyConfig, StrategyConfig, TrainingConfig
 from fltrust.config.loading import ConfigLoader, apply_overrides, config_yaml, parse_overrides, read_config_file, save_config
 from fltrust.config.paper_metrics import (
@@ -103,10 +104,10 @@ __all__ = [
     "FairnessConfig", "TrustConfig", "MetricsConfig", "ProjectConfig", "fairness_settings", "trust_settings",
     "AttackConfig", "ReliabilityConfig", "FlowerConfig", "RunConfig",
     # their constants
-    "AUX_SOURCES", "SYNTHETIC_MAX_BYTES", "ATTACK_KINDS", "DATA_ATTACKS", "UPDATE_ATTACKS", "RAY_ADDRESS",
+    "AUX_SOURCES", "ATTACK_KINDS", "DATA_ATTACKS", "UPDATE_ATTACKS", "RAY_ADDRESS",
     "RUN_NAME", "RUN_NAME_MAX", "TORCH_THREADS_MAX",
     # the whole experiment (fltrust.config.experiment)
-    "ExperimentConfig", "load_config", "model_fits",
+    "ExperimentConfig", "load_config",
     # YAML in and out (fltrust.config.loading)
     "ConfigLoader", "parse_overrides", "apply_overrides", "read_config_file", "config_yaml", "save_config",
     # re-exported from fltrust.names and fltrust.settings

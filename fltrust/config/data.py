@@ -5,12 +5,11 @@ Spec and bug references ("fairness spec §N", "trust spec §N", "Bn") are define
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from pathlib import Path
 
-from fltrust.config.checks import ConfigError, at_most, choice, fraction, positive
-from fltrust.names import DATASETS, DatasetName
+from fltrust.config.checks import ConfigError, choice, fraction, positive
+from fltrust.names import DATASETS, MODEL_NAMES, DatasetName, ModelName
 from fltrust.settings import show
 
 
@@ -83,26 +82,11 @@ class DataConfig:
         choice("data", "onehot_order", self.onehot_order, ("global", "per_split", "per_partition"))
         choice("data", "scaling", self.scaling, ("fit_train", "fixed"))
         positive("data", "synthetic_samples", self.synthetic_samples)
-        _check_synthetic_size(self.name, self.synthetic_samples)
         for name in ("train_files", "test_files"):
             _check_relative_files(name, getattr(self, name))
         positive("data", "max_train_samples", self.max_train_samples)
         positive("data", "max_test_samples", self.max_test_samples)
         positive("data", "pooled_train_samples", self.pooled_train_samples)
-
-
-SYNTHETIC_MAX_BYTES = 2 * 1024**3
-"""Largest synthetic stand-in (float32 features of the train split plus its test quarter)."""
-
-
-def _check_synthetic_size(dataset: str, samples: int) -> None:
-    """``data.synthetic_samples`` within :data:`SYNTHETIC_MAX_BYTES` for the dataset's input shape."""
-    from fltrust.data.specs import input_spec
-
-    shape, _ = input_spec(dataset)
-    limit = SYNTHETIC_MAX_BYTES // (5 * math.prod(shape))  # 4 bytes per value, 1.25 x for the test quarter
-    at_most("data", "synthetic_samples", samples, limit,
-             f"{SYNTHETIC_MAX_BYTES // 1024**3} GiB of float32 features for {dataset.removeprefix('synthetic_')} inputs")
 
 
 def _check_relative_files(name: str, files: list[str] | None) -> None:
@@ -185,9 +169,7 @@ class PartitionConfig:
 class ModelConfig:
     """Model architecture, by registry name (see :mod:`fltrust.models`)."""
 
-    name: str = "nsl_kdd_mlp"
+    name: ModelName = "nsl_kdd_mlp"
 
     def __post_init__(self) -> None:
-        from fltrust.models import MODELS
-
-        choice("model", "name", self.name, tuple(sorted(MODELS)))
+        choice("model", "name", self.name, tuple(sorted(MODEL_NAMES)))

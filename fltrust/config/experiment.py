@@ -1,20 +1,17 @@
 """The whole experiment: :class:`ExperimentConfig` (the sections together and the checks across
 them), its run id and config hash, and building it from nested dicts and YAML files.
 
-The rules that tie a component to the rest of the run -- a strategy's preconditions (Krum's
-``m >= 2f + 3``), which strategies and engines a privacy mechanism works with, which strategies
-SecAgg+ can aggregate -- belong to the component and are checked when the experiment is assembled
-(:func:`fltrust.experiment.check_experiment`, before any data is loaded).
-
 Building (:func:`_build`) checks keys and coerces values against the sections' type hints; every
-float is checked finite there (:func:`_check_finite` for direct construction). :func:`model_fits`
-probes whether a model takes a dataset's inputs.
+float is checked finite there (:func:`_check_finite` for direct construction). Whether the model
+takes the dataset's inputs, and the rules that tie a component to the rest of the run -- a
+strategy's preconditions (Krum's ``m >= 2f + 3``), the strategies and engines a privacy mechanism
+works with, the strategies SecAgg+ can aggregate -- belong to the components and are checked one
+layer up, by :func:`fltrust.compatibility.check_compatible`.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import functools
 import hashlib
 import json
 import math
@@ -52,7 +49,6 @@ class ExperimentConfig:
 
     def __post_init__(self) -> None:
         _check_finite(self, "")
-        _check_model_fits_dataset(self.model.name, self.data.name)
         per_round = self.clients_per_round()
         if per_round > self.partition.num_clients:
             raise ConfigError(
@@ -72,13 +68,6 @@ class ExperimentConfig:
             raise ConfigError(f"attack.malicious_clients {bad} are not client ids (partition.num_clients={clients})")
         if a.malicious_clients is None and a.num_malicious > clients:
             raise ConfigError(f"attack.num_malicious={a.num_malicious} exceeds partition.num_clients={clients}")
-        if a.target_label is not None:
-            from fltrust.data.specs import input_spec
-
-            num_classes = input_spec(self.data.name)[1]
-            if a.target_label >= num_classes:
-                raise ConfigError(f"attack.target_label={a.target_label} is not a label of {self.data.name!r} "
-                                  f"(labels 0..{num_classes - 1})")
 
     def _check_secure_aggregation(self) -> None:
         if self.privacy.secure_aggregation == "secagg+" and self.run.engine != "flower":
@@ -268,42 +257,6 @@ def _check_finite(obj: Any, prefix: str) -> None:
         for item in items:
             if isinstance(item, float) and not math.isfinite(item):
                 raise ConfigError(f"{path}={show(value)} must be a finite number (NaN and infinity are not allowed)")
-
-
-@functools.cache
-def model_fits(model: str, input_shape: tuple[int, ...], num_classes: int) -> bool:
-    """Whether registered ``model`` runs on inputs of ``input_shape`` (one forward pass of zeros).
-
-    The probe builds the model on the CPU inside ``torch.random.fork_rng`` so that the global
-    random state (and hence every seeded run) is unchanged; results are cached per process.
-    """
-    import torch
-
-    from fltrust.models import MODELS
-
-    try:
-        with torch.random.fork_rng(devices=[]), torch.no_grad():
-            net = MODELS[model](tuple(input_shape), num_classes).eval()
-            out = net(torch.zeros((1, *input_shape)))
-    except Exception:  # noqa: BLE001 - any failure means "does not fit"
-        return False
-    return out.ndim == 2 and out.shape[0] == 1
-
-
-def _check_model_fits_dataset(model: str, dataset: str) -> None:
-    """ConfigError naming the pair and the models that fit, when ``model`` cannot take ``dataset``."""
-    from fltrust.data.specs import input_spec
-    from fltrust.models import MODELS
-
-    shape, num_classes = input_spec(dataset)
-    if model not in MODELS or model_fits(model, shape, num_classes):
-        return
-    fitting = [name for name in sorted(MODELS) if model_fits(name, shape, num_classes)]
-    kind = "images " + "x".join(map(str, shape)) if len(shape) > 1 else f"{shape[0]} tabular features"
-    raise ConfigError(
-        f"model.name={model!r} does not fit data.name={dataset!r} (inputs are {kind}); "
-        f"choose one of {fitting}"
-    )
 
 
 def load_config(path: str | Path, overrides: dict[str, Any] | None = None) -> ExperimentConfig:

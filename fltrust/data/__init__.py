@@ -7,7 +7,7 @@ Public API
 - :func:`dataset_info` -- what is on disk, with sizes, SHA-256 sums and sample counts
   (``fltrust data info``).
 - :func:`fetch_dataset` -- download from the official source or explain the manual steps
-  (``fltrust data fetch NAME``).
+  (``fltrust data fetch NAME``; also the published file set ``ffa-results``).
 - Loaders for one folder: :func:`load_cifar10`, :func:`load_femnist`, :func:`load_nsl_kdd`,
   :func:`load_n_baiot`; synthetic generators in :data:`GENERATORS`.
 - :func:`per_partition_column_order` -- the fairness authors' NSL-KDD one-hot bug, for faithful runs.

@@ -1,24 +1,32 @@
-"""``fltrust data fetch NAME``: get a real dataset's files from its official public source.
+"""``fltrust data fetch NAME``: get a real dataset's (or a published file set's) files from its public source.
 
-=============  ==========================================================================
-dataset        how
-=============  ==========================================================================
-``cifar10``    download the official python tarball from the University of Toronto,
-               check its SHA-256 and size, extract ``cifar-10-batches-py/``
-``n_baiot``    download the UCI archive (dataset 442; no published checksum, so the SHA-256
-               is only reported), unzip it, extract the per-device ``.rar`` attack archives
-               with ``unrar``, ``7z`` or ``bsdtar`` when one is installed
-``nsl_kdd``    manual: the UNB site sits behind a form
-``femnist``    download TensorFlow Federated's federated EMNIST (3,400 writers), check the
-               SHA-256 that TFF's loader checked, extract ``fed_emnist_train.h5`` and
-               ``fed_emnist_test.h5``, which the FEMNIST loader reads as they are, and check
-               their layout (no conversion: see below)
-=============  ==========================================================================
+===============  ==========================================================================
+dataset          how
+===============  ==========================================================================
+``cifar10``      download the official python tarball from the University of Toronto,
+                 check its SHA-256 and size, extract ``cifar-10-batches-py/``
+``n_baiot``      download the UCI archive (dataset 442; no published checksum, so the SHA-256
+                 is only reported), unzip it, extract the per-device ``.rar`` attack archives
+                 with ``unrar``, ``7z`` or ``bsdtar`` when one is installed
+``nsl_kdd``      manual: the UNB site sits behind a form
+``femnist``      download TensorFlow Federated's federated EMNIST (3,400 writers), check the
+                 SHA-256 that TFF's loader checked, extract ``fed_emnist_train.h5`` and
+                 ``fed_emnist_test.h5``, which the FEMNIST loader reads as they are, and check
+                 their layout (no conversion: see below)
+``ffa-results``  download the fairness authors' 72 raw result files one by one from
+                 raw.githubusercontent.com at the pinned commit into ``ffa_results/Results/``,
+                 each checked against the SHA-256 committed in
+                 ``known_sha256/ffa_results.sha256`` before it is put in place
+===============  ==========================================================================
 
 When the files are already in place, known checksums are verified and the folder is returned.
 When offline, or for a manual dataset, :class:`~fltrust.data.base.DatasetError` says exactly which
 files to place in which folder. Downloads use :mod:`urllib` with a short socket timeout and go to
-a ``.part`` file that is renamed only when complete.
+a ``.part`` file that is renamed only when complete. A published file set
+(:data:`~fltrust.data.registry.REFERENCE_SPECS`) is fetched by :func:`fetch_file_set`: a file is
+renamed into place only when its SHA-256 is the committed one, and what could not be fetched is
+one line per file (missing: the folder and the source URL; wrong: both hashes). After the first
+network failure the remaining files are not tried (each would wait for the timeout).
 
 FEMNIST is read from TFF's h5 files directly rather than converted to LEAF JSON shards: the h5
 files hold float32 pixels in LEAF's own convention (background 1.0) and LEAF's labels, so a
@@ -41,7 +49,7 @@ from pathlib import Path
 from fltrust.data import cifar10, femnist, n_baiot, nsl_kdd
 from fltrust.data.base import DatasetError
 from fltrust.data.cache import DatasetNotFoundError, file_sha256
-from fltrust.data.registry import DatasetSpec, data_root, spec_of
+from fltrust.data.registry import REFERENCE_SPECS, DatasetSpec, FileSetSpec, data_root, spec_of
 
 TIMEOUT_S = 30.0
 """Socket timeout of a download (seconds without data before giving up)."""
@@ -90,7 +98,8 @@ def fetch_dataset(name: str, root: str | os.PathLike[str] | None = None, *, time
     Parameters
     ----------
     name : str
-        ``cifar10``, ``femnist``, ``nsl_kdd`` or ``n_baiot``.
+        ``cifar10``, ``femnist``, ``nsl_kdd`` or ``n_baiot``, or a published file set
+        (``ffa-results``, :func:`fetch_file_set`).
     root : str or Path, optional
         Data root (default :func:`fltrust.data.registry.data_root`).
     timeout : float
@@ -104,6 +113,8 @@ def fetch_dataset(name: str, root: str | os.PathLike[str] | None = None, *, time
     """
     if name.startswith("synthetic_"):
         raise DatasetError(f"{name} is generated on the fly; there is nothing to fetch")
+    if name in REFERENCE_SPECS:
+        return fetch_file_set(REFERENCE_SPECS[name], root, timeout=timeout)
     spec = spec_of(name)
     folder = data_root(root) / spec.folder
     where = spec.instructions.format(folder=folder)
@@ -132,6 +143,94 @@ def fetch_dataset(name: str, root: str | os.PathLike[str] | None = None, *, time
     if name == "femnist":
         for split in femnist.SPLITS:
             femnist.check_tff_h5(folder / femnist.TFF_H5_FILES[split])
+    return folder
+
+
+class _ChecksumMismatch(Exception):
+    """A downloaded file's SHA-256 is not the committed one (``digest``: what was downloaded)."""
+
+    def __init__(self, digest: str) -> None:
+        super().__init__(digest)
+        self.digest = digest
+
+
+def _download_checked(url: str, dest: Path, expected: str, timeout: float) -> None:
+    """Download ``url`` to a hidden file beside ``dest`` and rename it to ``dest`` only when its
+    SHA-256 is ``expected``; nothing is left behind otherwise (raises :class:`_ChecksumMismatch`,
+    or what :func:`_download` raises)."""
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    staged = dest.with_name(f".{dest.name}.download")
+    try:
+        _download(url, staged, timeout)
+        digest = file_sha256(staged)
+        if digest != expected:
+            raise _ChecksumMismatch(digest)
+        os.replace(staged, dest)
+    finally:
+        for leftover in (staged, staged.with_name(staged.name + ".part")):
+            leftover.unlink(missing_ok=True)
+
+
+def fetch_file_set(spec: FileSetSpec, root: str | os.PathLike[str] | None = None, *,
+                   timeout: float = TIMEOUT_S) -> Path:
+    """Make every file of a published file set available under the data root; return its folder.
+
+    A file already in place with the committed SHA-256 is kept; every other one is downloaded from
+    ``spec.url(path)`` and renamed into place only when its SHA-256 matches (a wrong local file is
+    replaced). After the first network failure (offline) the rest are not tried.
+
+    Parameters
+    ----------
+    spec : FileSetSpec
+        The file set (:data:`~fltrust.data.registry.REFERENCE_SPECS`).
+    root : str or Path, optional
+        Data root (default :func:`fltrust.data.registry.data_root`).
+    timeout : float
+        Socket timeout of each download in seconds.
+
+    Returns
+    -------
+    Path
+        ``<data root>/<spec.folder>``.
+
+    Raises
+    ------
+    DatasetError
+        When a file is still missing or wrong: a first line with the count (and the network error),
+        then one line per file: a missing one with the folder to put it in and its source URL, a
+        wrong one with both hashes.
+    """
+    folder = data_root(root) / spec.folder
+    pending = []
+    for relative, expected in spec.expected_sha256().items():
+        path = folder / relative
+        local = file_sha256(path) if path.is_file() else None
+        if local != expected:
+            pending.append((relative, expected, local))
+    problems, offline = [], None
+    for relative, expected, local in pending:
+        path, url = folder / relative, spec.url(relative)
+        if offline is None:
+            try:
+                _download_checked(url, path, expected, timeout)
+                continue
+            except _ChecksumMismatch as exc:
+                problems.append(f"{path}: the download from {url} has sha256 {exc.digest}, the known file "
+                                f"{expected}; not put in place (the source changed or the transfer is corrupt)")
+                continue
+            except urllib.error.HTTPError as exc:
+                problems.append(f"{path}: {url} answered HTTP {exc.code} ({exc.reason}); put the file in {path.parent}/")
+                continue
+            except (urllib.error.URLError, TimeoutError, OSError) as exc:
+                offline = str(getattr(exc, "reason", exc))
+        if local is None:
+            problems.append(f"{path.name} missing: put it in {path.parent}/ (source {url})")
+        else:
+            problems.append(f"{path}: sha256 {local} differs from the known {expected}; replace it with {url}")
+    if problems:
+        why = f"; could not download ({offline}; offline?)" if offline else ""
+        raise DatasetError("\n".join([f"{spec.name}: {len(problems)} of {len(spec.known_sha256)} files missing or "
+                                       f"wrong in {folder}{why}; one line per file:", *problems]))
     return folder
 
 

@@ -2,7 +2,9 @@
 
 :func:`dataset_info` reports, per dataset of :data:`~fltrust.data.registry.SPECS`, its files
 (:func:`file_listing`: size, SHA-256, whether it matches a known sum), checksum mismatches, and
-with ``count`` the samples the loader reads; mismatches are reported, never warned about or raised.
+with ``count`` the samples the loader reads; then, per published file set of
+:data:`~fltrust.data.registry.REFERENCE_SPECS`, its files and how many of them are missing;
+mismatches are reported, never warned about or raised.
 Loading and checksum verification themselves are in :mod:`fltrust.data.registry`.
 """
 
@@ -15,9 +17,18 @@ from typing import Any
 from fltrust.data import n_baiot
 from fltrust.data.base import DatasetError
 from fltrust.data.cache import DatasetNotFoundError, file_sha256
-from fltrust.data.registry import SPECS, _load_real, data_root, describe_mismatches, spec_of
+from fltrust.data.registry import (
+    REFERENCE_SPECS,
+    SPECS,
+    FileSetSpec,
+    _load_real,
+    data_root,
+    describe_mismatches,
+    reference_spec,
+    spec_of,
+)
 
-__all__ = ["dataset_info", "file_listing"]
+__all__ = ["dataset_info", "file_listing", "file_set_info"]
 
 
 def file_listing(name: str, folder: Path) -> list[dict[str, Any]]:
@@ -25,7 +36,7 @@ def file_listing(name: str, folder: Path) -> list[dict[str, Any]]:
 
     ``known`` is True/False when the registry knows the file's SHA-256 and None otherwise.
     """
-    spec = spec_of(name)
+    spec = reference_spec(name) if name in REFERENCE_SPECS else spec_of(name)
     rows = []
     if folder.is_dir():
         for path in sorted(p for p in folder.rglob("*") if p.is_file() and not p.name.startswith(".")):
@@ -64,8 +75,8 @@ def dataset_info(root: str | os.PathLike[str] | None = None, *, count: bool = Tr
         message when the dataset is missing or unreadable. N-BaIoT with ``count`` also has
         ``real_partial``: :func:`fltrust.data.n_baiot.real_partial_summary` of the partial real files
         (rows per device and traffic; not a training set), or ``{"problem": ...}``, or None without
-        such files. Mismatches are reported here, never
-        warned about or raised (the caller decides: ``fltrust data info --strict`` fails).
+        such files. Then one entry per published file set (:func:`file_set_info`). Mismatches are
+        reported here, never warned about or raised (the caller decides: ``fltrust data info --strict`` fails).
     """
     entries = []
     for name, spec in SPECS.items():
@@ -105,7 +116,51 @@ def dataset_info(root: str | os.PathLike[str] | None = None, *, count: bool = Tr
         else:
             entry["found"] = bool(entry["files"])
         entries.append(entry)
+    entries += [file_set_info(spec, data_root(root) / spec.folder) for spec in REFERENCE_SPECS.values()]
     return entries
+
+
+def file_set_info(spec: FileSetSpec, folder: Path) -> dict[str, Any]:
+    """What a published file set's folder holds, as a :func:`dataset_info` entry.
+
+    Parameters
+    ----------
+    spec : FileSetSpec
+        The file set.
+    folder : Path
+        Its folder under the data root.
+
+    Returns
+    -------
+    dict
+        ``name``, ``title``, ``folder``, ``source``, ``fetch``, ``files`` (:func:`file_listing`),
+        ``files_expected``, ``files_missing`` (counts), ``checksum_mismatch``, ``found`` (every file
+        there with its known SHA-256) and ``problem`` (None, or one line: how many files are missing
+        and the command that fetches them).
+    """
+    files = file_listing(spec.name, folder)
+    expected = spec.expected_sha256()
+    listed = {f["path"] for f in files}
+    missing = [relative for relative in expected if relative not in listed]
+    mismatch = [{"path": f["path"], "sha256": f["sha256"], "expected": expected[f["path"]]}
+                for f in files if f["known"] is False]
+    problem = None
+    if missing:
+        problem = (f"{len(missing)} of {len(expected)} files missing from {folder} "
+                   f"(e.g. {missing[0]}); fetch them: fltrust data fetch {spec.name}")
+    return {
+        "name": spec.name,
+        "title": spec.title,
+        "folder": str(folder),
+        "source": spec.source,
+        "found": not missing and not mismatch,
+        "fetch": spec.fetch,
+        "files": files,
+        "files_expected": len(expected),
+        "files_missing": len(missing),
+        "checksum_mismatch": mismatch,
+        "problem": problem,
+    }
 
 
 def _n_baiot_real_partial_info(folder: Path) -> dict[str, Any] | None:

@@ -1,7 +1,9 @@
 """Dataset registry: where each dataset lives, how to load it, and how to get its files.
 
 :data:`SPECS` describes the four real datasets (folder under the data root, synthetic stand-in,
-download source or manual instructions, known checksums); :func:`load_dataset` turns a
+download source or manual instructions, known checksums); :data:`REFERENCE_SPECS` the published
+result files that are fetched to compare with and never trained on (:class:`FileSetSpec`: one
+pinned URL and one committed SHA-256 per file); :func:`load_dataset` turns a
 :class:`~fltrust.config.DataConfig` into a :class:`~fltrust.data.base.DatasetBundle`;
 :func:`fltrust.data.info.dataset_info` reports what is on disk (``fltrust data info``; also
 importable from here).
@@ -9,7 +11,8 @@ importable from here).
 Data root
 ---------
 :func:`data_root`: an explicit ``root``, else ``$FLTRUST_DATA``, else ``./data``. Below it:
-``cifar10/``, ``femnist/``, ``nsl_kdd/``, ``n_baiot/``.
+``cifar10/``, ``femnist/``, ``nsl_kdd/``, ``n_baiot/``, and ``ffa_results/`` (the fairness authors'
+``Results/*.json``, read by :mod:`fltrust.repro.fairness.authors`).
 
 Options of ``DataConfig`` and where they act
 --------------------------------------------
@@ -242,6 +245,76 @@ SPECS: dict[str, DatasetSpec] = {
     ),
 }
 """The real datasets by name."""
+
+
+@dataclass(frozen=True)
+class FileSetSpec:
+    """Published files fetched one by one from pinned URLs, each checked against a committed SHA-256.
+
+    Attributes
+    ----------
+    name, title : str
+        Registry name (``fltrust data fetch NAME``) and human name.
+    folder : str
+        Folder under the data root; the files keep their paths relative to it.
+    url_base : str
+        A file's URL is ``url_base`` followed by its relative path (a URL pinned to one commit).
+    source : str
+        Where the files come from and under which licence (for ``fltrust data info``).
+    known_sha256 : dict of str to str
+        Every file of the set (all required) with its SHA-256, by path relative to ``folder``.
+    """
+
+    name: str
+    title: str
+    folder: str
+    url_base: str
+    source: str
+    known_sha256: dict[str, str] = field(default_factory=dict)
+
+    fetch = "download"
+
+    def url(self, relative: str) -> str:
+        """The download URL of one file of the set.
+
+        >>> REFERENCE_SPECS["ffa-results"].url("Results/a.json")[-56:]
+        '/5e3115eb2350501e93a6b1f6d085d43d08078da8/Results/a.json'
+        """
+        return self.url_base + relative
+
+    def expected_sha256(self) -> dict[str, str]:
+        """Every file's SHA-256 by relative path (as :meth:`DatasetSpec.expected_sha256`)."""
+        return dict(self.known_sha256)
+
+    def instructions(self, folder: Path) -> str:
+        """Where to get the files by hand and where to put them."""
+        subfolders = sorted({str(Path(rel).parent) for rel in self.known_sha256})
+        return (f"download the {len(self.known_sha256)} files listed in fltrust/data/known_sha256/{self.folder}.sha256 "
+                f"from {self.url_base}<path> into {', '.join(str(folder / s) + '/' for s in subfolders)}")
+
+
+FFA_RESULTS_COMMIT = "5e3115eb2350501e93a6b1f6d085d43d08078da8"
+"""The fairness authors' repository commit whose ``Results/`` the comparison reads (2024-08-08)."""
+
+REFERENCE_SPECS: dict[str, FileSetSpec] = {
+    "ffa-results": FileSetSpec(
+        name="ffa-results",
+        title="Federated Fairness Analytics: the authors' raw results (24 conditions x 3 repeats)",
+        folder="ffa_results",
+        url_base=f"https://raw.githubusercontent.com/oscardilley/federated-fairness/{FFA_RESULTS_COMMIT}/",
+        source=(f"github.com/oscardilley/federated-fairness at commit {FFA_RESULTS_COMMIT}, folder Results/ "
+                "(Apache-2.0); compared with, never trained on"),
+        known_sha256=read_known_sums("ffa_results"),
+    ),
+}
+"""Published result files by name (:data:`fltrust.names.REFERENCE_DATA`)."""
+
+
+def reference_spec(name: str) -> FileSetSpec:
+    """The :class:`FileSetSpec` of a published file set (a clear error for other names)."""
+    if name not in REFERENCE_SPECS:
+        raise DatasetError(f"unknown published file set {name!r}; choose one of {sorted(REFERENCE_SPECS)}")
+    return REFERENCE_SPECS[name]
 
 
 def data_root(root: str | os.PathLike[str] | None = None) -> Path:

@@ -243,12 +243,15 @@ summary { cursor: pointer; font-weight: 600; }
 def _markdown(paper: Paper, results_dir: Path, quick: bool) -> tuple[str, int]:
     """RESULTS.md text of ``results_dir`` built by the paper's writer, and the number of results."""
     if paper.key == "fairness":
+        from fltrust.repro.fairness.authors import load_authors_runs
         from fltrust.repro.fairness.run import load_reported
         from fltrust.repro.fairness.report import load_results, results_markdown, summary_table
 
         results = load_results(results_dir)
         reported = load_reported()
-        return results_markdown(summary_table(results, reported), results, quick=quick, reported=reported), len(results)
+        text = results_markdown(summary_table(results, reported), results, quick=quick, reported=reported,
+                                authors=load_authors_runs())  # the authors' runs under the data root, as the summary notebook
+        return text, len(results)
     from fltrust.repro.trust.report import load_reported, load_results, results_markdown
 
     results = load_results(results_dir)

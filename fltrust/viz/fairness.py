@@ -35,6 +35,7 @@ __all__ = [
     "palette",
     "pareto_front",
     "plot_notion_timeseries",
+    "reference_legend",
     "require_columns",
 ]
 
@@ -118,6 +119,8 @@ def plot_notion_timeseries(
     synthetic: bool = False,
     ax: Any = None,
     legend: bool = True,
+    reference: pd.DataFrame | None = None,
+    reference_label: str = "reference",
 ) -> tuple[Any, Any]:
     """The four notions and F_T per round: mean over repeats with a ±1 std band (paper Figs. 5-8).
 
@@ -135,6 +138,12 @@ def plot_notion_timeseries(
         Axes to draw on (default: a new figure).
     legend : bool, default True
         Draw the legend (notions, what the band and the shading show); a grid draws one for all.
+    reference : pandas.DataFrame, optional
+        Another notions frame of the same layout (e.g. someone else's runs of the same setting):
+        its mean over repeats per round, dashed, in the same colours, each line labelled
+        ``"<reference_label>: <notion>"``; no band.
+    reference_label : str
+        The name of ``reference`` in its lines' labels and the legend.
 
     Returns
     -------
@@ -158,6 +167,12 @@ def plot_notion_timeseries(
             banded = True
             ax.fill_between(mean.index[band], (mean[notion] - std[notion])[band], (mean[notion] + std[notion])[band],
                             color=colours[notion], alpha=0.2, linewidth=0)
+    if reference is not None:
+        require_columns(reference, ["repeat", "round", *NOTIONS], f"the {reference_label} notions frame")
+        theirs = reference.groupby("round")[list(NOTIONS)].mean()
+        for notion in NOTIONS:
+            ax.plot(theirs.index, theirs[notion], linestyle="--", color=colours[notion], alpha=0.9,
+                    linewidth=2.0 if notion == "F_T" else 1.1, label=f"{reference_label}: {NOTION_LABELS[notion]}")
     if window is not None:
         ax.axvspan(window[0] - 0.5, window[1] + 0.5, color="grey", alpha=0.12, label=f"Table 3 window {window[0]}-{window[1]}")
     repeats = frame["repeat"].nunique() if len(frame) else 0
@@ -167,7 +182,11 @@ def plot_notion_timeseries(
     ax.set_title(figure_title(title or f"Fairness notions per round (line: mean over {repeats} repeat(s))",
                               quick=quick, synthetic=synthetic), fontsize="medium")
     if legend:
-        handles = list(ax.get_lines())
+        handles = list(ax.get_lines())[:len(NOTIONS)]
+        if reference is not None:
+            from matplotlib.lines import Line2D
+
+            handles.append(Line2D([], [], color="grey", linestyle="--", label=reference_legend(reference, reference_label)))
         if banded:
             handles.append(Patch(color="grey", alpha=0.35, label=f"band: ±1 std over the {repeats} repeats"))
         else:
@@ -177,6 +196,15 @@ def plot_notion_timeseries(
         ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize="small")
         fig.tight_layout()
     return fig, ax
+
+
+def reference_legend(reference: pd.DataFrame, label: str) -> str:
+    """The legend entry of a dashed reference overlay: ``"dashed: authors (mean over 3 repeats)"``.
+
+    >>> reference_legend(pd.DataFrame({"repeat": [0, 1, 2]}), "authors")
+    'dashed: authors (mean over 3 repeats)'
+    """
+    return f"dashed: {label} (mean over {reference['repeat'].nunique()} repeats)"
 
 
 def pareto_front(points: pd.DataFrame, x: str = "mean_local_accuracy", y: str = "F_T") -> pd.DataFrame:

@@ -211,3 +211,130 @@ def test_femnist_leaf_shards_in_place_are_not_downloaded_again(tmp_path, mk):
     mk.write_json(folder / "test" / "all_data_0_niid_test_9.json", shard)
 
     assert fetch_dataset("femnist", tmp_path) == folder  # the offline downloader was never called
+
+
+# -- a published file set (ffa-results) ---------------------------------------------------------
+
+FFA_URL = "https://raw.githubusercontent.com/oscardilley/federated-fairness/5e3115eb2350501e93a6b1f6d085d43d08078da8/"
+
+
+def test_offline_ffa_results_names_every_missing_file_its_folder_and_url(tmp_path, monkeypatch):
+    # Prepare: count the download attempts of the offline downloader (conftest)
+    calls = []
+    offline = fetch._download
+    monkeypatch.setattr(fetch, "_download", lambda url, dest, timeout: (calls.append(url), offline(url, dest, timeout)))
+
+    # Execute
+    with pytest.raises(DatasetError) as info:
+        fetch_dataset("ffa-results", tmp_path)
+
+    # Assert: a first line, then one line per file with the folder to put it in and its source URL
+    first, *lines = str(info.value).split("\n")
+    folder = tmp_path / "ffa_results" / "Results"
+    assert first == (f"ffa-results: 72 of 72 files missing or wrong in {tmp_path / 'ffa_results'}; could not download "
+                     "(network access is disabled in tests; offline?); one line per file:")
+    assert len(lines) == 72
+    assert lines[0] == (f"Ditto_CIFAR_iid_100C_5PC_10E_30R_v1.json missing: put it in {folder}/ "
+                        f"(source {FFA_URL}Results/Ditto_CIFAR_iid_100C_5PC_10E_30R_v1.json)")
+    assert all(line.endswith(".json)") and f"put it in {folder}/" in line and FFA_URL in line for line in lines)
+    assert "q_FedAvg_NSLKDD_niid_100C_5PC_5E_30R_v3.json missing" in lines[-1]
+    assert len(calls) == 1  # offline after the first failure: the other 71 are not tried
+    assert not any(p.is_file() for p in tmp_path.rglob("*"))  # nothing partial left behind
+
+
+@pytest.fixture
+def two_file_set(monkeypatch):
+    """ffa-results replaced by a two-file set whose known contents are b"one" and b"two"."""
+    from fltrust.data.registry import REFERENCE_SPECS
+
+    contents = {"Results/a.json": b"one", "Results/b.json": b"two"}
+    spec = dataclasses.replace(REFERENCE_SPECS["ffa-results"], url_base="https://example.org/pinned/",
+                               known_sha256={k: hashlib.sha256(v).hexdigest() for k, v in contents.items()})
+    monkeypatch.setitem(REFERENCE_SPECS, "ffa-results", spec)
+    return contents
+
+
+def _serve_pages(monkeypatch, pages, calls=None):
+    """A downloader that writes ``pages[url]`` as the real one does (``dest.part``, then renamed)."""
+    def download(url, dest, timeout):
+        if calls is not None:
+            calls.append(url)
+        part = dest.with_name(dest.name + ".part")
+        part.write_bytes(pages[url])
+        part.rename(dest)
+
+    monkeypatch.setattr(fetch, "_download", download)
+
+
+def test_file_set_download_is_checked_before_it_is_put_in_place(tmp_path, monkeypatch, two_file_set):
+    # Prepare: the source serves the right a.json and a corrupted b.json
+    _serve_pages(monkeypatch, {"https://example.org/pinned/Results/a.json": b"one",
+                         "https://example.org/pinned/Results/b.json": b"tw0"})
+
+    # Execute
+    with pytest.raises(DatasetError) as info:
+        fetch_dataset("ffa-results", tmp_path)
+
+    # Assert: b.json is named with both hashes and not written; a.json is in place; no temporary file
+    folder = tmp_path / "ffa_results" / "Results"
+    first, line = str(info.value).split("\n")
+    assert first.startswith("ffa-results: 1 of 2 files missing or wrong") and "offline" not in first
+    assert line.startswith(f"{folder / 'b.json'}: the download from https://example.org/pinned/Results/b.json has "
+                           f"sha256 {hashlib.sha256(b'tw0').hexdigest()}, the known file {hashlib.sha256(b'two').hexdigest()}")
+    assert sorted(p.name for p in folder.iterdir()) == ["a.json"] and (folder / "a.json").read_bytes() == b"one"
+
+
+def test_file_set_reports_a_wrong_local_file_with_both_hashes(tmp_path, two_file_set):
+    # Prepare: both files there, b.json edited; the network is off (conftest)
+    folder = tmp_path / "ffa_results" / "Results"
+    folder.mkdir(parents=True)
+    (folder / "a.json").write_bytes(b"one")
+    (folder / "b.json").write_bytes(b"edited")
+
+    # Execute
+    with pytest.raises(DatasetError) as info:
+        fetch_dataset("ffa-results", tmp_path)
+
+    # Assert
+    lines = str(info.value).split("\n")
+    assert len(lines) == 2 and "1 of 2 files missing or wrong" in lines[0]
+    assert lines[1] == (f"{folder / 'b.json'}: sha256 {hashlib.sha256(b'edited').hexdigest()} differs from the known "
+                        f"{hashlib.sha256(b'two').hexdigest()}; replace it with https://example.org/pinned/Results/b.json")
+    assert (folder / "b.json").read_bytes() == b"edited"  # reported, not deleted
+
+
+def test_file_set_downloads_what_is_missing_and_replaces_a_wrong_file(tmp_path, monkeypatch, two_file_set):
+    # Prepare: a.json already right, b.json wrong; the source serves the right b.json
+    folder = tmp_path / "ffa_results" / "Results"
+    folder.mkdir(parents=True)
+    (folder / "a.json").write_bytes(b"one")
+    (folder / "b.json").write_bytes(b"edited")
+    calls = []
+    _serve_pages(monkeypatch, {"https://example.org/pinned/Results/b.json": b"two"}, calls)
+
+    # Execute
+    path = fetch_dataset("ffa-results", tmp_path)
+
+    # Assert: only b.json was downloaded; both right now; a second call downloads nothing
+    assert path == tmp_path / "ffa_results"
+    assert calls == ["https://example.org/pinned/Results/b.json"]
+    assert sorted(p.name for p in folder.iterdir()) == ["a.json", "b.json"] and (folder / "b.json").read_bytes() == b"two"
+    assert fetch_dataset("ffa-results", tmp_path) == path and len(calls) == 1
+
+
+def test_file_set_leaves_no_partial_file_when_a_download_breaks(tmp_path, monkeypatch, two_file_set):
+    # Prepare: the transfer of a.json stops half-way
+    import urllib.error
+
+    def broken(url, dest, timeout):
+        dest.with_name(dest.name + ".part").write_bytes(b"o")
+        raise urllib.error.URLError("connection reset")
+
+    monkeypatch.setattr(fetch, "_download", broken)
+
+    # Execute
+    with pytest.raises(DatasetError, match="connection reset"):
+        fetch_dataset("ffa-results", tmp_path)
+
+    # Assert
+    assert list((tmp_path / "ffa_results" / "Results").iterdir()) == []

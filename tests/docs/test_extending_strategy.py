@@ -165,10 +165,10 @@ def test_a_round_of_a_run_is_the_norm_bounded_mean(norm_bounded, tmp_path):
 
 
 def test_an_unknown_option_is_one_line(norm_bounded):
-    from fltrust.experiment import check_experiment
+    from fltrust.compatibility import check_compatible
 
     with pytest.raises(ConfigError, match=r"strategy.options \['norm_bond'\] are not parameters of "
                                           r"strategy.name='normbounded'; its parameters: \['norm_bound', 'weighting'\]"):
-        check_experiment(ExperimentConfig.tiny(strategy={"name": "normbounded", "options": {"norm_bond": 1.0}}))
+        check_compatible(ExperimentConfig.tiny(strategy={"name": "normbounded", "options": {"norm_bond": 1.0}}))
     with pytest.raises(ConfigError, match="has no Flower counterpart"):
-        check_experiment(ExperimentConfig.tiny(strategy={"name": "normbounded"}, run={"engine": "flower"}))
+        check_compatible(ExperimentConfig.tiny(strategy={"name": "normbounded"}, run={"engine": "flower"}))

@@ -108,3 +108,19 @@ def test_palette_gives_every_key_set_the_same_colours_in_order():
     strategies = palette(["fedavg", "qfedavg", "ditto"])
     assert list(notions) == list(NOTIONS) and len(set(notions.values())) == 5
     assert list(strategies.values()) == list(notions.values())[:3]
+
+
+def test_timeseries_overlays_a_reference_frame_dashed(frame):
+    # Prepare: a reference whose F_T is 0.1 below ours in every round
+    reference = frame.assign(F_T=frame["F_T"] - 0.1)
+
+    # Execute
+    _, ax = plot_notion_timeseries(frame, reference=reference, reference_label="authors")
+
+    # Assert: 5 solid lines, then 5 dashed ones labelled by the reference; the legend names it once
+    lines = ax.get_lines()
+    assert [line.get_linestyle() for line in lines] == ["-"] * 5 + ["--"] * 5
+    assert [line.get_label() for line in lines[5:]] == [f"authors: {NOTION_LABELS[k]}" for k in NOTIONS]
+    np.testing.assert_allclose(lines[-1].get_ydata(), 0.35 + 0.01 * np.arange(1, 7))
+    labels = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert labels[:5] == [NOTION_LABELS[k] for k in NOTIONS] and "dashed: authors (mean over 2 repeats)" in labels

@@ -18,7 +18,9 @@ They are drawn with the plain-table plots of :mod:`fltrust.viz.fairness` (the no
 know nothing of the reproduction. Titles say ``QUICK`` for quick (smoke-test) runs and
 ``SYNTHETIC`` for synthetic stand-in data, so such a figure is never mistaken for a reproduction.
 Panels name the client count actually run (:func:`dataset_title`), and every band or error bar
-says in a legend or caption what it shows.
+says in a legend or caption what it shows. Given the authors' runs
+(:mod:`fltrust.repro.fairness.authors`), Figures 5-8 overlay their per-round curves (dashed,
+labelled "authors") and Figure 4 their points (hollow, dashed edges).
 
 Spec and bug references ("fairness spec §N", "trust spec §N", "Bn") are defined in ``docs/references.md``.
 """
@@ -31,6 +33,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from fltrust.repro.fairness.authors import AuthorsRuns
 from fltrust.repro.fairness.conditions import DATASETS, SETTINGS, STRATEGIES, condition_name
 from fltrust.repro.fairness.report import STRATEGY_LABELS
 from fltrust.repro.fairness.run import NOTIONS, STRICT_TOLERANCE, load_reported, result_frame, window_means
@@ -42,11 +45,13 @@ from fltrust.viz.fairness import (
     palette,
     pareto_front,
     plot_notion_timeseries,
+    reference_legend,
     require_columns,
 )
 
 __all__ = [
     "ACCEPTABLE_FAIRNESS",
+    "AUTHORS_LABEL",
     "DATASET_FIGURES",
     "dataset_title",
     "plot_dataset_figure",
@@ -187,7 +192,12 @@ def _panel(frame: pd.DataFrame, key: str, setup: Any) -> pd.DataFrame:
     return frame[frame["dataset"] == setup.paper_label]
 
 
-def plot_figure4(points: pd.DataFrame, *, quick: bool = False, synthetic: bool | None = None) -> tuple[Any, Any]:
+AUTHORS_LABEL = "authors"
+"""Label of the authors' runs in the figures' legends."""
+
+
+def plot_figure4(points: pd.DataFrame, *, quick: bool = False, synthetic: bool | None = None,
+                 authors: pd.DataFrame | None = None) -> tuple[Any, Any]:
     """Paper Figure 4: general fairness F_T against performance, one panel per dataset.
 
     One marker per condition: colour = strategy, shape = setting (circle iid, triangle niid),
@@ -208,6 +218,10 @@ def plot_figure4(points: pd.DataFrame, *, quick: bool = False, synthetic: bool |
         Mark the title as a quick run (also when any point is quick).
     synthetic : bool, optional
         Mark the title as synthetic data (default: when any point is synthetic).
+    authors : pandas.DataFrame, optional
+        The authors' points (:func:`fltrust.repro.fairness.authors.authors_figure4_frame`, same
+        window): drawn hollow with dashed edges in the strategy's colour and shape of the setting,
+        outside the Pareto lines.
 
     Returns
     -------
@@ -241,6 +255,11 @@ def plot_figure4(points: pd.DataFrame, *, quick: bool = False, synthetic: bool |
             front = pareto_front(group)
             ax.plot(front["mean_local_accuracy"], front["F_T"], color="black", linewidth=1,
                     linestyle="--" if mode == "faithful" else ":")
+        theirs = _panel(authors, key, setup) if authors is not None else pd.DataFrame()
+        for _, row in theirs.iterrows():
+            ax.scatter(row["mean_local_accuracy"], row["F_T"], s=STRATEGY_SIZES.get(row["strategy"], 80),
+                       marker=SETTING_MARKERS.get(row["setting"], "s"), facecolors="none", zorder=4,
+                       edgecolors=colours.get(row["strategy"], "black"), linewidths=1.6, linestyles="--")
     handles = [Line2D([], [], color=colours[s], marker="o", linestyle="", markersize=np.sqrt(STRATEGY_SIZES[s]),
                       markeredgecolor="black", label=f"{STRATEGY_LABELS[s]} (marker size nested)")
                for s in STRATEGIES]
@@ -251,6 +270,9 @@ def plot_figure4(points: pd.DataFrame, *, quick: bool = False, synthetic: bool |
     if (points["mode"] != "faithful").any():
         handles.append(Line2D([], [], color="black", marker="o", linestyle="", markerfacecolor="none",
                               label="hollow: corrected mode"))
+    if authors is not None and len(authors):
+        handles.append(Line2D([], [], color="grey", marker="o", linestyle="", markerfacecolor="none", markersize=9,
+                              markeredgewidth=1.6, label=f"hollow, dashed edge: {AUTHORS_LABEL} (their 3 repeats)"))
     fig.legend(handles=handles, loc="lower center", ncol=4, fontsize="small")
     windows = sorted({tuple(w) for w in points["window"]}) if "window" in points.columns and len(points) else []
     if len(windows) == 1:
@@ -363,6 +385,7 @@ def plot_dataset_figure(
     *,
     mode: str = "faithful",
     reported: dict[str, Any] | None = None,
+    authors: AuthorsRuns | None = None,
 ) -> tuple[Any, Any]:
     """Paper Figures 5-8: the six conditions of one dataset, as in the paper's per-dataset figures.
 
@@ -384,6 +407,9 @@ def plot_dataset_figure(
         Which results to draw.
     reported : dict, optional
         ``reported.yaml`` content (default: :func:`fltrust.repro.fairness.run.load_reported`).
+    authors : AuthorsRuns, optional
+        The authors' runs (:func:`fltrust.repro.fairness.authors.load_authors_runs`): in faithful
+        mode, rows 3-4 overlay their per-round curves of each condition (dashed, labelled "authors").
 
     Returns
     -------
@@ -405,6 +431,7 @@ def plot_dataset_figure(
     synthetic = any(r["synthetic"] for r in mine)
     fig, axes = plt.subplots(4, 3, figsize=(15, 15.5), squeeze=False)
     windows, repeats = set(), set()
+    overlaid = None  # an authors' frame that was drawn (for the legend)
     for col, strategy in enumerate(STRATEGIES):
         for row, setting in enumerate(SETTINGS):
             name = condition_name(strategy, dataset_key, setting)
@@ -433,7 +460,11 @@ def plot_dataset_figure(
                              tolerance=tolerance, skip_nan=mode == "corrected")
             bar_ax.set_xticks(range(len(NOTIONS)), ["$f_j$", "$f_g$", "$f_r$", "$f_o$", "$F_T$"])
             bar_ax.tick_params(axis="x", labelrotation=0, labelsize="medium")
-            plot_notion_timeseries(frame, ax=line_ax, window=window, title=f"{label}, per round", legend=False)
+            theirs = authors.conditions.get(name) if authors is not None and mode == "faithful" else None
+            reference = theirs.frame() if theirs is not None else None
+            overlaid = reference if reference is not None else overlaid
+            plot_notion_timeseries(frame, ax=line_ax, window=window, title=f"{label}, per round", legend=False,
+                                   reference=reference, reference_label=AUTHORS_LABEL)
             line_ax.set_ylim(-0.03, 1.05)
     colours = palette(NOTIONS)
     first, last = (sorted(windows)[0] if len(windows) == 1 else (15, 30))
@@ -445,13 +476,17 @@ def plot_dataset_figure(
                 Patch(color="black", alpha=0.12, label=f"paper ± {tolerance:.2f} (tolerance)"),
                 Patch(color="grey", alpha=0.35, label="band: ±1 std over repeats (n ≥ 2)"),
                 Patch(color="grey", alpha=0.12, label=f"Table 3 window, rounds {first}-{last}")]
+    if overlaid is not None:
+        handles.append(Line2D([], [], color="grey", linestyle="--", label=reference_legend(overlaid, AUTHORS_LABEL)))
     fig.legend(handles=handles, loc="lower center", ncol=4, fontsize="small")
     number = DATASET_FIGURES.get(dataset_key)
     runs = "/".join(str(r) for r in sorted(repeats)) or "0"
     fig.suptitle(figure_title(f"Figure {number}: {dataset_title(dataset_key, clients)}, 5 clients per round; "
                               f"{mode} mode, {runs} repeat(s) per condition", quick=quick, synthetic=synthetic))
     fig.text(0.5, 0.085, "Rows 1-2: notions averaged over the Table 3 window (per-round mean over repeats, then mean "
-             "over the rounds). Rows 3-4: per-round mean over repeats.", ha="center", fontsize="small")
+             "over the rounds). Rows 3-4: per-round mean over repeats"
+             + ("; dashed: the authors' published runs of the same condition." if overlaid is not None else "."),
+             ha="center", fontsize="small")
     fig.tight_layout(rect=(0, 0.1, 1, 0.96))
     return fig, axes
 

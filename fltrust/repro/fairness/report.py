@@ -22,6 +22,11 @@ mode, window and timing) and hands both to :func:`write_results_md`. The file ha
    the number of repeats and the seeding;
 7. the conditions not run yet.
 
+Given the authors' runs (``authors``: :func:`fltrust.repro.fairness.authors.load_authors_runs`), every
+faithful Table 3 cell also ends with the authors' per-repeat F_T and Welch's p, and a section
+after the Table 3 tables sets their runs beside ours (:func:`authors_markdown`); when none of their
+files is under the data root, that section is one line saying so and how to fetch them.
+
 The text is the Jinja2 template ``templates/fairness/results.md.j2`` (with its sections ``misses``
 and ``data_scale``) over tables built here as DataFrames of display strings with the formatters of
 :mod:`fltrust.repro.markdown`.
@@ -40,12 +45,14 @@ import yaml
 
 from fltrust.repro.results import ResultsError, load_result_files
 from fltrust.repro.markdown import fmt, is_missing, lines, mark, render
-from fltrust.repro.fairness.run import PAPER_DIR, STRICT_TOLERANCE, load_reported, table3
+from fltrust.repro.fairness.run import NOTIONS, PAPER_DIR, STRICT_TOLERANCE, load_reported, table3
+from fltrust.repro.fairness.authors import AuthorsRuns, compare_with_authors
 from fltrust.repro.fairness.conditions import DATASETS, SETTINGS, STRATEGIES, all_conditions, condition_name
 from fltrust.core.io import atomic_write_text
 
 __all__ = [
     "MISSES_PATH",
+    "authors_markdown",
     "RESULT_KEYS",
     "load_misses",
     "misses_markdown",
@@ -365,8 +372,10 @@ def data_scale_markdown(results: Sequence[dict[str, Any]]) -> list[str]:
     return lines(render("fairness/data_scale.md.j2", scale=_scale_table(results)))
 
 
-def _table3_wide(sub: pd.DataFrame, reported: dict[str, Any], clients: dict[str, int]) -> pd.DataFrame:
-    """Table 3 in the paper's layout: one row per dataset, one :func:`_cell` per strategy x setting."""
+def _table3_wide(sub: pd.DataFrame, reported: dict[str, Any], clients: dict[str, int],
+                 authors_cells: dict[str, str] | None = None) -> pd.DataFrame:
+    """Table 3 in the paper's layout: one row per dataset, one :func:`_cell` per strategy x setting
+    (followed by the cell's entry of ``authors_cells``, when it has one)."""
     columns = [(s, t) for s in STRATEGIES for t in SETTINGS]
     rows = []
     for key, setup in DATASETS.items():
@@ -377,7 +386,8 @@ def _table3_wide(sub: pd.DataFrame, reported: dict[str, Any], clients: dict[str,
         for strategy, setting in columns:
             name = condition_name(strategy, key, setting)
             match = sub[sub["condition"] == name]
-            cells.append(_cell(None if match.empty else match.iloc[0], reported["values"].get(name)))
+            cells.append(_cell(None if match.empty else match.iloc[0], reported["values"].get(name))
+                         + (authors_cells or {}).get(name, ""))
         rows.append(cells)
     return pd.DataFrame(rows, columns=["Dataset"] + [f"{STRATEGY_LABELS[s]} {t}" for s, t in columns])
 
@@ -418,6 +428,88 @@ def _condition_table(table: pd.DataFrame) -> pd.DataFrame:
                                        "window", "clients", "repeats", "NaN skipped", "s / run", "flags"])
 
 
+def _consistency(value: Any) -> str:
+    return "–" if is_missing(value) else ("consistent" if bool(value) else "differs")
+
+
+def _authors_section(
+    results: Sequence[dict[str, Any]], authors: AuthorsRuns | None, reported: dict[str, Any], *, quick: bool,
+) -> dict[str, Any] | None:
+    """Variables of ``fairness/authors.md.j2`` and the Table 3 cell suffixes; None without ``authors``."""
+    if authors is None:
+        return None
+    section: dict[str, Any] = {"note": None, "notes": [], "cells": {}, "table": pd.DataFrame(), "consistent": 0,
+                               "compared": 0}
+    if quick:
+        section["note"] = ("Quick run: the authors' 30-round runs are compared with full runs only "
+                           "(`fltrust repro fairness` without `--quick`).")
+        return section
+    if not authors.found:
+        section["note"] = f"The authors' runs were not found: {authors.fetch_hint()}."
+        return section
+    if authors.missing:
+        section["notes"].append(f"Only the conditions with all three files are compared: {authors.fetch_hint()}.")
+    if authors.checksum_mismatch:
+        section["notes"].append("⚠ Not the published files: " + "; ".join(
+            f"{m['path']} has sha256 {m['sha256']}, the published file {m['expected']}" for m in authors.checksum_mismatch))
+    comparison = compare_with_authors(results, authors).set_index("condition")
+    rows = []
+    for strategy, key, setting in all_conditions():
+        name = condition_name(strategy, key, setting)
+        if name not in comparison.index:
+            continue
+        row = comparison.loc[name]
+        paper = reported["values"].get(name)
+        theirs = ", ".join(fmt(v, DIGITS) for v in row["authors_F_T_per_repeat"])
+        p_value, verdict = fmt(row["welch_p"], DIGITS), _consistency(row["consistent"])
+        section["cells"][name] = f" / authors {theirs} (Welch p {p_value}: {verdict})"
+        same = None if paper is None else abs(round(float(row["authors_F_T"]), 2) - float(paper)) < 1e-9
+        rows.append([
+            name, fmt(paper, 2), theirs, f"{fmt(row['authors_F_T'], DIGITS)} {mark(same)}",
+            ", ".join(fmt(v, DIGITS) for v in row["ours_F_T_per_repeat"]), fmt(row["ours_F_T"], DIGITS),
+            fmt(row["welch_t"], 2, signed=True), p_value, verdict,
+            *(fmt(row[f"delta_{k}"], DIGITS, signed=True) for k in NOTIONS),
+        ])
+    section["table"] = pd.DataFrame(rows, columns=[
+        "condition", "paper F_T", "authors F_T v1, v2, v3", "authors mean (= paper)", "ours F_T per repeat",
+        "ours mean", "Welch t", "p", "at 95 %", "Δ f_j", "Δ f_g", "Δ f_r", "Δ f_o", "Δ F_T"])
+    section["compared"] = int(comparison["consistent"].notna().sum())
+    section["consistent"] = int(sum(bool(v) for v in comparison["consistent"] if not is_missing(v)))
+    return section
+
+
+def authors_markdown(
+    results: Sequence[dict[str, Any]],
+    authors: AuthorsRuns,
+    *,
+    quick: bool = False,
+    reported: dict[str, Any] | None = None,
+) -> list[str]:
+    """Lines of the section "The authors' runs beside ours" (template ``fairness/authors.md.j2``).
+
+    Parameters
+    ----------
+    results : sequence of dict
+        Condition results (:func:`load_results`); faithful, full-length ones are compared.
+    authors : AuthorsRuns
+        :func:`fltrust.repro.fairness.authors.load_authors_runs`.
+    quick : bool
+        A quick batch: one line saying that only full runs are compared.
+    reported : dict, optional
+        ``reported.yaml`` content (default: :func:`fltrust.repro.fairness.run.load_reported`).
+
+    Returns
+    -------
+    list of str
+        Without any authors' file, one line saying they were not found and how to fetch them;
+        else the count of conditions whose repeats are consistent with the authors' (Welch, 95 %)
+        and one row per compared condition: the authors' per-repeat and mean F_T (and whether the
+        mean rounds to the paper's value), ours, Welch's t and p, and ours minus theirs per notion.
+    """
+    section = _authors_section(results, authors, reported or load_reported(), quick=quick)
+    return lines(render("fairness/authors.md.j2", authors=section))
+
+
 def results_markdown(
     table: pd.DataFrame,
     results: Sequence[dict[str, Any]],
@@ -425,6 +517,7 @@ def results_markdown(
     quick: bool,
     reported: dict[str, Any] | None = None,
     misses: dict[str, dict[str, Any]] | None = None,
+    authors: AuthorsRuns | None = None,
 ) -> str:
     """The text of RESULTS.md (see the module docstring for its sections; template :data:`TEMPLATE`).
 
@@ -441,6 +534,10 @@ def results_markdown(
         ``reported.yaml`` content (default: :func:`fltrust.repro.fairness.run.load_reported`).
     misses : dict, optional
         Miss explanations (default: :func:`load_misses`); not used for quick results.
+    authors : AuthorsRuns, optional
+        The authors' runs (:func:`fltrust.repro.fairness.authors.load_authors_runs`): adds their
+        per-repeat values and Welch's p to every faithful Table 3 cell and the section of
+        :func:`authors_markdown`. None (default): neither.
 
     Raises
     ------
@@ -465,13 +562,14 @@ def results_markdown(
         clients[key] = max(clients.get(key, 0), int(res["num_clients"]))
 
     modes = sorted({r["mode"] for r in results} | {"faithful"}, key=lambda m: (m != "faithful", m))
+    beside = _authors_section(results, authors, reported, quick=quick)
     tables = []
     for mode in modes:
         sub = table[table["mode"] == mode]
         checked = sub[sub["within_tolerance"].notna()] if not sub.empty else sub
         tables.append({
             "mode": mode,
-            "wide": _table3_wide(sub, reported, clients),
+            "wide": _table3_wide(sub, reported, clients, beside["cells"] if beside and mode == "faithful" else None),
             "strict": int(checked["within_strict"].astype(bool).sum()) if not checked.empty else 0,
             "within": int(checked["within_tolerance"].astype(bool).sum()) if not checked.empty else 0,
             "checked": len(checked),
@@ -509,6 +607,7 @@ def results_markdown(
         seeding=SEEDING,
         deviations=[f"{text} ({', '.join(sorted(names))})" for text, names in deviations.items()],
         scale=_scale_table(results),
+        authors=beside,
     )
 
 
@@ -520,6 +619,7 @@ def write_results_md(
     quick: bool,
     reported: dict[str, Any] | None = None,
     misses: dict[str, dict[str, Any]] | None = None,
+    authors: AuthorsRuns | None = None,
 ) -> Path:
     """Write RESULTS.md (:func:`results_markdown`) atomically: temporary file, then ``os.replace``.
 
@@ -537,6 +637,8 @@ def write_results_md(
         ``reported.yaml`` content (default: :func:`fltrust.repro.fairness.run.load_reported`).
     misses : dict, optional
         Miss explanations (default: :func:`load_misses`).
+    authors : AuthorsRuns, optional
+        The authors' runs, see :func:`results_markdown`.
 
     Returns
     -------
@@ -544,5 +646,6 @@ def write_results_md(
         ``path``.
     """
     path = Path(path)
-    atomic_write_text(path, results_markdown(table, results, quick=quick, reported=reported, misses=misses))
+    atomic_write_text(path, results_markdown(table, results, quick=quick, reported=reported, misses=misses,
+                                             authors=authors))
     return path

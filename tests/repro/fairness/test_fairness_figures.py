@@ -198,3 +198,47 @@ def test_save_condition_figures_from_a_result(frame, tmp_path):
     assert "110 writers (paper: 205)" in fig_ts.axes[0].get_title()
     labels = [t.get_text() for t in fig_bars.axes[0].get_legend().get_texts()]
     assert "paper F_T (Table 3) = 0.68" in labels
+
+
+def test_dataset_figure_overlays_the_authors_curves_dashed(frame, authors_root):
+    # Prepare: our fedavg_nslkdd_100c_iid; the made-up authors' files of it (conftest.py)
+    from fltrust.repro.fairness.authors import load_authors_runs
+
+    authors = load_authors_runs(authors_root)
+    results = [_result("fedavg_nslkdd_100c_iid", frame), _result("ditto_nslkdd_100c_niid", frame)]
+
+    # Execute
+    fig, axes = plot_dataset_figure(results, "nslkdd_100c", reported=REPORTED, authors=authors)
+    corrected, corrected_axes = plot_dataset_figure([_result("fedavg_nslkdd_100c_iid", frame, mode="corrected")],
+                                                    "nslkdd_100c", mode="corrected", reported=REPORTED, authors=authors)
+
+    # Assert: FedAvg iid's per-round panel has our 5 lines and the authors' 5, dashed, labelled "authors";
+    # their F_T in round 20 is the mean of their repeats (0.19 + 0.5 + 0.3 + 0.8) / 4
+    lines = axes[2, 0].get_lines()
+    theirs = [line for line in lines if line.get_label().startswith("authors: ")]
+    assert len(lines) == 10 and len(theirs) == 5 and all(line.get_linestyle() == "--" for line in theirs)
+    f_t = next(line for line in theirs if line.get_label() == f"authors: {NOTION_LABELS['F_T']}")
+    assert list(f_t.get_xdata()) == list(range(1, 31))
+    assert f_t.get_ydata()[19] == pytest.approx((0.19 + 0.5 + 0.3 + 0.8) / 4)
+    assert len(axes[3, 2].get_lines()) == 5  # Ditto niid: no authors' files, no overlay
+    labels = [t.get_text() for t in fig.legends[0].get_texts()]
+    assert "dashed: authors (mean over 3 repeats)" in labels
+    assert len(corrected_axes[2, 0].get_lines()) == 5  # the authors ran the faithful definitions only
+
+
+def test_figure4_draws_the_authors_points_hollow(authors_root):
+    # Prepare
+    from fltrust.repro.fairness.authors import authors_figure4_frame, load_authors_runs
+
+    theirs = authors_figure4_frame(load_authors_runs(authors_root))
+
+    # Execute
+    fig, axes = plot_figure4(_points(), authors=theirs)
+
+    # Assert: the NSL-KDD panel has our two points and the authors' one, at their window means
+    collections = axes[1, 1].collections
+    assert len(collections) == 3
+    offsets = collections[-1].get_offsets()[0]
+    assert (offsets[0], offsets[1]) == pytest.approx((0.8, (0.245 + 0.5 + 0.3 + 0.8) / 4))
+    labels = [t.get_text() for t in fig.legends[0].get_texts()]
+    assert "hollow, dashed edge: authors (their 3 repeats)" in labels

@@ -8,9 +8,11 @@ import math
 import pytest
 
 from fltrust.metrics import MetricInputError
+from fltrust.repro.fairness.authors import load_authors_runs
 from fltrust.repro.fairness.run import figure4_frame, table3, table3_window_mean
 from fltrust.repro.fairness.report import (
     RESULT_KEYS,
+    authors_markdown,
     TABLE_COLUMNS,
     ResultsError,
     load_misses,
@@ -262,6 +264,59 @@ def test_results_markdown_without_results_lists_all_24_as_not_run():
     text = results_markdown(table3([], REPORTED), [], quick=False, reported=REPORTED)
     assert text.count("/ not run") == 24
     assert "No condition has run yet." in text
+
+
+AUTHORS_HEADING = "## The authors' runs beside ours (faithful mode)"
+
+
+def test_results_markdown_sets_the_authors_runs_beside_ours(results, authors_root):
+    # Prepare: the made-up authors' files of fedavg_nslkdd_100c_iid (F_T per repeat 0.42875, 0.45375,
+    # 0.47875; conftest.py); ours 0.55 in each of 3 repeats. Welch by hand: t = 0.09625 / sqrt(s^2 / 3)
+    # with s^2 = 0.025^2, df = 2, and for df = 2 the two-sided p is 1 - |t| / sqrt(t^2 + 2)
+    authors = load_authors_runs(authors_root)
+    t = 0.09625 / math.sqrt(0.025 ** 2 / 3)
+    p = 1 - t / math.sqrt(t * t + 2)
+
+    # Execute
+    text = results_markdown(table3(results, REPORTED), results, quick=False, reported=REPORTED, authors=authors)
+
+    # Assert: the Table 3 cell ends with the authors' repeats and Welch's p; other cells are as before
+    assert (f"| NSL-KDD (100C) | 0.50 / 0.550 ± 0.020 (n=3) / Δ +0.050 / ✓✓ / authors 0.429, 0.454, 0.479 "
+            f"(Welch p {p:.3f}: differs) |") in text
+    assert "0.53 / 0.400 (n=1) / Δ -0.130 / ✗ |" in text  # ditto niid: no authors' files in the fixture
+    section = text.split(AUTHORS_HEADING)[1].split("## Tolerance")[0]
+    assert "**0 of 1 cells have repeats consistent with the authors' (Welch, 95 %).**" in section
+    assert "69 of 72 files missing" in section and "fltrust data fetch ffa-results" in section
+    assert "⚠ Not the published files" in section  # the fixture's hashes are not the published ones
+    # deltas = ours (f_j 0.45, f_g 0.65, f_r 0.35, f_o 0.75) minus the authors' (0.215, 0.5, 0.3, 0.8)
+    assert (f"| fedavg_nslkdd_100c_iid | 0.50 | 0.429, 0.454, 0.479 | 0.454 ✗ | 0.550, 0.550, 0.550 | 0.550 | "
+            f"+{t:.2f} | {p:.3f} | differs | +0.235 | +0.150 | +0.050 | -0.050 | +0.096 |") in section
+
+
+def test_results_markdown_without_the_authors_files_says_so_in_one_line(results, tmp_path):
+    # Prepare
+    table = table3(results, REPORTED)
+    empty = load_authors_runs(tmp_path / "no-data")
+
+    # Execute
+    before = results_markdown(table, results, quick=False, reported=REPORTED)
+    text = results_markdown(table, results, quick=False, reported=REPORTED, authors=empty)
+
+    # Assert: one line naming the folder and the fetch command; everything else renders as before
+    line = (f"The authors' runs were not found: 72 of 72 files missing from {tmp_path}/no-data/ffa_results/Results/: "
+            "`fltrust data fetch ffa-results` downloads them (github.com/oscardilley/federated-fairness at 5e3115e, "
+            "SHA-256 checked).")
+    assert f"{AUTHORS_HEADING}\n\n{line}\n\n" in text
+    assert text.replace(f"{AUTHORS_HEADING}\n\n{line}\n\n", "") == before
+    assert authors_markdown(results, empty, reported=REPORTED) == [line, ""]
+
+
+def test_results_markdown_compares_the_authors_with_full_runs_only(results, authors_root):
+    text = results_markdown(table3(results, REPORTED), results, quick=True, reported=REPORTED,
+                            authors=load_authors_runs(authors_root))
+
+    assert "Quick run: the authors' 30-round runs are compared with full runs only" in text
+    assert "/ authors " not in text
 
 
 def test_write_results_md_is_atomic_and_returns_path(tmp_path, results):

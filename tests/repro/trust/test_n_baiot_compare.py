@@ -154,8 +154,9 @@ def test_markdown_names_the_sources_and_the_distances():
 
 
 @pytest.mark.realdata
-def test_calibration_table_is_the_real_rows_statistics(mk):
-    folder = mk.real_folder("n_baiot", "real_partial/3.gafgyt.tcp.zip")
+def test_calibration_table_is_the_real_rows_statistics(data_root, require_real):
+    folder = data_root / "n_baiot"
+    require_real(folder / "real_partial" / "3.gafgyt.tcp.zip")
     real = n_baiot.load_n_baiot_real_partial(folder)
 
     stats = nc.class_statistics(real)
