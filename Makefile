@@ -13,7 +13,7 @@ STAMP       := $(VENV)/.fltrust-complete
 LINT_HASH   := $(shell cat requirements-lint.txt | sha256sum | cut -c1-12)
 LINT_VENV   ?= $(HOME)/.cache/fltrust/lint-$(LINT_HASH)
 LINT_STAMP  := $(LINT_VENV)/.fltrust-complete
-LINT_PATHS  := fltrust tests benchmarks examples notebooks papers_repro
+LINT_PATHS  := fltrust tests benchmarks examples notebooks papers_repro setup.py
 # Real data: $FLTRUST_DATA, else ../shared/datasets when it exists, else ./data (synthetic fallback).
 FLTRUST_DATA ?= $(shell if [ -d ../shared/datasets ]; then cd ../shared/datasets && pwd; else echo $(CURDIR)/data; fi)
 export FLTRUST_DATA

@@ -1,14 +1,8 @@
-"""Whether a configuration's parts fit the registered components: model, dataset, attack,
-strategy, privacy mechanism and engine.
+"""Whether a configuration's parts fit the registered components: model, dataset and attack.
 
 :mod:`fltrust.config` checks every section on its own terms (names, ranges, the rules across
 sections) and knows no component; the checks that need a model's forward pass or a dataset's input
-shape, and the rules a component states about the others, live here, above the components. Each
-such rule belongs to its component: a strategy's preconditions (:meth:`fltrust.algorithms.strategies.
-Strategy.check`, e.g. Krum's ``m >= 2f + 3``), the strategies and engines a privacy mechanism runs
-with (:meth:`fltrust.algorithms.privacy.PrivacyMechanism.check`), what an engine can run (its
-``check_components``: the Flower engine needs a Flower counterpart of the strategy, SecAgg+ a
-strategy it can aggregate). :func:`check_compatible` runs them all;
+shape live here, one layer above the models and datasets. :func:`check_compatible` runs them all;
 :func:`fltrust.experiment.prepare_experiment` and the command line call it before any run folder is
 made, so a mismatch is one :class:`~fltrust.config.ConfigError` naming the fields.
 """
@@ -17,8 +11,6 @@ from __future__ import annotations
 
 import math
 
-from fltrust.algorithms.privacy import privacy_mechanism
-from fltrust.algorithms.strategies import build_strategy
 from fltrust.config import ConfigError, ExperimentConfig
 from fltrust.config.checks import at_most
 from fltrust.data.specs import input_spec
@@ -31,15 +23,11 @@ SYNTHETIC_MAX_BYTES = 2 * 1024**3
 
 
 def check_compatible(cfg: ExperimentConfig) -> None:
-    """Check ``cfg`` against the dataset's input shape and classes, the registered models, and the
-    rules of its strategy, privacy mechanism and engine.
+    """Check ``cfg`` against the dataset's input shape and classes and the registered models.
 
     - ``model.name`` takes ``data.name``'s inputs (:func:`fltrust.models.model_fits`);
     - ``data.synthetic_samples`` fits :data:`SYNTHETIC_MAX_BYTES` for a synthetic stand-in;
-    - ``attack.target_label`` is one of the dataset's labels;
-    - the strategy builds from ``strategy`` (its constructor's values, :meth:`Strategy.check`);
-    - the privacy mechanism of ``privacy.mode`` accepts the strategy and ``run.engine``;
-    - the engine of ``run.engine`` runs the strategy and the mechanism (``check_components``).
+    - ``attack.target_label`` is one of the dataset's labels.
 
     Parameters
     ----------
@@ -70,19 +58,6 @@ def check_compatible(cfg: ExperimentConfig) -> None:
     if cfg.attack.kind != "none" and label is not None and label >= num_classes:
         raise ConfigError(f"attack.target_label={label} is not a label of {cfg.data.name!r} "
                           f"(labels 0..{num_classes - 1})")
-    _check_components(cfg)
-
-
-def _check_components(cfg: ExperimentConfig) -> None:
-    """The rules the strategy, the privacy mechanism and the engine state about each other."""
-    from fltrust.engines import engine_class
-
-    strategy = type(build_strategy(cfg.strategy, local_epochs=cfg.training.local_epochs,
-                                   clients_per_round=cfg.clients_per_round()))
-    mechanism = privacy_mechanism(cfg.privacy.mode)
-    mechanism.check(cfg.privacy, strategy=strategy, engine=cfg.run.engine)
-    engine_class(cfg.run.engine).check_components(strategy=strategy, privacy=mechanism,
-                                                  secure_aggregation=cfg.privacy.secure_aggregation)
 
 
 def _check_model(model: str, dataset: str, shape: tuple[int, ...], num_classes: int) -> None:

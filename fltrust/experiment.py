@@ -14,9 +14,8 @@
 
 This is the one place that reads an :class:`~fltrust.config.ExperimentConfig` and builds the
 engine's parts from it (:func:`build_engine`; whether they fit each other is checked first,
-:func:`fltrust.compatibility.check_compatible`); no engine, strategy or mechanism takes the whole
-config. Engines never import metrics and metrics never import engines; this module is
-the only one that knows both.
+:func:`check_experiment`); no engine, strategy or mechanism takes the whole config. Engines
+never import metrics and metrics never import engines; this module is the only one that knows both.
 """
 
 from __future__ import annotations
@@ -122,14 +121,52 @@ def fairness_observer(cfg: ExperimentConfig, model: nn.Module, x_aux: torch.Tens
                             seed=cfg.effective_seed())
 
 
+def trust_inputs(cfg: ExperimentConfig, *, member_sampler: Any = None, sensitive: Any = None):
+    """What an experiment states about itself for its FactSheet: its :class:`~fltrust.trust.inputs.TrustInputs`.
+
+    The one place a configuration becomes the trust observer's inputs (the pre-training fields of
+    :func:`~fltrust.trust.factsheet.populate_pre_training` and extended mode's facts).
+
+    Parameters
+    ----------
+    cfg : ExperimentConfig
+    member_sampler, sensitive : optional
+        Extended mode's data hooks (:func:`federation_trust_observer` draws them from the federation).
+
+    Returns
+    -------
+    TrustInputs
+    """
+    from fltrust.trust.inputs import TrustInputs
+    from fltrust.trust.measures.poisoning import is_byzantine_robust
+
+    dp = cfg.privacy.mode != "none"
+    epsilon = cfg.privacy.target_epsilon
+    project, data = cfg.project, cfg.data
+    return TrustInputs(
+        name=cfg.run.name, strategy=cfg.strategy.name, byzantine_robust=is_byzantine_robust(cfg.strategy.name),
+        personalized=cfg.strategy.name == "ditto", model=cfg.model.name, num_clients=cfg.partition.num_clients,
+        clients_per_round=cfg.clients_per_round(), rounds=cfg.training.rounds,
+        learning_rate=cfg.training.learning_rate, local_epochs=cfg.training.local_epochs,
+        differential_privacy=dp, dp_epsilon=float(epsilon) if dp and epsilon is not None else float("nan"),
+        secure_aggregation=getattr(cfg.privacy, "secure_aggregation", None),
+        overview=project.overview, purpose=project.purpose, background=project.background,
+        organisations=tuple(project.organisations), data_name=data.name,
+        data_files=tuple((data.train_files or []) + (data.test_files or [])),
+        loader_options={"onehot_order": data.onehot_order, "balance": data.balance},
+        seed=int(cfg.effective_seed()), batch_size=cfg.training.batch_size,
+        member_sampler=member_sampler, sensitive=sensitive,
+    )
+
+
 def trust_observer(cfg: ExperimentConfig, model: nn.Module, x_test: torch.Tensor, y_test: torch.Tensor, *,
                    test_groups: Any = None, member_sampler: Any = None, sensitive: Any = None):
     """The :class:`~fltrust.trust.observer.TrustObserver` of an experiment.
 
     Its settings are :func:`fltrust.config.trust_settings` of ``metrics.trust``; seed, batch size
-    and loss convention come from the config, the FactSheet describes the run from the config
-    (:func:`~fltrust.trust.factsheet.populate_pre_training`), and extended mode's measurements are built here
-    from the config (``member_sampler`` / ``sensitive``: :func:`fltrust.trust.extended.extended_inputs`).
+    and loss convention come from the config, the FactSheet describes the run from the config's
+    :func:`trust_inputs` (:func:`~fltrust.trust.factsheet.populate_pre_training`), and extended
+    mode's measurements are built from the same inputs.
 
     Parameters
     ----------
@@ -137,9 +174,10 @@ def trust_observer(cfg: ExperimentConfig, model: nn.Module, x_test: torch.Tensor
     model : nn.Module
     x_test, y_test : torch.Tensor
         The test split.
-    test_groups, member_sampler, sensitive : optional
-        See :class:`~fltrust.trust.observer.TrustObserver` and
-        :class:`~fltrust.trust.extended.ExtendedMetrics`.
+    test_groups : optional
+        See :class:`~fltrust.trust.observer.TrustObserver`.
+    member_sampler, sensitive : optional
+        Extended mode's data hooks (:class:`~fltrust.trust.inputs.TrustInputs`).
 
     Returns
     -------
@@ -149,15 +187,17 @@ def trust_observer(cfg: ExperimentConfig, model: nn.Module, x_test: torch.Tensor
     from fltrust.trust.factsheet import populate_pre_training
     from fltrust.trust.observer import TrustObserver
 
-    def describe(fs: dict[str, Any], info: RunInfo, template: nn.Module) -> None:  # what the config ran
-        populate_pre_training(fs, cfg, template, info.dataset or None)
-
     settings = trust_settings(cfg.metrics.trust)
+    inputs = trust_inputs(cfg, member_sampler=member_sampler, sensitive=sensitive)
+
+    def describe(fs: dict[str, Any], info: RunInfo, template: nn.Module) -> None:  # what the config ran
+        populate_pre_training(fs, inputs, template, info.dataset or None, settings=settings)
+
     extended = None
     if settings.mode == "extended":
         from fltrust.trust.extended import ExtendedMetrics
 
-        extended = ExtendedMetrics(cfg, model, x_test, y_test, member_sampler=member_sampler, sensitive=sensitive)
+        extended = ExtendedMetrics(settings, inputs, model, x_test, y_test)
     return TrustObserver(settings, model, x_test, y_test, seed=cfg.effective_seed(),
                          batch_size=cfg.training.batch_size, loss_scaling=cfg.training.loss_scaling,
                          test_groups=test_groups, extended=extended, describe=describe)
@@ -179,7 +219,11 @@ def paper_observers(cfg: ExperimentConfig, model: nn.Module, federation: Federat
 
 
 def federation_trust_observer(cfg: ExperimentConfig, model: nn.Module, federation: Federation):
-    """:func:`trust_observer` on ``federation``'s test split, with extended mode's inputs drawn from it.
+    """:func:`trust_observer` on ``federation``'s test split, with extended mode's data hooks drawn from it.
+
+    In extended mode, the members of the membership-inference attack are the clients' training
+    rows (:func:`fltrust.trust.extended.sample_client_rows`) and the sensitive attribute is the
+    test split's (:func:`fltrust.trust.measures.discrimination.sensitive_attribute`).
 
     Parameters
     ----------
@@ -194,9 +238,16 @@ def federation_trust_observer(cfg: ExperimentConfig, model: nn.Module, federatio
     -------
     TrustObserver
     """
-    from fltrust.trust.extended import extended_inputs
+    hooks: dict[str, Any] = {}
+    if cfg.metrics.trust.mode == "extended":
+        import functools
 
-    return trust_observer(cfg, model, federation.x_test, federation.y_test, **extended_inputs(cfg, federation))
+        from fltrust.trust.extended import sample_client_rows
+        from fltrust.trust.measures.discrimination import sensitive_attribute
+
+        hooks = {"member_sampler": functools.partial(sample_client_rows, federation),
+                 "sensitive": sensitive_attribute(federation.bundle)}
+    return trust_observer(cfg, model, federation.x_test, federation.y_test, **hooks)
 
 
 ObserverFactory = Callable[[nn.Module, Federation], RoundObserver]
@@ -234,9 +285,9 @@ def prepare_experiment(
     ------
     ConfigError
         When the model does not take the dataset's inputs, or another part does not fit
-        (:func:`fltrust.compatibility.check_compatible`).
+        (:func:`check_experiment`).
     """
-    check_compatible(cfg)  # the parts fit each other, before any data is loaded
+    check_experiment(cfg)  # the parts fit each other, before any data is loaded
     if cfg.run.torch_threads is not None:
         torch.set_num_threads(cfg.run.torch_threads)
     # Tiny feature values (NSL-KDD's fixed min-max table) drive Adam's moments into float
@@ -383,6 +434,45 @@ def _run_locked(experiment: Experiment, folder: RunFolder, run_id: str, fingerpr
     return load_run(folder.path)
 
 
+def check_experiment(cfg: ExperimentConfig) -> None:
+    """Check that the config's parts fit each other, before any data is loaded or run folder made.
+
+    First the model and the dataset (:func:`fltrust.compatibility.check_compatible`), then the
+    rules each component states about the others: the strategy builds from ``strategy`` (its
+    constructor's values and :meth:`~fltrust.algorithms.strategies.Strategy.check`, e.g. Krum's
+    ``m >= 2f + 3``); the privacy mechanism of ``privacy.mode`` accepts the strategy and
+    ``run.engine`` (:meth:`~fltrust.algorithms.privacy.PrivacyMechanism.check`); the engine runs
+    both (``check_components``: the Flower engine needs a Flower counterpart of the strategy, and
+    SecAgg+ a strategy it can aggregate). :func:`prepare_experiment` and ``fltrust run`` call it.
+
+    Parameters
+    ----------
+    cfg : ExperimentConfig
+
+    Raises
+    ------
+    ConfigError
+        One line naming the fields that do not fit.
+
+    Examples
+    --------
+    >>> check_experiment(ExperimentConfig.tiny(strategy={"name": "krum", "num_malicious_nodes": 1}))
+    ... # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    fltrust.config.checks.ConfigError: strategy.name='krum' with num_malicious_nodes=1 needs clients_per_round >= 2f + 3 ...
+    """
+    from fltrust.engines import engine_class
+
+    check_compatible(cfg)
+    strategy = type(build_strategy(cfg.strategy, local_epochs=cfg.training.local_epochs,
+                                   clients_per_round=cfg.clients_per_round()))
+    mechanism = privacy_mechanism(cfg.privacy.mode)
+    mechanism.check(cfg.privacy, strategy=strategy, engine=cfg.run.engine)
+    engine_class(cfg.run.engine).check_components(strategy=strategy, privacy=mechanism,
+                                                  secure_aggregation=cfg.privacy.secure_aggregation)
+
+
 def build_engine(experiment: Experiment):
     """The engine named by ``run.engine``, built from the typed parts of a prepared experiment.
 
@@ -407,7 +497,7 @@ def build_engine(experiment: Experiment):
     from fltrust.engines.base import RunSettings
 
     cfg, fed = experiment.cfg, experiment.federation
-    check_compatible(cfg)
+    check_experiment(cfg)
     per_round = cfg.clients_per_round()
     strategy = build_strategy(cfg.strategy, local_epochs=cfg.training.local_epochs, clients_per_round=per_round)
     facts = PrivacyRun(rounds=cfg.training.rounds, local_epochs=cfg.training.local_epochs,

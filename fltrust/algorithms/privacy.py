@@ -73,15 +73,20 @@ def calibrate_noise(target_epsilon: float, delta: float, sample_rate: float, ste
     """
     from opacus.accountants.utils import get_noise_multiplier
 
-    return float(
-        get_noise_multiplier(
-            target_epsilon=target_epsilon,
-            target_delta=delta,
-            sample_rate=min(1.0, sample_rate),
-            steps=max(1, steps),
-            accountant="rdp",
+    try:
+        return float(
+            get_noise_multiplier(
+                target_epsilon=target_epsilon,
+                target_delta=delta,
+                sample_rate=min(1.0, sample_rate),
+                steps=max(1, steps),
+                accountant="rdp",
+            )
         )
-    )
+    except ValueError as exc:  # Opacus: "The privacy budget is too low."
+        raise ValueError(f"privacy.target_epsilon={target_epsilon:g} with privacy.delta={delta:g} over {max(1, steps)} "
+                         f"noisy steps: no noise multiplier reaches it ({exc}); raise privacy.target_epsilon or "
+                         f"privacy.delta") from None
 
 
 def epsilon_from_history(history: list[list[float]], delta: float) -> float:

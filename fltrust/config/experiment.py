@@ -5,8 +5,9 @@ Building (:func:`_build`) checks keys and coerces values against the sections' t
 float is checked finite there (:func:`_check_finite` for direct construction). Whether the model
 takes the dataset's inputs, and the rules that tie a component to the rest of the run -- a
 strategy's preconditions (Krum's ``m >= 2f + 3``), the strategies and engines a privacy mechanism
-works with, the strategies SecAgg+ can aggregate -- belong to the components and are checked one
-layer up, by :func:`fltrust.compatibility.check_compatible`.
+works with, the strategies SecAgg+ can aggregate -- belong to the components and are checked
+above them, by :func:`fltrust.compatibility.check_compatible` and
+:func:`fltrust.experiment.check_experiment`.
 """
 
 from __future__ import annotations
@@ -156,10 +157,11 @@ class ExperimentConfig:
 
 
 def _non_default(data: dict[str, Any], default: dict[str, Any]) -> dict[str, Any]:
-    """The entries of nested ``data`` that differ from ``default``."""
+    """The entries of nested ``data`` that differ from ``default`` (a mapping whose default is not one,
+    e.g. ``metrics.fairness.notion_weights`` naming a registered notion, counts as a whole)."""
     out: dict[str, Any] = {}
     for key, value in data.items():
-        if isinstance(value, dict):
+        if isinstance(value, dict) and isinstance(default.get(key, {}), dict):
             sub = _non_default(value, default.get(key, {}))
             if sub:
                 out[key] = sub

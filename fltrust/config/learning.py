@@ -229,3 +229,25 @@ class PrivacyConfig:
         positive("privacy", "nbafl_mu", self.nbafl_mu, allow_zero=True)
         positive("privacy", "nbafl_w_clip", self.nbafl_w_clip)
         positive("privacy", "nbafl_constant", self.nbafl_constant)
+        if self.mode == "nbafl":
+            self._check_nbafl_noise()
+
+    def _check_nbafl_noise(self) -> None:
+        """Reject NbAFL settings whose upload noise no float32 model can hold.
+
+        The upload noise std is ``w_clip * T * c / (n_k * epsilon)`` (:class:`fltrust.fl.privacy.NbAFL`),
+        at least ``w_clip * c / epsilon / 2**31`` for T >= 1 rounds and n_k < 2**31 rows. When that
+        bound passes float32's largest value (3.4e38), every model is NaN/inf after the first upload.
+        """
+        scale = self.nbafl_w_clip * self.nbafl_constant / self.target_epsilon
+        if not scale / 2**31 <= NBAFL_MAX_NOISE_STD:
+            raise ConfigError(
+                f"privacy.target_epsilon={self.target_epsilon:g} with privacy.nbafl_w_clip={self.nbafl_w_clip:g} and "
+                f"privacy.nbafl_constant={self.nbafl_constant:g}: NbAFL's upload noise std w_clip*T*c/(n_k*epsilon) "
+                f"would exceed {NBAFL_MAX_NOISE_STD:.3g} (float32's largest value) for any client of fewer than 2^31 "
+                f"rows; raise privacy.target_epsilon or lower privacy.nbafl_constant / privacy.nbafl_w_clip"
+            )
+
+
+NBAFL_MAX_NOISE_STD = 3.4028234663852886e38
+"""float32's largest value: an NbAFL noise std above it turns every weight into inf (:class:`PrivacyConfig`)."""

@@ -23,10 +23,11 @@ What happens:
   with a :class:`~fltrust.runs.RunRecorder`: ``rounds.jsonl``, ``factsheet.json``, the trust
   report, ``final_model.pt`` and ``summary.json``; ``fltrust audit <folder>`` checks them.
 - Per round the :class:`~fltrust.metrics.fairness.FairnessObserver` computes FedSV on the aux set
-  and f_j, f_g, f_r, f_o, F_T; the :class:`~fltrust.trust.observer.TrustObserver` scores the
-  FactSheet so far. Both are stored with the round and returned to Flower with the app's own
-  ``evaluate_fn`` metrics (``fltrust.F_T``, ``fltrust.trust_score``, ``fltrust.aux_accuracy``,
-  ... in ``result.evaluate_metrics_serverapp[round]`` and Flower's log).
+  and every registered fairness notion (f_j, f_g, f_r, f_o and any other of
+  :data:`fltrust.metrics.fairness.registry.NOTIONS`) and F_T; the :class:`~fltrust.trust.observer.TrustObserver`
+  scores the FactSheet so far. Both are stored with the round and returned to Flower with the app's own
+  ``evaluate_fn`` metrics (``fltrust.F_T``, ``fltrust.f_j``, ..., ``fltrust.trust_score``, ``fltrust.aux_accuracy``
+  in ``result.evaluate_metrics_serverapp[round]`` and Flower's log: :data:`RETURNED_KEYS`).
 - Each client's report travels in the reply as a separate ``ConfigRecord`` under ``"fltrust"``:
   the received model's accuracy on the client's validation set before training (the fairness
   paper's reward), the trained model's accuracy, loss and confusion matrix, sample and batch
@@ -78,7 +79,8 @@ from fltrust.flower.records import (
 )
 from fltrust.flower.sinks import ClientRow
 from fltrust.flower.tensors import as_tensors, model_device, model_num_classes, read_labels
-from fltrust.names import EXTENDED_TRUST_MODE, PAPER_TREE_TRUST_MODES
+from fltrust.metrics.fairness.registry import GENERAL_FAIRNESS, NotionKeys
+from fltrust.names import EXTENDED_TRUST_MODE
 from fltrust.settings import FairnessSettings, TrustSettings
 
 log = logging.getLogger("fltrust")
@@ -86,8 +88,9 @@ log = logging.getLogger("fltrust")
 EVAL_BATCH_SIZE = 256
 """Samples per forward pass when fltrust evaluates a model (the loss is the per-sample mean)."""
 
-RETURNED_KEYS = ("aux_loss", "aux_accuracy", "F_T", "f_j", "f_g", "f_r", "f_o", "trust_score")
-"""fltrust's values in the round's returned MetricRecord, each prefixed ``fltrust.``."""
+RETURNED_KEYS = NotionKeys(before=("aux_loss", "aux_accuracy", GENERAL_FAIRNESS), after=("trust_score",), general=False)
+"""fltrust's values in the round's returned MetricRecord, each prefixed ``fltrust.``: the aux loss and
+accuracy, F_T, every registered fairness notion (a live view of the notion table), the trust score."""
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 _LR_KEYS = ("lr", "learning-rate", "learning_rate")
@@ -297,8 +300,14 @@ class InstrumentedStrategy(ObservedStrategy):
         if self.trust is not None:
             from fltrust.trust.observer import TrustObserver
 
-            observers.append(TrustObserver(self.trust, copy.deepcopy(self._eval_model), *self.test, run_folder=folder,
-                                           seed=self.seed, batch_size=EVAL_BATCH_SIZE))
+            model = copy.deepcopy(self._eval_model)
+            extended = None
+            if self.trust.mode == EXTENDED_TRUST_MODE:
+                from fltrust.trust.extended import ExtendedMetrics
+
+                extended = ExtendedMetrics(self.trust, self.facts["trust_inputs"], model, *self.test)
+            observers.append(TrustObserver(self.trust, model, *self.test, run_folder=folder,
+                                           seed=self.seed, batch_size=EVAL_BATCH_SIZE, extended=extended))
         return ObserverSet(observers)
 
     def start(self, grid: Grid, initial_arrays: ArrayRecord, num_rounds: int = 3, timeout: float = 3600,
@@ -409,6 +418,22 @@ def _system(model: nn.Module, records: list, final: Params) -> dict[str, Any]:
             "bytes_down_total": total("bytes_received"), "train_time_s_total": total("train_time_s")}
 
 
+def _trust_inputs(strategy: Strategy, model: nn.Module, name: str, dataset_name: str, seed: int):
+    """What the app states for extended mode's measures: its strategy (and whether it is Byzantine-robust),
+    model, dataset and seed; the clients' rows and a sensitive attribute stay with the app (missing)."""
+    from fltrust.trust.inputs import TrustInputs
+    from fltrust.trust.measures.poisoning import is_byzantine_robust
+
+    inner = strategy
+    while isinstance(getattr(inner, "strategy", None), Strategy):  # a wrapper (DP, ...) around the aggregation rule
+        inner = inner.strategy
+    kind, rule = type(strategy).__name__, type(inner).__name__
+    return TrustInputs(name=name, strategy=rule, byzantine_robust=is_byzantine_robust(rule),
+                       personalized="ditto" in kind.lower(), model=type(model).__name__,
+                       differential_privacy="differentialprivacy" in kind.lower(), data_name=dataset_name,
+                       seed=int(seed), batch_size=EVAL_BATCH_SIZE)
+
+
 def instrument(
     strategy: Strategy,
     *,
@@ -451,8 +476,10 @@ def instrument(
     fairness : FairnessSettings or None
         Federated Fairness Analytics settings; ``None`` switches the fairness metrics off.
     trust : TrustSettings or None
-        FederatedTrust settings (``mode="extended"`` needs an fltrust experiment config);
-        ``None`` switches FederatedTrust off.
+        FederatedTrust settings; ``None`` switches FederatedTrust off. ``mode="extended"`` scores
+        the 36-metric taxonomy and sustainability from the app's strategy, its models and the
+        ``test`` data; what stays with the clients (their training rows for membership
+        inference, a sensitive attribute) is reported missing.
     batch_keys : (str, str) or None
         Keys of inputs and labels when ``aux`` / ``test`` yield dict batches (:func:`as_tensors`).
     num_clients : int or None
@@ -488,10 +515,6 @@ def instrument(
         raise _fail("fairness", f"must be FairnessSettings(...) or None, got {type(fairness).__name__}")
     if trust is not None and not isinstance(trust, TrustSettings):
         raise _fail("trust", f"must be TrustSettings(...) or None, got {type(trust).__name__}")
-    if trust is not None and trust.mode == EXTENDED_TRUST_MODE:
-        raise _fail("trust", f"mode={EXTENDED_TRUST_MODE!r} measures the run from an fltrust experiment's data "
-                             f"(membership inference, evasion); use one of {list(PAPER_TREE_TRUST_MODES)} for a "
-                             "Flower app")
     if num_clients is not None and (not isinstance(num_clients, int) or num_clients < 1):
         raise _fail("num_clients", f"must be a positive integer or None, got {num_clients!r}")
     tensors = {}
@@ -507,6 +530,10 @@ def instrument(
             x, y = as_tensors(data, what=f"fltrust.flower.instrument: {argument}=", batch_keys=batch_keys)
         except ValueError as exc:
             raise ValueError(str(exc)) from None
+        if x.is_floating_point() and not bool(torch.isfinite(x).all()):
+            row = int(torch.nonzero(~torch.isfinite(x.reshape(len(x), -1)).all(dim=1))[0])
+            raise _fail(argument, f"holds NaN/inf in its inputs at row {row} (of {len(x)}); training would be "
+                                  "blamed for it: clean or drop those rows")
         tensors[argument] = (x.to(model_device(model)), y.to(model_device(model)))
     probe = tensors.get("aux", tensors.get("test"))
     if probe is None:
@@ -516,10 +543,17 @@ def instrument(
     except Exception as exc:  # noqa: BLE001 - the model cannot take the data
         raise _fail("model", f"cannot evaluate the {'aux' if 'aux' in tensors else 'test'} data "
                              f"({type(exc).__name__}: {exc}); pass data shaped as the model's input") from None
+    for argument, (_, y) in tensors.items():
+        outside = torch.nonzero((y < 0) | (y >= num_classes))
+        if len(outside):
+            row = int(outside[0])
+            raise _fail(argument, f"holds label {int(y[row])} at row {row}, outside the model's classes 0..{num_classes - 1} "
+                                  "(an inf label, or another label set); pass the labels the model predicts")
     if "aux" in tensors:
         _check_aux(tensors["aux"][1].cpu(), num_classes)
     facts = {"dataset_name": dataset_name, "dataset_description": dataset_description,
-             "preprocessing": preprocessing, "num_classes": num_classes}
+             "preprocessing": preprocessing, "num_classes": num_classes,
+             "trust_inputs": _trust_inputs(strategy, model, name, dataset_name, seed)}
     return InstrumentedStrategy(strategy, model=model, aux=tensors.get("aux"), test=tensors.get("test"),
                                 out_dir=Path(out_dir).expanduser().resolve(), name=name, fairness=fairness,
                                 trust=trust, facts=facts, num_clients=num_clients, seed=seed)

@@ -12,8 +12,7 @@ from torch import nn
 from fltrust.config import ConfigError, ExperimentConfig, PrivacyConfig, TrainingConfig
 from fltrust.core.evaluation import get_params, set_params
 from fltrust.core.observers import BaseObserver
-from fltrust.compatibility import check_compatible
-from fltrust.experiment import run_experiment
+from fltrust.experiment import check_experiment, run_experiment
 from fltrust.algorithms.privacy import NbAFL, NbAFLMechanism, nbafl_from_config, trainable_mask
 from fltrust.engines.training import LocalTrainer
 from fltrust.engines.vectorized import vectorize_reason
@@ -133,9 +132,9 @@ def test_config_defaults_are_federatedscopes():
 
 def test_config_rejects_fedprox_and_flower():
     with pytest.raises(ConfigError, match="privacy.mode='nbafl' has its own proximal term"):
-        check_compatible(tiny(privacy={"mode": "nbafl"}, strategy={"name": "fedprox"}))
+        check_experiment(tiny(privacy={"mode": "nbafl"}, strategy={"name": "fedprox"}))
     with pytest.raises(ConfigError, match="privacy.mode='nbafl' runs in the in-process engine only"):
-        check_compatible(tiny(privacy={"mode": "nbafl"}, run={"engine": "flower"}))
+        check_experiment(tiny(privacy={"mode": "nbafl"}, run={"engine": "flower"}))
 
 
 def test_vectorised_training_falls_back_to_sequential():

@@ -196,20 +196,20 @@ def test_strategy_classes_aggregate_with_the_pure_functions():
 
 
 def test_the_rules_check_their_preconditions_before_the_data_is_loaded():
-    from fltrust.compatibility import check_compatible
+    from fltrust.experiment import check_experiment
 
     with pytest.raises(ConfigError, match="2f \\+ 3"):
-        check_compatible(tiny(name="krum", num_malicious_nodes=3))          # 7 < 9
+        check_experiment(tiny(name="krum", num_malicious_nodes=3))          # 7 < 9
     with pytest.raises(ConfigError, match="4f \\+ 3"):
-        check_compatible(tiny(name="bulyan", num_malicious_nodes=2))        # 7 < 11
+        check_experiment(tiny(name="bulyan", num_malicious_nodes=2))        # 7 < 11
     with pytest.raises(ConfigError, match="beta"):
         tiny(name="trimmedmean", beta=0.5)
     with pytest.raises(ConfigError, match="num_nodes_to_select"):
-        check_compatible(tiny(name="multikrum", num_nodes_to_select=8))
+        check_experiment(tiny(name="multikrum", num_nodes_to_select=8))
     with pytest.raises(ConfigError, match="privacy.mode='server'"):
-        check_compatible(ExperimentConfig.from_dict({"strategy": {"name": "krum"}, "privacy": {"mode": "server"},
+        check_experiment(ExperimentConfig.from_dict({"strategy": {"name": "krum"}, "privacy": {"mode": "server"},
                                                      "partition": {"num_clients": 10}}))
-    check_compatible(tiny(name="bulyan", num_malicious_nodes=1))
+    check_experiment(tiny(name="bulyan", num_malicious_nodes=1))
     # the largest f each rule tolerates among m = 7 updates (a defence comparison's default cap)
     from fltrust.registry import STRATEGIES
 

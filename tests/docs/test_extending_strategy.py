@@ -29,17 +29,19 @@ from fltrust.runs import load_run
 
 GUIDE = Path(__file__).resolve().parents[2] / "docs" / "extending.md"
 MARKER = "<!-- extending-strategy: tests/docs/test_extending_strategy.py extracts and runs the next code block -->"
+CHECK_MARKER = ("<!-- extending-strategy: tests/docs/test_extending_strategy.py runs the next code block in the "
+                "folder of norm_bounded.py -->")
 SECTION = "## A new aggregation strategy"
 TRUST = {"enabled": True, "clever_samples": 1, "clever_nb_batches": 2, "clever_batch_size": 2,
          "clever_pool_factor": 2, "shap_background": 8, "shap_samples": 2}
 
 
-def guide_code() -> str:
+def guide_code(marker: str = MARKER) -> str:
     text = GUIDE.read_text()
     assert SECTION in text, f"{GUIDE} has no section {SECTION!r}"
-    after = text.split(MARKER, 1)[1]
+    after = text.split(SECTION, 1)[1].split(marker, 1)[1]
     match = re.match(r"\s*```python\n(.*?)```", after, re.DOTALL)
-    assert match, f"no python code block right after the marker in {GUIDE}"
+    assert match, f"no python code block right after the marker {marker!r} in {GUIDE}"
     return match.group(1)
 
 
@@ -57,6 +59,10 @@ def norm_bounded(tmp_path, monkeypatch):
     yield module
     registry.STRATEGIES.unregister("normbounded")
     sys.modules.pop("norm_bounded", None)
+
+
+def test_the_guides_check_runs(norm_bounded):
+    exec(compile(guide_code(CHECK_MARKER), f"{GUIDE}: Checking it", "exec"), {})
 
 
 def test_one_aggregation_by_hand(norm_bounded):
@@ -165,10 +171,10 @@ def test_a_round_of_a_run_is_the_norm_bounded_mean(norm_bounded, tmp_path):
 
 
 def test_an_unknown_option_is_one_line(norm_bounded):
-    from fltrust.compatibility import check_compatible
+    from fltrust.experiment import check_experiment
 
     with pytest.raises(ConfigError, match=r"strategy.options \['norm_bond'\] are not parameters of "
                                           r"strategy.name='normbounded'; its parameters: \['norm_bound', 'weighting'\]"):
-        check_compatible(ExperimentConfig.tiny(strategy={"name": "normbounded", "options": {"norm_bond": 1.0}}))
+        check_experiment(ExperimentConfig.tiny(strategy={"name": "normbounded", "options": {"norm_bond": 1.0}}))
     with pytest.raises(ConfigError, match="has no Flower counterpart"):
-        check_compatible(ExperimentConfig.tiny(strategy={"name": "normbounded"}, run={"engine": "flower"}))
+        check_experiment(ExperimentConfig.tiny(strategy={"name": "normbounded"}, run={"engine": "flower"}))

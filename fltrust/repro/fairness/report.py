@@ -16,8 +16,9 @@ mode, window and timing) and hands both to :func:`write_results_md`. The file ha
    would need to close the gap, and from ``papers_repro/fairness_analytics/misses.yaml`` the
    notion that drives it, the cause, and the cheap experiment that tested the cause with its
    result; a miss without an entry is reported as an unexplained finding;
-5. a long table, one row per condition: f_j, f_g, f_r, f_o, F_T, accuracy, rounds, window,
-   clients, repeats, NaN entries skipped by the window mean (corrected mode), seconds per run;
+5. a long table, one row per condition: the notions (f_j, f_g, f_r, f_o and every other registered
+   notion the results hold), F_T, accuracy, rounds, window, clients, repeats, NaN entries skipped
+   by the window mean (corrected mode), seconds per run;
 6. every distinct deviation from the paper's setting, naming the conditions it applies to, with
    the number of repeats and the seeding;
 7. the conditions not run yet.
@@ -36,6 +37,7 @@ Spec and bug references ("fairness spec §N", "trust spec §N", "Bn") are define
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -43,9 +45,13 @@ from typing import Any
 import pandas as pd
 import yaml
 
-from fltrust.repro.results import ResultsError, load_result_files
+from fltrust.metrics.fairness.notions import PAPER_NOTIONS
+from fltrust.metrics.fairness.registry import GENERAL_FAIRNESS, NOTIONS, NotionKeys, resolve_weights
+from fltrust.names import FAIRNESS_MODES
+from fltrust.repro.results import NUMBER, NUMBER_LIST, TEXT_LIST, Each, Lazy, Maybe, ResultsError, load_result_files
 from fltrust.repro.markdown import fmt, is_missing, lines, mark, render
-from fltrust.repro.fairness.run import NOTIONS, PAPER_DIR, STRICT_TOLERANCE, load_reported, table3
+from fltrust.repro.provenance_table import provenance_frame, provenance_section
+from fltrust.repro.fairness.run import PAPER_INPUTS, REPEAT_QUANTITIES, REPO, STRICT_TOLERANCE, load_reported, table3
 from fltrust.repro.fairness.authors import AuthorsRuns, compare_with_authors
 from fltrust.repro.fairness.conditions import DATASETS, SETTINGS, STRATEGIES, all_conditions, condition_name
 from fltrust.core.io import atomic_write_text
@@ -54,8 +60,12 @@ __all__ = [
     "MISSES_PATH",
     "authors_markdown",
     "RESULT_KEYS",
+    "RESULT_SCHEMA",
     "load_misses",
     "misses_markdown",
+    "misses_number_problems",
+    "provenance_markdown",
+    "result_scales",
     "STRATEGY_LABELS",
     "ResultsError",
     "load_results",
@@ -73,19 +83,57 @@ RESULT_KEYS = (
 )
 """Keys every condition result must have (written by :func:`fltrust.repro.fairness.run.condition_result`)."""
 
-TABLE_COLUMNS = (
-    "condition", "dataset", "strategy", "setting", "paper_F_T", "ours_F_T", "ours_std", "repeats", "delta",
-    "within_tolerance", "within_strict", "f_j", "f_g", "f_r", "f_o", "mean_local_accuracy", "skipped", "rounds",
-    "clients", "quick", "synthetic", "mode", "window", "seconds_per_run",
+
+def _condition(value: Any) -> str | None:
+    ok = isinstance(value, str) and value.count("_") >= 2
+    return None if ok else "must be a condition name <strategy>_<dataset>_<setting> (e.g. fedavg_nslkdd_100c_iid)"
+
+
+def _window(value: Any) -> str | None:
+    ok = isinstance(value, list) and len(value) == 2 and all(isinstance(v, int) and not isinstance(v, bool) for v in value)
+    return None if ok else "must be [first round, last round]"
+
+
+def _per_round(value: Any) -> str | None:
+    if not isinstance(value, dict) or not all(isinstance(v, list) for v in value.values()):
+        return "must map each column (repeat, round, f_j, ...) to a list"
+    lengths = {len(v) for v in value.values()}
+    return None if len(lengths) <= 1 else f"must hold lists of one length, found lengths {sorted(lengths)}"
+
+
+_SPREAD = {"median": int, "min": int, "max": int}
+_SCALE = {"source_train_samples": int, "source_test_samples": int, "num_clients": Maybe(int),
+          "train_per_client": Maybe(_SPREAD), "val_per_client": Maybe(_SPREAD), "aux_samples": Maybe(int)}
+
+
+RESULT_SCHEMA = {
+    "condition": _condition, "quick": bool, "complete": bool,
+    "mode": lambda v: None if v in FAIRNESS_MODES else f"must be one of {list(FAIRNESS_MODES)}",
+    "rounds": int, "window": _window, "num_clients": int, "synthetic": bool, "deviations": TEXT_LIST,
+    "scale": Maybe(_SCALE), "seconds_per_run": NUMBER_LIST, "run_ids": TEXT_LIST,
+    "table3": Lazy(lambda: {GENERAL_FAIRNESS: NUMBER, "F_T_std": NUMBER, "repeats": int, "mean_local_accuracy": NUMBER,
+                            "num_skipped": Maybe(Each(int)), **{name: Maybe(NUMBER) for name in NOTIONS}}),
+    "per_round": _per_round, "per_client": Maybe(dict),
+}
+"""What :func:`load_results` checks in every condition result (:func:`fltrust.repro.results.check_fields`):
+the fields the tables and figures read, with their types."""
+
+TABLE_COLUMNS = NotionKeys(
+    before=("condition", "dataset", "strategy", "setting", "paper_F_T", "ours_F_T", "ours_std", "repeats", "delta",
+            "within_tolerance", "within_strict"),
+    after=("mean_local_accuracy", "skipped", "rounds", "clients", "quick", "synthetic", "mode", "window",
+           "seconds_per_run"),
+    general=False,
 )
-"""Columns of :func:`summary_table` (those of :func:`fltrust.repro.fairness.run.table3` plus mode, window, timing)."""
+"""Columns of :func:`summary_table` (those of :func:`fltrust.repro.fairness.run.table3`, one per registered
+notion, plus mode, window, timing); a live view of the notion table."""
 
 STRATEGY_LABELS = {"fedavg": "FedAvg", "qfedavg": "q-FedAvg", "ditto": "Ditto"}
 """Column labels of Table 3."""
 
 REGENERATE = "fltrust repro fairness"
 
-MISSES_PATH = PAPER_DIR / "misses.yaml"
+MISSES_PATH = PAPER_INPUTS / "misses.yaml"
 """Why each miss misses: driving notion, cause, the cheap experiment and its result (hand-written)."""
 
 CAUSES = ("data scale", "data source", "paper bug", "our bug", "seed spread", "unexplained")
@@ -116,7 +164,7 @@ def load_results(results_dir: str | Path) -> list[dict[str, Any]]:
     ResultsError
         If a file is not valid JSON or lacks one of :data:`RESULT_KEYS` (rerun its condition).
     """
-    results = load_result_files(results_dir, "*.json", RESULT_KEYS, "condition_result")
+    results = load_result_files(results_dir, "*.json", RESULT_KEYS, "condition_result", RESULT_SCHEMA)
     return results
 
 
@@ -139,7 +187,90 @@ def load_misses(path: str | Path | None = None) -> dict[str, dict[str, Any]]:
             raise ResultsError(f"{path}: entry {name} lacks {missing}")
         if entry["cause"] not in CAUSES:
             raise ResultsError(f"{path}: entry {name} has cause {entry['cause']!r}; choose one of {list(CAUSES)}")
+        for key, text in (entry.get("per_repeat") or {}).items():
+            quantity = key.rsplit("/", 1)[-1]
+            if quantity not in REPEAT_QUANTITIES:
+                raise ResultsError(f"{path}: entry {name} per_repeat key {key!r} names no quantity; use one of "
+                                   f"{list(REPEAT_QUANTITIES)} (or <condition>/<quantity>)")
+            if not isinstance(text, str) or not all(_QUOTED.fullmatch(v.strip()) for v in text.split("/")):
+                raise ResultsError(f"{path}: entry {name} per_repeat {key}: {text!r} is not 'a / b / c' "
+                                   "(one number, or '-' when not quoted, per repeat; quote the YAML value)")
+        if not isinstance(entry.get("history") or [], list):
+            raise ResultsError(f"{path}: entry {name} history must be a list of 'a / b / c: what it was' lines")
     return entries
+
+
+_QUOTED = re.compile(r"-|-?\d+(?:\.\d+)?")
+_TRIPLE = re.compile(r"(?<![\d.])-?\d+(?:\.\d+)?(?: / -?\d+(?:\.\d+)?){2,}(?!\d|\.\d)")
+
+
+def _matches(typed: str, value: float | int | None) -> bool:
+    """Whether a number typed with d decimals is ``value`` rounded to d decimals (either way at a tie)."""
+    if value is None:
+        return False
+    decimals = len(typed.split(".")[1]) if "." in typed else 0
+    return abs(float(typed) - float(value)) <= 0.5 * 10 ** -decimals + 1e-9
+
+
+def misses_number_problems(
+    misses: dict[str, dict[str, Any]] | None = None, results: Sequence[dict[str, Any]] | None = None,
+) -> list[str]:
+    """Every per-repeat number of ``misses.yaml`` that the data do not give, one line each.
+
+    An entry quotes per-repeat numbers in ``per_repeat`` (``quantity: "a / b / c"``, one value per
+    repeat, ``-`` where the text quotes none; ``<condition>/<quantity>`` for another condition): each
+    is compared with :func:`fltrust.repro.fairness.run.repeat_window_values` of the faithful result,
+    at the decimals typed. Every ``a / b / c`` in the entry's text must be one of them, or the start
+    of a ``history`` line (a number of an earlier result, in git history, that no committed file holds).
+
+    Parameters
+    ----------
+    misses : dict, optional
+        :func:`load_misses` (default: the committed file).
+    results : sequence of dict, optional
+        Condition results (default: the committed ones).
+
+    Returns
+    -------
+    list of str
+        ``misses.yaml <entry>: <key> repeat <r>: typed <a>, the data give <b>``, and the unlisted
+        quotes; empty when every number matches.
+    """
+    from fltrust.repro.fairness.run import RESULTS_DIR, repeat_window_values
+
+    misses = load_misses() if misses is None else misses
+    results = load_results(RESULTS_DIR) if results is None else results
+    faithful = {r["condition"]: r for r in results if r["mode"] == "faithful"}
+    values: dict[str, dict[str, list[Any]]] = {}
+    problems = []
+    for name, entry in misses.items():
+        quotes = {key: str(text) for key, text in (entry.get("per_repeat") or {}).items()}
+        for key, text in quotes.items():
+            condition, quantity = key.rsplit("/", 1) if "/" in key else (name, key)
+            if condition not in faithful:
+                problems.append(f"misses.yaml {name}: {key}: no faithful result of {condition}")
+                continue
+            if condition not in values:
+                values[condition] = repeat_window_values(faithful[condition])
+            data = values[condition][quantity]
+            typed = [v.strip() for v in text.split("/")]
+            if len(typed) != len(data):
+                problems.append(f"misses.yaml {name}: {key}: {len(typed)} values typed, the result has {len(data)} repeats")
+                continue
+            for repeat, (t, v) in enumerate(zip(typed, data)):
+                if t != "-" and not _matches(t, v):
+                    decimals = len(t.split(".")[1]) if "." in t else 0
+                    shown = "none" if v is None else f"{float(v):.{decimals}f} ({float(v):.6g})"
+                    problems.append(f"misses.yaml {name}: {key} repeat {repeat}: typed {t}, the data give {shown}")
+        history = [str(line).split(":", 1)[0].strip() for line in entry.get("history") or []]
+        experiment = entry.get("experiment") or {}
+        text = " ".join(str(part) for part in (entry.get("explanation"), entry.get("evidence"),
+                                               experiment.get("name"), experiment.get("result")) if part)
+        for quote in _TRIPLE.findall(" ".join(text.split())):
+            if quote not in quotes.values() and quote not in history:
+                problems.append(f"misses.yaml {name}: its text quotes {quote}, which is neither under per_repeat "
+                                "(checked against the data) nor under history (an earlier result)")
+    return problems
 
 
 def stale_results(results: Sequence[dict[str, Any]]) -> list[tuple[str, str]]:
@@ -238,24 +369,33 @@ def summary_table(results: Sequence[dict[str, Any]], reported: dict[str, Any] | 
     return _add_result_columns(table3(results, reported), results)
 
 
-NOTION_NAMES = {"f_j": "individual f_j", "f_g": "group f_g", "f_r": "incentive f_r", "f_o": "orchestrator f_o"}
+def _shown_notions(results: Sequence[dict[str, Any]]) -> list[str]:
+    """The registered notions that some result's Table 3 window holds (a notion registered after the
+    results were written adds no empty column)."""
+    return [k for k in NOTIONS if any(k in res["table3"] for res in results)]
 
 
-def _single_notion_shifts(row: pd.Series) -> str:
-    """What one notion alone would have to be for F_T to equal the paper's value (F_T = mean of 4)."""
-    gap = 4 * (float(row["paper_F_T"]) - float(row["ours_F_T"]))
+def _single_notion_shifts(row: pd.Series, notions: Sequence[str]) -> str:
+    """What one notion alone would have to be for F_T to equal the paper's value.
+
+    F_T is the weighted mean of the notions with the registered default weights (what the
+    conditions ran): a change d of notion k moves F_T by ``w_k d / sum w``.
+    """
+    weights = resolve_weights()
+    total = sum(weights.values())
+    gap = float(row["paper_F_T"]) - float(row["ours_F_T"])
     parts = []
-    for key in ("f_j", "f_g", "f_r", "f_o"):
-        if is_missing(row[key]):
+    for key in notions:
+        if is_missing(row[key]) or weights[key] <= 0:
             continue
-        needed = float(row[key]) + gap
+        needed = float(row[key]) + gap * total / weights[key]
         verdict = "" if 0.0 <= needed <= 1.0 else " (impossible)"
         parts.append(f"{key} {float(row[key]):.3f} → {needed:.3f}{verdict}")
     return "; ".join(parts)
 
 
 def _misses_section(
-    table: pd.DataFrame, misses: dict[str, dict[str, Any]], threshold: float,
+    table: pd.DataFrame, misses: dict[str, dict[str, Any]], threshold: float, notions: Sequence[str],
 ) -> dict[str, Any]:
     """Variables of ``fairness/misses.md.j2``: one entry per miss, worst first, and the unexplained ones."""
     sub = table[(table["mode"] == "faithful") & table["delta"].notna()] if not table.empty else table
@@ -275,10 +415,10 @@ def _misses_section(
             "delta": fmt(row["delta"], DIGITS, signed=True),
             "band": "within ±0.10" if bool(row["within_tolerance"]) else "outside ±0.10",
             "window": f"{row['window'][0]}-{row['window'][1]}",
-            "notions": ", ".join(f"{k} {fmt(row[k], DIGITS)}" for k in ("f_j", "f_g", "f_r", "f_o")),
+            "notions": ", ".join(f"{k} {fmt(row[k], DIGITS)}" for k in notions),
             "accuracy": fmt(row["mean_local_accuracy"], DIGITS),
             "clients": int(row["clients"]),
-            "alone": _single_notion_shifts(row),
+            "alone": _single_notion_shifts(row, notions),
             "entry": None,
         }
         if entry is not None:
@@ -335,34 +475,175 @@ def misses_markdown(
         The section's lines (template ``fairness/misses.md.j2``).
     """
     misses = load_misses() if misses is None else misses
-    return lines(render("fairness/misses.md.j2", misses=_misses_section(table, misses, threshold)))
+    notions = [k for k in NOTIONS if k in table.columns and not table[k].map(is_missing).all()]
+    return lines(render("fairness/misses.md.j2", misses=_misses_section(table, misses, threshold, notions)))
+
+
+REPEAT_0_ONLY = "repeat 0 only"
+"""The data-scale table's repeats cell of a result that recorded only its first repeat's scale."""
+
+
+def result_scales(result: dict[str, Any]) -> tuple[list[dict[str, Any]], bool]:
+    """A condition result's data scale per repeat, and whether only repeat 0's was recorded.
+
+    Results hold ``scale_per_repeat`` (:func:`fltrust.repro.fairness.run.data_scale` of every
+    repeat); results written before it hold repeat 0's alone as ``scale``, and results older still
+    none (an empty list).
+
+    Parameters
+    ----------
+    result : dict
+        A condition result.
+
+    Returns
+    -------
+    tuple of (list of dict, bool)
+        The non-empty scales, and True when they are repeat 0's only.
+    """
+    if "scale_per_repeat" in result:
+        return [sc for sc in result["scale_per_repeat"] if sc], False
+    return ([result["scale"]] if result.get("scale") else []), True
+
+
+def _span(values: Sequence[int | None], thousands: bool = True) -> str:
+    """``a`` when every value is ``a``, else ``lo-hi``; "n/a" when none is known."""
+    known = sorted(int(v) for v in values if v is not None)
+    if not known:
+        return "n/a"
+    form = "{:,}" if thousands else "{}"
+    lo, hi = form.format(known[0]), form.format(known[-1])
+    return lo if lo == hi else f"{lo}-{hi}"
+
+
+def _spread_over(spreads: Sequence[dict[str, int] | None]) -> str:
+    """Per-client sizes over repeats: the median (its range over repeats) and the smallest min to the largest max."""
+    spreads = [v for v in spreads if v]
+    if not spreads:
+        return "n/a"
+    low, high = min(v["min"] for v in spreads), max(v["max"] for v in spreads)
+    return f"{_span([v['median'] for v in spreads], False)} ({low}-{high})"
 
 
 def _scale_table(results: Sequence[dict[str, Any]]) -> pd.DataFrame:
-    """One row per condition result: the data its first repeat used; "n/a" for results older than the record."""
-    def spread(v: dict[str, int] | None) -> str:
-        return f"{v['median']} ({v['min']}-{v['max']})" if v else "n/a"
-
+    """One row per condition result: the data its repeats used, as ranges over repeats; "n/a" for
+    results older than the record, "repeat 0 only" for results that recorded only the first repeat's."""
     rows = []
     for res in sorted(results, key=lambda r: (r["mode"], r["condition"])):
-        sc = res.get("scale") or {}
-        rows.append([res["condition"], res["mode"],
-                     f"{sc['source_train_samples']:,} / {sc['source_test_samples']:,}" if sc else "n/a",
-                     str(sc.get("num_clients", "n/a")), spread(sc.get("train_per_client")),
-                     spread(sc.get("val_per_client")),
-                     f"{sc['aux_samples']:,}" if sc.get("aux_samples") is not None else "n/a"])
-    return pd.DataFrame(rows, columns=["condition", "mode", "source train / test", "clients",
+        scales, first_only = result_scales(res)
+        if not scales:
+            rows.append([res["condition"], res["mode"], "n/a", "n/a", "n/a", "n/a", "n/a", "n/a"])
+            continue
+        source = (f"{_span([sc.get('source_train_samples') for sc in scales])} / "
+                  f"{_span([sc.get('source_test_samples') for sc in scales])}")
+        rows.append([res["condition"], res["mode"], REPEAT_0_ONLY if first_only else str(len(scales)), source,
+                     _span([sc.get("num_clients") for sc in scales], False),
+                     _spread_over([sc.get("train_per_client") for sc in scales]),
+                     _spread_over([sc.get("val_per_client") for sc in scales]),
+                     _span([sc.get("aux_samples") for sc in scales])])
+    return pd.DataFrame(rows, columns=["condition", "mode", "repeats", "source train / test", "clients",
                                        "train / client: median (min-max)", "validation / client", "aux set"])
 
 
-def data_scale_markdown(results: Sequence[dict[str, Any]]) -> list[str]:
-    """Lines of the "Data scale" section: per condition result, the data its first repeat actually used.
+VERIFY_EXAMPLE = "fltrust repro verify <condition> --repeat 0"
+"""The rerun-and-compare command RESULTS.md's provenance section names."""
+
+
+def _provenance_frame(results: Sequence[dict[str, Any]]) -> pd.DataFrame:
+    """The provenance table: one row per dataset, mode and distinct provenance of its conditions."""
+    groups = []
+    for mode in sorted({r["mode"] for r in results}, key=lambda m: (m != "faithful", m)):
+        for key, setup in DATASETS.items():
+            members = [r for r in results if r["mode"] == mode and "_".join(r["condition"].split("_")[1:-1]) == key]
+            if members:
+                groups.append(([setup.paper_label, mode], members))
+    known = set(DATASETS)
+    others = [r for r in results if "_".join(r["condition"].split("_")[1:-1]) not in known]
+    for res in sorted(others, key=lambda r: r["condition"]):
+        groups.append((["_".join(res["condition"].split("_")[1:-1]), res["mode"]], [res]))
+    return provenance_frame(groups, ["dataset", "mode", "conditions"], root=REPO)
+
+
+def provenance_markdown(results: Sequence[dict[str, Any]]) -> list[str]:
+    """Lines of the "Provenance" section: per dataset, which commit, BLAS, threads and libraries made
+    its conditions' runs, and whether the training code changed since (:mod:`fltrust.repro.provenance_table`).
 
     Parameters
     ----------
     results : sequence of dict
-        Condition results; ``scale`` is :func:`fltrust.repro.fairness.run.data_scale` (results
-        written before it existed show ``n/a``).
+        Condition results.
+
+    Returns
+    -------
+    list of str
+        The section's lines (template ``provenance.md.j2``).
+    """
+    return lines(render("provenance.md.j2", provenance=provenance_section(_provenance_frame(results),
+                                                                            command=VERIFY_EXAMPLE)))
+
+
+STILL_GLOBAL_MODEL = 0.01
+"""A repeat's global model counts as not training when its accuracy on the server's auxiliary set
+moves by at most this much (one percentage point) over all rounds (:func:`untrained_global_models`)."""
+
+
+def untrained_global_models(results: Sequence[dict[str, Any]],
+                            threshold: float = STILL_GLOBAL_MODEL) -> pd.DataFrame:
+    """The conditions whose global model never trains: aux accuracy still over every round of every repeat.
+
+    A condition is listed when, in every repeat, the largest minus the smallest ``aux_accuracy``
+    of its rounds is at most ``threshold``. Its F_T then describes clients that train locally from
+    a global model that stays where it started (chance on CIFAR-10, the initial model's accuracy on
+    NSL-KDD): the q-FedAvg conditions run Flower 1.7's legacy ``QFedAvg`` (fairness spec 5.2), whose
+    step ``sum_n L^q g_n / sum_n h_n`` with one central loss L moves the model very little.
+
+    Parameters
+    ----------
+    results : sequence of dict
+        Condition results (:func:`load_results`).
+    threshold : float
+        Largest range of the aux accuracy over the rounds of a repeat that counts as still.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per such condition: ``condition``, ``mode``, ``rounds``, ``repeats`` and
+        ``aux_accuracy`` (per repeat, its range over the rounds), sorted by condition.
+
+    Examples
+    --------
+    >>> still = {"condition": "a", "mode": "faithful", "quick": False,
+    ...          "per_round": {"repeat": [0, 0, 1, 1], "aux_accuracy": [0.1, 0.1, 0.2, 0.2001]}}
+    >>> moving = dict(still, condition="b", per_round={"repeat": [0, 0], "aux_accuracy": [0.1, 0.5]})
+    >>> untrained_global_models([still, moving])[["condition", "aux_accuracy"]].values.tolist()
+    [['a', '0.100 / 0.200']]
+    """
+    rows = []
+    for res in results:
+        rounds = res.get("per_round") or {}
+        if res.get("quick") or "aux_accuracy" not in rounds:
+            continue
+        frame = pd.DataFrame({"repeat": rounds["repeat"], "aux": rounds["aux_accuracy"]}).dropna()
+        if frame.empty:
+            continue
+        spans = frame.groupby("repeat")["aux"].agg(["min", "max"])
+        if ((spans["max"] - spans["min"]) <= threshold).all():
+            cells = [f"{lo:.3f}" if f"{lo:.3f}" == f"{hi:.3f}" else f"{lo:.3f}-{hi:.3f}"
+                     for lo, hi in zip(spans["min"], spans["max"])]
+            rows.append({"condition": res["condition"], "mode": res["mode"],
+                         "rounds": int(frame.groupby("repeat").size().max()), "repeats": len(spans),
+                         "aux_accuracy": " / ".join(cells)})
+    columns = ["condition", "mode", "rounds", "repeats", "aux_accuracy"]
+    return pd.DataFrame(rows, columns=columns).sort_values(["condition", "mode"]).reset_index(drop=True)
+
+
+def data_scale_markdown(results: Sequence[dict[str, Any]]) -> list[str]:
+    """Lines of the "Data scale" section: per condition result, the data its repeats actually used.
+
+    Parameters
+    ----------
+    results : sequence of dict
+        Condition results (:func:`result_scales`: every repeat's scale, or repeat 0's only for
+        results written before every repeat's was recorded, or none: ``n/a``).
 
     Returns
     -------
@@ -412,19 +693,19 @@ def _table3_long(sub: pd.DataFrame, reported: dict[str, Any], tol: float) -> pd.
                                        f"within ±{STRICT_TOLERANCE:.2f}", f"within ±{tol:.2f}"])
 
 
-def _condition_table(table: pd.DataFrame) -> pd.DataFrame:
+def _condition_table(table: pd.DataFrame, notions: Sequence[str]) -> pd.DataFrame:
     """The "Per condition" table: notions, F_T, accuracy, rounds, window, sizes, NaN skipped, seconds, flags."""
     rows = []
     for _, row in table.sort_values(["mode", "condition"]).iterrows():
         rows.append([
             row["condition"], row["mode"],
-            *(fmt(row[k], DIGITS) for k in ("f_j", "f_g", "f_r", "f_o")),
+            *(fmt(row[k], DIGITS) for k in notions),
             fmt(row["ours_F_T"], DIGITS), fmt(row["mean_local_accuracy"], DIGITS),
             str(int(row["rounds"])), f"{row['window'][0]}-{row['window'][1]}", str(int(row["clients"])),
             str(int(row["repeats"])), str(int(row["skipped"])), fmt(row["seconds_per_run"], 1),
             " ".join(flag for flag in ("quick", "synthetic") if row[flag]),
         ])
-    return pd.DataFrame(rows, columns=["condition", "mode", "f_j", "f_g", "f_r", "f_o", "F_T", "accuracy", "rounds",
+    return pd.DataFrame(rows, columns=["condition", "mode", *notions, GENERAL_FAIRNESS, "accuracy", "rounds",
                                        "window", "clients", "repeats", "NaN skipped", "s / run", "flags"])
 
 
@@ -453,6 +734,7 @@ def _authors_section(
         section["notes"].append("⚠ Not the published files: " + "; ".join(
             f"{m['path']} has sha256 {m['sha256']}, the published file {m['expected']}" for m in authors.checksum_mismatch))
     comparison = compare_with_authors(results, authors).set_index("condition")
+    compared = (*PAPER_NOTIONS, GENERAL_FAIRNESS)  # what the authors' files hold
     rows = []
     for strategy, key, setting in all_conditions():
         name = condition_name(strategy, key, setting)
@@ -468,11 +750,11 @@ def _authors_section(
             name, fmt(paper, 2), theirs, f"{fmt(row['authors_F_T'], DIGITS)} {mark(same)}",
             ", ".join(fmt(v, DIGITS) for v in row["ours_F_T_per_repeat"]), fmt(row["ours_F_T"], DIGITS),
             fmt(row["welch_t"], 2, signed=True), p_value, verdict,
-            *(fmt(row[f"delta_{k}"], DIGITS, signed=True) for k in NOTIONS),
+            *(fmt(row[f"delta_{k}"], DIGITS, signed=True) for k in compared),
         ])
     section["table"] = pd.DataFrame(rows, columns=[
         "condition", "paper F_T", "authors F_T v1, v2, v3", "authors mean (= paper)", "ours F_T per repeat",
-        "ours mean", "Welch t", "p", "at 95 %", "Δ f_j", "Δ f_g", "Δ f_r", "Δ f_o", "Δ F_T"])
+        "ours mean", "Welch t", "p", "at 95 %", *(f"Δ {k}" for k in compared)])
     section["compared"] = int(comparison["consistent"].notna().sum())
     section["consistent"] = int(sum(bool(v) for v in comparison["consistent"] if not is_missing(v)))
     return section
@@ -553,6 +835,7 @@ def results_markdown(
     tolerance = reported["tolerance"]
     tol = float(tolerance["absolute"])
     table = _add_result_columns(table, results)
+    notions = _shown_notions(results)
     quick = quick or any(r["quick"] for r in results)
     clients = {}  # our client count per dataset, where a full-size result differs from the paper's
     for res in results:
@@ -601,13 +884,16 @@ def results_markdown(
         tables=tables,
         stale=[f"{name}: {reason}" for name, reason in stale_results(results)],
         misses=None if quick else _misses_section(table, load_misses() if misses is None else misses,
-                                                  STRICT_TOLERANCE),
-        per_condition=_condition_table(table),
+                                                  STRICT_TOLERANCE, notions),
+        per_condition=_condition_table(table, notions),
         repeats="; ".join(f"{n} repeat(s): {', '.join(sorted(set(names)))}" for n, names in sorted(by_repeats.items())),
         seeding=SEEDING,
         deviations=[f"{text} ({', '.join(sorted(names))})" for text, names in deviations.items()],
         scale=_scale_table(results),
+        untrained=untrained_global_models(results),
+        still=STILL_GLOBAL_MODEL,
         authors=beside,
+        provenance=provenance_section(_provenance_frame(results), command=VERIFY_EXAMPLE),
     )
 
 

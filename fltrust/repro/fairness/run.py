@@ -32,15 +32,22 @@ import yaml
 
 from fltrust.config import ExperimentConfig, load_config
 from fltrust.core.io import atomic_write_text, to_plain
+from fltrust.metrics.fairness.registry import FAIRNESS_KEYS, GENERAL_FAIRNESS, NOTIONS as REGISTERED
 from fltrust.metrics.jain import MetricInputError
 from fltrust.repro.fairness.conditions import DATASETS, QUICK_OVERRIDES, quick_overrides
-from fltrust.repro.paths import repo_root
+from fltrust.repro.paths import REPO_ENV, repo_root, resource_root
+from fltrust.repro.results import result_provenance, round_trace, with_integrity
 from fltrust.runs import RunRecord, load_run
 
-NOTIONS = ("f_j", "f_g", "f_r", "f_o", "F_T")
-REPO = repo_root()  # the checkout ($FLTRUST_REPO, this source tree, or the cwd's): fltrust.repro.paths
+NOTIONS = FAIRNESS_KEYS
+"""The fairness columns: every registered notion (the paper's f_j, f_g, f_r, f_o first), then F_T
+(a live view of :data:`fltrust.metrics.fairness.registry.NOTIONS`)."""
+REPO = repo_root()  # where outputs go: the checkout, or the cwd of a wheel outside one (fltrust.repro.paths)
 PAPER_DIR = REPO / "papers_repro" / "fairness_analytics"
-CONFIG_DIR = PAPER_DIR / "configs"
+"""The paper folder of the outputs: results, run folders, experiments, RESULTS.md."""
+PAPER_INPUTS = resource_root() / "papers_repro" / "fairness_analytics"
+"""The paper folder of the inputs (configs, reported.yaml, misses.yaml): the checkout's, or the wheel's copy."""
+CONFIG_DIR = PAPER_INPUTS / "configs"
 RESULTS_DIR = PAPER_DIR / "results"
 RUNS_DIR = PAPER_DIR / "runs"
 EXPERIMENTS_DIR = PAPER_DIR / "experiments"
@@ -80,11 +87,16 @@ def condition_configs(
     rounds: int | None = None,
     num_clients: int | None = None,
     extra: dict[str, Any] | None = None,
+    config_dir: str | Path = CONFIG_DIR,
 ) -> list[ExperimentConfig]:
-    """The configs of one condition's repeats (repeat r uses seed 0 + r)."""
-    path = CONFIG_DIR / f"{name}.yaml"
+    """The configs of one condition's repeats (repeat r uses seed 0 + r), from ``config_dir/<name>.yaml``."""
+    path = Path(config_dir) / f"{name}.yaml"
+    if not Path(config_dir).is_dir():
+        raise FileNotFoundError(f"{config_dir} does not exist; the condition configs ship with the fltrust checkout "
+                                f"and the wheel built from it: work inside the checkout, set {REPO_ENV} to it, or "
+                                "install the wheel")
     if not path.is_file():
-        known = sorted(p.stem for p in CONFIG_DIR.glob("*.yaml"))
+        known = sorted(p.stem for p in Path(config_dir).glob("*.yaml"))
         raise FileNotFoundError(f"no condition config {path.name}; known conditions: {known}")
     dataset_key = "_".join(name.split("_")[1:-1])
     overrides: dict[str, Any] = {"metrics.fairness.mode": mode, "run.device": device}
@@ -111,7 +123,10 @@ def run_condition(name: str, *, out_dir: str | Path, **kwargs: Any) -> list[RunR
 
 
 def notions_frame(records: Sequence[RunRecord]) -> pd.DataFrame:
-    """Long table: one row per (repeat, round >= 1) with f_j, f_g, f_r, f_o, F_T and accuracies."""
+    """Long table: one row per (repeat, round >= 1) with every notion of :data:`NOTIONS` and accuracies.
+
+    A notion a record does not hold (registered after the run) is NaN.
+    """
     rows = []
     for record in records:
         repeat = record.config["run"]["repeat"]
@@ -226,6 +241,8 @@ def window_means(
     positive contributions) NaN entries are left out and counted in ``num_skipped``.
 
     Also returns the per-repeat F_T window means (their spread is the repeat-to-repeat spread).
+    Every notion of :data:`NOTIONS` the frame has a column for is averaged (a frame of results
+    written before a notion was registered has none for it).
     """
     repeats = sorted(frame["repeat"].unique().tolist())
     window = frame[(frame["round"] >= first_round) & (frame["round"] <= last_round)]
@@ -233,19 +250,20 @@ def window_means(
     def mean(rows: np.ndarray):
         return table3_window_mean(rows, first_round, last_round, skip_nan=skip_nan)
 
+    notions = [k for k in NOTIONS if k in frame.columns or k == GENERAL_FAIRNESS]
     out: dict[str, Any] = {}
     skipped: dict[str, int] = {}
-    for key in (*NOTIONS, "mean_local_accuracy", "aux_accuracy"):
+    for key in (*notions, "mean_local_accuracy", "aux_accuracy"):
         matrix = _round_matrix(frame, key, repeats, last_round)
         result = mean(matrix)
         out[key] = result.value
-        if key in NOTIONS:
+        if key in notions:
             skipped[key] = result.num_skipped
-    ft = _round_matrix(frame, "F_T", repeats, last_round)
+    ft = _round_matrix(frame, GENERAL_FAIRNESS, repeats, last_round)
     per_repeat = [mean(ft[i : i + 1]).value for i in range(len(repeats))]
     finite = [v for v in per_repeat if np.isfinite(v)]
     return {
-        **{k: out[k] for k in NOTIONS},
+        **{k: out[k] for k in notions},
         "F_T_per_repeat": per_repeat,
         "F_T_std": float(np.std(finite, ddof=1)) if len(finite) > 1 else float("nan"),
         "repeats": int(window["repeat"].nunique()),
@@ -256,6 +274,78 @@ def window_means(
         "num_values": int(len(repeats) * (last_round - first_round + 1)),
         "num_skipped": skipped,
     }
+
+
+DOMINANCE_FACTOR = 3.0
+"""A round is *dominated by one gain* when one participant's |gain| exceeds this many times the
+median |gain| of the round's participants (:func:`repeat_window_values`)."""
+
+REPEAT_QUANTITIES = {
+    "F_T": "general fairness F_T, mean over the window rounds",
+    "f_j": "individual fairness f_j, mean over the window rounds",
+    "f_g": "protected-group fairness f_g, mean over the window rounds",
+    "f_r": "incentive fairness f_r, mean over the window rounds",
+    "f_o": "orchestrator fairness f_o, mean over the window rounds",
+    "accuracy": "participants' mean local accuracy, mean over the window rounds",
+    "nonpositive_s": "participant entries of the window rounds whose cumulative FedSV s is <= 0",
+    "dominant_gain_rounds": "window rounds in which one participant's |gain| exceeds 3x the round's median |gain|",
+}
+"""The per-repeat quantities of a condition result (:func:`repeat_window_values`), by name."""
+
+
+def repeat_window_values(result: dict[str, Any]) -> dict[str, list[float | int | None]]:
+    """Per repeat, the :data:`REPEAT_QUANTITIES` of a condition result over its Table 3 window.
+
+    Read from the result's ``per_round`` notions and ``per_client`` data (a result without
+    per-client data has None for the counts), in the order of its repeats.
+
+    Parameters
+    ----------
+    result : dict
+        A condition result (:func:`condition_result`).
+
+    Returns
+    -------
+    dict of str to list
+        Quantity name to one value per repeat.
+
+    Examples
+    --------
+    >>> result = {"window": [1, 2], "per_round": {"repeat": [0, 0], "round": [1, 2], "F_T": [0.5, 0.7],
+    ...           "f_j": [0.1, 0.3], "f_g": [0.5, 0.5], "f_r": [0.4, 0.6], "f_o": [1.0, 1.4],
+    ...           "mean_local_accuracy": [1.0, 1.4]},
+    ...           "per_client": {"repeats": [{"repeat": 0, "round": [1, 2], "gains": [[1, 1, 4], [1, 2, 1]],
+    ...                                        "num_nonpositive_s": [0, 2]}]}}
+    >>> values = repeat_window_values(result)
+    >>> round(values["F_T"][0], 6), values["nonpositive_s"], values["dominant_gain_rounds"]
+    (0.6, [2], [1])
+    """
+    first, last = (int(k) for k in result["window"])
+    frame = result_frame(result)
+    frame = frame[(frame["round"] >= first) & (frame["round"] <= last)] if not frame.empty else frame
+    repeats = sorted(frame["repeat"].unique().tolist()) if not frame.empty else []
+    out: dict[str, list[Any]] = {key: [] for key in REPEAT_QUANTITIES}
+    columns = {**{k: k for k in NOTIONS}, "accuracy": "mean_local_accuracy"}
+    for repeat in repeats:
+        rows = frame[frame["repeat"] == repeat]
+        for key, column in columns.items():
+            out[key].append(float(rows[column].mean()) if column in rows else None)
+    per_client = {int(r["repeat"]): r for r in (result.get("per_client") or {}).get("repeats", [])}
+    for repeat in repeats:
+        data = per_client.get(int(repeat))
+        if data is None:
+            out["nonpositive_s"].append(None)
+            out["dominant_gain_rounds"].append(None)
+            continue
+        window = [i for i, k in enumerate(data["round"]) if first <= k <= last]
+        out["nonpositive_s"].append(int(sum(data["num_nonpositive_s"][i] for i in window)))
+        dominated = 0
+        for i in window:
+            gains = np.abs(np.array([np.nan if g is None else g for g in data["gains"][i]], dtype=float))
+            if np.isfinite(gains).any() and np.nanmax(gains) > DOMINANCE_FACTOR * np.nanmedian(gains):
+                dominated += 1
+        out["dominant_gain_rounds"].append(dominated)
+    return out
 
 
 def _sig(value: Any, digits: int) -> float | None:
@@ -331,8 +421,12 @@ def condition_result(name: str, records: Sequence[RunRecord], *, quick: bool) ->
 
     ``table3`` is :func:`window_means` (NaN-aware, with skip counts, in corrected mode);
     ``per_round`` the notions per repeat and round (rounded to :data:`PER_ROUND_DIGITS`
-    significant digits); ``per_client`` :func:`per_client_data`. Write it with
-    :func:`write_result` (compact lists).
+    significant digits); ``per_client`` :func:`per_client_data`; ``scale_per_repeat`` the
+    :func:`data_scale` of every repeat (results written before it hold repeat 0's as ``scale``);
+    ``round_trace`` every repeat's per-round model hashes and aux values
+    (:func:`fltrust.repro.results.round_trace`); ``provenance`` which code, libraries, BLAS and
+    threads made the runs and wrote the result (:func:`fltrust.repro.results.result_provenance`).
+    Write it with :func:`write_result` (compact lists).
     """
     frame = notions_frame(records)
     last = int(frame["round"].max())
@@ -353,30 +447,32 @@ def condition_result(name: str, records: Sequence[RunRecord], *, quick: bool) ->
         "num_clients": cfg["partition"]["num_clients"],
         "synthetic": any(r.summary.get("synthetic") for r in records),
         "deviations": cfg["run"]["deviations"],
-        "scale": data_scale(records[0]),
+        "scale_per_repeat": [data_scale(r) for r in records],
         "seconds_per_run": [r.summary.get("wall_time_s") for r in records],
         "run_ids": [r.run_id for r in records],
         "table3": window_means(frame, first, last, skip_nan=mode == "corrected"),
         "per_round": per_round,
         "per_client": per_client_data(records),
+        "round_trace": [round_trace(r) for r in records],
+        "provenance": result_provenance((r.run_id, r.summary) for r in records),
     }
 
 
-_FLAT_LIST = re.compile(
-    r"\[\s*((?:-?\d[\d.eE+-]*|null|true|false)(?:\s*,\s*(?:-?\d[\d.eE+-]*|null|true|false))*)\s*\]"
-)
+_FLAT_ITEM = r'(?:-?\d[\d.eE+-]*|null|true|false|"[0-9a-f]{64}")'
+_FLAT_LIST = re.compile(rf"\[\s*({_FLAT_ITEM}(?:\s*,\s*{_FLAT_ITEM})*)\s*\]")
 
 
 def result_json(result: dict[str, Any]) -> str:
-    """A condition result as JSON text: indented, but every list of numbers on one line."""
+    """A condition result as JSON text: indented, but every list of numbers (or of model hashes) on one line."""
     text = json.dumps(to_plain(result), indent=1, allow_nan=False)
     return _FLAT_LIST.sub(lambda m: "[" + ", ".join(p.strip() for p in m.group(1).split(",")) + "]", text) + "\n"
 
 
 def write_result(path: str | Path, result: dict[str, Any]) -> Path:
-    """Write a condition result atomically (:func:`result_json`); returns ``path``."""
+    """Write a condition result atomically (:func:`result_json`) with its record hash
+    (:func:`fltrust.repro.results.with_integrity`, checked when it is read); returns ``path``."""
     path = Path(path)
-    atomic_write_text(path, result_json(result))
+    atomic_write_text(path, result_json(with_integrity(result)))
     return path
 
 
@@ -458,7 +554,7 @@ def result_frame(result: dict[str, Any]) -> pd.DataFrame:
 
 def load_reported() -> dict[str, Any]:
     """``papers_repro/fairness_analytics/reported.yaml``."""
-    return yaml.safe_load((PAPER_DIR / "reported.yaml").read_text())
+    return yaml.safe_load((PAPER_INPUTS / "reported.yaml").read_text())
 
 
 def table3(results: Sequence[dict[str, Any]], reported: dict[str, Any] | None = None) -> pd.DataFrame:
@@ -475,7 +571,7 @@ def table3(results: Sequence[dict[str, Any]], reported: dict[str, Any] | None = 
         name = res["condition"]
         strategy, *dataset, setting = name.split("_")
         dataset_key = "_".join(dataset)
-        ours = _num(res["table3"]["F_T"])  # None (every round NaN) -> NaN
+        ours = _num(res["table3"][GENERAL_FAIRNESS])  # None (every round NaN) -> NaN
         paper = reported["values"].get(name)
         delta = None if paper is None or not np.isfinite(ours) else ours - paper
         rows.append({
@@ -490,7 +586,7 @@ def table3(results: Sequence[dict[str, Any]], reported: dict[str, Any] | None = 
             "delta": delta,
             "within_tolerance": None if delta is None else bool(abs(delta) <= tol + 1e-12),
             "within_strict": None if delta is None else bool(abs(delta) <= STRICT_TOLERANCE + 1e-12),
-            **{k: res["table3"][k] for k in ("f_j", "f_g", "f_r", "f_o")},
+            **{k: res["table3"].get(k) for k in REGISTERED},  # None: a result from before the notion
             "mean_local_accuracy": res["table3"]["mean_local_accuracy"],
             "skipped": sum((res["table3"].get("num_skipped") or {}).values()),
             "rounds": res["rounds"],
@@ -543,7 +639,7 @@ def figure4_frame(
             "strategy": strategy,
             "setting": setting,
             "mode": res["mode"],
-            "F_T": _num(means["F_T"]),
+            GENERAL_FAIRNESS: _num(means[GENERAL_FAIRNESS]),
             "mean_local_accuracy": _num(means["mean_local_accuracy"]),
             "window": window,
             "quick": res["quick"],
@@ -553,8 +649,10 @@ def figure4_frame(
 
 
 __all__ = [
+    "DOMINANCE_FACTOR",
     "NOTIONS",
     "PER_CLIENT_FIELDS",
+    "REPEAT_QUANTITIES",
     "QUICK_OVERRIDES",
     "STRICT_TOLERANCE",
     "condition_configs",
@@ -571,6 +669,7 @@ __all__ = [
     "rewrite_result",
     "run_variant",
     "result_frame",
+    "repeat_window_values",
     "load_reported",
     "table3",
     "figure4_frame",

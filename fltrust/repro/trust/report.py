@@ -39,10 +39,11 @@ from typing import Any
 import pandas as pd
 import yaml
 
-from fltrust.repro.results import ResultsError, load_result_files
+from fltrust.repro.results import NUMBER, NUMBER_LIST, TEXT_LIST, Each, Maybe, ResultsError, load_result_files, schema_problem
 from fltrust.repro.markdown import fmt, fmt_raw, is_missing, mark, render
 from fltrust.repro.paths import REPO_ENV
-from fltrust.repro.trust.experiments import COMPARED_MODES, EXPERIMENTS, PAPER_DIR
+from fltrust.repro.provenance_table import provenance_frame, provenance_section
+from fltrust.repro.trust.experiments import COMPARED_MODES, EXPERIMENTS, PAPER_DIR, PAPER_INPUTS
 from fltrust.repro.trust.sections import (
     ablation_frame,
     ablation_markdown,
@@ -61,6 +62,7 @@ __all__ = [
     "REGENERATE",
     "REPORTED_FILE",
     "RESULT_KEYS",
+    "RESULT_SCHEMA",
     "ResultsError",
     "ablation_frame",
     "ablation_markdown",
@@ -82,8 +84,8 @@ __all__ = [
 ]
 
 REGENERATE = "fltrust repro trust"
-REPORTED_FILE = PAPER_DIR / "reported.yaml"
-STANDIN_COMPARISON_FILE = PAPER_DIR / "n_baiot_standin_vs_real.md"
+REPORTED_FILE = PAPER_INPUTS / "reported.yaml"
+STANDIN_COMPARISON_FILE = PAPER_INPUTS / "n_baiot_standin_vs_real.md"
 """The N-BaIoT stand-in against the real rows (``python -m fltrust.repro.trust.n_baiot_compare`` writes it)."""
 
 
@@ -107,6 +109,32 @@ RESULT_KEYS = (
     "run_wall_time_s", "settings", "modes", "deviations",
 )
 """Keys every experiment result must have."""
+
+_MODE = {"trust_score": NUMBER, "pillars": Each(NUMBER), "pillar_labels": Maybe(Each(str)),
+         "metrics": Each({"label": Maybe(str), "normalized": Maybe(NUMBER), "score": NUMBER}),
+         "fixes": Maybe(TEXT_LIST), "warnings": Maybe(TEXT_LIST)}
+
+_EXTENDED_RUN = {"run_id": Maybe(str), "final_aux_accuracy": Maybe(NUMBER), "provenance": Maybe(Each(int)),
+                 "measured_in": Maybe(str)}
+
+
+def _dp_trace(value: Any) -> str | None:
+    needed = ("nbafl_aggregate_noise_norm", "nbafl_upload_noise_norm", "update_norm", "weight_norm")
+    bad = [k for k in needed if not isinstance((value or {}).get(k) if isinstance(value, dict) else None, list)
+           or not value[k] or schema_problem(value[k], NUMBER_LIST)]
+    return None if not bad else f"must hold non-empty lists of numbers {list(needed)}; {bad[0]} is not one"
+
+
+RESULT_SCHEMA = {
+    "experiment": str, "title": str, "figure": Maybe(str), "synthetic": bool, "quick": bool, "complete": bool,
+    "run_id": str, "elapsed_s": NUMBER, "run_wall_time_s": NUMBER, "seconds_per_round": Maybe(NUMBER),
+    "settings": {"num_clients": int, "clients_per_round": int, "rounds": int, "paper_rounds": Maybe(int),
+                 "privacy": str, "epsilon": Maybe(NUMBER)},
+    "epsilon_spent": Maybe(NUMBER), "final_aux_accuracy": Maybe(NUMBER), "missing_fields": Maybe(TEXT_LIST),
+    "modes": Each(_MODE), "extended_run": Maybe(_EXTENDED_RUN), "dp_trace": Maybe(_dp_trace), "deviations": TEXT_LIST,
+}
+"""What :func:`load_results` checks in every experiment result (:func:`fltrust.repro.results.check_fields`):
+the fields the tables and figures read, with their types."""
 
 MODE_LABELS = {"prototype": "prototype", "paper": "paper mode", "fixed": "fixed", "extended": "extended"}
 
@@ -143,8 +171,9 @@ def load_reported(path: str | Path = REPORTED_FILE) -> dict[str, Any]:
     """
     path = Path(path)
     if not path.is_file():
-        raise ResultsError(f"{path} does not exist; it ships with the fltrust checkout (papers_repro/federatedtrust/):"
-                           f" work inside the checkout or set {REPO_ENV} to it")
+        raise ResultsError(f"{path} does not exist; it ships with the fltrust checkout (papers_repro/federatedtrust/) "
+                           f"and the wheel built from it: work inside the checkout, set {REPO_ENV} to it, or install "
+                           "the wheel")
     data = yaml.safe_load(path.read_text())
     missing = [k for k in ("tolerance", "pillars", "pillar_labels", "experiments", "inconsistencies")
                if not isinstance(data, dict) or k not in data]
@@ -170,7 +199,7 @@ def load_results(results_dir: str | Path) -> list[dict[str, Any]]:
     ResultsError
         If a file is not valid JSON or lacks one of :data:`RESULT_KEYS` (rerun its experiment).
     """
-    results = load_result_files(results_dir, "exp*.json", RESULT_KEYS, "experiment_result")
+    results = load_result_files(results_dir, "exp*.json", RESULT_KEYS, "experiment_result", RESULT_SCHEMA)
     order = list(EXPERIMENTS)
     return sorted(results, key=lambda r: order.index(r["experiment"]) if r["experiment"] in order else len(order))
 
@@ -436,6 +465,32 @@ def _timing_table(results: Sequence[dict[str, Any]]) -> pd.DataFrame:
                                        "training s", "total s", "flags"])
 
 
+VERIFY_EXAMPLE = "fltrust repro verify <experiment>"
+"""The rerun-and-compare command RESULTS.md's provenance section names."""
+
+
+def _ablation_as_result(ablation: dict[str, Any]) -> dict[str, Any]:
+    """The attack ablation (and its variants) as one provenance-table entry: every run's id and record."""
+    parts = [ablation, *(ablation.get("variants") or [])]
+    run_ids = list(dict.fromkeys(run["run_id"] for part in parts for run in part.get("runs", []) if run.get("run_id")))
+    runs: dict[str, Any] = {}
+    for part in parts:
+        runs.update(((part.get("provenance") or {}).get("runs")) or {})
+    return {"experiment": f"attack ablation ({ablation.get('experiment')})", "run_ids": run_ids,
+            "provenance": {"runs": runs}}
+
+
+def _provenance_frame(results: Sequence[dict[str, Any]], ablation: dict[str, Any] | None) -> pd.DataFrame:
+    """The provenance table: one row per experiment result (its run and extended companion), then the ablation."""
+    groups = []
+    for res in results:
+        run_ids = [res["run_id"]] + ([res["extended_run"]["run_id"]] if res.get("extended_run") else [])
+        groups.append(([], [dict(res, run_ids=list(dict.fromkeys(run_ids)))]))
+    if ablation:
+        groups.append(([], [_ablation_as_result(ablation)]))
+    return provenance_frame(groups, ["experiment"], root=PAPER_DIR.parents[1])
+
+
 def results_markdown(
     results: Sequence[dict[str, Any]], *, quick: bool, reported: dict[str, Any] | None = None,
     ablation: dict[str, Any] | None = None,
@@ -506,6 +561,7 @@ def results_markdown(
                          for item in reported["inconsistencies"]],
         deviations=[f"{text} ({', '.join(names)})" for text, names in deviations.items()],
         missing=", ".join(missing_experiments(results)),
+        provenance=provenance_section(_provenance_frame(results, ablation), command=VERIFY_EXAMPLE),
     )
 
 
