@@ -34,6 +34,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from fltrust import registry
 from fltrust.algorithms.privacy import PrivacyRun, build_privacy, privacy_mechanism
 from fltrust.algorithms.strategies import build_strategy
 from fltrust.compatibility import check_compatible
@@ -140,12 +141,13 @@ def trust_inputs(cfg: ExperimentConfig, *, member_sampler: Any = None, sensitive
     from fltrust.trust.inputs import TrustInputs
     from fltrust.trust.measures.poisoning import is_byzantine_robust
 
-    dp = cfg.privacy.mode != "none"
+    dp = privacy_mechanism(cfg.privacy.mode).differential_privacy
+    strategy = registry.STRATEGIES[cfg.strategy.name]
     epsilon = cfg.privacy.target_epsilon
     project, data = cfg.project, cfg.data
     return TrustInputs(
         name=cfg.run.name, strategy=cfg.strategy.name, byzantine_robust=is_byzantine_robust(cfg.strategy.name),
-        personalized=cfg.strategy.name == "ditto", model=cfg.model.name, num_clients=cfg.partition.num_clients,
+        personalized=strategy.personalized, model=cfg.model.name, num_clients=cfg.partition.num_clients,
         clients_per_round=cfg.clients_per_round(), rounds=cfg.training.rounds,
         learning_rate=cfg.training.learning_rate, local_epochs=cfg.training.local_epochs,
         differential_privacy=dp, dp_epsilon=float(epsilon) if dp and epsilon is not None else float("nan"),

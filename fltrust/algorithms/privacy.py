@@ -515,11 +515,15 @@ class PrivacyMechanism:
     sequential : str or None
         Why the round's clients must train one after another, for a mechanism that overrides
         :meth:`train` (see :meth:`sequential_reason`).
+    differential_privacy : bool
+        Whether the mechanism is differentially private (the FactSheet's
+        ``configuration/differential_privacy``; then ``target_epsilon`` is its budget).
     """
 
     name: ClassVar[str] = "none"
     engines: ClassVar[tuple[str, ...]] = ("inprocess",)
     sequential: ClassVar[str | None] = None
+    differential_privacy: ClassVar[bool] = False
 
     # -- construction and checks ----------------------------------------------------------------
     @classmethod
@@ -746,6 +750,7 @@ class LocalDPSGD(PrivacyMechanism):
     """
 
     name = "local"
+    differential_privacy = True
     engines = ("inprocess", "flower")
     sequential = "local DP-SGD (Opacus) trains one client at a time"
 
@@ -833,6 +838,7 @@ class ServerSideDP(PrivacyMechanism):
     """
 
     name = "server"
+    differential_privacy = True
     engines = ("inprocess", "flower")
 
     def __init__(self, *, clipping_norm: float, noise_multiplier: float, delta: float, target_epsilon: float,
@@ -903,6 +909,7 @@ class NbAFLMechanism(PrivacyMechanism):
     """
 
     name = "nbafl"
+    differential_privacy = True
     engines = ("inprocess",)
     sequential = "NbAFL's proximal term and upload noise are added client by client (sequential path)"
 

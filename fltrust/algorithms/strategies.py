@@ -134,10 +134,14 @@ class Strategy:
     local_proximal_term : bool
         Whether the training that leaves the client adds a proximal term of its own (FedProx),
         which client-side privacy mechanisms that bring their own local objective refuse.
+    personalized : bool
+        Whether each client's performance is measured with a personal model (Ditto; the
+        FactSheet's ``configuration/personalization``).
     """
 
     name: ClassVar[str] = "base"
     local_proximal_term: ClassVar[bool] = False
+    personalized: ClassVar[bool] = False
 
     def __init__(self, *, local_epochs: int = 1, weighting: str = "samples") -> None:
         if weighting not in ("samples", "batches"):
@@ -404,6 +408,7 @@ class Ditto(Strategy):
     """
 
     name = "ditto"
+    personalized = True
 
     def __init__(self, *, ditto_lambda: float = 0.8, ditto_lr: float = 0.01, ditto_epochs: int = 10,
                  ditto_anchor: str = "local", **kwargs: Any) -> None:

@@ -67,6 +67,7 @@ def test_every_configured_name_builds_its_class():
     for name, cls in STRATEGY_CLASSES.items():
         strategy = build(ExperimentConfig.tiny(strategy={"name": name, "clients_per_round": 5}))
         assert type(strategy) is cls and strategy.name == name
+    assert [name for name, cls in STRATEGY_CLASSES.items() if cls.personalized] == ["ditto"]
 
 
 def test_the_factory_binds_the_constructors_keywords_to_the_config():

@@ -171,6 +171,7 @@ def test_the_registry_holds_one_mechanism_per_mode():
     assert {mode: cls.__name__ for mode, cls in PRIVACY_MECHANISMS.items()} == {
         "none": "NoPrivacy", "local": "LocalDPSGD", "server": "ServerSideDP", "nbafl": "NbAFLMechanism"}
     assert PRIVACY_MECHANISMS.names() == ("none", "local", "server", "nbafl")
+    assert [cls.differential_privacy for cls in PRIVACY_MECHANISMS.values()] == [False, True, True, True]
     with pytest.raises(ConfigError, match=r"privacy.mode='dp' is not registered; registered: \['local', 'nbafl'"):
         privacy_mechanism("dp")
 
