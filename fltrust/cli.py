@@ -61,16 +61,28 @@ class UsageError(Exception):
     exit_code = 2
 
 
-def _cmd_run(args: argparse.Namespace) -> int:
-    from fltrust.compatibility import check_compatible
-    from fltrust.experiment import run_experiment
+def _import_components(modules: list[str]) -> None:
+    """Import the modules of ``--import`` (they register their strategies or privacy mechanisms)."""
+    import importlib
 
+    for name in modules:
+        try:
+            importlib.import_module(name)
+        except ImportError as exc:
+            raise UsageError(f"--import {name}: cannot import it ({exc}); name a module on the Python path "
+                             "(the current folder, or PYTHONPATH)") from None
+
+
+def _cmd_run(args: argparse.Namespace) -> int:
+    from fltrust.experiment import check_experiment, run_experiment
+
+    _import_components(args.imports or [])
     overrides = parse_overrides(args.set or [])
     if args.data_dir:
         overrides["data.root"] = args.data_dir
     try:
         cfg = load_config(args.config, overrides)
-        check_compatible(cfg)
+        check_experiment(cfg)
     except ConfigError as exc:
         if str(args.config) in str(exc):  # the message names the file already
             raise
@@ -210,6 +222,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--device", choices=["cpu", "cuda", "auto"], default=None,
                      help="overrides run.device (default auto: CUDA when available, else CPU)")
     run.add_argument("--force", action="store_true", help="rerun even if a complete record exists")
+    run.add_argument("--import", dest="imports", action="append", metavar="MODULE",
+                     help="import MODULE first, e.g. one that registers a strategy the config names "
+                          "(docs/extending.md); repeatable")
     run.add_argument("--strict", action="store_true", help=STRICT_HELP)
     run.set_defaults(func=_cmd_run)
 

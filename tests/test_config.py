@@ -74,9 +74,12 @@ def test_missing_file():
         load_config("/nonexistent.yaml")
 
 
-def test_unsupported_privacy_combination():
-    with pytest.raises(ConfigError, match="fedprox"):
-        ExperimentConfig.from_dict({"privacy": {"mode": "local"}, "strategy": {"name": "fedprox"}})
+def test_unsupported_privacy_combination_is_refused_before_the_data_loads():
+    from fltrust.experiment import check_experiment
+
+    cfg = ExperimentConfig.from_dict({"privacy": {"mode": "local"}, "strategy": {"name": "fedprox"}})
+    with pytest.raises(ConfigError, match="privacy.mode='local' is not supported with strategy.name='fedprox'"):
+        check_experiment(cfg)
 
 
 @pytest.mark.parametrize("section, key, value", [
@@ -136,11 +139,11 @@ def test_malformed_override_value_names_the_override():
     ("femnist_cnn", "n_baiot", ["nbaiot_mlp_100_80_70_50", "nbaiot_mlp_50_50", "nsl_kdd_mlp"]),
 ])
 def test_model_must_fit_the_dataset(model, dataset, fitting):
-    from fltrust.compatibility import check_compatible
+    from fltrust.experiment import check_experiment
 
     cfg = ExperimentConfig.from_dict({"data": {"name": dataset}, "model": {"name": model}})  # each part is valid
     with pytest.raises(ConfigError) as info:
-        check_compatible(cfg)
+        check_experiment(cfg)
     assert f"model.name={model!r} does not fit data.name={dataset!r}" in str(info.value)
     assert str(info.value).endswith(f"choose one of {fitting}")
 
@@ -148,14 +151,14 @@ def test_model_must_fit_the_dataset(model, dataset, fitting):
 def test_model_probe_keeps_the_global_random_state():
     import torch
 
-    from fltrust.compatibility import check_compatible
+    from fltrust.experiment import check_experiment
     from fltrust.models import model_fits
 
     model_fits.cache_clear()
     torch.manual_seed(0)
     expected = torch.rand(3)
     torch.manual_seed(0)
-    check_compatible(ExperimentConfig.from_dict({"data": {"name": "synthetic_femnist"}, "model": {"name": "convnet2"}}))
+    check_experiment(ExperimentConfig.from_dict({"data": {"name": "synthetic_femnist"}, "model": {"name": "convnet2"}}))
     assert torch.equal(torch.rand(3), expected)
 
 
