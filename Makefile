@@ -8,8 +8,8 @@ REQ_HASH    := $(shell cat requirements.txt constraints.txt | sha256sum | cut -c
 VENV        ?= $(HOME)/.cache/fltrust/venv-$(REQ_HASH)
 PY          := $(VENV)/bin/python
 STAMP       := $(VENV)/.fltrust-complete
-# ruff, pinned in requirements-lint.txt, in a small environment of its own (keyed the same way), so
-# that a new ruff never rebuilds the pinned stack above
+# ruff and mypy, pinned in requirements-lint.txt, in a small environment of its own (keyed the same
+# way), so that a new linter never rebuilds the pinned stack above
 LINT_HASH   := $(shell cat requirements-lint.txt | sha256sum | cut -c1-12)
 LINT_VENV   ?= $(HOME)/.cache/fltrust/lint-$(LINT_HASH)
 LINT_STAMP  := $(LINT_VENV)/.fltrust-complete
@@ -36,15 +36,17 @@ $(STAMP):
 venv: $(STAMP)
 
 $(LINT_STAMP):
-	@echo "==> creating $(LINT_VENV) (pinned ruff; reused across clones)"
+	@echo "==> creating $(LINT_VENV) (pinned ruff and mypy; reused across clones)"
 	rm -rf $(LINT_VENV)
 	$(PYTHON) -m venv $(LINT_VENV)
 	$(LINT_VENV)/bin/python -m pip install --quiet -r requirements-lint.txt
 	touch $(LINT_STAMP)
 
-## lint: ruff (rules in pyproject.toml) on the package, tests, benchmarks, examples and notebooks
+## lint: ruff (rules in pyproject.toml) on the package, tests, benchmarks, examples and notebooks,
+## then mypy (settings in pyproject.toml: [tool.mypy]) on the package
 lint: $(LINT_STAMP)
 	$(LINT_VENV)/bin/ruff check $(LINT_PATHS)
+	$(LINT_VENV)/bin/mypy
 
 ## demo: quick reproduction (every dataset family, then the quick fairness and trust reproductions)
 demo: venv
