@@ -215,14 +215,14 @@ def trust_headline(results_dir: str | Path) -> list[str]:
         Lines: a title and a table (experiment, dataset, the paper's trust score, ours per scoring
         mode, data); ``–`` = not stated by the paper.
     """
-    from fltrust.repro.trust.experiments import SCORING_MODES
+    from fltrust.names import TRUST_MODES
     from fltrust.repro.trust.report import comparison_frame, load_results
 
     results = load_results(results_dir)
     scores = comparison_frame(results)
     scores = scores[scores["item"] == "trust_score"]
     paper = dict(zip(scores["experiment"], scores["paper"]))
-    modes = [m for m in SCORING_MODES if any(m in r["modes"] for r in results)]
+    modes = [m for m in TRUST_MODES if any(m in r["modes"] for r in results)]
     rows = []
     for res in results:
         ours = [_cell((res["modes"].get(m) or {}).get("trust_score"), 2) for m in modes]

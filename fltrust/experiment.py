@@ -44,7 +44,6 @@ from fltrust.core.records import RunInfo
 from fltrust.data.base import DatasetBundle
 from fltrust.federation import Federation, prepare_federation, resolve_device
 from fltrust.models import build_model
-from fltrust.names import ENGINES as ENGINES  # the run.engine names (fltrust.engines.engine_class)
 from fltrust.runs import RunDiverged, RunFolder, RunRecord, RunRecorder, load_final_model, load_run, locked
 
 log = logging.getLogger("fltrust")

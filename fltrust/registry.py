@@ -33,7 +33,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any, Generic, TypeVar
 
-from fltrust.names import PRIVACY_MODES, STRATEGIES as STRATEGY_NAMES
+from fltrust import names
 
 __all__ = ["PRIVACY_MECHANISMS", "STRATEGIES", "Registry"]
 
@@ -143,8 +143,8 @@ class Registry(Mapping[str, T], Generic[T]):
         return f"Registry({self.field!r}, {sorted(self._entries)})"
 
 
-STRATEGIES: Registry[Callable[..., Any]] = Registry("strategy.name", builtin=STRATEGY_NAMES)
+STRATEGIES: Registry[Callable[..., Any]] = Registry("strategy.name", builtin=names.STRATEGIES)
 """``strategy.name`` -> strategy class (filled by :mod:`fltrust.algorithms.strategies`)."""
 
-PRIVACY_MECHANISMS: Registry[Callable[..., Any]] = Registry("privacy.mode", builtin=PRIVACY_MODES)
+PRIVACY_MECHANISMS: Registry[Callable[..., Any]] = Registry("privacy.mode", builtin=names.PRIVACY_MODES)
 """``privacy.mode`` -> privacy mechanism class (filled by :mod:`fltrust.algorithms.privacy`)."""

@@ -14,8 +14,8 @@ the YAML sections (:class:`fltrust.config.FairnessConfig` / :class:`fltrust.conf
 adding ``enabled``).
 
 A ``None`` switch means "the mode's default"; after construction every switch holds a concrete
-value (:data:`FAIRNESS_MODE_DEFAULTS`, :data:`TRUST_MODE_DEFAULTS`; the modes and their defaults
-are defined in :mod:`fltrust.names`).
+value (:data:`fltrust.names.FAIRNESS_MODE_DEFAULTS`, :data:`fltrust.names.TRUST_MODE_DEFAULTS`:
+the modes and their defaults are defined in :mod:`fltrust.names`).
 
 This module imports nothing heavy (no torch), so that loading a configuration stays cheap.
 
@@ -51,11 +51,9 @@ __all__ = [
     "APP_FAIRNESS_DEFAULTS",
     "DECLARATIONS",
     "DeclarationError",
-    "FAIRNESS_MODE_DEFAULTS",
     "FairnessOptions",
     "FairnessSettings",
     "SettingsError",
-    "TRUST_MODE_DEFAULTS",
     "TrustOptions",
     "TrustSettings",
     "show",
@@ -152,7 +150,7 @@ class FairnessOptions:
     The fields that :class:`FairnessSettings` (the observer's settings) and the YAML section
     ``metrics.fairness`` (:class:`fltrust.config.FairnessConfig`, these fields plus ``enabled``)
     share, with their defaults. Not validated on its own: build a :class:`FairnessSettings`. A
-    ``None`` switch means "the mode's default" (:data:`FAIRNESS_MODE_DEFAULTS`).
+    ``None`` switch means "the mode's default" (:data:`fltrust.names.FAIRNESS_MODE_DEFAULTS`).
 
     Attributes
     ----------
@@ -257,7 +255,7 @@ class FairnessSettings(FairnessOptions):
 
     Build it with ``FairnessSettings(mode="corrected", reward="instantaneous")``; an experiment
     config builds the same object (:func:`fltrust.config.fairness_settings`). After
-    construction every switch holds a concrete value (see :data:`FAIRNESS_MODE_DEFAULTS`).
+    construction every switch holds a concrete value (see :data:`fltrust.names.FAIRNESS_MODE_DEFAULTS`).
 
     Attributes
     ----------
@@ -574,7 +572,7 @@ class TrustSettings(TrustOptions):
 
     @property
     def switches(self) -> dict[str, Any]:
-        """The resolved statistic switches (the keys of :data:`TRUST_MODE_DEFAULTS`)."""
+        """The resolved statistic switches (the keys of :data:`fltrust.names.TRUST_MODE_DEFAULTS`)."""
         return {name: getattr(self, name) for name in TRUST_MODE_DEFAULTS[self.mode]}
 
     def to_dict(self) -> dict[str, Any]:

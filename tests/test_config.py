@@ -197,8 +197,7 @@ def test_config_loader_rejects_duplicate_keys_at_any_depth_and_keeps_merge_keys(
 
 
 def test_show_bounds_any_value():
-    from fltrust.config import show
-    from fltrust.settings import SHOW_MAX_CHARS
+    from fltrust.settings import SHOW_MAX_CHARS, show
 
     nested: list = ["lol"] * 9
     for _ in range(12):  # 9^13 strings if it were expanded

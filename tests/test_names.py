@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import importlib
+import pkgutil
 import subprocess
 import sys
 import typing
 
 import pytest
 
+import fltrust
 from fltrust import names
 from fltrust.config import ConfigError, ExperimentConfig
 
@@ -41,35 +44,46 @@ def test_every_mode_has_its_defaults():
     assert names.TRUST_MODE_DEFAULTS["extended"] == names.TRUST_MODE_DEFAULTS["fixed"]
 
 
-def test_the_old_public_names_are_the_ones_defined_here():
-    from fltrust import config, experiment, settings
-    from fltrust.flower.records import STANDARD_CLIENT_KEYS
-    from fltrust.metrics.fairness import MODE_DEFAULTS as FAIRNESS_DEFAULTS
-    from fltrust.repro.trust import experiments as trust_experiments
-    from fltrust.trust import observer, scoring
+def _modules():
+    return [importlib.import_module(info.name) for info in pkgutil.walk_packages(fltrust.__path__, prefix="fltrust.")
+            if not info.name.endswith("__main__")]
 
-    assert config.STRATEGIES is names.STRATEGIES and config.ROBUST_STRATEGIES is names.ROBUST_STRATEGIES
-    assert config.DATASETS is names.DATASETS and experiment.ENGINES is names.ENGINES
-    assert settings.TRUST_MODES is names.TRUST_MODES and settings.FAIRNESS_MODES is names.FAIRNESS_MODES
-    assert settings.TRUST_MODE_DEFAULTS is observer.MODE_DEFAULTS is names.TRUST_MODE_DEFAULTS
-    assert settings.FAIRNESS_MODE_DEFAULTS is FAIRNESS_DEFAULTS is names.FAIRNESS_MODE_DEFAULTS
-    assert scoring.MODE_DEFAULTS is names.TRUST_SCORING_DEFAULTS
-    assert scoring.ALL_MODES is trust_experiments.SCORING_MODES is names.TRUST_MODES
-    assert scoring.MODES is trust_experiments.COMPARED_MODES is names.PAPER_TREE_TRUST_MODES
-    assert STANDARD_CLIENT_KEYS is names.CLIENT_METRIC_KEYS
+
+def test_each_table_has_one_name():
+    """No module binds a name family, a mode-defaults table or a registry to a second name: each table
+    is reached by one name wherever it is imported (a second name is one more to keep in step)."""
+    from fltrust import registry
+    from fltrust.metrics.fairness import notions, registry as notion_registry
+
+    tables = {id(value): name for name, value in vars(names).items() if name.isupper() and isinstance(value, (tuple, dict))}
+    tables |= {id(getattr(module, name)): name for module, name in [
+        (registry, "STRATEGIES"), (registry, "PRIVACY_MECHANISMS"), (notion_registry, "NOTIONS"),
+        (notion_registry, "FAIRNESS_KEYS"), (notions, "PAPER_NOTIONS")]}
+    second_names = [f"{module.__name__}.{attr} is {tables[id(value)]}" for module in _modules()
+                    for attr, value in vars(module).items() if id(value) in tables and attr != tables[id(value)]]
+    assert second_names == []
+
+
+def test_the_names_are_exported_by_this_module_alone():
+    """A family or its defaults is imported from fltrust.names, not through another module's __all__."""
+    reexports = {module.__name__: sorted(name for name in getattr(module, "__all__", ())
+                                         if name in names.__all__ and getattr(module, name) is getattr(names, name))
+                 for module in _modules() if module is not names}
+    assert {name: found for name, found in reexports.items() if found} == {}
 
 
 def test_the_dispatch_tables_know_every_name():
     from fltrust.data.registry import REFERENCE_SPECS, SPECS
     from fltrust.data.specs import INPUT_SPECS
-    from fltrust.algorithms.strategies import STRATEGY_CLASSES
+    from fltrust.algorithms import strategies  # noqa: F401 - registers the built-in strategies
+    from fltrust.registry import STRATEGIES
     from fltrust.data.synthetic import GENERATORS
     from fltrust.models import MODELS
     from fltrust.repro.trust.report import MODE_LABELS
     from fltrust.trust.factsheet import _PREPROCESSING, STRATEGY_NAMES
     from fltrust.trust.scoring import FIXES
 
-    assert set(STRATEGY_CLASSES) == set(names.STRATEGIES)
+    assert set(STRATEGIES) == set(names.STRATEGIES)
     assert set(names.STRATEGIES) <= set(STRATEGY_NAMES)  # the FactSheet's algorithm names (plus apps' "median")
     assert set(SPECS) == set(INPUT_SPECS) == set(_PREPROCESSING) == set(names.REAL_DATASETS)
     assert set(GENERATORS) == set(names.SYNTHETIC_DATASETS)

@@ -7,7 +7,8 @@ import sys
 
 import pytest
 
-from fltrust.settings import FAIRNESS_MODE_DEFAULTS, TRUST_MODE_DEFAULTS, FairnessSettings, SettingsError, TrustSettings
+from fltrust.names import FAIRNESS_MODE_DEFAULTS, TRUST_MODE_DEFAULTS
+from fltrust.settings import FairnessSettings, SettingsError, TrustSettings
 
 
 def test_the_allowed_names_are_those_of_the_modules_that_compute_them():

@@ -596,10 +596,6 @@ class Bulyan(Krum):
         return robust.bulyan([r.params for r in results], f)
 
 
-STRATEGY_CLASSES = registry.STRATEGIES
-"""``strategy.name`` -> strategy class: :data:`fltrust.registry.STRATEGIES` (the built-ins above and
-any class registered at run time)."""
-
 _FACTS = ("local_epochs", "clients_per_round")
 
 

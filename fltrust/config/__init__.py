@@ -45,7 +45,8 @@ Modules
   :func:`parse_overrides`, :func:`apply_overrides`, :func:`read_config_file`, :func:`config_yaml`,
   :func:`save_config`.
 
-Every name below is importable from ``fltrust.config``; the modules import only
+Every name below is importable from ``fltrust.config`` (the name families it checks are defined
+in :mod:`fltrust.names`, the metrics' settings in :mod:`fltrust.settings`); the modules import only
 :mod:`fltrust.names`, :mod:`fltrust.settings` and each other (the models, data specs, trust
 declarations and atomic writer lazily, where used), never an engine or the experiment runner.
 
@@ -79,22 +80,6 @@ from fltrust.config.run import (
     RunConfig,
 )
 
-# importable from here before the package was split (fltrust.names / fltrust.settings define them)
-from fltrust.names import (
-    DATASETS,
-    ENGINES,
-    PRIVACY_MODES,
-    ROBUST_STRATEGIES,
-    STRATEGIES,
-    DatasetName,
-    EngineName,
-    FairnessMode,
-    PrivacyMode,
-    StrategyName,
-    TrustMode,
-)
-from fltrust.settings import FairnessSettings, SettingsError, TrustSettings, show
-
 __all__ = [
     # errors
     "ConfigError",
@@ -110,8 +95,4 @@ __all__ = [
     "ExperimentConfig", "load_config",
     # YAML in and out (fltrust.config.loading)
     "ConfigLoader", "parse_overrides", "apply_overrides", "read_config_file", "config_yaml", "save_config",
-    # re-exported from fltrust.names and fltrust.settings
-    "DATASETS", "ENGINES", "PRIVACY_MODES", "ROBUST_STRATEGIES", "STRATEGIES",
-    "DatasetName", "EngineName", "FairnessMode", "PrivacyMode", "StrategyName", "TrustMode",
-    "FairnessSettings", "SettingsError", "TrustSettings", "show",
 ]

@@ -51,10 +51,6 @@ FLTRUST_KEY = "fltrust"
 server removes it before the app's strategy aggregates, so it never reaches Flower's metrics)."""
 RENAMED = {"num-examples": "num_samples", "num-batches": "num_batches"}
 """MetricRecord keys whose RoundRecord name differs."""
-STANDARD_CLIENT_KEYS = CLIENT_METRIC_KEYS
-"""``client_metrics`` keys of a RoundRecord, in the in-process engine's order
-(:data:`fltrust.names.CLIENT_METRIC_KEYS`; ``malicious``, 1 for a malicious client, only in runs
-with an ``attack``: a key is kept when every reply has it)."""
 BOOKKEEPING_KEYS = frozenset({CLIENT_ID_KEY, "num-partitions", CONFUSION_KEY, LABEL_COUNTS_KEY})
 
 
@@ -193,7 +189,7 @@ def client_values(metrics: Mapping[str, Any], *, keep_extra: bool = True) -> dic
     metrics : mapping
         One client's reply metrics.
     keep_extra : bool
-        Keep scalar keys beyond :data:`STANDARD_CLIENT_KEYS` (default True).
+        Keep scalar keys beyond :data:`fltrust.names.CLIENT_METRIC_KEYS` (default True).
 
     Returns
     -------
@@ -212,6 +208,6 @@ def client_values(metrics: Mapping[str, Any], *, keep_extra: bool = True) -> dic
         if key in BOOKKEEPING_KEYS or isinstance(value, (list, tuple, str, bytes)):
             continue
         name = RENAMED.get(key, key)
-        if keep_extra or name in STANDARD_CLIENT_KEYS:
+        if keep_extra or name in CLIENT_METRIC_KEYS:
             out[name] = float(value)
     return out

@@ -20,7 +20,8 @@ import numpy as np
 
 from fltrust.core.observers import ObserverSet, RoundObserver
 from fltrust.core.records import Params, RoundRecord, RunInfo, RunSummary
-from fltrust.flower.records import STANDARD_CLIENT_KEYS, client_values
+from fltrust.flower.records import client_values
+from fltrust.names import CLIENT_METRIC_KEYS
 
 log = logging.getLogger("fltrust")
 
@@ -217,7 +218,7 @@ class RoundBuilder:
     def _record(self, pending: _Pending, params: Params, server: dict[str, float]) -> RoundRecord:
         rows = pending.rows
         values = [client_values(r.metrics, keep_extra=self.keep_extra) for r in rows]
-        keys = [k for k in STANDARD_CLIENT_KEYS if values and all(k in v for v in values)]
+        keys = [k for k in CLIENT_METRIC_KEYS if values and all(k in v for v in values)]
         keys += sorted({k for v in values for k in v} - set(keys)) if self.keep_extra else []
         metrics = {k: np.asarray([v.get(k, np.nan) for v in values], dtype=float) for k in keys}
         confusion = None

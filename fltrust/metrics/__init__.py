@@ -16,7 +16,6 @@ Index of the public names, grouped by family. Naming: ``*_index`` / ``*_fairness
 
 from fltrust.metrics.fairness import (
     NOTIONS,
-    MODE_DEFAULTS,
     FairnessObserver,
     FairnessSettings,
     GroupFairness,
@@ -90,7 +89,6 @@ _FAIRNESS_NOTIONS = [
 
 _FAIRNESS_RUN = [
     "FairnessSettings",
-    "MODE_DEFAULTS",
     "default_sensitive_attributes",
     "FairnessObserver",
 ]

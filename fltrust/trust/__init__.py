@@ -13,8 +13,8 @@ Scoring modules (cheap to import):
 - :mod:`fltrust.trust.scoring` -- definitions files, bug-fix switches, :func:`score_factsheet`
   (modules ``definitions``, ``fixes`` and ``engine``), and the metrics' two steps:
   ``operations`` (raw values from factsheet fields: check_properties, global privacy risk, ...)
-  and ``normalization`` (score types: true_score, ranges, score_mapping, ...); both are also
-  reachable as ``from fltrust.trust import operations, normalization`` (the derivations notebook);
+  and ``normalization`` (score types: true_score, ranges, score_mapping, ...), used as modules
+  (``from fltrust.trust.scoring import operations, normalization``);
 - :mod:`fltrust.trust.report` -- :class:`TrustReport`, plot and writer.
 
 The metric definitions ship as YAML in ``fltrust/trust/definitions/`` (``prototype.yaml``,
@@ -47,9 +47,7 @@ from fltrust.trust.report import (
     write_report,
 )
 from fltrust.trust.scoring import (
-    ALL_MODES,
     FIXES,
-    MODES,
     Definitions,
     DefinitionsError,
     Fix,
@@ -57,16 +55,11 @@ from fltrust.trust.scoring import (
     load_definitions,
     score_factsheet,
 )
-# the two modules lived here before they joined the scoring package (notebooks import them from here)
-from fltrust.trust.scoring import normalization as normalization
-from fltrust.trust.scoring import operations as operations
 from fltrust.trust.scoring.normalization import NormalizationError, TrustScoreWarning
 from fltrust.trust.scoring.operations import check_properties, get_global_privacy_risk, resolve_field
 
 __all__ = [
-    "ALL_MODES",
     "FIXES",
-    "MODES",
     "Definitions",
     "DefinitionsError",
     "Fix",

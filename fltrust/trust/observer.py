@@ -19,8 +19,8 @@ Alg. 1 step                 observer hook
 ==========================  ==============================================================
 
 Settings: :class:`~fltrust.settings.TrustSettings` (built directly, or by
-:func:`fltrust.config.trust_settings` from ``metrics.trust``). Mode defaults (every switch can be
-set in the settings):
+:func:`fltrust.config.trust_settings` from ``metrics.trust``). Mode defaults
+(:data:`fltrust.names.TRUST_MODE_DEFAULTS`; every switch can be set in the settings):
 
 =========================  ===================  =========================  =========================
 switch                     ``"prototype"``      ``"paper"``                ``"fixed"`` / ``"extended"``
@@ -110,7 +110,6 @@ import torch
 from fltrust.core.evaluation import evaluate, set_params
 from fltrust.core.observers import BaseObserver
 from fltrust.core.records import RoundRecord, RunInfo, RunSummary
-from fltrust.names import TRUST_MODE_DEFAULTS
 from fltrust.settings import TrustSettings
 from fltrust.trust.describe import describe_app, model_family
 from fltrust.trust.factsheet import (
@@ -133,7 +132,6 @@ from fltrust.trust.model_fields import MODEL_FIELDS, ModelFields
 __all__ = [
     "FACTSHEET_FILE",
     "MODEL_FIELDS",
-    "MODE_DEFAULTS",
     "TrustObserver",
     "TrustObserverError",
     "describe_app",
@@ -144,9 +142,6 @@ log = logging.getLogger("fltrust")
 
 FACTSHEET_FILE = "factsheet.json"
 
-MODE_DEFAULTS = TRUST_MODE_DEFAULTS
-"""Statistic switches per trust mode (see the module docstring); defined with the other modes'
-defaults in :mod:`fltrust.names`."""
 
 class TrustObserverError(ValueError):
     """Inconsistent input to the trust observer; the message names it and the fix."""

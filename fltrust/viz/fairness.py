@@ -7,7 +7,7 @@ reproduction's conditions, datasets or tolerances (the paper's Table 3, Figure 4
 ==============================  ==============================================================
 function                        input
 ==============================  ==============================================================
-:func:`plot_notion_timeseries`  a notions frame: columns ``repeat``, ``round`` and :data:`NOTIONS`
+:func:`plot_notion_timeseries`  a notions frame: columns ``repeat``, ``round`` and :data:`FAIRNESS_KEYS`
 :func:`pareto_front`            points with two higher-is-better columns
 :func:`figure_title`            a title, marked ``QUICK`` / ``SYNTHETIC``
 ==============================  ==============================================================
@@ -33,7 +33,6 @@ import pandas as pd
 from fltrust.metrics.fairness.registry import FAIRNESS_KEYS, GENERAL_FAIRNESS, NOTION_LABELS, NOTION_SYMBOLS
 
 __all__ = [
-    "NOTIONS",
     "NOTION_LABELS",
     "NOTION_SYMBOLS",
     "PlotInputError",
@@ -47,10 +46,6 @@ __all__ = [
     "require_columns",
 ]
 
-NOTIONS = FAIRNESS_KEYS
-"""The notions in legend order: every registered notion (``f_j, f_g, f_r, f_o`` first), then ``F_T``
-(the columns of a notions frame; a live view of the notion table). :data:`NOTION_LABELS` and
-:data:`NOTION_SYMBOLS` give their legend and tick labels."""
 
 
 class PlotInputError(ValueError):
@@ -82,7 +77,7 @@ def require_columns(frame: pd.DataFrame, columns: Iterable[str], what: str) -> N
 
 
 def frame_notions(frame: pd.DataFrame, what: str = "the notions frame") -> list[str]:
-    """The notions of :data:`NOTIONS` that ``frame`` has a column for, in legend order; F_T is required.
+    """The notions that ``frame`` has a column for, in legend order (:data:`FAIRNESS_KEYS`); F_T is required.
 
     Parameters
     ----------
@@ -102,7 +97,7 @@ def frame_notions(frame: pd.DataFrame, what: str = "the notions frame") -> list[
     ['f_o', 'F_T']
     """
     require_columns(frame, [GENERAL_FAIRNESS], what)
-    return [k for k in NOTIONS if k in frame.columns]
+    return [k for k in FAIRNESS_KEYS if k in frame.columns]
 
 
 def figure_title(base: str, *, quick: bool = False, synthetic: bool = False) -> str:
@@ -127,7 +122,7 @@ def figure_axes(ax: Any, figsize: tuple[float, float]) -> tuple[Any, Any]:
 def palette(keys: Iterable[Any]) -> dict[Any, Any]:
     """The fairness figures' colour-blind colours, one per key in order.
 
-    ``palette(NOTIONS)`` colours the notions; the strategies and the modes take the same colours in
+    ``palette(FAIRNESS_KEYS)`` colours the notions; the strategies and the modes take the same colours in
     their own order (the seaborn ``colorblind`` palette, cycled past its 10 colours).
 
     Parameters
@@ -143,7 +138,7 @@ def palette(keys: Iterable[Any]) -> dict[Any, Any]:
     import seaborn as sns
 
     keys = list(keys)
-    return dict(zip(keys, sns.color_palette("colorblind", max(len(NOTIONS), len(keys)))))
+    return dict(zip(keys, sns.color_palette("colorblind", max(len(FAIRNESS_KEYS), len(keys)))))
 
 
 def plot_notion_timeseries(
@@ -164,7 +159,7 @@ def plot_notion_timeseries(
     ----------
     frame : pandas.DataFrame
         :func:`fltrust.repro.fairness.run.notions_frame`: columns ``repeat``, ``round``, ``F_T`` and
-        the notions (every one of :data:`NOTIONS` it has is drawn, :func:`frame_notions`).
+        the notions (every one of :data:`FAIRNESS_KEYS` it has is drawn, :func:`frame_notions`).
     title : str, optional
         Axes title (markers for quick / synthetic are added).
     window : (int, int), optional
@@ -193,7 +188,7 @@ def plot_notion_timeseries(
     require_columns(frame, ["repeat", "round"], "the notions frame")
     notions = frame_notions(frame)
     fig, ax = figure_axes(ax, (9.5, 4.5))
-    colours = palette(NOTIONS)
+    colours = palette(FAIRNESS_KEYS)
     per_round = frame.groupby("round")[notions]
     mean, std = per_round.mean(), per_round.std()  # std is NaN where a round has a single repeat
     banded = False

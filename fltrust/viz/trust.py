@@ -34,8 +34,6 @@ __all__ = ["COMPARISON_COLUMNS", "TrustPlotError", "plot_experiment_report", "pl
 COMPARISON_COLUMNS = ("experiment", "mode", "item", "label", "paper", "ours", "synthetic", "quick")
 """Columns :func:`plot_pillar_comparison` needs (those of ``comparison_frame``)."""
 
-MODE_ORDER = PAPER_TREE_TRUST_MODES
-
 
 class TrustPlotError(ValueError):
     """A plotting function got a table without the columns or rows it needs."""
@@ -109,7 +107,7 @@ def plot_pillar_comparison(
     if comparison.empty:
         raise TrustPlotError("comparison table is empty: no experiment result to plot")
     present = list(dict.fromkeys(comparison["mode"]))
-    modes = [m for m in MODE_ORDER if m in present] if modes is None else list(modes)
+    modes = [m for m in PAPER_TREE_TRUST_MODES if m in present] if modes is None else list(modes)
     unknown = [m for m in modes if m not in present]
     if unknown:
         raise TrustPlotError(f"modes {unknown} are not in the table; it has {present}")

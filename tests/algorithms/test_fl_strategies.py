@@ -11,9 +11,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from fltrust import registry
 from fltrust.config import ConfigError, ExperimentConfig
 from fltrust.algorithms.strategies import (
-    STRATEGY_CLASSES,
     ClientResult,
     Ditto,
     FedAvg,
@@ -62,12 +62,12 @@ def results(values, samples, batches=None, extra=None):
 
 # -- registry ---------------------------------------------------------------------------------
 def test_every_configured_name_builds_its_class():
-    assert set(STRATEGY_CLASSES) == {"fedavg", "fedprox", "qfedavg", "ditto", "fedmedian", "krum", "multikrum",
+    assert set(registry.STRATEGIES) == {"fedavg", "fedprox", "qfedavg", "ditto", "fedmedian", "krum", "multikrum",
                                      "trimmedmean", "bulyan"}
-    for name, cls in STRATEGY_CLASSES.items():
+    for name, cls in registry.STRATEGIES.items():
         strategy = build(ExperimentConfig.tiny(strategy={"name": name, "clients_per_round": 5}))
         assert type(strategy) is cls and strategy.name == name
-    assert [name for name, cls in STRATEGY_CLASSES.items() if cls.personalized] == ["ditto"]
+    assert [name for name, cls in registry.STRATEGIES.items() if cls.personalized] == ["ditto"]
 
 
 def test_the_factory_binds_the_constructors_keywords_to_the_config():

@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from fltrust.config import DATASETS, DataConfig
+from fltrust.config import DataConfig
 from fltrust.data import (
     GENERATORS,
     SPECS,
@@ -19,6 +19,7 @@ from fltrust.data import (
     load_dataset,
     nsl_kdd,
 )
+from fltrust.names import DATASETS
 
 # The hand-written NSL-KDD files below are not the official ones; their checksum warning is expected
 # (tests/data/test_data_integrity.py tests it).

@@ -25,9 +25,9 @@ import pytest
 from fairlearn.metrics import equalized_odds_difference
 
 from fltrust.config import ConfigError, ExperimentConfig, FairnessConfig, fairness_settings
+from fltrust.names import FAIRNESS_MODE_DEFAULTS
 from fltrust.settings import SettingsError
 from fltrust.metrics import (
-    MODE_DEFAULTS,
     FairnessSettings,
     MetricInputError,
     authors_group_fairness,
@@ -321,8 +321,9 @@ def test_settings_mode_defaults_and_overrides():
     corrected = FairnessSettings(mode="corrected")
     mixed = FairnessSettings(mode="corrected", reward="instantaneous")
 
-    assert {k: getattr(faithful, k) for k in MODE_DEFAULTS["faithful"]} == MODE_DEFAULTS["faithful"]
-    assert {k: getattr(corrected, k) for k in MODE_DEFAULTS["corrected"]} == MODE_DEFAULTS["corrected"]
+    for settings in (faithful, corrected):
+        defaults = FAIRNESS_MODE_DEFAULTS[settings.mode]
+        assert {k: getattr(settings, k) for k in defaults} == defaults
     assert faithful.shapley_include_empty is False and faithful.coalition_weighting == "uniform"
     assert mixed.reward == "instantaneous" and mixed.nonpositive_policy == "exclude"
 

@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from fltrust.names import PAPER_TREE_TRUST_MODES, TRUST_MODES
 from fltrust.trust import scoring
 from fltrust.trust.factsheet import load_factsheet, new_factsheet, set_field, set_provenance
 from fltrust.trust.report import TrustReport
@@ -46,9 +47,9 @@ def test_extended_definitions_cover_the_taxonomy_and_sustainability():
 
 
 def test_the_paper_modes_are_unchanged():
-    assert scoring.MODES == ("prototype", "paper", "fixed")
-    assert scoring.ALL_MODES == ("prototype", "paper", "fixed", "extended")
-    for mode in scoring.MODES:
+    assert PAPER_TREE_TRUST_MODES == ("prototype", "paper", "fixed")
+    assert TRUST_MODES == ("prototype", "paper", "fixed", "extended")
+    for mode in PAPER_TREE_TRUST_MODES:
         tree = load_definitions(mode=mode)
         assert not tree.use_provenance
         report = score_factsheet({"participants": {"client_num": 10}}, mode=mode)

@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 import yaml
 
+from fltrust.names import PAPER_TREE_TRUST_MODES
 from fltrust.trust import scoring
 from fltrust.trust.scoring import (
     FIXES,
@@ -422,7 +423,7 @@ def test_use_weights_requires_weights_that_sum_to_one():
 
 
 def test_packaged_definitions_carry_pillar_weights():
-    for mode in scoring.MODES:
+    for mode in PAPER_TREE_TRUST_MODES:
         tree = load_definitions(mode=mode)
         assert sum(p.weight for p in tree.pillars) == pytest.approx(1.0)
         assert [p.name for p in tree.pillars] == list(scoring.PROTOTYPE_PILLAR_WEIGHTS)

@@ -11,9 +11,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from fltrust.metrics.fairness.registry import FAIRNESS_KEYS
 from fltrust.viz.fairness import (
     NOTION_LABELS,
-    NOTIONS,
     PlotInputError,
     figure_title,
     palette,
@@ -54,7 +54,7 @@ def test_timeseries_plots_repeat_mean_with_band(frame, tmp_path):
 
     # Assert: one line per notion, the F_T line is the per-round mean over repeats (0.45 + 0.01 k)
     labels = [line.get_label() for line in ax.get_lines()]
-    assert [NOTION_LABELS[k] for k in NOTIONS] == labels
+    assert [NOTION_LABELS[k] for k in FAIRNESS_KEYS] == labels
     np.testing.assert_allclose(_line(ax, NOTION_LABELS["F_T"]).get_ydata(), 0.45 + 0.01 * np.arange(1, 7))
     assert len(ax.collections) >= 1  # std band of the varying notions (two repeats)
     assert "QUICK" in ax.get_title() and "SYNTHETIC" not in ax.get_title()
@@ -104,9 +104,9 @@ def test_require_columns_names_what_is_missing():
 
 
 def test_palette_gives_every_key_set_the_same_colours_in_order():
-    notions = palette(NOTIONS)
+    notions = palette(FAIRNESS_KEYS)
     strategies = palette(["fedavg", "qfedavg", "ditto"])
-    assert list(notions) == list(NOTIONS) and len(set(notions.values())) == 5
+    assert list(notions) == list(FAIRNESS_KEYS) and len(set(notions.values())) == 5
     assert list(strategies.values()) == list(notions.values())[:3]
 
 
@@ -120,7 +120,7 @@ def test_timeseries_overlays_a_reference_frame_dashed(frame):
     # Assert: 5 solid lines, then 5 dashed ones labelled by the reference; the legend names it once
     lines = ax.get_lines()
     assert [line.get_linestyle() for line in lines] == ["-"] * 5 + ["--"] * 5
-    assert [line.get_label() for line in lines[5:]] == [f"authors: {NOTION_LABELS[k]}" for k in NOTIONS]
+    assert [line.get_label() for line in lines[5:]] == [f"authors: {NOTION_LABELS[k]}" for k in FAIRNESS_KEYS]
     np.testing.assert_allclose(lines[-1].get_ydata(), 0.35 + 0.01 * np.arange(1, 7))
     labels = [t.get_text() for t in ax.get_legend().get_texts()]
-    assert labels[:5] == [NOTION_LABELS[k] for k in NOTIONS] and "dashed: authors (mean over 2 repeats)" in labels
+    assert labels[:5] == [NOTION_LABELS[k] for k in FAIRNESS_KEYS] and "dashed: authors (mean over 2 repeats)" in labels

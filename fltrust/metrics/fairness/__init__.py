@@ -30,7 +30,7 @@ correction is also a named switch, so it can be studied alone.
 One module per concept; every public name is importable from here:
 
 - :mod:`~fltrust.metrics.fairness.settings`: :class:`FairnessSettings` (defined in
-  :mod:`fltrust.settings`), the switches of each mode (:data:`MODE_DEFAULTS`) and the authors'
+  :mod:`fltrust.settings`; the switches of each mode: :data:`fltrust.names.FAIRNESS_MODE_DEFAULTS`) and the authors'
   sensitive-attribute lists (:func:`default_sensitive_attributes`).
 - :mod:`~fltrust.metrics.fairness.registry`: the notion table (:data:`NOTIONS`,
   :func:`register_notion`, :class:`NotionInput`, :func:`resolve_weights`).
@@ -70,7 +70,7 @@ from fltrust.metrics.fairness.registry import (
     unregister_notion,
 )
 from fltrust.metrics.fairness.observer import FairnessObserver
-from fltrust.metrics.fairness.settings import MODE_DEFAULTS, FairnessSettings, default_sensitive_attributes
+from fltrust.metrics.fairness.settings import FairnessSettings, default_sensitive_attributes
 from fltrust.metrics.jain import MetricInputError
 
 __all__ = [
@@ -85,7 +85,6 @@ __all__ = [
     "FairnessObserver",
     "FairnessSettings",
     "GroupFairness",
-    "MODE_DEFAULTS",
     "MetricInputError",
     "RatioFairness",
     "RoundFairness",

@@ -1,8 +1,8 @@
 """The fairness settings: the one settings type, the switches of each mode, the authors' attribute lists.
 
 :class:`FairnessSettings` is defined in :mod:`fltrust.settings` (with the trust settings) and
-re-exported here; :data:`MODE_DEFAULTS` holds every switch's value in each mode (spec 9) and
-:func:`default_sensitive_attributes` the attribute list A the authors used per dataset and
+re-exported here; :data:`fltrust.names.FAIRNESS_MODE_DEFAULTS` holds every switch's value in each
+mode (spec 9) and :func:`default_sensitive_attributes` the attribute list A the authors used per dataset and
 strategy (spec 2.4 and 4), which ``metrics.fairness.sensitive_attributes: null`` resolves to.
 """
 
@@ -11,14 +11,10 @@ from __future__ import annotations
 from typing import Any
 
 from fltrust.metrics.jain import MetricInputError
-from fltrust.names import FAIRNESS_MODE_DEFAULTS, STRATEGIES
+from fltrust.names import STRATEGIES
 from fltrust.settings import FairnessSettings
 
-__all__ = ["FairnessSettings", "MODE_DEFAULTS", "default_sensitive_attributes"]
-
-MODE_DEFAULTS = FAIRNESS_MODE_DEFAULTS
-"""Value of every switch in each mode (spec 9); defined with the other modes' defaults in
-:mod:`fltrust.names`."""
+__all__ = ["FairnessSettings", "default_sensitive_attributes"]
 
 
 _ALL_TEN = list(range(10))

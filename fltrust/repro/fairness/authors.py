@@ -75,7 +75,6 @@ AUTHORS_DATASETS = {"cifar10": "CIFAR", "femnist": "FEMNIST", "nsl_kdd": "NSLKDD
 
 AUTHORS_REPEATS = 3
 AUTHORS_ROUNDS = 30
-FOUR_NOTIONS = PAPER_NOTIONS  # f_j, f_g, f_r, f_o: the stored notions; F_T is their mean
 CONFIG_FIELDS = ("num_clients", "local_epochs", "num_rounds", "batch_size", "selection_rate", "sensitive_attributes")
 PER_CLIENT_FIELDS = ("shap", "accuracy", "gains", "avg_eop")
 CONSISTENT_P = 0.05
@@ -228,8 +227,8 @@ def read_authors_file(path: str | os.PathLike[str], *, repeat: int = 0) -> Autho
     if not isinstance(labels, list) or len(labels) != rounds or not all(
             isinstance(r, int) and not isinstance(r, bool) for r in labels):
         raise _fail(path, "rounds", f"is not a list of {rounds} round numbers (config.num_rounds)")
-    fairness = _object(path, "general_fairness", data["general_fairness"], FOUR_NOTIONS)
-    notions = {k: _numbers(path, f"general_fairness.{k}", fairness[k], rounds) for k in FOUR_NOTIONS}
+    fairness = _object(path, "general_fairness", data["general_fairness"], PAPER_NOTIONS)
+    notions = {k: _numbers(path, f"general_fairness.{k}", fairness[k], rounds) for k in PAPER_NOTIONS}
     per_client = _object(path, "per_client_data", data["per_client_data"], PER_CLIENT_FIELDS)
     shap = _rows(path, "per_client_data.shap", per_client["shap"], rounds)
     accuracy = _rows(path, "per_client_data.accuracy", per_client["accuracy"], rounds)
@@ -276,8 +275,8 @@ class AuthorsCondition:
         for run in self.runs:
             for p in range(len(run.notions["f_j"])):
                 row: dict[str, Any] = {"repeat": run.repeat, "round": p + 1}
-                row.update({k: run.notions[k][p] for k in FOUR_NOTIONS})
-                row["F_T"] = float(np.mean([run.notions[k][p] for k in FOUR_NOTIONS]))
+                row.update({k: run.notions[k][p] for k in PAPER_NOTIONS})
+                row["F_T"] = float(np.mean([run.notions[k][p] for k in PAPER_NOTIONS]))
                 row["mean_local_accuracy"] = float(np.mean(run.accuracy[p]))
                 row["aux_accuracy"] = math.nan
                 rows.append(row)
@@ -427,7 +426,7 @@ def welch_test(ours: Sequence[float], authors: Sequence[float], *, alpha: float 
 
 COMPARISON_COLUMNS = (
     "condition", "authors_F_T_per_repeat", "authors_F_T", "ours_F_T_per_repeat", "ours_F_T", "welch_t", "welch_p",
-    "consistent", *(f"delta_{k}" for k in (*FOUR_NOTIONS, GENERAL_FAIRNESS)),
+    "consistent", *(f"delta_{k}" for k in (*PAPER_NOTIONS, GENERAL_FAIRNESS)),
 )
 
 
@@ -468,7 +467,7 @@ def compare_with_authors(results: Sequence[dict[str, Any]], authors: AuthorsRuns
             "welch_p": welch.p,
             "consistent": welch.consistent,
             **{f"delta_{k}": (math.nan if ours[k] is None else float(ours[k])) - theirs[k]
-               for k in (*FOUR_NOTIONS, GENERAL_FAIRNESS)},
+               for k in (*PAPER_NOTIONS, GENERAL_FAIRNESS)},
         })
     return pd.DataFrame(rows, columns=list(COMPARISON_COLUMNS))
 

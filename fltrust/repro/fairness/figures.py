@@ -33,11 +33,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from fltrust.metrics.fairness.registry import GENERAL_FAIRNESS
+from fltrust.metrics.fairness.registry import FAIRNESS_KEYS, GENERAL_FAIRNESS
 from fltrust.repro.fairness.authors import AuthorsRuns
 from fltrust.repro.fairness.conditions import DATASETS, SETTINGS, STRATEGIES, condition_name
 from fltrust.repro.fairness.report import STRATEGY_LABELS
-from fltrust.repro.fairness.run import NOTIONS, STRICT_TOLERANCE, load_reported, result_frame, window_means
+from fltrust.repro.fairness.run import STRICT_TOLERANCE, load_reported, result_frame, window_means
 from fltrust.viz.fairness import (
     NOTION_LABELS,
     NOTION_SYMBOLS,
@@ -150,7 +150,7 @@ def plot_notion_bars(
     means = window_means(frame, first, last, skip_nan=skip_nan)
     spread = inside.groupby("round")[notions].mean().std()
     fig, ax = figure_axes(ax, (6.5, 4.5))
-    colours = palette(NOTIONS)
+    colours = palette(FAIRNESS_KEYS)
     heights = [means[k] for k in notions]
     errors = [0.0 if pd.isna(spread[k]) else float(spread[k]) for k in notions]
     bars = ax.bar([NOTION_LABELS[k] for k in notions], heights, yerr=errors, capsize=4,
@@ -473,9 +473,9 @@ def plot_dataset_figure(
             plot_notion_timeseries(frame, ax=line_ax, window=window, title=f"{label}, per round", legend=False,
                                    reference=reference, reference_label=AUTHORS_LABEL)
             line_ax.set_ylim(-0.03, 1.05)
-    colours = palette(NOTIONS)
+    colours = palette(FAIRNESS_KEYS)
     first, last = (sorted(windows)[0] if len(windows) == 1 else (15, 30))
-    handles = [Patch(color=colours[k], label=NOTION_LABELS[k]) for k in NOTIONS if k in drawn or not drawn]
+    handles = [Patch(color=colours[k], label=NOTION_LABELS[k]) for k in FAIRNESS_KEYS if k in drawn or not drawn]
     handles += [Line2D([], [], color="black", marker="|", markersize=10, linestyle="",
                        label=f"error bar: std over rounds {first}-{last} of the repeat mean"),
                 Line2D([], [], color="black", linewidth=2, label="paper F_T (Table 3)"),

@@ -32,7 +32,7 @@ import yaml
 
 from fltrust.config import ExperimentConfig, load_config
 from fltrust.core.io import atomic_write_text, to_plain
-from fltrust.metrics.fairness.registry import FAIRNESS_KEYS, GENERAL_FAIRNESS, NOTIONS as REGISTERED
+from fltrust.metrics.fairness.registry import FAIRNESS_KEYS, GENERAL_FAIRNESS, NOTIONS
 from fltrust.metrics.jain import MetricInputError
 from fltrust.names import FAIRNESS_MODES
 from fltrust.repro.fairness.conditions import DATASETS, QUICK_OVERRIDES, quick_overrides
@@ -50,9 +50,6 @@ from fltrust.repro.results import (
 )
 from fltrust.runs import RunRecord, load_run
 
-NOTIONS = FAIRNESS_KEYS
-"""The fairness columns: every registered notion (the paper's f_j, f_g, f_r, f_o first), then F_T
-(a live view of :data:`fltrust.metrics.fairness.registry.NOTIONS`)."""
 REPO = repo_root()  # where outputs go: the checkout, or the cwd of a wheel outside one (fltrust.repro.paths)
 PAPER_DIR = REPO / "papers_repro" / "fairness_analytics"
 """The paper folder of the outputs: results, run folders, experiments, RESULTS.md."""
@@ -134,7 +131,7 @@ def run_condition(name: str, *, out_dir: str | Path, **kwargs: Any) -> list[RunR
 
 
 def notions_frame(records: Sequence[RunRecord]) -> pd.DataFrame:
-    """Long table: one row per (repeat, round >= 1) with every notion of :data:`NOTIONS` and accuracies.
+    """Long table: one row per (repeat, round >= 1) with every notion of :data:`FAIRNESS_KEYS` and accuracies.
 
     A notion a record does not hold (registered after the run) is NaN.
     """
@@ -146,7 +143,7 @@ def notions_frame(records: Sequence[RunRecord]) -> pd.DataFrame:
                 continue
             obs = r.observations.get("fairness", {})
             row = {"repeat": repeat, "round": r.round}
-            row.update({k: _num(obs.get(k)) for k in NOTIONS})
+            row.update({k: _num(obs.get(k)) for k in FAIRNESS_KEYS})
             row["mean_local_accuracy"] = float(np.mean(r.client_metrics["accuracy"]))
             row["aux_accuracy"] = r.server_metrics.get("aux_accuracy")
             rows.append(row)
@@ -252,7 +249,7 @@ def window_means(
     positive contributions) NaN entries are left out and counted in ``num_skipped``.
 
     Also returns the per-repeat F_T window means (their spread is the repeat-to-repeat spread).
-    Every notion of :data:`NOTIONS` the frame has a column for is averaged (a frame of results
+    Every notion of :data:`FAIRNESS_KEYS` the frame has a column for is averaged (a frame of results
     written before a notion was registered has none for it).
     """
     repeats = sorted(frame["repeat"].unique().tolist())
@@ -261,7 +258,7 @@ def window_means(
     def mean(rows: np.ndarray):
         return table3_window_mean(rows, first_round, last_round, skip_nan=skip_nan)
 
-    notions = [k for k in NOTIONS if k in frame.columns or k == GENERAL_FAIRNESS]
+    notions = [k for k in FAIRNESS_KEYS if k in frame.columns or k == GENERAL_FAIRNESS]
     out: dict[str, Any] = {}
     skipped: dict[str, int] = {}
     for key in (*notions, "mean_local_accuracy", "aux_accuracy"):
@@ -336,7 +333,7 @@ def repeat_window_values(result: dict[str, Any]) -> dict[str, list[float | int |
     frame = frame[(frame["round"] >= first) & (frame["round"] <= last)] if not frame.empty else frame
     repeats = sorted(frame["repeat"].unique().tolist()) if not frame.empty else []
     out: dict[str, list[Any]] = {key: [] for key in REPEAT_QUANTITIES}
-    columns = {**{k: k for k in NOTIONS}, "accuracy": "mean_local_accuracy"}
+    columns = {**{k: k for k in FAIRNESS_KEYS}, "accuracy": "mean_local_accuracy"}
     for repeat in repeats:
         rows = frame[frame["repeat"] == repeat]
         for key, column in columns.items():
@@ -504,7 +501,7 @@ RESULT_SCHEMA = {
     "rounds": int, "window": _window, "num_clients": int, "synthetic": bool, "deviations": TEXT_LIST,
     "scale": Maybe(_SCALE), "seconds_per_run": NUMBER_LIST, "run_ids": TEXT_LIST,
     "table3": Lazy(lambda: {GENERAL_FAIRNESS: NUMBER, "F_T_std": NUMBER, "repeats": int, "mean_local_accuracy": NUMBER,
-                            "num_skipped": Maybe(Each(int)), **{name: Maybe(NUMBER) for name in REGISTERED}}),
+                            "num_skipped": Maybe(Each(int)), **{name: Maybe(NUMBER) for name in NOTIONS}}),
     "per_round": _per_round, "per_client": Maybe(dict),
 }
 """What a reader checks in every condition result (:func:`fltrust.repro.results.check_fields`;
@@ -685,7 +682,7 @@ def table3(results: Sequence[dict[str, Any]], reported: dict[str, Any] | None = 
             "delta": delta,
             "within_tolerance": None if delta is None else bool(abs(delta) <= tol + 1e-12),
             "within_strict": None if delta is None else bool(abs(delta) <= STRICT_TOLERANCE + 1e-12),
-            **{k: res["table3"].get(k) for k in REGISTERED},  # None: a result from before the notion
+            **{k: res["table3"].get(k) for k in NOTIONS},  # None: a result from before the notion
             "mean_local_accuracy": res["table3"]["mean_local_accuracy"],
             "skipped": sum((res["table3"].get("num_skipped") or {}).values()),
             "rounds": res["rounds"],
@@ -752,7 +749,6 @@ __all__ = [
     "RESULT_KEYS",
     "RESULT_SCHEMA",
     "Variant",
-    "NOTIONS",
     "PER_CLIENT_FIELDS",
     "REPEAT_QUANTITIES",
     "QUICK_OVERRIDES",

@@ -14,8 +14,9 @@ from pathlib import Path
 from typing import Any
 
 from fltrust.core.io import to_plain
+from fltrust.names import EXTENDED_TRUST_MODE
 from fltrust.repro.results import result_provenance
-from fltrust.repro.trust.experiments import EXPERIMENTS, EXTENDED_MODE, PAPER_DIR, experiment_config
+from fltrust.repro.trust.experiments import EXPERIMENTS, PAPER_DIR, experiment_config
 from fltrust.repro.trust.run import report_summary
 
 ABLATION_FILE = "attack_ablation.json"
@@ -65,7 +66,7 @@ def attack_ablation(
     attack = dict(attack or {"kind": "scale", "scale": 10.0, "num_malicious": 2})
     overrides = {f"attack.{k}": v for k, v in attack.items()}
     overrides.update({"run.progress": False, **(extra_overrides or {})})
-    cfg = experiment_config(experiment, mode=EXTENDED_MODE, quick=quick, device=device, data_dir=data_dir)
+    cfg = experiment_config(experiment, mode=EXTENDED_TRUST_MODE, quick=quick, device=device, data_dir=data_dir)
     cfg = cfg.with_overrides(overrides)
     out = Path(out_dir) if out_dir is not None else Path("runs")
     numbers = defence_comparison(cfg, defences, out_dir=out, undefended="fedavg",
@@ -85,7 +86,7 @@ def attack_ablation(
             record_attack_outcome(fs, outcome)
             own = run["test_accuracy"] / clean["test_accuracy"] if clean["test_accuracy"] > 0 else float("nan")
             set_field(fs, "robustness/poisoning_retention", min(max(own, 0.0), 1.0))
-        report = score_factsheet(fs, mode=EXTENDED_MODE)
+        report = score_factsheet(fs, mode=EXTENDED_TRUST_MODE)
         summary = report_summary(report)
         robust = {k.split("/", 1)[1]: v["score"] for k, v in summary["metrics"].items() if k.startswith("robustness/")}
         runs.append(to_plain({

@@ -30,6 +30,18 @@ Local adaptations (stored in every configuration's ``run.deviations``, printed u
   writer's rows, the paper's rounds). :class:`CpuScale` remains the one place to shrink an
   experiment that would not fit a machine; ``full_scale=True`` ignores it.
 
+Modes: an experiment is scored in each of :data:`fltrust.names.TRUST_MODES`; RESULTS.md compares
+:data:`fltrust.names.PAPER_TREE_TRUST_MODES` with the paper's numbers (extended mode scores 16 metrics
+and a pillar the paper does not have; it gets its own table). Extended mode
+(:data:`fltrust.names.EXTENDED_TRUST_MODE`) needs what a replay cannot give: the per-round client
+models (client reputation, data quality, model co-versioning: ``RoundRecord.client_params`` are not
+saved in ``rounds.jsonl``), the clients' training rows (membership inference) and the energy of the
+rounds. So its FactSheet is measured live, not by :func:`fltrust.repro.trust.run.mode_factsheet`'s
+replay: by a second, extended-mode trust observer riding along in the run
+(:class:`fltrust.repro.trust.run.ModeObserver`), or, for a run finished without it, by a *companion
+run* of the same configuration made with ``metrics.trust.mode: extended`` (same seed, data and
+training; its own run id).
+
 Running and scoring the experiments is :mod:`fltrust.repro.trust.run`; the attack ablation on
 experiment 4 is :mod:`fltrust.repro.trust.ablation`.
 """
@@ -43,7 +55,7 @@ from typing import Any
 import yaml
 
 from fltrust.config import ExperimentConfig
-from fltrust.names import EXTENDED_TRUST_MODE, PAPER_TREE_TRUST_MODES, TRUST_MODES, TrustMode
+from fltrust.names import TRUST_MODES, TrustMode
 from fltrust.repro.paths import repo_root, resource_root
 REPO = repo_root()  # where outputs go: the checkout, or the cwd of a wheel outside one (fltrust.repro.paths)
 PAPER_DIR = REPO / "papers_repro" / "federatedtrust"
@@ -56,22 +68,6 @@ RUN_MODE: TrustMode = "paper"
 """Trust mode of the observer attached to the run itself (its ``factsheet.json``); other modes
 are replayed from the run record. Fixed so that the run id does not depend on the modes asked for."""
 
-SCORING_MODES = TRUST_MODES
-"""Every scoring mode of the experiments. ``extended`` (the 36-metric taxonomy plus sustainability,
-``fltrust/trust/definitions/extended.yaml``) is not replayed: see :data:`EXTENDED_MODE`."""
-
-COMPARED_MODES = PAPER_TREE_TRUST_MODES
-"""The modes compared with the paper's numbers in RESULTS.md (extended mode scores 16 metrics and a
-pillar the paper does not have; it gets its own table)."""
-
-EXTENDED_MODE = EXTENDED_TRUST_MODE
-"""Extended mode needs what a replay cannot give: the per-round client models (client reputation,
-data quality, model co-versioning: ``RoundRecord.client_params`` are not saved in ``rounds.jsonl``),
-the clients' training rows (membership inference) and the energy of the rounds. So its FactSheet
-is measured live, not by :func:`fltrust.repro.trust.run.mode_factsheet`'s replay: by a second,
-extended-mode trust observer riding along in the run (:class:`fltrust.repro.trust.run.ModeObserver`),
-or, for a run finished without it, by a *companion run* of the same configuration made with
-``metrics.trust.mode: extended`` (same seed, data and training; its own run id)."""
 
 TRAINING = {
     "rounds": 5,
@@ -395,8 +391,8 @@ def experiment_config(
     -------
     ExperimentConfig
     """
-    if mode not in SCORING_MODES:
-        raise TrustExperimentError(f"mode={mode!r} is not a trust mode; choose one of {list(SCORING_MODES)}")
+    if mode not in TRUST_MODES:
+        raise TrustExperimentError(f"mode={mode!r} is not a trust mode; choose one of {list(TRUST_MODES)}")
     overrides: dict[str, Any] = {"metrics.trust.mode": mode, "run.device": device}
     if quick:
         overrides.update(quick_overrides(name))
@@ -425,10 +421,8 @@ def write_experiment_configs(folder: str | Path = CONFIG_DIR) -> list[Path]:
 
 
 __all__ = [
-    "COMPARED_MODES",
     "CONFIG_DIR",
     "EXPERIMENTS",
-    "EXTENDED_MODE",
     "FEDERATEDSCOPE_SPLITS",
     "NBAFL_PROTOTYPE",
     "NBAIOT_SYNTHETIC_SAMPLES",
@@ -438,7 +432,6 @@ __all__ = [
     "QUICK_MAX_CLIENTS",
     "QUICK_OVERRIDES",
     "RUN_MODE",
-    "SCORING_MODES",
     "TRAINING",
     "CpuScale",
     "TrustExperiment",

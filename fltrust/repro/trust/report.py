@@ -39,11 +39,12 @@ from typing import Any
 import pandas as pd
 import yaml
 
+from fltrust.names import PAPER_TREE_TRUST_MODES
 from fltrust.repro.results import NUMBER, NUMBER_LIST, TEXT_LIST, Each, Maybe, ResultsError, load_result_files, schema_problem
 from fltrust.repro.markdown import fmt, fmt_raw, is_missing, mark, render
 from fltrust.repro.paths import REPO_ENV
 from fltrust.repro.provenance_table import provenance_frame, provenance_section
-from fltrust.repro.trust.experiments import COMPARED_MODES, EXPERIMENTS, PAPER_DIR, PAPER_INPUTS
+from fltrust.repro.trust.experiments import EXPERIMENTS, PAPER_DIR, PAPER_INPUTS
 from fltrust.repro.trust.sections import (
     ablation_frame,
     ablation_markdown,
@@ -213,7 +214,7 @@ def missing_experiments(results: Sequence[dict[str, Any]]) -> list[str]:
 def _modes(results: Sequence[dict[str, Any]]) -> list[str]:
     """The modes compared with the paper (extended mode has its own table)."""
     present = {m for r in results for m in r["modes"]}
-    return [m for m in COMPARED_MODES if m in present]
+    return [m for m in PAPER_TREE_TRUST_MODES if m in present]
 
 
 def _paper_value(reported: dict[str, Any], experiment: str, item: str) -> float | None:
@@ -256,7 +257,7 @@ def comparison_frame(results: Sequence[dict[str, Any]], reported: dict[str, Any]
     rows = []
     for res in results:
         for mode, summary in res["modes"].items():
-            if mode not in COMPARED_MODES:
+            if mode not in PAPER_TREE_TRUST_MODES:
                 continue
             items = [("trust_score", "Trust score", summary["trust_score"])]
             items += [(p, reported["pillar_labels"].get(p, p), summary["pillars"].get(p)) for p in reported["pillars"]]
@@ -320,7 +321,7 @@ def metric_frame(results: Sequence[dict[str, Any]], reported: dict[str, Any] | N
     rows = []
     for res in results:
         for mode, summary in res["modes"].items():
-            if mode not in COMPARED_MODES:
+            if mode not in PAPER_TREE_TRUST_MODES:
                 continue
             for path, values in summary["metrics"].items():
                 paper = _paper_value(reported, res["experiment"], path)

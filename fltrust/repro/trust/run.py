@@ -7,7 +7,7 @@ FactSheet of a mode other than the run's is rebuilt by replaying the run's saved
 :class:`~fltrust.trust.observer.TrustObserver` of that mode (:func:`mode_factsheet`); nothing is
 trained twice for the prototype, paper and fixed modes.
 
-Extended mode (:data:`EXTENDED_MODE`, the 36-metric taxonomy plus sustainability) cannot be replayed:
+Extended mode (:data:`fltrust.names.EXTENDED_TRUST_MODE`, the 36-metric taxonomy plus sustainability) cannot be replayed:
 client reputation, data quality and co-versioning need every round's client models, which the saved
 round records do not keep, and membership inference and energy need the live run. So when
 ``"extended"`` is among the modes, :func:`run_trust_experiment` attaches a second, extended-mode trust
@@ -34,12 +34,10 @@ from typing import TYPE_CHECKING, Any
 
 from fltrust.config import ExperimentConfig
 from fltrust.core.io import to_plain
-from fltrust.names import TRUST_MODE_DEFAULTS, TrustMode
+from fltrust.names import EXTENDED_TRUST_MODE, TRUST_MODE_DEFAULTS, TRUST_MODES, TrustMode
 from fltrust.repro.results import result_provenance, round_trace
 from fltrust.repro.trust.experiments import (
     EXPERIMENTS,
-    EXTENDED_MODE,
-    SCORING_MODES,
     TrustExperimentError,
     experiment_config,
 )
@@ -57,9 +55,9 @@ def _check_modes(modes: Sequence[str]) -> list[str]:
     if isinstance(modes, str):
         raise TrustExperimentError(f"modes={modes!r} must be a list of mode names, e.g. [{modes!r}]")
     modes = list(modes)
-    unknown = [m for m in modes if m not in SCORING_MODES]
+    unknown = [m for m in modes if m not in TRUST_MODES]
     if not modes or unknown:
-        raise TrustExperimentError(f"modes {modes} must be a non-empty list drawn from {list(SCORING_MODES)}")
+        raise TrustExperimentError(f"modes {modes} must be a non-empty list drawn from {list(TRUST_MODES)}")
     return modes
 
 
@@ -122,7 +120,7 @@ def mode_factsheet(record: RunRecord, mode: str, *, device: str = "auto",
         return load_factsheet(cached)
     base = load_factsheet(base_path)
     cfg = ExperimentConfig.from_dict(record.config)
-    if mode == EXTENDED_MODE and cfg.metrics.trust.mode != EXTENDED_MODE:
+    if mode == EXTENDED_TRUST_MODE and cfg.metrics.trust.mode != EXTENDED_TRUST_MODE:
         raise TrustExperimentError(
             f"run {record.path} was made in {cfg.metrics.trust.mode!r} mode; an extended FactSheet cannot be replayed "
             "(the saved rounds carry no client models). Run the experiment with metrics.trust.mode: extended "
@@ -362,16 +360,17 @@ def run_trust_experiment(
     cfg = experiment_config(name, quick=quick, device=device, data_dir=data_dir, full_scale=full_scale)
     cfg = cfg.with_overrides({"run.progress": False})
     out = out_dir if out_dir is not None else "runs"
-    riders = [mode_observer(cfg, EXTENDED_MODE)] if EXTENDED_MODE in modes and cfg.metrics.trust.mode != EXTENDED_MODE else []
+    ride_along = EXTENDED_TRUST_MODE in modes and cfg.metrics.trust.mode != EXTENDED_TRUST_MODE
+    riders = [mode_observer(cfg, EXTENDED_TRUST_MODE)] if ride_along else []
     record = run_experiment(cfg, out_dir=out, observer_factories=riders, observers=observers, force=force)
     run = TrustRun(name=name, quick=quick, record=record)
     replay = None  # one rebuilt federation and model for every replayed mode
     for mode in modes:
-        if mode == EXTENDED_MODE:
+        if mode == EXTENDED_TRUST_MODE:
             if _measured_in_run(record, mode):
                 run.extended_record = record
             else:  # a run completed (or resumed) without the extended observer: train it again
-                ext_cfg = experiment_config(name, mode=EXTENDED_MODE, quick=quick, device=device, data_dir=data_dir,
+                ext_cfg = experiment_config(name, mode=EXTENDED_TRUST_MODE, quick=quick, device=device, data_dir=data_dir,
                                             full_scale=full_scale).with_overrides({"run.progress": False})
                 run.extended_record = run_experiment(ext_cfg, out_dir=out, force=force)
             fs = mode_factsheet(run.extended_record, mode, device=device)
@@ -499,9 +498,9 @@ def extended_run_summary(record: RunRecord) -> dict[str, Any]:
     from fltrust.trust.factsheet import load_factsheet
     from fltrust.trust.observer import FACTSHEET_FILE
 
-    companion = ExperimentConfig.from_dict(record.config).metrics.trust.mode == EXTENDED_MODE
+    companion = ExperimentConfig.from_dict(record.config).metrics.trust.mode == EXTENDED_TRUST_MODE
     fs = load_factsheet(record.path / FACTSHEET_FILE if companion
-                        else record.path / MODE_FOLDER / EXTENDED_MODE / FACTSHEET_FILE)
+                        else record.path / MODE_FOLDER / EXTENDED_TRUST_MODE / FACTSHEET_FILE)
     statuses: dict[str, int] = {}
     for entry in (fs.get("provenance") or {}).values():
         status = entry.get("status", "unknown") if isinstance(entry, dict) else "unknown"
@@ -525,7 +524,7 @@ def add_extended_mode(
 ) -> dict[str, Any]:
     """Add the extended-mode score to a finished experiment result (``results/<exp>.json``) in place.
 
-    Runs (or reloads) the experiment's extended companion run (:data:`EXTENDED_MODE`) with the
+    Runs (or reloads) the experiment's extended companion run (:data:`fltrust.names.EXTENDED_TRUST_MODE`) with the
     result's own scale (quick or not) and writes ``modes.extended`` and ``extended_run`` into the
     file; the other modes and their run are left as they are (nothing is retrained for them).
     ``overrides`` (dotted keys) are applied to the companion run's configuration (execution
@@ -542,13 +541,13 @@ def add_extended_mode(
     result = json.loads(path.read_text())
     name, quick = result["experiment"], bool(result["quick"])
     start = time.perf_counter()
-    cfg = experiment_config(name, mode=EXTENDED_MODE, quick=quick, device=device, data_dir=data_dir)
+    cfg = experiment_config(name, mode=EXTENDED_TRUST_MODE, quick=quick, device=device, data_dir=data_dir)
     cfg = cfg.with_overrides({"run.progress": False, **(overrides or {})})
     record = run_experiment(cfg, out_dir=out_dir if out_dir is not None else "runs")
-    fs = mode_factsheet(record, EXTENDED_MODE, device=device)
-    report = score_factsheet(fs, mode=EXTENDED_MODE)
-    write_report(report, record.path / MODE_FOLDER / EXTENDED_MODE, plot=False)
-    result["modes"][EXTENDED_MODE] = to_plain(report_summary(report))
+    fs = mode_factsheet(record, EXTENDED_TRUST_MODE, device=device)
+    report = score_factsheet(fs, mode=EXTENDED_TRUST_MODE)
+    write_report(report, record.path / MODE_FOLDER / EXTENDED_TRUST_MODE, plot=False)
+    result["modes"][EXTENDED_TRUST_MODE] = to_plain(report_summary(report))
     result["extended_run"] = dict(extended_run_summary(record), elapsed_s=time.perf_counter() - start)
     atomic_write_json(path, result)
     return result

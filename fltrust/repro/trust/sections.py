@@ -23,9 +23,9 @@ from typing import Any
 
 import pandas as pd
 
+from fltrust.names import EXTENDED_TRUST_MODE
 from fltrust.repro.markdown import DASH, fmt, is_missing, lines, render
 from fltrust.repro.trust.ablation import ABLATION_FILE
-from fltrust.repro.trust.experiments import EXTENDED_MODE
 
 __all__ = [
     "COLLAPSE_ACCURACY",
@@ -147,7 +147,7 @@ def extended_frame(results: Sequence[dict[str, Any]]) -> pd.DataFrame:
     """Extended-mode trust and pillar scores, one row per experiment with an extended score."""
     rows = []
     for res in results:
-        summary = res["modes"].get(EXTENDED_MODE)
+        summary = res["modes"].get(EXTENDED_TRUST_MODE)
         if summary is None:
             continue
         row = {"experiment": res["experiment"], "synthetic": bool(res["synthetic"]), "quick": bool(res["quick"]),

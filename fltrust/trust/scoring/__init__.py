@@ -31,10 +31,6 @@ Spec and bug references ("fairness spec §N", "trust spec §N", "Bn") are define
 """
 
 from fltrust.trust.scoring.definitions import (
-    ALL_MODES,
-    EXTENDED_MODE,
-    MODE_DEFAULTS,
-    MODES,
     PILLAR_AGGREGATIONS,
     PROTOTYPE_PILLAR_WEIGHTS,
     Definitions,
@@ -61,12 +57,8 @@ from fltrust.trust.scoring.fixes import (
 from fltrust.trust.scoring.registry import OPERATIONS, SCORE_TYPES, operation, score_type
 
 __all__ = [
-    "ALL_MODES",
     "CLEVER_RADIUS",
-    "EXTENDED_MODE",
     "FIXES",
-    "MODES",
-    "MODE_DEFAULTS",
     "OPERATIONS",
     "PARAM_COUNT_FIELD",
     "PILLAR_AGGREGATIONS",

@@ -45,19 +45,11 @@ from typing import Any
 
 import yaml
 
-from fltrust.names import EXTENDED_TRUST_MODE, PAPER_TREE_TRUST_MODES, TRUST_MODES, TRUST_SCORING_DEFAULTS, TrustMode
+from fltrust.names import TRUST_MODES, TRUST_SCORING_DEFAULTS, TrustMode
 from fltrust.trust.scoring import normalization as norm
 from fltrust.trust.scoring import operations as _operations  # noqa: F401 - registers the packaged operations
 from fltrust.trust.scoring.registry import METRIC_KEYS, OPERATIONS, SCORE_TYPES
 
-MODES = PAPER_TREE_TRUST_MODES
-"""The modes that score the paper's implemented 20-metric tree (6 pillars)."""
-EXTENDED_MODE = EXTENDED_TRUST_MODE
-ALL_MODES = TRUST_MODES
-"""Every scoring mode: :data:`MODES` plus ``extended`` (36 metrics + sustainability)."""
-MODE_DEFAULTS = TRUST_SCORING_DEFAULTS
-"""Per mode: packaged definitions file, default fixes and default rounding (defined with the
-other modes' defaults in :mod:`fltrust.names`)."""
 PILLAR_AGGREGATIONS = ("notion_mean", "flattened")
 
 PROTOTYPE_PILLAR_WEIGHTS = {
@@ -535,10 +527,10 @@ def load_definitions(
     DefinitionsError
         Missing or unreadable file, unknown keys, operations or types.
     """
-    if mode not in ALL_MODES:
-        raise TrustScoringError(f"mode={mode!r} is not allowed; choose one of {list(ALL_MODES)}")
+    if mode not in TRUST_MODES:
+        raise TrustScoringError(f"mode={mode!r} is not allowed; choose one of {list(TRUST_MODES)}")
     if source is None:
-        return _packaged_definitions(MODE_DEFAULTS[mode]["definitions"])
+        return _packaged_definitions(TRUST_SCORING_DEFAULTS[mode]["definitions"])
     if isinstance(source, Definitions):
         return source
     if isinstance(source, Mapping):

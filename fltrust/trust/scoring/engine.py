@@ -38,8 +38,8 @@ set ``use_provenance: true``: every metric then reads its entry in the FactSheet
 section (``"measured"``, ``"declared"``, ``"missing"`` or ``"n/a"`` with a reason, filled by the
 trust observer), the report shows it, and **n/a metrics are left out of the means** (weights
 renormalised over the applicable metrics; a notion or pillar with no applicable metric is left
-out too). :data:`~fltrust.trust.scoring.definitions.MODES` keeps the three modes that score the
-paper's 20-metric tree; :data:`~fltrust.trust.scoring.definitions.ALL_MODES` adds ``extended``.
+out too). :data:`fltrust.names.PAPER_TREE_TRUST_MODES` are the three modes that score the
+paper's 20-metric tree; :data:`fltrust.names.TRUST_MODES` adds ``extended``.
 
 Paper mode leaves off the fixes that contradict the paper's own numbers: B3 (its random
 sampling scored 1, federation 0.92), B6 (Table 3 CLEVER bins) and B11 (its fairness values need
@@ -64,14 +64,12 @@ from typing import Any
 
 import numpy as np
 
-from fltrust.names import TrustMode
+from fltrust.names import TRUST_MODES, TRUST_SCORING_DEFAULTS, TrustMode
 from fltrust.trust.factsheet.schema import PROVENANCE_SECTION, PROVENANCE_STATUSES
 from fltrust.trust.report import MetricResult, NotionResult, PillarResult, TrustReport
 from fltrust.trust.scoring import normalization as norm
 from fltrust.trust.scoring import operations as ops
 from fltrust.trust.scoring.definitions import (
-    ALL_MODES,
-    MODE_DEFAULTS,
     Definitions,
     MetricDefinition,
     TrustScoringError,
@@ -281,9 +279,9 @@ def score_factsheet(
     >>> report.metric("scale").score
     1.0
     """
-    if mode not in ALL_MODES:
-        raise TrustScoringError(f"mode={mode!r} is not allowed; choose one of {list(ALL_MODES)}")
-    rounding = MODE_DEFAULTS[mode]["rounding"] if rounding is None else rounding
+    if mode not in TRUST_MODES:
+        raise TrustScoringError(f"mode={mode!r} is not allowed; choose one of {list(TRUST_MODES)}")
+    rounding = TRUST_SCORING_DEFAULTS[mode]["rounding"] if rounding is None else rounding
     if rounding not in ROUNDINGS:
         raise TrustScoringError(f"rounding={rounding!r} is not allowed; choose one of {list(ROUNDINGS)}")
     if not isinstance(factsheet, Mapping):

@@ -23,8 +23,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from fltrust.names import TrustFix
-from fltrust.trust.scoring.definitions import MODE_DEFAULTS, Definitions, TrustScoringError
+from fltrust.names import TRUST_SCORING_DEFAULTS, TrustFix
+from fltrust.trust.scoring.definitions import Definitions, TrustScoringError
 from fltrust.trust.scoring.registry import SWITCHES
 
 PARAM_COUNT_FIELD = "configuration/trainable_param_count"
@@ -185,7 +185,7 @@ def resolve_fixes(fixes: Iterable[str] | None, mode: str) -> tuple[str, ...]:
     ('nan_is_missing', 'cap_cvs')
     """
     if fixes is None:
-        return tuple(MODE_DEFAULTS[mode]["fixes"])
+        return tuple(TRUST_SCORING_DEFAULTS[mode]["fixes"])
     if isinstance(fixes, str):
         raise TrustScoringError(f"fixes={fixes!r} must be a list of fix names, e.g. [{fixes!r}]")
     names = list(fixes)

@@ -10,7 +10,7 @@ import matplotlib.pyplot as plt
 import pandas as pd
 import pytest
 
-from fltrust.repro.fairness import run
+from fltrust.metrics.fairness.registry import FAIRNESS_KEYS
 from fltrust.repro.fairness.figures import (
     dataset_title,
     plot_dataset_figure,
@@ -19,8 +19,6 @@ from fltrust.repro.fairness.figures import (
     plot_table3_comparison,
     save_condition_figures,
 )
-from fltrust.repro.fairness.run import NOTIONS
-from fltrust.viz import fairness as viz_fairness
 from fltrust.viz.fairness import NOTION_LABELS, PlotInputError
 
 REPORTED = {
@@ -40,17 +38,12 @@ def frame(fairness_rounds) -> pd.DataFrame:
     return fairness_rounds
 
 
-def test_the_plots_and_the_reproduction_name_the_same_notions():
-    # fltrust.viz cannot import the reproduction, so it keeps its own tuple of the notions
-    assert viz_fairness.NOTIONS == run.NOTIONS
-
-
 def test_bars_are_table3_window_means(frame):
     # Execute
     fig, ax = plot_notion_bars(frame, (3, 6))
 
     # Assert: F_T window mean = 0.45 + 0.01 * mean(3..6) = 0.495; f_r = 0.3 + 0.02 * 4.5 = 0.39
-    heights = {NOTION_LABELS[k]: bar.get_height() for k, bar in zip(NOTIONS, ax.patches)}
+    heights = {NOTION_LABELS[k]: bar.get_height() for k, bar in zip(FAIRNESS_KEYS, ax.patches)}
     assert len(ax.patches) == 5
     assert heights[NOTION_LABELS["F_T"]] == pytest.approx(0.495)
     assert heights[NOTION_LABELS["f_r"]] == pytest.approx(0.39)
@@ -132,7 +125,7 @@ def test_dataset_figure_has_bars_and_lines_per_condition(frame):
     assert axes.shape == (4, 3)
     assert len(axes[0, 0].patches) == 5
     assert any(list(line.get_ydata()) == [0.75, 0.75] for line in axes[0, 0].get_lines())
-    assert [line.get_label() for line in axes[2, 0].get_lines()] == [NOTION_LABELS[k] for k in NOTIONS]
+    assert [line.get_label() for line in axes[2, 0].get_lines()] == [NOTION_LABELS[k] for k in FAIRNESS_KEYS]
     assert len(axes[3, 2].get_lines()) == 5  # Ditto niid time series
     assert [t.get_text() for t in axes[0, 1].texts] == ["not run"]
     title = fig._suptitle.get_text()
