@@ -51,7 +51,8 @@ import numpy as np
 import torch
 from torch import nn
 
-from fltrust.config import DATA_ATTACKS, AttackConfig, ExperimentConfig
+from fltrust.config import AttackConfig, ExperimentConfig
+from fltrust.names import DATA_ATTACKS
 
 Params = list[np.ndarray]
 

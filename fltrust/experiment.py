@@ -493,7 +493,7 @@ def build_engine(experiment: Experiment):
         A :class:`fltrust.engines.inprocess.Engine` or :class:`fltrust.engines.flower.engine.FlowerEngine`.
     """
     from fltrust.attacks import AttackPlan
-    from fltrust.config import DATA_ATTACKS
+    from fltrust.names import DATA_ATTACKS
     from fltrust.engines import engine_class
     from fltrust.engines.base import RunSettings
 

@@ -24,11 +24,13 @@ Families
 :data:`FairnessMode` (``metrics.fairness.mode``, :class:`fltrust.settings.FairnessSettings`)
     ``faithful``: exactly the Federated Fairness Analytics authors' computation behind Table 3;
     ``corrected``: every correction of fairness spec 9.
-:data:`StrategyName` (``strategy.name``, :mod:`fltrust.algorithms.strategies`, :mod:`fltrust.engines.flower.strategies`)
+:data:`StrategyName` (the built-in names of ``strategy.name``, :mod:`fltrust.algorithms.strategies`)
     ``fedavg`` (McMahan et al. 2017), ``qfedavg`` (q-FFL, Li et al. 2020), ``ditto`` (Li et al.
     2021), ``fedprox`` (Li et al. 2020) and the Byzantine-robust rules :data:`RobustStrategy`:
     ``fedmedian`` (coordinate-wise median), ``krum``, ``multikrum`` (Blanchard et al. 2017),
-    ``trimmedmean`` (Yin et al. 2018), ``bulyan`` (El Mhamdi et al. 2018).
+    ``trimmedmean`` (Yin et al. 2018), ``bulyan`` (El Mhamdi et al. 2018). ``strategy.name`` itself
+    is a ``str``: any name of the open registry :data:`fltrust.registry.STRATEGIES`, which starts
+    with these and takes a user's own strategy at run time.
 :data:`DatasetName` (``data.name``, :mod:`fltrust.data.registry`)
     The real datasets :data:`RealDataset` (``cifar10``, ``femnist``, ``nsl_kdd``, ``n_baiot``)
     and their seeded stand-ins of the same shape :data:`SyntheticDataset` (``synthetic_<name>``).
@@ -41,14 +43,25 @@ Families
 :data:`EngineName` (``run.engine``, :func:`fltrust.experiment.build_engine`)
     ``inprocess``: fltrust's own round loop (:mod:`fltrust.engines.inprocess`); ``flower``: Flower's
     simulation runtime with the Ray backend (:mod:`fltrust.engines.flower.engine`).
-:data:`PrivacyMode` (``privacy.mode``, :mod:`fltrust.algorithms.privacy`)
+:data:`PrivacyMode` (the built-in names of ``privacy.mode``, :mod:`fltrust.algorithms.privacy`)
     ``none``; ``local``: DP-SGD on every client (Opacus); ``server``: server-side clipping of the
     updates plus Gaussian noise on their mean; ``nbafl``: NbAFL as FederatedScope implements it.
+    Like ``strategy.name``, ``privacy.mode`` is a ``str`` of an open registry
+    (:data:`fltrust.registry.PRIVACY_MECHANISMS`).
 :data:`ClientMetricKey` (``RoundRecord.client_metrics``, :mod:`fltrust.core.records`)
     The per-client values every engine records, in the in-process engine's order (``malicious``
     only in runs with an ``attack``).
 :data:`TrustFix` (``fixes=[...]`` of :func:`fltrust.trust.scoring.score_factsheet`)
     The corrections of the prototype's scoring bugs, by name (:data:`fltrust.trust.scoring.FIXES`).
+
+Options
+-------
+The fields of the config sections and of the settings that take one of a few words have a family
+each, in the section "Options" below (``training.optimizer``: :data:`OptimizerName` /
+:data:`OPTIMIZERS`, ``metrics.fairness.reward``: :data:`Reward` / :data:`REWARDS`, ...): the field
+is typed with the ``Literal`` and checked against its tuple, and the code that branches on the
+value compares it with a value of that ``Literal``, which the type checker checks
+(``make lint``: a misspelt value is an error).
 
 Mode defaults
 -------------
@@ -80,37 +93,91 @@ from __future__ import annotations
 from typing import Any, Literal, get_args
 
 __all__ = [
+    "ATTACK_KINDS",
+    "AUX_SOURCES",
+    "CLASS_IMBALANCE_METHODS",
+    "CLEVER_NORMS",
     "CLIENT_METRIC_KEYS",
+    "COALITION_WEIGHTINGS",
     "DATASETS",
+    "DATA_ATTACKS",
+    "DEVICES",
+    "DITTO_ANCHORS",
     "ENGINES",
+    "ENTROPY_METHODS",
     "EXTENDED_TRUST_MODE",
     "FAIRNESS_MODES",
     "FAIRNESS_MODE_DEFAULTS",
+    "FEATURE_IMPORTANCE_METHODS",
+    "FEATURE_SCALINGS",
+    "GROUP_METRICS",
+    "JAIN_ZERO_GUARDS",
+    "LOSS_SCALINGS",
     "MODEL_NAMES",
+    "NONPOSITIVE_POLICIES",
+    "ONEHOT_ORDERS",
+    "OPTIMIZERS",
     "PAPER_TREE_TRUST_MODES",
+    "PARTITION_SCHEMES",
+    "PERSONAL_STORES",
     "PRIVACY_MODES",
+    "QFEDAVG_VARIANTS",
     "REAL_DATASETS",
     "REFERENCE_DATA",
+    "REWARDS",
     "ROBUST_STRATEGIES",
+    "SECURE_AGGREGATIONS",
+    "SHAPLEY_METHODS",
+    "STANDIN_CALIBRATIONS",
     "STRATEGIES",
     "SYNTHETIC_DATASETS",
     "TRUST_FIXES",
     "TRUST_MODES",
     "TRUST_MODE_DEFAULTS",
     "TRUST_SCORING_DEFAULTS",
+    "UPDATE_ATTACKS",
+    "VECTORIZE",
+    "WEIGHTINGS",
+    "AttackKind",
+    "AuxSource",
+    "ClassImbalanceMethod",
+    "CleverNorm",
     "ClientMetricKey",
+    "CoalitionWeighting",
+    "DataAttack",
     "DatasetName",
+    "Device",
+    "DittoAnchor",
     "EngineName",
+    "EntropyMethod",
     "FairnessMode",
+    "FeatureImportanceMethod",
+    "FeatureScaling",
+    "GroupMetric",
+    "JainZeroGuard",
+    "LossScaling",
     "ModelName",
+    "NonpositivePolicy",
+    "OnehotOrder",
+    "OptimizerName",
+    "PartitionScheme",
+    "PersonalStore",
     "PrivacyMode",
+    "QFedAvgVariant",
     "RealDataset",
     "ReferenceData",
+    "Reward",
     "RobustStrategy",
+    "SecureAggregation",
+    "ShapleyMethod",
+    "StandinCalibration",
     "StrategyName",
     "SyntheticDataset",
     "TrustFix",
     "TrustMode",
+    "UpdateAttack",
+    "Vectorize",
+    "Weighting",
 ]
 
 # -- FederatedTrust ----------------------------------------------------------------------------
@@ -242,3 +309,105 @@ ClientMetricKey = Literal[
 CLIENT_METRIC_KEYS: tuple[ClientMetricKey, ...] = get_args(ClientMetricKey)
 """``RoundRecord.client_metrics`` keys, in the in-process engine's order (``malicious``, 1 for a
 malicious client, only in runs with an ``attack``); their meanings: :mod:`fltrust.core.records`."""
+
+# -- Options: the values of a config or settings field that takes one of a few words ----------
+# Each field is typed with its Literal and checked against the tuple (config: fltrust.config.checks.choice,
+# settings: fltrust.settings); the tuple's order is the order of the error message.
+# Not here: strategy.name and privacy.mode are open registries (fltrust.registry: a user's own strategy
+# or privacy mechanism registers a new name at run time), so those fields are `str`, checked against the
+# registry's names; StrategyName and PrivacyMode above are the built-in names only.
+
+# the ``strategy`` section (fltrust.config.StrategyConfig)
+Weighting = Literal["samples", "batches"]
+WEIGHTINGS: tuple[Weighting, ...] = get_args(Weighting)
+"""``strategy.weighting``: FedAvg-style aggregation weights, the clients' samples or mini-batches."""
+QFedAvgVariant = Literal["flower_legacy", "qffl"]
+QFEDAVG_VARIANTS: tuple[QFedAvgVariant, ...] = get_args(QFedAvgVariant)
+"""``strategy.qfedavg_variant``: one central loss for all clients (Flower's legacy QFedAvg) or each
+client's own (q-FFL)."""
+DittoAnchor = Literal["local", "global"]
+DITTO_ANCHORS: tuple[DittoAnchor, ...] = get_args(DittoAnchor)
+"""``strategy.ditto_anchor``: the proximal anchor of Ditto's personal update."""
+
+# the ``training`` section (fltrust.config.TrainingConfig)
+OptimizerName = Literal["adam", "sgd"]
+OPTIMIZERS: tuple[OptimizerName, ...] = get_args(OptimizerName)
+"""``training.optimizer``."""
+LossScaling = Literal["mean", "per_batch_sum"]
+LOSS_SCALINGS: tuple[LossScaling, ...] = get_args(LossScaling)
+"""``training.loss_scaling`` (:mod:`fltrust.core.evaluation`)."""
+Vectorize = Literal["auto", "on", "off"]
+VECTORIZE: tuple[Vectorize, ...] = get_args(Vectorize)
+"""``training.vectorize``: train a round's clients as one stacked model (:mod:`fltrust.engines.vectorized`)."""
+
+# the ``data`` and ``partition`` sections (fltrust.config.DataConfig, PartitionConfig)
+OnehotOrder = Literal["global", "per_split", "per_partition"]
+ONEHOT_ORDERS: tuple[OnehotOrder, ...] = get_args(OnehotOrder)
+"""``data.onehot_order``: how NSL-KDD's categorical columns are one-hot encoded."""
+FeatureScaling = Literal["fit_train", "fixed"]
+FEATURE_SCALINGS: tuple[FeatureScaling, ...] = get_args(FeatureScaling)
+"""``data.scaling``: NSL-KDD's continuous columns, min-max fitted on the training data or the
+fairness authors' fixed maxima."""
+StandinCalibration = Literal["none", "real_partial"]
+STANDIN_CALIBRATIONS: tuple[StandinCalibration, ...] = get_args(StandinCalibration)
+"""``data.standin_calibration``: the synthetic N-BaIoT stand-in as generated, or fitted to the real
+partial rows."""
+PartitionScheme = Literal["iid", "dirichlet", "natural"]
+PARTITION_SCHEMES: tuple[PartitionScheme, ...] = get_args(PartitionScheme)
+"""``partition.scheme`` (:mod:`fltrust.partition`)."""
+AuxSource = Literal["test", "client_pool"]
+AUX_SOURCES: tuple[AuxSource, ...] = get_args(AuxSource)
+"""``partition.aux_source``: where the server's auxiliary set D is drawn from."""
+
+# the ``privacy``, ``attack``, ``flower`` and ``run`` sections
+SecureAggregation = Literal["none", "secagg+"]
+SECURE_AGGREGATIONS: tuple[SecureAggregation, ...] = get_args(SecureAggregation)
+"""``privacy.secure_aggregation`` when stated (``None``: not stated)."""
+DataAttack = Literal["label_flip", "backdoor"]
+UpdateAttack = Literal["sign_flip", "scale"]
+AttackKind = Literal["none", "label_flip", "sign_flip", "scale", "backdoor"]
+ATTACK_KINDS: tuple[AttackKind, ...] = get_args(AttackKind)
+"""``attack.kind`` (:mod:`fltrust.attacks`): no attack, or one of :data:`DATA_ATTACKS` and
+:data:`UPDATE_ATTACKS`."""
+DATA_ATTACKS: tuple[DataAttack, ...] = get_args(DataAttack)
+"""Attacks that rewrite the malicious clients' training rows when the federation is built."""
+UPDATE_ATTACKS: tuple[UpdateAttack, ...] = get_args(UpdateAttack)
+"""Attacks that change what a malicious client sends after its local training."""
+PersonalStore = Literal["server", "client"]
+PERSONAL_STORES: tuple[PersonalStore, ...] = get_args(PersonalStore)
+"""``flower.ditto_personal_store``: where Ditto's personal models live between rounds."""
+Device = Literal["cpu", "cuda", "auto"]
+DEVICES: tuple[Device, ...] = get_args(Device)
+"""``run.device``."""
+
+# the fairness settings (fltrust.settings.FairnessSettings, fltrust.metrics.fairness, fltrust.metrics.shapley)
+CoalitionWeighting = Literal["uniform", "fedavg"]
+COALITION_WEIGHTINGS: tuple[CoalitionWeighting, ...] = get_args(CoalitionWeighting)
+NonpositivePolicy = Literal["raw", "exclude"]
+NONPOSITIVE_POLICIES: tuple[NonpositivePolicy, ...] = get_args(NonpositivePolicy)
+Reward = Literal["instantaneous", "cumulative"]
+REWARDS: tuple[Reward, ...] = get_args(Reward)
+GroupMetric = Literal["authors", "equalized_odds"]
+GROUP_METRICS: tuple[GroupMetric, ...] = get_args(GroupMetric)
+JainZeroGuard = Literal["authors", "all_zero_is_one"]
+JAIN_ZERO_GUARDS: tuple[JainZeroGuard, ...] = get_args(JainZeroGuard)
+ShapleyMethod = Literal["exact", "monte_carlo", "permutation", "auto"]
+SHAPLEY_METHODS: tuple[ShapleyMethod, ...] = get_args(ShapleyMethod)
+"""FedSV methods of :func:`fltrust.metrics.shapley.federated_shapley` (their cost: :mod:`fltrust.metrics.shapley`)."""
+
+# the trust settings (fltrust.settings.TrustSettings, fltrust.trust.measures)
+EntropyMethod = Literal["minmax_label", "normalized_label", "client_identification"]
+ENTROPY_METHODS: tuple[EntropyMethod, ...] = get_args(EntropyMethod)
+"""``data/avg_entropy`` variants (:func:`fltrust.trust.measures.statistics.avg_entropy`): the
+prototype's min-max normalised label entropy (B4) and two normalised entropies in [0, 1] (label
+entropy / log2 K, and the paper's Eq. 1 client-identification entropy / log2 N)."""
+ClassImbalanceMethod = Literal["present_classes", "all_classes"]
+CLASS_IMBALANCE_METHODS: tuple[ClassImbalanceMethod, ...] = get_args(ClassImbalanceMethod)
+"""``fairness/class_imbalance`` variants: the prototype's CV over the classes present in the data,
+or the CV over all K classes with absent classes counted as 0 (B11)."""
+FeatureImportanceMethod = Literal["class_sums", "feature_mean_abs"]
+FEATURE_IMPORTANCE_METHODS: tuple[FeatureImportanceMethod, ...] = get_args(FeatureImportanceMethod)
+"""Feature-importance variants of :mod:`fltrust.trust.measures.explainability`."""
+CleverNorm = Literal[1, 2]
+CLEVER_NORMS: tuple[CleverNorm, ...] = get_args(CleverNorm)
+"""``metrics.trust.clever_norm``: the L-p norm of ART's CLEVER score."""

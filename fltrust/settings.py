@@ -37,13 +37,33 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
-# the mode names and the defaults of each mode are spelled once, in fltrust.names
+# the mode names, the defaults of each mode and the values of each option are spelled once, in fltrust.names
 from fltrust.names import (
+    CLASS_IMBALANCE_METHODS,
+    CLEVER_NORMS,
+    COALITION_WEIGHTINGS,
+    ENTROPY_METHODS,
     FAIRNESS_MODE_DEFAULTS,
     FAIRNESS_MODES,
+    FEATURE_IMPORTANCE_METHODS,
+    GROUP_METRICS,
+    JAIN_ZERO_GUARDS,
+    NONPOSITIVE_POLICIES,
+    REWARDS,
+    SHAPLEY_METHODS,
     TRUST_MODE_DEFAULTS,
     TRUST_MODES,
+    ClassImbalanceMethod,
+    CleverNorm,
+    CoalitionWeighting,
+    EntropyMethod,
     FairnessMode,
+    FeatureImportanceMethod,
+    GroupMetric,
+    JainZeroGuard,
+    NonpositivePolicy,
+    Reward,
+    ShapleyMethod,
     TrustMode,
 )
 
@@ -121,16 +141,10 @@ def _resolve(settings: Any, defaults: dict[str, Any]) -> None:
 # --------------------------------------------------------------------------------------------
 # Federated Fairness Analytics
 # --------------------------------------------------------------------------------------------
-COALITION_WEIGHTINGS = ("uniform", "fedavg")
-NONPOSITIVE_POLICIES = ("raw", "exclude")
-REWARDS = ("instantaneous", "cumulative")
-GROUP_METRICS = ("authors", "equalized_odds")
-JAIN_ZERO_GUARDS = ("authors", "all_zero_is_one")
-SHAPLEY_METHODS = ("exact", "monte_carlo", "permutation", "auto")
-"""FedSV methods of :func:`fltrust.metrics.shapley.federated_shapley` (a test pins the two lists
-equal, and the two defaults below to ``AUTO_EXACT_PLAYERS`` and ``SAMPLER_PERMUTATIONS`` there)."""
 AUTO_EXACT_PLAYERS = 6
 SAMPLER_PERMUTATIONS = 10
+"""The defaults of ``shapley_auto_exact_players`` and ``shapley_sampler_permutations``: those of
+:mod:`fltrust.metrics.shapley` (a test pins them equal; this module imports nothing heavy)."""
 
 
 APP_FAIRNESS_DEFAULTS: dict[str, Any] = {
@@ -232,11 +246,11 @@ class FairnessOptions:
 
     mode: FairnessMode = "faithful"
     shapley_include_empty: bool | None = None
-    coalition_weighting: str | None = None
-    nonpositive_policy: str | None = None
-    reward: str | None = None
-    group_metric: str | None = None
-    shapley: str = "exact"
+    coalition_weighting: CoalitionWeighting | None = None
+    nonpositive_policy: NonpositivePolicy | None = None
+    reward: Reward | None = None
+    group_metric: GroupMetric | None = None
+    shapley: ShapleyMethod = "exact"
     shapley_permutations: int = 200
     exact_max_players: int = 10
     shapley_auto_exact_players: int = AUTO_EXACT_PLAYERS
@@ -269,7 +283,7 @@ class FairnessSettings(FairnessOptions):
         spec 9; the YAML configuration has no key for it.
     """
 
-    jain_zero_guard: str | None = None
+    jain_zero_guard: JainZeroGuard | None = None
 
     def __post_init__(self) -> None:
         owner = "FairnessSettings"
@@ -351,14 +365,6 @@ class FairnessSettings(FairnessOptions):
 # --------------------------------------------------------------------------------------------
 # FederatedTrust
 # --------------------------------------------------------------------------------------------
-ENTROPY_METHODS = ("minmax_label", "normalized_label", "client_identification")
-""":data:`fltrust.trust.measures.statistics.ENTROPY_METHODS` (a test pins the two lists equal)."""
-CLASS_IMBALANCE_METHODS = ("present_classes", "all_classes")
-""":data:`fltrust.trust.measures.statistics.CLASS_IMBALANCE_METHODS`."""
-FEATURE_IMPORTANCE_METHODS = ("class_sums", "feature_mean_abs")
-""":data:`fltrust.trust.measures.explainability.FEATURE_IMPORTANCE_METHODS`."""
-
-
 DECLARATIONS: dict[str, tuple[str, ...] | str] = {
     "testing_coverage": "fraction",
     "anonymisation": ("none", "pseudonymisation", "k_anonymity", "l_diversity"),
@@ -486,7 +492,7 @@ class TrustOptions:
     clever_nb_batches: int = 10
     clever_batch_size: int = 5
     clever_radius: float = 2.0
-    clever_norm: int = 2
+    clever_norm: CleverNorm = 2
     clever_pool_factor: int = 3
     shap_background: int = 8
     shap_samples: int = 2
@@ -528,9 +534,9 @@ class TrustSettings(TrustOptions):
         are measured once, at run end, and the per-round score holds them as missing.
     """
 
-    entropy_method: str | None = None
-    class_imbalance_method: str | None = None
-    feature_importance_method: str | None = None
+    entropy_method: EntropyMethod | None = None
+    class_imbalance_method: ClassImbalanceMethod | None = None
+    feature_importance_method: FeatureImportanceMethod | None = None
     cap_cvs: bool | None = None
     cap_fi: bool | None = None
     nan_is_missing: bool | None = None
@@ -565,7 +571,7 @@ class TrustSettings(TrustOptions):
         _positive(owner, "clever_nb_batches", self.clever_nb_batches)
         _positive(owner, "clever_batch_size", self.clever_batch_size)
         _positive(owner, "clever_radius", self.clever_radius)
-        _choice(owner, "clever_norm", self.clever_norm, (1, 2))
+        _choice(owner, "clever_norm", self.clever_norm, CLEVER_NORMS)
         _positive(owner, "shap_background", self.shap_background)
         _positive(owner, "shap_samples", self.shap_samples, allow_zero=True)
         _positive(owner, "shap_nsamples", self.shap_nsamples)

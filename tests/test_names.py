@@ -26,6 +26,59 @@ def test_each_tuple_is_the_values_of_its_literal_type():
         assert all(isinstance(v, str) for v in values)
 
 
+def test_every_literal_has_its_tuple_and_every_tuple_its_literal():
+    literals = {name: typing.get_args(value) for name, value in vars(names).items()
+                if typing.get_origin(value) is typing.Literal}
+    tuples = {name: value for name, value in vars(names).items() if name.isupper() and isinstance(value, tuple)}
+    assert set(literals.values()) <= set(tuples.values()), "a Literal without the tuple of its values"
+    assert set(tuples.values()) - set(literals.values()) == {names.PAPER_TREE_TRUST_MODES}  # the one derived subset
+    for values in literals.values():
+        assert len(set(values)) == len(values) and all(isinstance(v, (str, int)) for v in values)
+    assert set(names.ATTACK_KINDS) == {"none", *names.DATA_ATTACKS, *names.UPDATE_ATTACKS}
+
+
+def _literal_fields(cls, prefix=""):
+    """(dotted path, Literal values, optional) of every Literal-typed field of a config section, recursively."""
+    import dataclasses
+
+    for f in dataclasses.fields(cls):
+        hint = typing.get_type_hints(cls)[f.name]
+        if dataclasses.is_dataclass(hint):
+            yield from _literal_fields(hint, f"{prefix}{f.name}.")
+            continue
+        args = typing.get_args(hint)
+        optional = type(None) in args
+        literal = next((a for a in args if typing.get_origin(a) is typing.Literal), hint) if optional else hint
+        if typing.get_origin(literal) is typing.Literal:
+            yield f"{prefix}{f.name}", typing.get_args(literal), optional
+
+
+def test_every_option_field_is_checked_against_its_literal():
+    from fltrust.settings import FairnessSettings, SettingsError, TrustSettings
+
+    fields = list(_literal_fields(ExperimentConfig))
+    assert {"training.optimizer", "partition.scheme", "attack.kind", "metrics.fairness.reward", "run.device",
+            "privacy.secure_aggregation"} <= {path for path, _, _ in fields}
+    for path, values, optional in fields:
+        *sections, key = path.split(".")
+        bad = 3 if isinstance(values[0], int) else "nonsense"
+        data: dict = {}
+        node = data
+        for part in sections:
+            node = node.setdefault(part, {})
+        node[key] = bad
+        with pytest.raises(ConfigError) as info:
+            ExperimentConfig.from_dict(data)
+        choices = [list(values), [None, *values]] if optional else [list(values)]
+        assert str(info.value) in [f"{path}={bad!r} is not allowed; choose one of {c}" for c in choices], path
+    for cls in (FairnessSettings, TrustSettings):  # the switches only the settings have (no YAML key)
+        for name, values, _ in _literal_fields(cls):
+            bad = 3 if isinstance(values[0], int) else "nonsense"
+            with pytest.raises(SettingsError) as info:
+                cls(**{name: bad})
+            assert str(info.value) == f"{cls.__name__}.{name}={bad!r} is not allowed; choose one of {list(values)}"
+
+
 def test_the_subsets_lie_in_their_families():
     assert set(names.ROBUST_STRATEGIES) < set(names.STRATEGIES)
     assert names.PAPER_TREE_TRUST_MODES + (names.EXTENDED_TRUST_MODE,) == names.TRUST_MODES

@@ -11,17 +11,11 @@ from fltrust.names import FAIRNESS_MODE_DEFAULTS, TRUST_MODE_DEFAULTS
 from fltrust.settings import FairnessSettings, SettingsError, TrustSettings
 
 
-def test_the_allowed_names_are_those_of_the_modules_that_compute_them():
+def test_the_fedsv_defaults_are_those_of_the_module_that_computes_them():
     from fltrust import settings
-    from fltrust.metrics.shapley import AUTO_EXACT_PLAYERS, SAMPLER_PERMUTATIONS, SHAPLEY_METHODS
-    from fltrust.trust.measures.explainability import FEATURE_IMPORTANCE_METHODS
-    from fltrust.trust.measures.statistics import CLASS_IMBALANCE_METHODS, ENTROPY_METHODS
+    from fltrust.metrics.shapley import AUTO_EXACT_PLAYERS, SAMPLER_PERMUTATIONS
 
-    assert settings.SHAPLEY_METHODS == SHAPLEY_METHODS
     assert (settings.AUTO_EXACT_PLAYERS, settings.SAMPLER_PERMUTATIONS) == (AUTO_EXACT_PLAYERS, SAMPLER_PERMUTATIONS)
-    assert settings.ENTROPY_METHODS == ENTROPY_METHODS
-    assert settings.CLASS_IMBALANCE_METHODS == CLASS_IMBALANCE_METHODS
-    assert settings.FEATURE_IMPORTANCE_METHODS == FEATURE_IMPORTANCE_METHODS
 
 
 def test_the_settings_import_nothing_heavy():

@@ -54,7 +54,7 @@ Spec and bug references ("fairness spec §N", "trust spec §N", "Bn") are define
 """
 
 from fltrust.config.checks import ConfigError
-from fltrust.config.data import AUX_SOURCES, DataConfig, ModelConfig, PartitionConfig
+from fltrust.config.data import DataConfig, ModelConfig, PartitionConfig
 from fltrust.config.experiment import ExperimentConfig, load_config
 from fltrust.config.learning import PrivacyConfig, StrategyConfig, TrainingConfig
 from fltrust.config.loading import ConfigLoader, apply_overrides, config_yaml, parse_overrides, read_config_file, save_config
@@ -67,13 +67,10 @@ from fltrust.config.paper_metrics import (
     trust_settings,
 )
 from fltrust.config.run import (
-    ATTACK_KINDS,
-    DATA_ATTACKS,
     RAY_ADDRESS,
     RUN_NAME,
     RUN_NAME_MAX,
     TORCH_THREADS_MAX,
-    UPDATE_ATTACKS,
     AttackConfig,
     FlowerConfig,
     ReliabilityConfig,
@@ -89,8 +86,7 @@ __all__ = [
     "FairnessConfig", "TrustConfig", "MetricsConfig", "ProjectConfig", "fairness_settings", "trust_settings",
     "AttackConfig", "ReliabilityConfig", "FlowerConfig", "RunConfig",
     # their constants
-    "AUX_SOURCES", "ATTACK_KINDS", "DATA_ATTACKS", "UPDATE_ATTACKS", "RAY_ADDRESS",
-    "RUN_NAME", "RUN_NAME_MAX", "TORCH_THREADS_MAX",
+    "RAY_ADDRESS", "RUN_NAME", "RUN_NAME_MAX", "TORCH_THREADS_MAX",
     # the whole experiment (fltrust.config.experiment)
     "ExperimentConfig", "load_config",
     # YAML in and out (fltrust.config.loading)

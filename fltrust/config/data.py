@@ -9,12 +9,24 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from fltrust.config.checks import ConfigError, choice, fraction, positive
-from fltrust.names import DATASETS, MODEL_NAMES, DatasetName, ModelName
+from fltrust.names import (
+    AUX_SOURCES,
+    DATASETS,
+    FEATURE_SCALINGS,
+    MODEL_NAMES,
+    ONEHOT_ORDERS,
+    PARTITION_SCHEMES,
+    STANDIN_CALIBRATIONS,
+    AuxSource,
+    DatasetName,
+    FeatureScaling,
+    ModelName,
+    OnehotOrder,
+    PartitionScheme,
+    StandinCalibration,
+)
 from fltrust.settings import show
 
-
-AUX_SOURCES = ("test", "client_pool")
-"""Where the server's auxiliary set D is drawn from (``partition.aux_source``)."""
 
 @dataclass(frozen=True)
 class DataConfig:
@@ -71,24 +83,24 @@ class DataConfig:
     root: str | None = None
     train_files: list[str] | None = None
     test_files: list[str] | None = None
-    onehot_order: str = "global"
-    scaling: str = "fit_train"
+    onehot_order: OnehotOrder = "global"
+    scaling: FeatureScaling = "fit_train"
     balance: bool = False
     synthetic_samples: int = 2000
     max_train_samples: int | None = None
     max_test_samples: int | None = None
     pooled_train_samples: int | None = None
     allow_synthetic_fallback: bool = False
-    standin_calibration: str = "none"
+    standin_calibration: StandinCalibration = "none"
     normalize: list[float] | None = None
 
     def __post_init__(self) -> None:
         choice("data", "name", self.name, DATASETS)
         if self.normalize is not None and (len(self.normalize) != 2 or not self.normalize[1] > 0):
             raise ConfigError(f"data.normalize={self.normalize!r} must be [mean, std] with std > 0, e.g. [0.1307, 0.3081]")
-        choice("data", "standin_calibration", self.standin_calibration, ("none", "real_partial"))
-        choice("data", "onehot_order", self.onehot_order, ("global", "per_split", "per_partition"))
-        choice("data", "scaling", self.scaling, ("fit_train", "fixed"))
+        choice("data", "standin_calibration", self.standin_calibration, STANDIN_CALIBRATIONS)
+        choice("data", "onehot_order", self.onehot_order, ONEHOT_ORDERS)
+        choice("data", "scaling", self.scaling, FEATURE_SCALINGS)
         positive("data", "synthetic_samples", self.synthetic_samples)
         for name in ("train_files", "test_files"):
             _check_relative_files(name, getattr(self, name))
@@ -143,21 +155,21 @@ class PartitionConfig:
     """
 
     num_clients: int = 10
-    scheme: str = "iid"
+    scheme: PartitionScheme = "iid"
     alpha: float = 0.5
     min_partition_size: int = 10
     self_balancing: bool = True
     val_fraction: float = 0.1
     aux_fraction: float = 1.0
     aux_max_samples: int | None = None
-    aux_source: str = "test"
+    aux_source: AuxSource = "test"
     client_splits: list[float] | None = None
     seed: int | None = None
 
     def __post_init__(self) -> None:
         positive("partition", "num_clients", self.num_clients)
         choice("partition", "aux_source", self.aux_source, AUX_SOURCES)
-        choice("partition", "scheme", self.scheme, ("iid", "dirichlet", "natural"))
+        choice("partition", "scheme", self.scheme, PARTITION_SCHEMES)
         positive("partition", "alpha", self.alpha)
         positive("partition", "min_partition_size", self.min_partition_size, allow_zero=True)
         fraction("partition", "val_fraction", self.val_fraction, allow_zero=True)
@@ -182,4 +194,4 @@ class ModelConfig:
     name: ModelName = "nsl_kdd_mlp"
 
     def __post_init__(self) -> None:
-        choice("model", "name", self.name, tuple(sorted(MODEL_NAMES)))
+        choice("model", "name", self.name, MODEL_NAMES)

@@ -10,7 +10,22 @@ from typing import Any
 
 from fltrust import registry
 from fltrust.config.checks import ConfigError, choice, fraction, positive
-from fltrust.names import PrivacyMode, StrategyName
+from fltrust.names import (
+    DITTO_ANCHORS,
+    LOSS_SCALINGS,
+    OPTIMIZERS,
+    QFEDAVG_VARIANTS,
+    SECURE_AGGREGATIONS,
+    VECTORIZE,
+    WEIGHTINGS,
+    DittoAnchor,
+    LossScaling,
+    OptimizerName,
+    QFedAvgVariant,
+    SecureAggregation,
+    Vectorize,
+    Weighting,
+)
 
 
 @dataclass(frozen=True)
@@ -60,17 +75,17 @@ class StrategyConfig:
         config hash.
     """
 
-    name: StrategyName = "fedavg"
+    name: str = "fedavg"  # an open registry, not a Literal: see fltrust.names
     fraction_fit: float | None = 0.5
     clients_per_round: int | None = None
-    weighting: str = "samples"
+    weighting: Weighting = "samples"
     q: float = 0.2
     qffl_learning_rate: float = 0.1
-    qfedavg_variant: str = "flower_legacy"
+    qfedavg_variant: QFedAvgVariant = "flower_legacy"
     ditto_lambda: float = 0.8
     ditto_lr: float = 0.01
     ditto_epochs: int = 10
-    ditto_anchor: str = "local"
+    ditto_anchor: DittoAnchor = "local"
     proximal_mu: float = 0.01
     num_malicious_nodes: int = 0
     num_nodes_to_select: int | None = None
@@ -89,14 +104,14 @@ class StrategyConfig:
         positive("strategy", "clients_per_round", self.clients_per_round)
         if self.fraction_fit is None and self.clients_per_round is None:
             raise ConfigError("set strategy.fraction_fit or strategy.clients_per_round")
-        choice("strategy", "weighting", self.weighting, ("samples", "batches"))
+        choice("strategy", "weighting", self.weighting, WEIGHTINGS)
         positive("strategy", "q", self.q, allow_zero=True)
         positive("strategy", "qffl_learning_rate", self.qffl_learning_rate)
-        choice("strategy", "qfedavg_variant", self.qfedavg_variant, ("flower_legacy", "qffl"))
+        choice("strategy", "qfedavg_variant", self.qfedavg_variant, QFEDAVG_VARIANTS)
         positive("strategy", "ditto_lambda", self.ditto_lambda, allow_zero=True)
         positive("strategy", "ditto_lr", self.ditto_lr)
         positive("strategy", "ditto_epochs", self.ditto_epochs, allow_zero=True)
-        choice("strategy", "ditto_anchor", self.ditto_anchor, ("local", "global"))
+        choice("strategy", "ditto_anchor", self.ditto_anchor, DITTO_ANCHORS)
         positive("strategy", "proximal_mu", self.proximal_mu, allow_zero=True)
 
 
@@ -132,25 +147,25 @@ class TrainingConfig:
     rounds: int = 5
     local_epochs: int = 1
     batch_size: int = 32
-    optimizer: str = "adam"
+    optimizer: OptimizerName = "adam"
     learning_rate: float = 1e-3
     momentum: float = 0.0
     weight_decay: float = 0.0
     grad_clip: float | None = None
-    loss_scaling: str = "mean"
-    vectorize: str = "auto"
+    loss_scaling: LossScaling = "mean"
+    vectorize: Vectorize = "auto"
 
     def __post_init__(self) -> None:
         positive("training", "rounds", self.rounds)
         positive("training", "local_epochs", self.local_epochs)
         positive("training", "batch_size", self.batch_size)
-        choice("training", "optimizer", self.optimizer, ("adam", "sgd"))
+        choice("training", "optimizer", self.optimizer, OPTIMIZERS)
         positive("training", "learning_rate", self.learning_rate)
         positive("training", "momentum", self.momentum, allow_zero=True)
         positive("training", "weight_decay", self.weight_decay, allow_zero=True)
         positive("training", "grad_clip", self.grad_clip)
-        choice("training", "loss_scaling", self.loss_scaling, ("mean", "per_batch_sum"))
-        choice("training", "vectorize", self.vectorize, ("auto", "on", "off"))
+        choice("training", "loss_scaling", self.loss_scaling, LOSS_SCALINGS)
+        choice("training", "vectorize", self.vectorize, VECTORIZE)
 
 
 @dataclass(frozen=True)
@@ -199,7 +214,7 @@ class PrivacyConfig:
         rounding of each client's weighted update; see ``fltrust.engines.flower.engine``).
     """
 
-    mode: PrivacyMode = "none"
+    mode: str = "none"  # an open registry, not a Literal: see fltrust.names
     target_epsilon: float = 10.0
     delta: float = 1e-5
     max_grad_norm: float = 1.0
@@ -208,7 +223,7 @@ class PrivacyConfig:
     nbafl_mu: float = 0.0
     nbafl_w_clip: float = 1.0
     nbafl_constant: float = 30.0
-    secure_aggregation: str | None = None
+    secure_aggregation: SecureAggregation | None = None
     secagg_num_shares: float = 1.0
     secagg_reconstruction_threshold: float = 0.67
     secagg_clipping_range: float = 8.0
@@ -216,7 +231,7 @@ class PrivacyConfig:
 
     def __post_init__(self) -> None:
         choice("privacy", "mode", self.mode, registry.PRIVACY_MECHANISMS.names())
-        choice("privacy", "secure_aggregation", self.secure_aggregation, (None, "none", "secagg+"))
+        choice("privacy", "secure_aggregation", self.secure_aggregation, (None, *SECURE_AGGREGATIONS))
         fraction("privacy", "secagg_num_shares", self.secagg_num_shares)
         fraction("privacy", "secagg_reconstruction_threshold", self.secagg_reconstruction_threshold)
         positive("privacy", "secagg_clipping_range", self.secagg_clipping_range)

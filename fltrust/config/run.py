@@ -8,13 +8,8 @@ import re
 from dataclasses import dataclass, field
 
 from fltrust.config.checks import ConfigError, at_most, choice, fraction, positive
-from fltrust.names import ENGINES, EngineName
+from fltrust.names import ATTACK_KINDS, DEVICES, ENGINES, PERSONAL_STORES, AttackKind, Device, EngineName, PersonalStore
 from fltrust.settings import show
-
-
-ATTACK_KINDS = ("none", "label_flip", "sign_flip", "scale", "backdoor")
-DATA_ATTACKS = ("label_flip", "backdoor")
-UPDATE_ATTACKS = ("sign_flip", "scale")
 
 
 @dataclass(frozen=True)
@@ -51,7 +46,7 @@ class AttackConfig:
         Value written into the trigger (``None`` = the largest value of the training data).
     """
 
-    kind: str = "none"
+    kind: AttackKind = "none"
     malicious_clients: list[int] | None = None
     num_malicious: int = 0
     scale: float = 10.0
@@ -134,14 +129,14 @@ class FlowerConfig:
     num_gpus: float = 0.0
     num_supernodes: int | None = None
     ray_address: str | None = None
-    ditto_personal_store: str = "server"
+    ditto_personal_store: PersonalStore = "server"
 
     def __post_init__(self) -> None:
         positive("flower", "num_cpus", self.num_cpus)
         positive("flower", "num_gpus", self.num_gpus, allow_zero=True)
         positive("flower", "num_supernodes", self.num_supernodes)
         _check_ray_address(self.ray_address)
-        choice("flower", "ditto_personal_store", self.ditto_personal_store, ("server", "client"))
+        choice("flower", "ditto_personal_store", self.ditto_personal_store, PERSONAL_STORES)
 
 
 RAY_ADDRESS = re.compile(r"(ray://)?(?P<host>[A-Za-z0-9._-]+|\[[0-9A-Fa-f:.]+\]):(?P<port>[0-9]{1,5})")
@@ -206,7 +201,7 @@ class RunConfig:
     seed: int = 0
     repeat: int = 0
     out_dir: str = "runs"
-    device: str = "auto"
+    device: Device = "auto"
     engine: EngineName = "inprocess"
     progress: bool = True
     checkpoint: bool = True
@@ -214,7 +209,7 @@ class RunConfig:
     deviations: list[str] = field(default_factory=list)
 
     def __post_init__(self) -> None:
-        choice("run", "device", self.device, ("cpu", "cuda", "auto"))
+        choice("run", "device", self.device, DEVICES)
         choice("run", "engine", self.engine, ENGINES)
         positive("run", "seed", self.seed, allow_zero=True)
         positive("run", "repeat", self.repeat, allow_zero=True)

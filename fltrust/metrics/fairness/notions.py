@@ -40,12 +40,8 @@ from fltrust.metrics.fairness.registry import (
     resolve_weights,
 )
 from fltrust.metrics.jain import MetricInputError, jain_index
-from fltrust.settings import (
-    GROUP_METRICS,
-    JAIN_ZERO_GUARDS,
-    NONPOSITIVE_POLICIES,
-    FairnessSettings,
-)
+from fltrust.names import GROUP_METRICS, JAIN_ZERO_GUARDS, NONPOSITIVE_POLICIES
+from fltrust.settings import FairnessSettings
 
 __all__ = [
     "PAPER_NOTIONS",

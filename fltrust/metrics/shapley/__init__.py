@@ -58,7 +58,6 @@ Spec and bug references ("fairness spec §N", "trust spec §N", "Bn") are define
 
 from fltrust.metrics.shapley.federated import (
     AUTO_EXACT_PLAYERS,
-    SHAPLEY_METHODS,
     FedSVResult,
     average_params,
     coalition_utilities,
@@ -84,7 +83,6 @@ __all__ = [
     "EXACT_PLAYER_LIMIT",
     "FedSVResult",
     "SAMPLER_PERMUTATIONS",
-    "SHAPLEY_METHODS",
     "ShapleyEstimate",
     "Utility",
     "all_coalitions",

@@ -19,6 +19,7 @@ from torch import nn
 from fltrust.core.evaluation import evaluate_many
 from fltrust.core.records import Params
 from fltrust.metrics.jain import MetricInputError
+from fltrust.names import SHAPLEY_METHODS, LossScaling, ShapleyMethod
 from fltrust.metrics.shapley.games import all_coalitions, shapley_values
 from fltrust.metrics.shapley.sampling import (
     SAMPLER_PERMUTATIONS,
@@ -31,15 +32,11 @@ from fltrust.metrics.shapley.sampling import (
 __all__ = [
     "AUTO_EXACT_PLAYERS",
     "FedSVResult",
-    "SHAPLEY_METHODS",
     "average_params",
     "coalition_utilities",
     "federated_shapley",
     "resolve_method",
 ]
-
-SHAPLEY_METHODS = ("exact", "monte_carlo", "permutation", "auto")
-"""Methods of :func:`federated_shapley` (their cost: :mod:`fltrust.metrics.shapley`)."""
 
 AUTO_EXACT_PLAYERS = 6
 """``method="auto"``: exact up to this many participants (63 coalition models: about 2.5 s per
@@ -195,7 +192,7 @@ class FedSVResult:
 
     phi: np.ndarray
     utilities: dict[frozenset, float] = field(repr=False)
-    method: str
+    method: ShapleyMethod
     num_permutations: int | None = None
     stderr: np.ndarray | None = None
     num_truncated: int = 0
@@ -204,7 +201,7 @@ class FedSVResult:
     error_ratio: float | None = None
 
 
-def resolve_method(method: str, num_players: int, *, auto_exact_players: int = AUTO_EXACT_PLAYERS) -> str:
+def resolve_method(method: ShapleyMethod, num_players: int, *, auto_exact_players: int = AUTO_EXACT_PLAYERS) -> ShapleyMethod:
     """The method :func:`federated_shapley` runs for ``method`` and m participants.
 
     ``"auto"`` is ``"exact"`` up to ``auto_exact_players`` participants and ``"permutation"``
@@ -234,11 +231,11 @@ def federated_shapley(
     ref_loss: float,
     include_empty: bool,
     weights: Sequence[float] | np.ndarray | None = None,
-    method: str = "exact",
+    method: ShapleyMethod = "exact",
     num_permutations: int | None = None,
     seed: int | Sequence[int] = 0,
     batch_size: int = 32,
-    loss_scaling: str = "mean",
+    loss_scaling: LossScaling = "mean",
     chunk_size: int | None = None,
     exact_max_players: int = 10,
     auto_exact_players: int = AUTO_EXACT_PLAYERS,

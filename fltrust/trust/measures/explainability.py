@@ -49,12 +49,12 @@ import numpy as np
 import torch
 from torch import nn
 
+from fltrust.names import FEATURE_IMPORTANCE_METHODS, FeatureImportanceMethod
 from fltrust.trust.measures import memo
 from fltrust.trust.measures.statistics import coefficient_of_variation
 
 log = logging.getLogger("fltrust")
 
-FEATURE_IMPORTANCE_METHODS = ("class_sums", "feature_mean_abs")
 EXPLAINERS = ("auto", "deep", "gradient")
 
 
@@ -206,7 +206,7 @@ def feature_importance_cv(
     model: nn.Module,
     x: torch.Tensor,
     *,
-    method: str = "class_sums",
+    method: FeatureImportanceMethod = "class_sums",
     n_background: int | None = None,
     explainer: str = "auto",
     seed: int = 0,

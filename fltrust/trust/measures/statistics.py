@@ -31,14 +31,7 @@ from collections.abc import Sequence
 import numpy as np
 from scipy.stats import entropy as _scipy_entropy
 
-ENTROPY_METHODS = ("minmax_label", "normalized_label", "client_identification")
-"""``data/avg_entropy`` variants: the prototype's min-max normalised label entropy (B4) and two
-normalised entropies in [0, 1] (label entropy / log2 K, and the paper's Eq. 1 client-identification
-entropy / log2 N)."""
-
-CLASS_IMBALANCE_METHODS = ("present_classes", "all_classes")
-"""``fairness/class_imbalance`` variants: the prototype's CV over the classes present in the data,
-or the CV over all K classes with absent classes counted as 0 (B11)."""
+from fltrust.names import CLASS_IMBALANCE_METHODS, ENTROPY_METHODS, ClassImbalanceMethod, EntropyMethod
 
 
 class StatisticsError(ValueError):
@@ -151,7 +144,7 @@ def minmax_mean_entropy(entropies: Sequence[float] | np.ndarray) -> float:
     return float(np.mean((arr - arr.min()) / spread))
 
 
-def avg_entropy(class_counts: np.ndarray, *, method: str = "minmax_label") -> float:
+def avg_entropy(class_counts: np.ndarray, *, method: EntropyMethod = "minmax_label") -> float:
     r"""``data/avg_entropy`` from per-client label counts (trust spec 3.8; paper Eq. 1; B4).
 
     Parameters
@@ -288,7 +281,7 @@ def accuracy_cv(accuracies: Sequence[float] | np.ndarray, *, cap: bool = True) -
 
 
 def class_imbalance(
-    class_counts: Sequence[float] | np.ndarray, *, method: str = "present_classes", cap: bool = True
+    class_counts: Sequence[float] | np.ndarray, *, method: ClassImbalanceMethod = "present_classes", cap: bool = True
 ) -> float:
     r"""``fairness/class_imbalance``: CV of the unified per-class sample counts (paper Sec. 3.3).
 
