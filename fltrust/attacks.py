@@ -52,7 +52,7 @@ import torch
 from torch import nn
 
 from fltrust.config import AttackConfig, ExperimentConfig
-from fltrust.names import DATA_ATTACKS
+from fltrust.names import DATA_ATTACKS, AttackKind
 
 Params = list[np.ndarray]
 
@@ -129,7 +129,7 @@ class AttackPlan:
         Data-level attacks: rows rewritten per malicious client.
     """
 
-    kind: str = "none"
+    kind: AttackKind = "none"
     malicious: list[int] = field(default_factory=list)
     factor: float | None = None
     target_label: int | None = None
@@ -169,9 +169,26 @@ class AttackPlan:
     def is_malicious(self, client_id: int) -> bool:
         return int(client_id) in set(self.malicious)
 
-    def sends_poisoned_update(self, client_id: int) -> bool:
-        """Whether this client's sent model is rewritten (update-level attack, malicious client)."""
-        return self.factor is not None and self.is_malicious(client_id)
+    def sent_params(self, client_id: int, global_params: Params, params: Params) -> Params:
+        """What a client sends after training ``params`` from ``global_params``: ``params``, or
+        ``theta + s (w - theta)`` (:func:`poison_update`) when it is malicious under an update-level attack.
+
+        Parameters
+        ----------
+        client_id : int
+            The client.
+        global_params : Params
+            The global model theta it received.
+        params : Params
+            Its trained model w.
+
+        Returns
+        -------
+        Params
+        """
+        if self.factor is None or not self.is_malicious(client_id):
+            return params
+        return poison_update(global_params, params, self.factor)
 
     def describe(self) -> str:
         """One line, e.g. ``sign_flip by 2 of 10 clients [3, 7]``."""
@@ -288,6 +305,7 @@ def poison_federation(federation: Any, cfg: ExperimentConfig) -> Any:
         if plan.kind == "label_flip":
             y[chosen] = flip_labels(y[chosen], num_classes, plan.target_label)
         else:
+            assert plan.trigger_value is not None and plan.target_label is not None  # a backdoor's: set above
             x[chosen] = apply_trigger(x[chosen], plan.trigger_size, float(plan.trigger_value))
             y[chosen] = int(plan.target_label)
         plan.poisoned_rows[int(cid)] = int(len(chosen))

@@ -36,7 +36,7 @@ from torch import nn
 
 from fltrust import registry
 from fltrust.algorithms.privacy import PrivacyRun, build_privacy, privacy_mechanism
-from fltrust.algorithms.strategies import build_strategy
+from fltrust.algorithms.strategies import build_strategy, strategy_class
 from fltrust.compatibility import check_compatible
 from fltrust.config import ExperimentConfig, config_yaml
 from fltrust.core.observers import ObserverSet, RoundObserver
@@ -141,7 +141,7 @@ def trust_inputs(cfg: ExperimentConfig, *, member_sampler: Any = None, sensitive
     from fltrust.trust.measures.poisoning import is_byzantine_robust
 
     dp = privacy_mechanism(cfg.privacy.mode).differential_privacy
-    strategy = registry.STRATEGIES[cfg.strategy.name]
+    strategy = strategy_class(cfg.strategy.name)
     epsilon = cfg.privacy.target_epsilon
     project, data = cfg.project, cfg.data
     return TrustInputs(
@@ -582,11 +582,9 @@ def defence_comparison(cfg: ExperimentConfig, defences: Sequence[str] = ("krum",
     clean_cfg = cfg.with_overrides({"attack": {}, "strategy.name": undefended})
     attacked_cfg = cfg.with_overrides({"strategy.name": undefended})
     defended_cfgs = {}
-    from fltrust.registry import STRATEGIES
-
     for name in defences:
         extra = {"strategy.name": name, **overrides.get(name, {})}
-        bound = STRATEGIES[name].max_malicious_nodes(cfg.clients_per_round()) if name in STRATEGIES else None
+        bound = strategy_class(name).max_malicious_nodes(cfg.clients_per_round()) if name in registry.STRATEGIES else None
         if bound is not None and "strategy.num_malicious_nodes" not in extra and cfg.strategy.num_malicious_nodes == 0:
             extra["strategy.num_malicious_nodes"] = _default_num_malicious_nodes(bound, cfg)
         defended_cfgs[name] = cfg.with_overrides(extra)

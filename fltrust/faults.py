@@ -208,12 +208,3 @@ def reliability_summary(records: Sequence[Any], rel: ReliabilityConfig) -> dict[
         "rounds_model_kept": kept,
     }
 
-
-def failing_train(client_id: int, round_: int):
-    """A replacement for a client handle's ``train`` that raises :class:`InjectedFailure`: the
-    strategy's ``local_update`` starts and the failure happens inside the client's training."""
-
-    def train(*args: Any, **kwargs: Any):
-        raise InjectedFailure(client_id, round_)
-
-    return train

@@ -30,7 +30,7 @@ Examples
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any, Generic, TypeVar
 
 from fltrust import names
@@ -143,8 +143,10 @@ class Registry(Mapping[str, T], Generic[T]):
         return f"Registry({self.field!r}, {sorted(self._entries)})"
 
 
-STRATEGIES: Registry[Callable[..., Any]] = Registry("strategy.name", builtin=names.STRATEGIES)
+# The entries are classes of fltrust.algorithms, which this module sits below (it cannot name them): the
+# typed look-ups are fltrust.algorithms.strategies.strategy_class and fltrust.algorithms.privacy.privacy_mechanism.
+STRATEGIES: Registry[Any] = Registry("strategy.name", builtin=names.STRATEGIES)
 """``strategy.name`` -> strategy class (filled by :mod:`fltrust.algorithms.strategies`)."""
 
-PRIVACY_MECHANISMS: Registry[Callable[..., Any]] = Registry("privacy.mode", builtin=names.PRIVACY_MODES)
+PRIVACY_MECHANISMS: Registry[Any] = Registry("privacy.mode", builtin=names.PRIVACY_MODES)
 """``privacy.mode`` -> privacy mechanism class (filled by :mod:`fltrust.algorithms.privacy`)."""

@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import math
 import reprlib
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
@@ -231,8 +231,8 @@ class FairnessOptions:
         takes the paper's four as a list ``[f_j, f_g, f_r, f_o]`` (the form older run folders'
         ``config.yaml`` hold). The names are checked where the notions are known (the config,
         the observer).
-    sensitive_attributes : tuple of int or None
-        Label values whose groups f_g compares (a list in the YAML). ``None``: an experiment
+    sensitive_attributes : sequence of int or None
+        Label values whose groups f_g compares (a list in the YAML; the settings hold a tuple). ``None``: an experiment
         config uses the authors' list for its dataset and strategy (fairness spec 4,
         :func:`~fltrust.metrics.fairness.default_sensitive_attributes`); the observer on its own
         (a Flower app) uses every label of the model's classes.
@@ -259,7 +259,7 @@ class FairnessOptions:
     shapley_target_error: float = 0.0
     shapley_max_coalitions: int | None = None
     notion_weights: dict[str, float] = field(default_factory=dict)
-    sensitive_attributes: tuple[int, ...] | None = None
+    sensitive_attributes: Sequence[int] | None = None  # a tuple once the settings are built
     aux_batch_size: int | None = None
 
 

@@ -46,6 +46,7 @@ from __future__ import annotations
 
 import inspect
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass, field, fields
 from typing import Any, ClassVar, Protocol
 
@@ -201,7 +202,7 @@ class Strategy:
         params, loss = client.train(global_params, epochs=self.local_epochs)
         return LocalResult(params, loss)
 
-    def local_updates(self, clients: list[ClientHandle], global_params: Params, group: Any = None) -> list[LocalResult]:
+    def local_updates(self, clients: Sequence[ClientHandle], global_params: Params, group: Any = None) -> list[LocalResult]:
         """Local updates of all of a round's clients.
 
         With ``group`` (a :class:`~fltrust.engines.vectorized.ClientGroup` over ``clients``) and a
@@ -210,7 +211,7 @@ class Strategy:
 
         Parameters
         ----------
-        clients : list of ClientHandle
+        clients : sequence of ClientHandle
             The round's clients.
         global_params : Params
             The model they received.
@@ -226,13 +227,13 @@ class Strategy:
             return self.local_updates_grouped(clients, global_params, group)
         return [self.local_update(client, global_params) for client in clients]
 
-    def local_updates_grouped(self, clients: list[ClientHandle], global_params: Params, group: Any) -> list[LocalResult]:
+    def local_updates_grouped(self, clients: Sequence[ClientHandle], global_params: Params, group: Any) -> list[LocalResult]:
         """``local_update`` of every client at once (plain local training); subclasses that
         override ``local_update`` override this too, or the engine trains one client after another.
 
         Parameters
         ----------
-        clients : list of ClientHandle
+        clients : sequence of ClientHandle
             The round's clients, in the order of ``group``.
         global_params : Params
             The model they received.
@@ -326,7 +327,7 @@ class FedProx(Strategy):
         )
         return LocalResult(params, loss)
 
-    def local_updates_grouped(self, clients: list[ClientHandle], global_params: Params, group: Any) -> list[LocalResult]:
+    def local_updates_grouped(self, clients: Sequence[ClientHandle], global_params: Params, group: Any) -> list[LocalResult]:
         params, losses = group.train(global_params, epochs=self.local_epochs,
                                      proximal_center=global_params, proximal_mu=self.proximal_mu)
         return [LocalResult(p, loss) for p, loss in zip(params, losses)]
@@ -367,7 +368,7 @@ class QFedAvg(Strategy):
         params, loss = client.train(global_params, epochs=self.local_epochs)
         return LocalResult(params, loss, extra=extra)
 
-    def local_updates_grouped(self, clients: list[ClientHandle], global_params: Params, group: Any) -> list[LocalResult]:
+    def local_updates_grouped(self, clients: Sequence[ClientHandle], global_params: Params, group: Any) -> list[LocalResult]:
         extras: list[dict[str, float]] = [{} for _ in clients]
         if self.qfedavg_variant == "qffl":  # each client's loss of the received model
             for extra, loss in zip(extras, group.train_loss_of(global_params)):
@@ -440,7 +441,7 @@ class Ditto(Strategy):
         self.personal[client.client_id] = personal
         return LocalResult(params, loss, eval_params=personal)
 
-    def local_updates_grouped(self, clients: list[ClientHandle], global_params: Params, group: Any) -> list[LocalResult]:
+    def local_updates_grouped(self, clients: Sequence[ClientHandle], global_params: Params, group: Any) -> list[LocalResult]:
         s = self
         params, losses = group.train(global_params, epochs=self.local_epochs)
         personal = [self.personal.get(c.client_id, [p.copy() for p in global_params]) for c in clients]
@@ -607,7 +608,7 @@ def _keywords(cls: type) -> dict[str, inspect.Parameter]:
         if "__init__" not in klass.__dict__ or klass is object:
             continue
         passes_on = False
-        for name, p in inspect.signature(klass.__init__).parameters.items():
+        for name, p in inspect.signature(klass.__dict__["__init__"]).parameters.items():
             if p.kind is p.VAR_KEYWORD:
                 passes_on = True
             elif name != "self" and p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD):
@@ -615,6 +616,34 @@ def _keywords(cls: type) -> dict[str, inspect.Parameter]:
         if not passes_on:
             break
     return out
+
+
+def strategy_class(name: str) -> type[Strategy]:
+    """The strategy class registered under ``strategy.name`` -- the one place a strategy name is read.
+
+    Parameters
+    ----------
+    name : str
+        A registered ``strategy.name``.
+
+    Returns
+    -------
+    type of Strategy
+
+    Raises
+    ------
+    ConfigError
+        If no strategy is registered under ``name``.
+
+    Examples
+    --------
+    >>> strategy_class("ditto").personalized, strategy_class("fedavg").personalized
+    (True, False)
+    """
+    try:
+        return registry.STRATEGIES[name]
+    except KeyError as exc:
+        raise ConfigError(exc.args[0]) from None
 
 
 def build_strategy(settings: StrategyConfig, *, local_epochs: int, clients_per_round: int) -> Strategy:
@@ -650,10 +679,7 @@ def build_strategy(settings: StrategyConfig, *, local_epochs: int, clients_per_r
     >>> type(krum).__name__, krum.num_malicious_nodes, krum.local_epochs
     ('Krum', 1, 2)
     """
-    try:
-        cls = registry.STRATEGIES[settings.name]
-    except KeyError as exc:
-        raise ConfigError(exc.args[0]) from None
+    cls = strategy_class(settings.name)
     facts = {"local_epochs": local_epochs, "clients_per_round": clients_per_round}
     config_fields = {f.name for f in fields(StrategyConfig)} - {"name", "options"}
     params = _keywords(cls)

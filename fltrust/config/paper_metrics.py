@@ -54,7 +54,9 @@ class FairnessConfig(FairnessOptions):
     # a list here (the settings hold a tuple): the YAML loader checks each item, and the config
     # hash compares it with this default
     sensitive_attributes: list[int] | None = None
-    notion_weights: list[float] | dict[str, float] = field(default_factory=lambda: _weights_record({}))
+    # the YAML section also holds the paper's 4-list form of the weights (the settings: a mapping)
+    notion_weights: list[float] | dict[str, float] = field(  # type: ignore[assignment]
+        default_factory=lambda: _weights_record({}))
 
     def __post_init__(self) -> None:
         fairness_settings(self)  # the settings' checks are the only ones (fltrust.settings), names included

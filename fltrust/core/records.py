@@ -73,7 +73,8 @@ class RoundRecord:
         Server-side values. Standard keys: ``aux_loss_before`` / ``aux_accuracy_before``
         (received global model theta_k on the auxiliary set D), ``aux_loss`` /
         ``aux_accuracy`` (aggregated model theta_{k+1} on D), ``epsilon`` (privacy spent so far,
-        when DP is on).
+        when DP is on). The run recorder adds two strings: ``model_hash`` and ``chain_hash``
+        (:mod:`fltrust.runs.chain`).
     client_params : list of Params
         Models the clients sent back this round, aligned with ``client_ids`` (for Ditto: the
         global-track models). Transient: not persisted in the run record.
@@ -92,7 +93,7 @@ class RoundRecord:
     client_ids: np.ndarray
     client_metrics: dict[str, np.ndarray] = field(default_factory=dict)
     client_confusion: np.ndarray | None = None
-    server_metrics: dict[str, float] = field(default_factory=dict)
+    server_metrics: dict[str, Any] = field(default_factory=dict)  # floats, and the recorder's two hashes
     client_params: list[Params] = field(default_factory=list, repr=False)
     global_params_before: Params | None = field(default=None, repr=False)
     global_params_after: Params | None = field(default=None, repr=False)

@@ -478,7 +478,8 @@ class VmapNet:
             template.train(was)
 
 
-_CACHE: dict[tuple[int, str], object] = {}
+_CACHE: dict[tuple[int, str], tuple[nn.Module, ProgramNet | VmapNet]] = {}
+"""(id of the module, prefer) -> (the module, its net): the module kept with it, so that a reused id misses."""
 
 
 def stacked_net(model: nn.Module, prefer: str = "auto") -> ProgramNet | VmapNet:
@@ -506,9 +507,10 @@ def stacked_net(model: nn.Module, prefer: str = "auto") -> ProgramNet | VmapNet:
         With a ``"program*"`` choice, when program replay does not apply to ``model``.
     """
     key = (id(model), prefer)
-    net = _CACHE.get(key)
-    if net is not None and getattr(net, "_owner", None) is model:
-        return net  # type: ignore[return-value]
+    cached = _CACHE.get(key)
+    if cached is not None and cached[0] is model:
+        return cached[1]
+    net: ProgramNet | VmapNet
     if prefer == "vmap":
         net = VmapNet(model)
     else:
@@ -519,8 +521,7 @@ def stacked_net(model: nn.Module, prefer: str = "auto") -> ProgramNet | VmapNet:
             if prefer in ("program", "program_loop", "program_grouped"):
                 raise
             net = VmapNet(model)
-    net._owner = model  # type: ignore[attr-defined]
-    _CACHE[key] = net
+    _CACHE[key] = (model, net)
     return net
 
 

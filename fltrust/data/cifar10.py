@@ -29,6 +29,7 @@ Spec and bug references ("fairness spec §N", "trust spec §N", "Bn") are define
 
 from __future__ import annotations
 
+import functools
 import pickle
 from pathlib import Path
 from typing import Any
@@ -154,7 +155,7 @@ def _load_batches(batch_dir: Path, folder: Path, train_files: list[str], test_fi
     check_official(train_paths + test_paths)
     splits = {}
     for split, paths in (("train", train_paths), ("test", test_paths)):
-        arrays, _ = cached_arrays("cifar10_batches", paths, lambda paths=paths: _parse_batches(paths), disk=False)
+        arrays, _ = cached_arrays("cifar10_batches", paths, functools.partial(_parse_batches, paths), disk=False)
         _check_labels(arrays["y"], f"{batch_dir.name} {split} batches")
         splits[split] = ArraySplit(x=normalise(arrays["x"]), y=arrays["y"].copy())
     return DatasetBundle(
@@ -181,7 +182,7 @@ def _parse_npz(path: Path) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
         with np.load(path, allow_pickle=False) as data:
             arrays = {name: data[name] for name in data.files}
     except Exception as exc:  # EOFError (empty), BadZipFile (truncated), zlib.error, ...
-        reason = f"not a readable npz without pickles ({type(exc).__name__}: {exc or 'no data'})"
+        reason = f"not a readable npz without pickles ({type(exc).__name__}: {str(exc) or 'no data'})"
         raise unreadable(path, reason, "cifar10") from exc
     for name in NPZ_REQUIRED:
         if name not in arrays:
@@ -212,7 +213,7 @@ def _parse_npz(path: Path) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
 
 def _load_npz(paths: list[Path], folder: Path) -> DatasetBundle:
     """Read the npz ``paths`` (each checked and cached on its own) and concatenate them by split."""
-    parts = [cached_arrays("cifar10_npz", [path], lambda path=path: _parse_npz(path), disk=False)[0] for path in paths]
+    parts = [cached_arrays("cifar10_npz", [path], functools.partial(_parse_npz, path), disk=False)[0] for path in paths]
     with_ids = ["client_train" in part for part in parts]
     if any(with_ids) and not all(with_ids):
         bare = next(p.name for p, has in zip(paths, with_ids) if not has)

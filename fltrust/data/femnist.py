@@ -62,12 +62,13 @@ Spec and bug references ("fairness spec §N", "trust spec §N", "Bn") are define
 from __future__ import annotations
 
 import contextlib
+import functools
 import gzip
 import json
 import re
 import string
 import zlib
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -172,7 +173,7 @@ def _check_user(path: Path, user: str, x: np.ndarray, y_raw: np.ndarray) -> np.n
     return y
 
 
-def _leaf_users(path: Path) -> Iterator[tuple[str, int | None, np.ndarray, np.ndarray]]:
+def _leaf_users(path: Path) -> Generator[tuple[str, int | None, np.ndarray, np.ndarray], None, None]:
     """``(user, num_samples, x (n, 784) float64, raw labels)`` of each user of a LEAF shard."""
     shard = _read_shard(path)
     if not isinstance(shard, dict) or not {"users", "user_data"} <= set(shard):
@@ -314,7 +315,7 @@ def check_tff_h5(path: Path) -> dict[str, int]:
         return {"writers": len(examples), "samples": int(samples)}
 
 
-def _tff_h5_users(path: Path) -> Iterator[tuple[str, int | None, np.ndarray, np.ndarray]]:
+def _tff_h5_users(path: Path) -> Generator[tuple[str, int | None, np.ndarray, np.ndarray], None, None]:
     """``(user, n, x (n, 784) float64, labels (n,))`` of each writer of a TFF federated EMNIST h5
     file in sorted writer-id order, as TFF lists them; ``label`` may be stored as (n,) or (n, 1)."""
     with _tff_h5_writers(path) as (examples, datasets):
@@ -431,12 +432,10 @@ def load_femnist(
         is ``"tff_h5"`` when only h5 files were read and ``"leaf+tff_h5"`` when both kinds were.
     """
     folder = Path(folder)
-    chosen = {"train": train_files, "test": test_files}
-    paths = {
-        s: require_files(folder, chosen[s], "FEMNIST LEAF shards or TFF h5 files") if chosen[s] else shard_files(folder, s)
-        for s in SPLITS
-    }
-    parsed = {s: cached_arrays("femnist_leaf_v2", paths[s], lambda s=s: _parse_shards(paths[s]))[0] for s in SPLITS}
+    paths = {}
+    for s, chosen in zip(SPLITS, (train_files, test_files)):
+        paths[s] = require_files(folder, chosen, "FEMNIST LEAF shards or TFF h5 files") if chosen else shard_files(folder, s)
+    parsed = {s: cached_arrays("femnist_leaf_v2", paths[s], functools.partial(_parse_shards, paths[s]))[0] for s in SPLITS}
     masks, dropped = keep_largest_copies(parsed, paths, folder)
     raw = {s: {k: v if masks[s].all() else v[masks[s]] for k, v in parsed[s].items()} for s in SPLITS}
     h5_read = {p.suffix == ".h5" for s in SPLITS for p in paths[s]}

@@ -44,6 +44,7 @@ Spec and bug references ("fairness spec §N", "trust spec §N", "Bn") are define
 
 from __future__ import annotations
 
+import functools
 import io
 import re
 import zipfile
@@ -293,7 +294,7 @@ def load_n_baiot(
     xs, ys, groups, attacks, records = [], [], [], [], []
     for device_index, files in enumerate(found.values()):
         for label, path in files:
-            x = cached_arrays("n_baiot_csv", [path], lambda path=path: _parse_csv(path))[0]["x"]
+            x = cached_arrays("n_baiot_csv", [path], functools.partial(_parse_csv, path))[0]["x"]
             xs.append(x)
             ys.append(np.full(len(x), 0 if label == "benign" else 1, dtype=np.int64))
             groups.append(np.full(len(x), device_index, dtype=np.int64))
@@ -500,7 +501,7 @@ def load_n_baiot_real_partial(folder: str | Path) -> pd.DataFrame:
     parts = []
     for device, traffic, path in find_real_partial_files(folder):
         # disk=False: these parse in well under a second, and a disk entry would copy ~48 MB per flood file
-        arrays = cached_arrays("n_baiot_real_partial", [path], lambda p=path, t=traffic: _parse_real_partial(p, t),
+        arrays = cached_arrays("n_baiot_real_partial", [path], functools.partial(_parse_real_partial, path, traffic),
                                options={"traffic": traffic}, disk=False)[0]
         attack = traffic.removeprefix("benign+")
         meta = pd.DataFrame({

@@ -58,6 +58,7 @@ Spec and bug references ("fairness spec §N", "trust spec §N", "Bn") are define
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 from typing import Any
 
@@ -264,7 +265,7 @@ def read_kdd_files(
     if not names:
         raise DatasetError("NSL-KDD: empty file list; name at least one file such as 'KDDTrain+.txt'")
     paths = require_files(folder, names, "NSL-KDD text files")
-    parts = [cached_arrays("nsl_kdd_file", [p], lambda p=p: _parse_kdd_file(p))[0] for p in paths]
+    parts = [cached_arrays("nsl_kdd_file", [p], functools.partial(_parse_kdd_file, p))[0] for p in paths]
     raw = {key: np.concatenate([part[key] for part in parts]) for key in parts[0]}
     return raw, [file_record(p, folder) for p in paths]
 

@@ -24,11 +24,16 @@ needs Flower).
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from fltrust.config import ConfigError
 from fltrust.names import ENGINES
 
+if TYPE_CHECKING:  # the engines are imported on use
+    from fltrust.engines.base import EngineBase
 
-def engine_class(name: str) -> type:
+
+def engine_class(name: str) -> type[EngineBase]:
     """The engine class of ``run.engine`` -- the one place an engine name is read.
 
     Parameters
@@ -38,7 +43,7 @@ def engine_class(name: str) -> type:
 
     Returns
     -------
-    type
+    type of EngineBase
         :class:`fltrust.engines.inprocess.Engine` or :class:`fltrust.engines.flower.engine.FlowerEngine`.
 
     Raises

@@ -35,6 +35,7 @@ from fltrust.core.records import Params, RoundRecord, RunInfo
 from fltrust.engines.batched_evaluation import BatchedEvaluator
 from fltrust.engines.training import LocalTrainer
 from fltrust.federation import Federation, sample_clients
+from fltrust.names import SecureAggregation
 from fltrust.runs import RunRecorder
 
 log = logging.getLogger("fltrust")
@@ -134,7 +135,7 @@ class EngineBase:
 
     @classmethod
     def check_components(cls, *, strategy: type[Strategy], privacy: type[PrivacyMechanism],
-                         secure_aggregation: str | None) -> None:
+                         secure_aggregation: SecureAggregation | None) -> None:
         """Raise :class:`~fltrust.config.ConfigError` when this engine cannot run the strategy or the
         privacy mechanism (the base class runs any; the Flower engine needs a Flower counterpart).
 

@@ -87,12 +87,12 @@ class BatchedEvaluator:
             One per dataset, in order.
         """
         set_params(self.model, params)
-        numpy_mlp = self.eval_mlp is not None and self.mlp_gemm == "numpy"
+        layers = self.eval_mlp if self.mlp_gemm == "numpy" else None  # an MLP whose products numpy computes
         forward = None
-        if numpy_mlp:  # the layers' (weight, bias) as numpy views, read once per evaluation
+        if layers is not None:  # the layers' (weight, bias) as numpy views, read once per evaluation
             state = [v.numpy() for v in self.model.state_dict().values()]
-            forward = functools.partial(_mlp_logits_numpy, [(state[wi], state[bi]) for wi, bi in self.eval_mlp])
-        with blas_threads_as_torch() if numpy_mlp else contextlib.nullcontext():
+            forward = functools.partial(_mlp_logits_numpy, [(state[wi], state[bi]) for wi, bi in layers])
+        with blas_threads_as_torch() if layers is not None else contextlib.nullcontext():
             return evaluate_datasets(self.model, list(xs), list(ys), num_classes=self.num_classes,
                                      batch_size=self.eval_batch_size, loss_scaling=self.training.loss_scaling,
                                      chunk_size=self.eval_chunk, forward=forward)

@@ -15,6 +15,7 @@ import numpy as np
 from fltrust.core.records import Params
 from fltrust.engines.base import EngineBase
 from fltrust.engines.training import num_batches
+from fltrust.faults import InjectedFailure
 
 
 class SimulatedClient:
@@ -121,3 +122,24 @@ class SimulatedClient:
             The mean loss over the client's training rows.
         """
         return self.trainer.evaluate(params, self.x, self.y).loss
+
+
+class FailingClient(SimulatedClient):
+    """A sampled client whose training raises :class:`fltrust.faults.InjectedFailure` (an injected
+    failure, ``reliability.failure_rate``): the strategy's ``local_update`` starts and the failure
+    happens inside the client's training."""
+
+    def train(self, params: Params, *, seed_offset: int = 0, private: bool = True, **kwargs: Any) -> tuple[Params, float]:
+        """Raise :class:`fltrust.faults.InjectedFailure` for this client and round.
+
+        Parameters
+        ----------
+        params, seed_offset, private, **kwargs
+            As :meth:`SimulatedClient.train` (unused).
+
+        Raises
+        ------
+        InjectedFailure
+            Always.
+        """
+        raise InjectedFailure(self.client_id, self.round)

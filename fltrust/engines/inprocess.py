@@ -39,7 +39,7 @@ from fltrust.algorithms.strategies import ClientResult
 from fltrust.core.evaluation import get_params
 from fltrust.core.records import Params, RoundRecord, RunInfo
 from fltrust.engines.base import EngineBase, RunSettings
-from fltrust.engines.client import SimulatedClient
+from fltrust.engines.client import FailingClient, SimulatedClient
 from fltrust.engines.vectorized import ClientGroup, VectorTrainer, vectorize_reason
 from fltrust.runs import RunFolderError, RunRecorder, read_checkpoint, write_checkpoint
 
@@ -247,14 +247,13 @@ class Engine(EngineBase):
             The ids that train to the end, and the round's plan (inactive when
             ``reliability.*`` injects nothing; then ``ids`` come back unchanged).
         """
-        from fltrust.faults import InjectedFailure, failing_train, plan_round
+        from fltrust.faults import InjectedFailure, plan_round
 
         plan = plan_round(self.seed, round_, ids, self.reliability)
         if not plan.active:
             return ids, plan
         for cid in plan.failed:
-            client = SimulatedClient(self, int(cid), round_)
-            client.train = failing_train(int(cid), round_)
+            client = FailingClient(self, int(cid), round_)
             try:
                 self.strategy.local_update(client, global_params)
             except InjectedFailure as exc:
@@ -294,13 +293,10 @@ class Engine(EngineBase):
         tuple
             ``(ids, clients, rewards, updates, performances)`` of the updates that arrived.
         """
-        from fltrust.attacks import poison_update
-
         plan = self.attack_plan
-        if plan.factor is not None:
+        if plan.factor is not None:  # update-level attack: theta + s (w - theta) from the malicious clients
             for client, update in zip(clients, updates):
-                if plan.is_malicious(client.client_id):
-                    update.params = poison_update(global_params, update.params, plan.factor)
+                update.params = plan.sent_params(client.client_id, global_params, update.params)
         if not faults.active:
             return ids, clients, rewards, updates, performances
         keep = faults.arrived(ids)

@@ -8,10 +8,16 @@ sequential path's ``torch.optim`` optimisers (:class:`StackedOptimizer`; used by
 from __future__ import annotations
 
 import math
+from typing import Literal
 
 import torch
 
-__all__ = ["StackedOptimizer"]
+from fltrust.names import OptimizerName
+
+__all__ = ["StackedKind", "StackedOptimizer"]
+
+StackedKind = Literal[OptimizerName, "plain"]
+"""``training.optimizer``, or ``"plain"``: SGD without momentum or weight decay."""
 
 
 class StackedOptimizer:
@@ -37,7 +43,7 @@ class StackedOptimizer:
       differ by one ulp after a step: ``torch.lerp``/``addcmul`` vs fused multiply-adds).
     """
 
-    def __init__(self, kind: str, K: int, N: int, *, lr: float, momentum: float = 0.0, weight_decay: float = 0.0,
+    def __init__(self, kind: StackedKind, K: int, N: int, *, lr: float, momentum: float = 0.0, weight_decay: float = 0.0,
                  betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8, device=None, dtype=torch.float32,
                  fused: bool = False) -> None:
         self.kind, self.lr, self.momentum, self.weight_decay = kind, float(lr), float(momentum), float(weight_decay)
@@ -83,6 +89,7 @@ class StackedOptimizer:
                 grad = buf
             params.add_(grad, alpha=-self.lr)
             return None
+        assert self.exp_avg is not None and self.exp_avg_sq is not None  # Adam's moments, allocated for it
         m, v = self.exp_avg[:ka], self.exp_avg_sq[:ka]
         m.lerp_(grad, 1 - self.beta1)
         v.mul_(self.beta2).addcmul_(grad, grad, value=1 - self.beta2)
@@ -114,6 +121,7 @@ class StackedOptimizer:
         """
         self.steps += 1
         if self.fused:
+            assert self._step_t is not None and self.exp_avg is not None and self.exp_avg_sq is not None  # fused Adam's
             self._step_t.fill_(self.steps)
             torch._fused_adam_([params], [grad], [self.exp_avg[:ka]], [self.exp_avg_sq[:ka]], [], [self._step_t],
                                lr=self.lr, beta1=self.beta1, beta2=self.beta2, weight_decay=self.weight_decay,
@@ -128,6 +136,7 @@ class StackedOptimizer:
         bias_correction2 = 1 - self.beta2**step
         step_size = self.lr / bias_correction1
         bias_correction2_sqrt = bias_correction2**0.5
+        assert self._denom is not None  # allocated for unfused Adam, the only optimiser that gets here
         denom = self._denom[:ka]
         if self._v_floor is not None:
             torch.clamp_min(v, self._v_floor, out=denom).sqrt_()

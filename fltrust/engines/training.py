@@ -19,6 +19,7 @@ from __future__ import annotations
 import copy
 import math
 import warnings
+from typing import Any
 
 import torch
 from torch import nn
@@ -166,7 +167,7 @@ class LocalTrainer:
         epochs: int,
         seed: int,
         dp: LocalDP,
-    ) -> tuple[Params, float, dict]:
+    ) -> tuple[Params, float, list[list[Any]]]:
         """DP-SGD with Opacus (Abadi et al. 2016). Returns (params, last loss, accountant history).
 
         The history is the list of ``(noise_multiplier, sample_rate, steps)`` that Opacus's RDP

@@ -86,7 +86,7 @@ from fltrust.core.records import Params
 from fltrust.core.stacked import UnsupportedModel, has_buffers, stacked_loss_pred, stacked_net
 from fltrust.engines.batched_evaluation import MLP_EVAL_ROWS, MLP_GEMMS, BatchedEvaluator, mlp_layers
 from fltrust.engines.schedule import BatchSchedule, batch_schedule
-from fltrust.engines.stacked_optimizer import StackedOptimizer
+from fltrust.engines.stacked_optimizer import StackedKind, StackedOptimizer
 from fltrust.engines.training import fused_adam as fused_adam_kernel
 
 VECTORIZE_MODES = ("auto", "on", "off")
@@ -205,7 +205,7 @@ class VectorTrainer(BatchedEvaluator):
             On the trainer's device, in the model's dtype; row k is parameter set k flattened.
         """
         if len(params) == len(self.shapes) and not isinstance(params[0], (list, tuple)):
-            row = np.concatenate([np.asarray(p).reshape(-1) for p in params])  # type: ignore[arg-type]
+            row = np.concatenate([np.asarray(p).reshape(-1) for p in params])
             flat = torch.as_tensor(row).to(self.device, self.dtype)
             return flat.unsqueeze(0).repeat(K, 1)
         rows = np.stack([np.concatenate([np.asarray(p).reshape(-1) for p in ps]) for ps in params])
@@ -276,7 +276,7 @@ class VectorTrainer(BatchedEvaluator):
         x = torch.cat([xs[k] for k in order])
         y = torch.cat([ys[k] for k in order])
         lr = t.learning_rate if learning_rate is None else learning_rate
-        kind = "plain" if plain_sgd else t.optimizer
+        kind: StackedKind = "plain" if plain_sgd else t.optimizer
         gens = None
         if self.net.dropout_ps:
             gens = [torch.Generator(device=self.device).manual_seed(int(seeds[k])) for k in order]
@@ -330,6 +330,12 @@ class VectorTrainer(BatchedEvaluator):
         per, _ = stacked_loss_pred(out, _gather(y, idx), need_pred=False)
         return (per * sched.weight[s, :ka]).sum(1)  # (ka,) each client's batch-mean loss
 
+    def _manual_layers(self) -> list[tuple[int, int]]:
+        """:attr:`mlp`, which the hand-written MLP steps read (they run only when it is set)."""
+        if self.mlp is None:
+            raise RuntimeError("the hand-written MLP steps need the model's MLP layers (manual_mlp, mlp_layers)")
+        return self.mlp
+
     def _train_mlp(self, sched: BatchSchedule, flat, center, mu, x, y, opt, loss_sum) -> None:
         """Every step of a ReLU MLP by hand (no autograd graph), in buffers allocated once.
 
@@ -340,7 +346,7 @@ class VectorTrainer(BatchedEvaluator):
         gradients straight into one ``(K, N)`` buffer. The loss itself is computed only in steps
         whose loss is reported (a client's last epoch).
         """
-        layers = self.mlp
+        layers = self._manual_layers()
         K, S, B = flat.shape[0], len(sched.active), sched.index.shape[2]
         x = x.reshape(len(x), -1)
         widths = [x.shape[1]] + [self.shapes[wi][0] for wi, _ in layers]
@@ -400,8 +406,8 @@ class VectorTrainer(BatchedEvaluator):
         layout. The parameters, moments and gradients are the same numbers in another order;
         Adam, the proximal term and per-tensor clipping do not depend on the order.
         """
-        layers = self.mlp
-        L, K, S, B = len(self.mlp), flat.shape[0], len(sched.active), sched.index.shape[2]
+        layers = self._manual_layers()
+        L, K, S, B = len(layers), flat.shape[0], len(sched.active), sched.index.shape[2]
         xt = x.reshape(len(x), -1).t().contiguous()  # (features, rows): a batch gathers columns
         widths = [xt.shape[0]] + [self.shapes[wi][0] for wi, _ in layers]
         binary = widths[-1] == 1
@@ -477,7 +483,8 @@ class VectorTrainer(BatchedEvaluator):
     def _mlp_layout(self, flat: torch.Tensor, *, to_training: bool) -> None:
         """Transpose the odd layers' weights of a ``(k, N)`` buffer in place: ``(out, in)`` to
         ``(in, out)`` (``to_training``) or back (:meth:`_train_mlp_numpy`)."""
-        for i, (wi, _) in enumerate(self.mlp):
+        layers = self._manual_layers()
+        for i, (wi, _) in enumerate(layers):
             rows, cols = self.shapes[wi] if to_training else self.shapes[wi][::-1]
             if i % 2 == 1 and min(rows, cols) > 1:  # a (1, n) weight reads the same either way
                 block = flat[:, self.offsets[wi] : self.offsets[wi + 1]]
@@ -485,12 +492,13 @@ class VectorTrainer(BatchedEvaluator):
 
     def _mlp_views(self, ka: int, B: int, flat: torch.Tensor, buffers: tuple) -> tuple:
         """The views :meth:`_train_mlp` writes and reads for ``ka`` active clients (made once per ``ka``)."""
+        layers = self._manual_layers()
         xb, tb, outs, deltas, grad_buffer = buffers
         active, grad = flat[:ka], grad_buffer[:ka]
         params, grads = self.views(active), self.views(grad)
-        W = [params[wi] for wi, _ in self.mlp]
-        return (active, grad, W, [w.transpose(1, 2) for w in W], [params[bi].unsqueeze(1) for _, bi in self.mlp],
-                [grads[wi] for wi, _ in self.mlp], [grads[bi] for _, bi in self.mlp],
+        W = [params[wi] for wi, _ in layers]
+        return (active, grad, W, [w.transpose(1, 2) for w in W], [params[bi].unsqueeze(1) for _, bi in layers],
+                [grads[wi] for wi, _ in layers], [grads[bi] for _, bi in layers],
                 xb[: ka * B], xb[: ka * B].view(ka, B, -1), tb[: ka * B], tb[: ka * B].view(ka, B),
                 [o[:ka] for o in outs], [d[:ka] for d in deltas])
 

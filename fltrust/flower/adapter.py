@@ -248,10 +248,11 @@ class ObservedStrategy(Strategy):
             if self.strict:
                 raise RuntimeError(f"round {server_round}: {len(failed)} client(s) failed: {reasons}")
             log.warning("round %d: %d client(s) failed and are not observed: %s", server_round, len(failed), reasons)
+        rejected: list[Rejection] = []
         if self.schema is None:
-            rows, rejected = [self._row(m) for m in ok], []
+            rows = [self._row(m) for m in ok]
         else:
-            rows, ok, rejected = self._checked_rows(server_round, ok)
+            rows, ok, rejected = self._checked_rows(server_round, self.schema, ok)
         order = np.argsort([r.client_id for r in rows], kind="stable")
         rows = [rows[i] for i in order]
         ok = [ok[i] for i in order]
@@ -288,8 +289,9 @@ class ObservedStrategy(Strategy):
     def _accepted(self, server_round: int, rows: list[ClientRow], checked: list) -> None:
         """Called with the round's accepted rows and their :class:`~fltrust.flower.validation.CheckedReport`."""
 
-    def _checked_rows(self, server_round: int, replies: list[Message]) -> tuple[list[ClientRow], list[Message], list[Rejection]]:
-        """Check every reply against :attr:`schema`: the accepted rows and replies, and the rejections."""
+    def _checked_rows(self, server_round: int, schema: ReportSchema,
+                      replies: list[Message]) -> tuple[list[ClientRow], list[Message], list[Rejection]]:
+        """Check every reply against ``schema`` (:attr:`schema`): the accepted rows and replies, and the rejections."""
         pending = self.builder.pending
         facts = RoundFacts(self._names, list(self.builder.reference or []),
                            time.perf_counter() - pending.started if pending is not None else 0.0)
@@ -298,7 +300,7 @@ class ObservedStrategy(Strategy):
             node = int(message.metadata.src_node_id)
             values, record = self._report(message)
             try:
-                report = check_reply(values, record, self.schema, facts)
+                report = check_reply(values, record, schema, facts)
             except ReportRejected as exc:
                 rejected.append(Rejection(node, exc.client_id, tuple(exc.problems)))
                 continue

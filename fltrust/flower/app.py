@@ -66,8 +66,8 @@ from flwr.serverapp.strategy import Strategy
 from torch import nn
 
 from fltrust.core.evaluation import evaluate, set_params
-from fltrust.core.observers import ObserverSet
-from fltrust.core.records import AppFacts, Params, RunInfo
+from fltrust.core.observers import ObserverSet, RoundObserver
+from fltrust.core.records import AppFacts, Params, RoundRecord, RunInfo
 from fltrust.flower.adapter import ObservedStrategy
 from fltrust.flower.client import ClientReport
 from fltrust.flower.records import CLIENT_ID_KEY, FLTRUST_KEY, arrays_to_params
@@ -212,6 +212,13 @@ def _check_aux(y: torch.Tensor, num_classes: int) -> None:
                     "every class", len(y), absent or "none", 100 * share)
 
 
+class _NotStarted:
+    """The round sink before :meth:`InstrumentedStrategy.start` opens the run folder and its recorder."""
+
+    def record_round(self, record: RoundRecord) -> Any:
+        raise RuntimeError("fltrust: a round ended before InstrumentedStrategy.start opened the run folder")
+
+
 class InstrumentedStrategy(ObservedStrategy):
     """A Flower strategy that records both papers' metrics; made by :func:`instrument`.
 
@@ -230,7 +237,7 @@ class InstrumentedStrategy(ObservedStrategy):
                  test: tuple[torch.Tensor, torch.Tensor] | None, out_dir: Path, name: str,
                  fairness: FairnessSettings | None, trust: TrustSettings | None, facts: dict[str, Any],
                  num_clients: int | None, seed: int, run_config: dict[str, Any] | None = None) -> None:
-        super().__init__(strategy, None, keep_extra_metrics=False)
+        super().__init__(strategy, _NotStarted(), keep_extra_metrics=False)  # the run's recorder, from start()
         self.model = model
         self.device = model_device(model)
         self.aux, self.test = aux, test
@@ -263,8 +270,10 @@ class InstrumentedStrategy(ObservedStrategy):
     def _accepted(self, server_round: int, rows: list[ClientRow], checked: list) -> None:
         """Record the accepted clients' training label counts (rejected ones never reach RunInfo) and
         say what the round's FedSV will cost, before it runs."""
+        info = self.info
+        assert info is not None, "start() sets the run's RunInfo before the first reply"
         for row, report in zip(rows, checked):
-            self.info.record_client(row.client_id, report.label_counts)
+            info.record_client(row.client_id, report.label_counts)
         self._fedsv_cost(server_round, len(rows))
 
     # -- server evaluation --------------------------------------------------------------------
@@ -341,7 +350,8 @@ class InstrumentedStrategy(ObservedStrategy):
         ``min_available_nodes``), once their number has not changed for ``settle_s`` seconds."""
         need = self.num_clients or max(1, int(getattr(self.strategy, "min_available_nodes", 1) or 1))
         deadline = time.monotonic() + timeout
-        nodes, stable_since = [], time.monotonic()
+        nodes: list[int] = []
+        stable_since = time.monotonic()
         while True:
             now_nodes = sorted(int(n) for n in grid.get_node_ids())
             if now_nodes != nodes:
@@ -364,15 +374,17 @@ class InstrumentedStrategy(ObservedStrategy):
         raise RuntimeError(f"fltrust: could not create a new run folder in {self.out_dir}")
 
     def _observers(self, folder: Path) -> ObserverSet:
-        observers = []
+        observers: list[RoundObserver] = []
         if self.fairness is not None:
             from fltrust.metrics.fairness import FairnessObserver
 
+            assert self.aux is not None, "instrument() requires aux= with fairness="
             observers.append(FairnessObserver(self.fairness, copy.deepcopy(self._eval_model), *self.aux,
                                               batch_size=EVAL_BATCH_SIZE, seed=self.seed))
         if self.trust is not None:
             from fltrust.trust.observer import TrustObserver
 
+            assert self.test is not None, "instrument() requires test= with trust="
             model = copy.deepcopy(self._eval_model)
             extended = None
             if self.trust.mode == EXTENDED_TRUST_MODE:
@@ -467,7 +479,9 @@ class InstrumentedStrategy(ObservedStrategy):
             result = Strategy.start(self, grid, initial_arrays, num_rounds=num_rounds, timeout=timeout,
                                     train_config=train_config, evaluate_config=evaluate_config, evaluate_fn=observed)
             wall = time.perf_counter() - started
-            final = self.builder.last_record.global_params_after
+            final = self.builder.final_params
+            if final is None:
+                raise RuntimeError(f"fltrust: Flower's Strategy.start ran no round (num_rounds={num_rounds}); nothing to record")
             names = list(initial_arrays.keys())
             state = {name: torch.from_numpy(np.ascontiguousarray(p)) for name, p in zip(names, final)}
             records = recorder.records

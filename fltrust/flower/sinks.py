@@ -153,6 +153,11 @@ class RoundBuilder:
         self.last_record: RoundRecord | None = None
         self.warned_fallback = False
 
+    @property
+    def final_params(self) -> Params | None:
+        """The global model after the last recorded round (``None`` before the first)."""
+        return None if self.last_record is None else self.last_record.global_params_after
+
     def begin(self, server_round: int, global_params: Params) -> None:
         """Open round ``server_round``, whose clients received ``global_params`` (theta_k).
 
@@ -218,7 +223,7 @@ class RoundBuilder:
     def _record(self, pending: _Pending, params: Params, server: dict[str, float]) -> RoundRecord:
         rows = pending.rows
         values = [client_values(r.metrics, keep_extra=self.keep_extra) for r in rows]
-        keys = [k for k in CLIENT_METRIC_KEYS if values and all(k in v for v in values)]
+        keys: list[str] = [k for k in CLIENT_METRIC_KEYS if values and all(k in v for v in values)]
         keys += sorted({k for v in values for k in v} - set(keys)) if self.keep_extra else []
         metrics = {k: np.asarray([v.get(k, np.nan) for v in values], dtype=float) for k in keys}
         confusion = None

@@ -105,7 +105,7 @@ def read_labels(data: Any, batch_keys: tuple[str, str] | None, what: str) -> tor
     torch.Tensor
         The labels, int64 on the CPU.
     """
-    dataset = getattr(data, "dataset", None)
+    dataset: Any = getattr(data, "dataset", None)
     if isinstance(dataset, TensorDataset) and len(dataset.tensors) == 2:
         return dataset.tensors[1].detach().cpu().long().reshape(-1)
     targets = getattr(dataset, "targets", None)  # torchvision datasets

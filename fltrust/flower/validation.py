@@ -401,7 +401,7 @@ def check_reply(values: Mapping[str, Any] | None, record: Any, schema: ReportSch
                                                           f"{clean['num-examples']:,}"))
                 counts = None
     params = _arrays(record, facts, problems)
-    if problems:
+    if problems or params is None:  # no model without a problem noted
         raise ReportRejected(problems, claimed)
     return CheckedReport(claimed, clean, confusion, counts, params)
 

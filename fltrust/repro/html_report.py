@@ -252,10 +252,10 @@ def _markdown(paper: Paper, results_dir: Path, quick: bool) -> tuple[str, int]:
         text = results_markdown(summary_table(results, reported), results, quick=quick, reported=reported,
                                 authors=load_authors_runs())  # the authors' runs under the data root, as the summary notebook
         return text, len(results)
-    from fltrust.repro.trust.report import load_reported, load_results, results_markdown
+    from fltrust.repro.trust import report as trust_report
 
-    results = load_results(results_dir)
-    return results_markdown(results, quick=quick, reported=load_reported()), len(results)
+    results = trust_report.load_results(results_dir)
+    return trust_report.results_markdown(results, quick=quick, reported=trust_report.load_reported()), len(results)
 
 
 def regenerate_commands(paper: str, *, quick: bool = False, batch_dir: str | Path | None = None,

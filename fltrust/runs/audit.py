@@ -206,13 +206,14 @@ def _audit_records(folder: RunFolder, summary: dict[str, Any], key: bytes | None
         problems.append(f"{folder.summary.name}: missing or without record hashes: the run is not finished, or its "
                         "summary was replaced")
     else:
-        files = closing.get("files") if isinstance(closing.get("files"), dict) else {}
+        listed = closing.get("files")
+        files: dict[str, Any] = listed if isinstance(listed, dict) else {}
         if closing.get("record_chain") != previous:
             problems.append(f"{folder.summary.name}: does not close the record chain (rounds removed or added after "
                             "the run)")
-        edited = summary_edits(summary, key)
-        if edited is not None:
-            problems.append(f"{folder.summary.name}: edited after the run: {_names(edited)}" if edited else
+        summary_edited = summary_edits(summary, key)
+        if summary_edited is not None:
+            problems.append(f"{folder.summary.name}: edited after the run: {_names(summary_edited)}" if summary_edited else
                             f"{folder.summary.name}: its integrity entry was edited")
         for name, digest in files.items():
             file = folder.path / name

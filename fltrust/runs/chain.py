@@ -165,7 +165,8 @@ def summary_edits(summary: dict[str, Any], key: bytes | None = None) -> list[str
     if closing.get("algorithm") != _algorithm(key):
         return None
     body = {k: v for k, v in summary.items() if k != INTEGRITY}
-    files = closing.get("files") if isinstance(closing.get("files"), dict) else {}
+    listed = closing.get("files")
+    files: dict[str, str] = listed if isinstance(listed, dict) else {}
     if _summary_link(str(closing.get("record_chain")), body, files, _algorithm(key), key) == closing.get("link"):
         return None
     return edited_fields(body, closing.get("fields"))

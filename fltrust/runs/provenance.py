@@ -172,7 +172,7 @@ def code_state(package: str | os.PathLike[str] | None = None) -> dict[str, Any]:
     'installed'
     """
     folder = Path(package) if package is not None else _PACKAGE
-    installed = {"source": SOURCE_INSTALLED, "commit": None, "dirty": None, "dirty_files": []}
+    installed: dict[str, Any] = {"source": SOURCE_INSTALLED, "commit": None, "dirty": None, "dirty_files": []}
     root = _checkout(folder)
     if root is None:
         return installed

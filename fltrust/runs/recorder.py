@@ -107,7 +107,7 @@ class RunRecorder:
             if not isinstance(integrity, dict) or record_link(previous, data, self.key) != integrity.get("link"):
                 problem = f"round {len(kept)} does not verify (edited, or the audit key changed)"
                 break
-            previous = integrity["link"]
+            previous = str(integrity["link"])
             kept.append(line)
         if problem is None and (last < 0 or len(kept) != last + 1 or previous != head):
             problem = f"it holds {len(kept)} verified rounds, the checkpoint is after round {last}"
@@ -126,7 +126,7 @@ class RunRecorder:
         self.info = info
         self.observers.run_start(info)
         self.records = [RoundRecord.from_json(json.loads(line)) for line in kept]
-        self.record_head = head
+        self.record_head = previous  # the checkpoint's record_chain (checked above)
         self.observers.load_state_dict(state.get("observers") or {})
         return True
 

@@ -297,8 +297,9 @@ class ExtendedMetrics:
         for key, path in short.items():
             first = tree.get_metric(path).inputs[0]
             if first in results:
-                _, result = results[first]
-                set_provenance(fs, path, result.status, result.method, result.reason, **result.details)
+                measure, result = results[first]  # a result of Measure.run: its status and method resolved
+                set_provenance(fs, path, result.status or measure.status, result.method or measure.provenance,
+                               result.reason, **result.details)
             elif key in template:
                 status, method, reason = template[key]
                 set_provenance(fs, path, status, method, reason)

@@ -503,7 +503,7 @@ class TrustObserver(BaseObserver):
             "missing_fields": missing,
             "performance_source": performance_source,
         }
-        eps = [r.server_metrics.get("epsilon") for r in summary.rounds if "epsilon" in r.server_metrics]
+        eps = [r.server_metrics["epsilon"] for r in summary.rounds if "epsilon" in r.server_metrics]
         if eps:
             out["epsilon_spent"] = _none_if_nan(float(eps[-1]))
         if extended_out is not None:

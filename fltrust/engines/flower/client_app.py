@@ -29,7 +29,7 @@ from fltrust.core.evaluation import get_params
 from fltrust.core.records import Params
 from fltrust.engines.base import EngineBase, RunSettings
 from fltrust.federation import Federation
-from fltrust.engines.client import SimulatedClient
+from fltrust.engines.client import FailingClient, SimulatedClient
 from fltrust.flower.client import ClientReport
 from fltrust.flower.partitions import partition_query_reply
 from fltrust.flower.records import FLTRUST_KEY, arrays_to_params, cast_like, params_to_arrays
@@ -133,8 +133,7 @@ class _ClientRuntime:
         """
         from flwr.app import ConfigRecord, Message, RecordDict
 
-        from fltrust.attacks import poison_update
-        from fltrust.faults import DROPPED, FAILED, TIMED_OUT, InjectedDropout, InjectedTimeout, client_fault, failing_train
+        from fltrust.faults import DROPPED, FAILED, TIMED_OUT, InjectedDropout, InjectedTimeout, client_fault
         from fltrust.algorithms.strategies import Ditto
 
         engine = self.engine
@@ -154,9 +153,9 @@ class _ClientRuntime:
         fault = client_fault(engine.seed, round_, pid, engine.reliability)
         if fault == DROPPED:  # the client leaves before it trains: no update
             raise InjectedDropout(pid, round_)
-        client = SimulatedClient(engine, pid, round_)  # as the in-process engine's: same data, seeds and DP
-        if fault == FAILED:  # its training raises (inside the strategy's local_update)
-            client.train = failing_train(pid, round_)
+        # as the in-process engine's: same data, seeds and DP; a failed client's training raises (inside the
+        # strategy's local_update)
+        client = (FailingClient if fault == FAILED else SimulatedClient)(engine, pid, round_)
         report = ClientReport(lambda p: engine.trainer.evaluate(p, client.x_val, client.y_val), partition_id=pid)
         report.reward(received)
         strategy = engine.strategy
@@ -168,9 +167,7 @@ class _ClientRuntime:
         engine.privacy.load_state_dict({})  # this training's accounting only (the server merges it)
         update = strategy.local_update(client, received)
         plan = engine.attack_plan
-        sent = update.params
-        if plan.sends_poisoned_update(pid):  # update-level attack: theta + s (w - theta)
-            sent = poison_update(received, update.params, plan.factor)
+        sent = plan.sent_params(pid, received, update.params)  # update-level attack: theta + s (w - theta)
         extra = {**update.extra, UNIT_WEIGHT_KEY: 1.0}
         if plan.active:
             extra["malicious"] = float(plan.is_malicious(pid))

@@ -55,6 +55,8 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from fltrust.algorithms.privacy import PrivacyMechanism
+from fltrust.algorithms.strategies import Strategy
 from fltrust.config import ConfigError, FlowerConfig
 from fltrust.core.evaluation import get_params
 from fltrust.core.records import Params, RunInfo
@@ -89,6 +91,7 @@ from fltrust.engines.flower.strategies import (
     flower_counterpart,
 )
 from fltrust.flower.version import require_flower
+from fltrust.names import SecureAggregation
 from fltrust.runs import RunRecorder
 
 log = logging.getLogger("fltrust")
@@ -176,7 +179,8 @@ class FlowerEngine(EngineBase):
         self._rounds: dict[int, dict[str, float]] = {}  # server metrics of attacks / failures / SecAgg+
 
     @classmethod
-    def check_components(cls, *, strategy: type, privacy: type, secure_aggregation: str | None) -> None:
+    def check_components(cls, *, strategy: type[Strategy], privacy: type[PrivacyMechanism],
+                         secure_aggregation: SecureAggregation | None) -> None:
         """Raise :class:`~fltrust.config.ConfigError` unless the strategy has a Flower counterpart
         (:data:`~fltrust.engines.flower.strategies.FLOWER_STRATEGIES`), SecAgg+ can aggregate it
         when asked, and the privacy mechanism runs on Flower (its ``engines``).
@@ -237,9 +241,8 @@ class FlowerEngine(EngineBase):
 
     def _central_loss(self, server_round: int, arrays) -> float:
         """L(theta_k; D) for legacy q-FedAvg: the previous evaluation of theta_k on D."""
-        if self._aux is None:
-            self._evaluate(arrays_to_params(arrays))
-        return float(self._aux[0])
+        aux = self._aux if self._aux is not None else self._evaluate(arrays_to_params(arrays))
+        return float(aux[0])
 
     def _merge_dp(self, server_round: int, rows: list[ClientRow]) -> None:
         for row in rows:
@@ -289,7 +292,7 @@ class FlowerEngine(EngineBase):
                       arrived_ids=arrived)
         return kept
 
-    def _secagg_server(self, grid, context, recorder: RunRecorder, mapping: dict[int, int], evaluate) -> None:
+    def _secagg_server(self, p: SecAggPlus, grid, context, recorder: RunRecorder, mapping: dict[int, int], evaluate) -> None:
         """``privacy.secure_aggregation: secagg+``: Flower's ``DefaultWorkflow`` with
         ``SecAggPlusWorkflow`` driving a legacy FedAvg (fltrust's sampling) through a
         ``LegacyContext``. The server only sees the weighted sum of the masked, quantised updates;
@@ -300,7 +303,6 @@ class FlowerEngine(EngineBase):
 
         from fltrust.flower.legacy import ObservedLegacyStrategy
 
-        p = self.secure_aggregation
         weights = [len(i) for i in self.fed.train_index]
         if self.strategy.weighting == "batches":
             from fltrust.engines.training import num_batches
@@ -345,7 +347,7 @@ class FlowerEngine(EngineBase):
             on_errors=on_errors, on_done=on_done)
         legacy = LegacyContext(context=context, config=ServerConfig(num_rounds=self.training.rounds), strategy=observed)
         DefaultWorkflow(fit_workflow=workflow)(grid, legacy)
-        self._final = observed.builder.last_record.global_params_after
+        self._final = observed.builder.final_params
         self.timings["round_s"] = [observed.builder.round_seconds[r] for r in sorted(observed.builder.round_seconds)]
 
     def _simulate(self, server_app, payload: ClientPayload) -> None:
@@ -397,7 +399,7 @@ class FlowerEngine(EngineBase):
                     return result
 
                 if self.secure_aggregation is not None:
-                    self._secagg_server(grid, context, recorder, mapping, evaluate)
+                    self._secagg_server(self.secure_aggregation, grid, context, recorder, mapping, evaluate)
                     return
                 strategy = build_flower_strategy(self.strategy, clients_per_round=self.per_round, seed=self.seed,
                                                  central_noise=self.privacy.central_noise,
@@ -408,7 +410,7 @@ class FlowerEngine(EngineBase):
                                             reply_hook=self._merge_dp, strict=True, reply_filter=self._filter_replies)
                 observed.start(grid, params_to_arrays(get_params(self.model), names), num_rounds=self.training.rounds,
                                evaluate_fn=evaluate)
-                self._final = observed.builder.last_record.global_params_after
+                self._final = observed.builder.final_params
                 self.timings["round_s"] = [observed.builder.round_seconds[r] for r in sorted(observed.builder.round_seconds)]
             except BaseException as exc:  # noqa: BLE001 - re-raised in run(), after Flower has shut down
                 self._error = exc

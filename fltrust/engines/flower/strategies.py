@@ -63,6 +63,7 @@ from fltrust.algorithms.aggregation import krum_selection_rule, qffl_aggregate
 from fltrust.algorithms.privacy import CentralNoise
 from fltrust.config import ConfigError
 from fltrust.flower.records import arrays_to_params, params_to_arrays
+from fltrust.names import SecureAggregation
 
 log = logging.getLogger("fltrust")
 
@@ -343,7 +344,7 @@ def _qfedavg(s: fl.QFedAvg, r: FlowerRound):
     return QFedAvg(s.qffl_learning_rate, s.q, variant=s.qfedavg_variant, central_loss=r.central_loss, **r.common)
 
 
-FLOWER_STRATEGIES: dict[type, FlowerCounterpart] = {
+FLOWER_STRATEGIES: dict[type[fl.Strategy], FlowerCounterpart] = {
     fl.FedAvg: FlowerCounterpart(lambda s, r: FedAvg(**r.common), secure_aggregation=True),
     fl.FedProx: FlowerCounterpart(lambda s, r: FedProx(**r.common, proximal_mu=s.proximal_mu), secure_aggregation=True),
     fl.FedMedian: FlowerCounterpart(lambda s, r: FedMedian(**r.common)),
@@ -362,7 +363,7 @@ FLOWER_STRATEGIES: dict[type, FlowerCounterpart] = {
 rule needs its own entry). A strategy without one runs in the in-process engine only."""
 
 
-def flower_counterpart(strategy: type) -> FlowerCounterpart:
+def flower_counterpart(strategy: type[fl.Strategy]) -> FlowerCounterpart:
     """The Flower counterpart of a strategy class, or one line saying there is none.
 
     Parameters
@@ -386,7 +387,7 @@ def flower_counterpart(strategy: type) -> FlowerCounterpart:
                           "(fltrust.engines.flower.strategies.FLOWER_STRATEGIES); set run.engine=inprocess") from None
 
 
-def check_secure_aggregation(strategy: type, secure_aggregation: str | None) -> None:
+def check_secure_aggregation(strategy: type[fl.Strategy], secure_aggregation: SecureAggregation | None) -> None:
     """Raise :class:`~fltrust.config.ConfigError` when SecAgg+ is asked for a strategy it cannot run.
 
     Parameters

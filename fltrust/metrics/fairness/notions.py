@@ -40,7 +40,7 @@ from fltrust.metrics.fairness.registry import (
     resolve_weights,
 )
 from fltrust.metrics.jain import MetricInputError, jain_index
-from fltrust.names import GROUP_METRICS, JAIN_ZERO_GUARDS, NONPOSITIVE_POLICIES
+from fltrust.names import GROUP_METRICS, JAIN_ZERO_GUARDS, NONPOSITIVE_POLICIES, GroupMetric, JainZeroGuard, NonpositivePolicy
 from fltrust.settings import FairnessSettings
 
 __all__ = [
@@ -123,8 +123,8 @@ def _ratio_fairness(
     values: np.ndarray,
     contribution: Sequence[float] | np.ndarray,
     *,
-    nonpositive_policy: str,
-    jain_zero_guard: str,
+    nonpositive_policy: NonpositivePolicy,
+    jain_zero_guard: JainZeroGuard,
     zero_sum_is_one: bool,
 ) -> RatioFairness:
     s = _per_client("contribution", contribution, values.size)
@@ -155,8 +155,8 @@ def individual_fairness(
     performance: Sequence[float] | np.ndarray,
     contribution: Sequence[float] | np.ndarray,
     *,
-    nonpositive_policy: str = "raw",
-    jain_zero_guard: str = "authors",
+    nonpositive_policy: NonpositivePolicy = "raw",
+    jain_zero_guard: JainZeroGuard = "authors",
 ) -> RatioFairness:
     r"""Individual fairness f_j: do clients perform in proportion to their contribution?
 
@@ -197,8 +197,8 @@ def incentive_fairness(
     rewards: Sequence[float] | np.ndarray,
     contribution: Sequence[float] | np.ndarray,
     *,
-    nonpositive_policy: str = "raw",
-    jain_zero_guard: str = "authors",
+    nonpositive_policy: NonpositivePolicy = "raw",
+    jain_zero_guard: JainZeroGuard = "authors",
 ) -> RatioFairness:
     r"""Incentive fairness f_r: are clients rewarded in proportion to their contribution?
 
@@ -461,7 +461,7 @@ def equalized_odds_group_fairness(confusion: np.ndarray, sensitive_attributes: S
 
 
 def group_fairness(
-    confusion: np.ndarray, sensitive_attributes: Sequence[int], *, group_metric: str = "authors"
+    confusion: np.ndarray, sensitive_attributes: Sequence[int], *, group_metric: GroupMetric = "authors"
 ) -> GroupFairness:
     """Protected-group fairness f_g (paper Eqs. 8-9) by ``group_metric``.
 
@@ -597,8 +597,10 @@ def general_fairness(values: Mapping[str, float], weights: Mapping[str, float]) 
 # --------------------------------------------------------------------------------------------
 # The paper's four notions in the notion table (fltrust.metrics.fairness.registry)
 # --------------------------------------------------------------------------------------------
-def _ratio_options(settings: FairnessSettings) -> dict[str, str]:
-    return {"nonpositive_policy": settings.nonpositive_policy, "jain_zero_guard": settings.jain_zero_guard}
+def _ratio_options(settings: FairnessSettings) -> dict[str, Any]:
+    policy, guard = settings.nonpositive_policy, settings.jain_zero_guard
+    assert policy is not None and guard is not None, "FairnessSettings resolves every switch"
+    return {"nonpositive_policy": policy, "jain_zero_guard": guard}
 
 
 @register_notion(
@@ -617,7 +619,9 @@ def _individual(inputs: NotionInput) -> RatioFairness:
     details=lambda g: {"group_metric": g.metric, "group_scores": g.client_scores.tolist(), "group_values": g.details},
 )
 def _group(inputs: NotionInput) -> GroupFairness:
-    return group_fairness(inputs.confusion, inputs.sensitive_attributes, group_metric=inputs.settings.group_metric)
+    metric = inputs.settings.group_metric
+    assert metric is not None, "FairnessSettings resolves every switch"
+    return group_fairness(inputs.confusion, inputs.sensitive_attributes, group_metric=metric)
 
 
 @register_notion(

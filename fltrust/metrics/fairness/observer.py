@@ -23,6 +23,7 @@ from fltrust.metrics.fairness.notions import _attributes, _per_client, round_fai
 from fltrust.metrics.fairness.registry import resolve_weights
 from fltrust.metrics.jain import MetricInputError
 from fltrust.metrics.shapley import federated_shapley
+from fltrust.names import LossScaling
 from fltrust.settings import FairnessSettings
 
 __all__ = ["FairnessObserver"]
@@ -95,7 +96,7 @@ class FairnessObserver(BaseObserver):
         y_aux: torch.Tensor,
         *,
         batch_size: int,
-        loss_scaling: str = "mean",
+        loss_scaling: LossScaling = "mean",
         num_clients: int | None = None,
         coalition_weight_key: str = "num_samples",
         seed: int = 0,
@@ -193,7 +194,7 @@ class FairnessObserver(BaseObserver):
             self.x_aux,
             self.y_aux,
             ref_loss=ref_loss,
-            include_empty=self.settings.shapley_include_empty,
+            include_empty=bool(self.settings.shapley_include_empty),  # resolved: never None
             weights=weights,
             method=method,
             num_permutations=(

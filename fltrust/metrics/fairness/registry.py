@@ -313,7 +313,7 @@ class NotionKeys(Sequence[str]):
         general = (GENERAL_FAIRNESS,) if self._general else ()
         return (*self._before, *_REGISTRY, *general, *self._after)
 
-    def __getitem__(self, index):  # type: ignore[override]
+    def __getitem__(self, index):
         return self._keys()[index]
 
     def __len__(self) -> int:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 import numpy as np
 import torch
@@ -37,6 +38,9 @@ __all__ = [
     "federated_shapley",
     "resolve_method",
 ]
+
+PlayerT = TypeVar("PlayerT", bound=Hashable)
+"""A player's id (a client id)."""
 
 AUTO_EXACT_PLAYERS = 6
 """``method="auto"``: exact up to this many participants (63 coalition models: about 2.5 s per
@@ -103,15 +107,15 @@ def average_params(param_sets: Sequence[Params], weights: Sequence[float] | np.n
 
 def coalition_utilities(
     model: nn.Module,
-    member_params: Mapping[Hashable, Params],
+    member_params: Mapping[PlayerT, Params],
     coalitions: Sequence[frozenset],
     x: torch.Tensor,
     y: torch.Tensor,
     *,
     ref_loss: float,
-    weights: Mapping[Hashable, float] | None = None,
+    weights: Mapping[PlayerT, float] | None = None,
     batch_size: int = 32,
-    loss_scaling: str = "mean",
+    loss_scaling: LossScaling = "mean",
     chunk_size: int | None = None,
 ) -> dict[frozenset, float]:
     r"""Utilities :math:`U(T) = \ell_{ref} - \ell(\bar\theta_T; D)` of non-empty coalitions.

@@ -487,7 +487,7 @@ def permutation_shapley(
             phi, stderr = estimate(walked)
     utilities = {members(mask): v + empty_value for mask, v in cache.items()}
     return ShapleyEstimate(
-        phi=phi, stderr=stderr, num_permutations=walked, num_truncated=state["truncated"], utilities=utilities,
+        phi=phi, stderr=stderr, num_permutations=walked, num_truncated=int(state["truncated"]), utilities=utilities,
         stopped=stopped, target_error=float(target_error),
     )
 

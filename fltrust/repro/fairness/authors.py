@@ -390,14 +390,14 @@ class WelchTest:
     consistent: bool | None
 
 
-def welch_test(ours: Sequence[float], authors: Sequence[float], *, alpha: float = CONSISTENT_P) -> WelchTest:
+def welch_test(ours: Sequence[float | None], authors: Sequence[float | None], *, alpha: float = CONSISTENT_P) -> WelchTest:
     """Welch's unequal-variance t-test (``scipy.stats.ttest_ind(equal_var=False)``) of our repeat
     means against the authors'.
 
     Parameters
     ----------
-    ours, authors : sequence of float
-        Per-repeat values (NaN entries are left out).
+    ours, authors : sequence of float or None
+        Per-repeat values (None and NaN entries are left out).
     alpha : float
         Level: consistent when ``p >= alpha`` (default 0.05, i.e. 95 %).
 

@@ -524,7 +524,7 @@ def save_condition_figures(
     where = dataset_title(key, result.get("num_clients"))
     frame = result_frame(result)
     window = (int(result["window"][0]), int(result["window"][1]))
-    flags = {"quick": bool(result["quick"]), "synthetic": bool(result["synthetic"])}
+    quick, synthetic = bool(result["quick"]), bool(result["synthetic"])
     paper = None
     tolerance = 0.10
     if mode == "faithful" and not result["quick"]:
@@ -532,9 +532,10 @@ def save_condition_figures(
         paper = reported["values"].get(name)
         tolerance = float(reported["tolerance"]["absolute"])
     fig_ts, _ = plot_notion_timeseries(frame, title=f"{stem} ({where}): fairness notions per round", window=window,
-                                       **flags)
+                                       quick=quick, synthetic=synthetic)
     fig_ts.savefig(folder / f"{stem}_timeseries.png", dpi=dpi, bbox_inches="tight")
     fig_bars, _ = plot_notion_bars(frame, window, title=f"{stem} ({where}): mean over rounds {window[0]}-{window[1]}",
-                                   paper_F_T=paper, tolerance=tolerance, skip_nan=mode == "corrected", **flags)
+                                   paper_F_T=paper, tolerance=tolerance, skip_nan=mode == "corrected", quick=quick,
+                                   synthetic=synthetic)
     fig_bars.savefig(folder / f"{stem}_notions.png", dpi=dpi, bbox_inches="tight")
     return [fig_ts, fig_bars]

@@ -40,7 +40,7 @@ Spec and bug references ("fairness spec §N", "trust spec §N", "Bn") are define
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -585,16 +585,18 @@ def _repeats_part(study: Study, data: Any, committed: dict[str, Any] | None, pap
 
 
 def _aux_part(study: Study, data: Any, results: dict[str, dict[str, Any]], reported: dict[str, Any]) -> dict[str, Any]:
-    rows, sizes = [], set()
+    rows: list[list[Any]] = []
+    sizes: set[int] = set()
     for condition in study.conditions:
         committed = results.get(condition)
-        sizes.update(sc.get("aux_samples") for sc in result_scales(committed)[0] if committed and sc.get("aux_samples"))
+        if committed:
+            sizes.update(sc["aux_samples"] for sc in result_scales(committed)[0] if sc.get("aux_samples"))
         before = repeat_window_values(committed) if committed else {"F_T": [], "nonpositive_s": []}
         runs = study_runs(study, data, condition)
         after_values = [run_values(e) if e is not None else {} for _, e in runs]
         new = [v.get("F_T") for v in after_values]
         old = [before["F_T"][v.repeat] if v.repeat < len(before["F_T"]) else None for v, _ in runs]
-        delta = [None if is_missing(a) or is_missing(b) else a - b for a, b in zip(new, old)]
+        delta = [None if a is None or b is None or is_missing(a) or is_missing(b) else a - b for a, b in zip(new, old)]
         old_s = [before["nonpositive_s"][v.repeat] if v.repeat < len(before["nonpositive_s"]) else None
                  for v, _ in runs]
         rows.append([
@@ -680,7 +682,7 @@ REPEAT_0_ONLY = "repeat 0 only"
 """The data-scale table's repeats cell of a result that recorded only its first repeat's scale."""
 
 
-def result_scales(result: dict[str, Any]) -> tuple[list[dict[str, Any]], bool]:
+def result_scales(result: Mapping[str, Any]) -> tuple[list[dict[str, Any]], bool]:
     """A condition result's data scale per repeat, and whether only repeat 0's was recorded.
 
     Results hold ``scale_per_repeat`` (:func:`fltrust.repro.fairness.run.data_scale` of every
@@ -689,7 +691,7 @@ def result_scales(result: dict[str, Any]) -> tuple[list[dict[str, Any]], bool]:
 
     Parameters
     ----------
-    result : dict
+    result : mapping
         A condition result.
 
     Returns
@@ -714,11 +716,11 @@ def _span(values: Sequence[int | None], thousands: bool = True) -> str:
 
 def _spread_over(spreads: Sequence[dict[str, int] | None]) -> str:
     """Per-client sizes over repeats: the median (its range over repeats) and the smallest min to the largest max."""
-    spreads = [v for v in spreads if v]
-    if not spreads:
+    known = [v for v in spreads if v]
+    if not known:
         return "n/a"
-    low, high = min(v["min"] for v in spreads), max(v["max"] for v in spreads)
-    return f"{_span([v['median'] for v in spreads], False)} ({low}-{high})"
+    low, high = min(v["min"] for v in known), max(v["max"] for v in known)
+    return f"{_span([v['median'] for v in known], False)} ({low}-{high})"
 
 
 def _scale_table(results: Sequence[dict[str, Any]]) -> pd.DataFrame:
@@ -1038,7 +1040,7 @@ def results_markdown(
     table = _add_result_columns(table, results)
     notions = _shown_notions(results)
     quick = quick or any(r["quick"] for r in results)
-    clients = {}  # our client count per dataset, where a full-size result differs from the paper's
+    clients: dict[str, int] = {}  # our client count per dataset, where a full-size result differs from the paper's
     for res in results:
         if res["quick"]:
             continue  # smoke tests shrink the clients on purpose (and say so loudly)

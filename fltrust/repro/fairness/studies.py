@@ -397,7 +397,7 @@ class Distribution:
     percentile: float | None
 
 
-def distribution(values: Sequence[float], reference: float | None = None) -> Distribution:
+def distribution(values: Sequence[float | None], reference: float | None = None) -> Distribution:
     """:class:`Distribution` of the finite ``values`` (None and NaN left out).
 
     Examples
@@ -462,8 +462,8 @@ def run_minutes(variant: Variant, results: Mapping[str, dict[str, Any]], config_
     of its condition, times ``rounds / 30`` and :func:`aux_cost_factor` for an aux-size override.
     None when the condition has no timed result."""
     result = results.get(variant.condition)
-    seconds = [s for s in (result or {}).get("seconds_per_run") or [] if s is not None]
-    if not seconds:
+    seconds = [] if result is None else [s for s in result.get("seconds_per_run") or [] if s is not None]
+    if result is None or not seconds:
         return None
     minutes = float(np.mean(seconds)) / 60 * ((variant.rounds or result["rounds"]) / result["rounds"])
     if "partition.aux_max_samples" in variant.overrides:

@@ -72,7 +72,7 @@ def attack_ablation(
     numbers = defence_comparison(cfg, defences, out_dir=out, undefended="fedavg",
                                  defence_overrides=defence_overrides, device=device)
     clean, attacked = numbers["clean"], numbers["undefended"]
-    entries = [("clean", clean, None), ("fedavg", attacked, None)]
+    entries: list[tuple[str, dict[str, Any], str | None]] = [("clean", clean, None), ("fedavg", attacked, None)]
     entries += [(name, run, name) for name, run in numbers["defended"].items()]
     runs = []
     for label, run, defence in entries:

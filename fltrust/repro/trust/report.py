@@ -483,7 +483,7 @@ def _ablation_as_result(ablation: dict[str, Any]) -> dict[str, Any]:
 
 def _provenance_frame(results: Sequence[dict[str, Any]], ablation: dict[str, Any] | None) -> pd.DataFrame:
     """The provenance table: one row per experiment result (its run and extended companion), then the ablation."""
-    groups = []
+    groups: list[tuple[list[Any], list[dict[str, Any]]]] = []
     for res in results:
         run_ids = [res["run_id"]] + ([res["extended_run"]["run_id"]] if res.get("extended_run") else [])
         groups.append(([], [dict(res, run_ids=list(dict.fromkeys(run_ids)))]))

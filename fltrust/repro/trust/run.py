@@ -30,7 +30,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from fltrust.config import ExperimentConfig
 from fltrust.core.io import to_plain
@@ -51,14 +51,14 @@ MODE_FOLDER = "trust_modes"
 """Sub-folder of a run folder holding ``<mode>/factsheet.json`` and ``<mode>/trust_report.json``."""
 
 
-def _check_modes(modes: Sequence[str]) -> list[str]:
+def _check_modes(modes: Sequence[str]) -> list[TrustMode]:
     if isinstance(modes, str):
         raise TrustExperimentError(f"modes={modes!r} must be a list of mode names, e.g. [{modes!r}]")
-    modes = list(modes)
-    unknown = [m for m in modes if m not in TRUST_MODES]
-    if not modes or unknown:
-        raise TrustExperimentError(f"modes {modes} must be a non-empty list drawn from {list(TRUST_MODES)}")
-    return modes
+    names = list(modes)
+    unknown = [m for m in names if m not in TRUST_MODES]
+    if not names or unknown:
+        raise TrustExperimentError(f"modes {names} must be a non-empty list drawn from {list(TRUST_MODES)}")
+    return cast(list[TrustMode], names)  # each checked above
 
 
 def replay_experiment(record: RunRecord, *, device: str = "auto") -> Experiment:
@@ -74,7 +74,7 @@ def replay_experiment(record: RunRecord, *, device: str = "auto") -> Experiment:
     return prepare_experiment(cfg)
 
 
-def mode_factsheet(record: RunRecord, mode: str, *, device: str = "auto",
+def mode_factsheet(record: RunRecord, mode: TrustMode, *, device: str = "auto",
                    replay: Experiment | None = None) -> dict[str, Any]:
     """The FactSheet of a finished run as the trust observer of ``mode`` would have written it.
 

@@ -192,9 +192,12 @@ def populate_pre_training(
     set_field(fs, "data/provenance", describe_provenance(inputs, dataset_summary))
     set_field(fs, "data/preprocessing", describe_preprocessing(inputs, dataset_summary))
 
-    num_clients = inputs.num_clients
+    num_clients, per_round = inputs.num_clients, inputs.clients_per_round
+    if num_clients is None or per_round is None:
+        raise ValueError("populate_pre_training: inputs.num_clients and inputs.clients_per_round must be known "
+                         f"(TrustInputs gave {num_clients!r} and {per_round!r})")
     set_field(fs, "participants/client_num", num_clients)
-    set_field(fs, "participants/sample_client_rate", inputs.clients_per_round / num_clients)
+    set_field(fs, "participants/sample_client_rate", per_round / num_clients)
     selector = settings.client_selector if settings is not None else TrustOptions.client_selector
     set_field(fs, "participants/client_selector", selector)
 

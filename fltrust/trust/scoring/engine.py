@@ -315,9 +315,9 @@ def score_factsheet(
             metric_count = sum(len(n.metrics) for n in notion_results)
             for notion_weight, notion, result in zip(notion_weights, pillar.notions, notion_results):
                 metric_weights = _weights(notion.metrics, use_weights, f"the metrics of notion {pillar.name}/{notion.name}")
-                for metric_weight, metric in zip(metric_weights, result.metrics):
+                for metric_weight, metric_result in zip(metric_weights, result.metrics):
                     flat_weights.append(notion_weight * metric_weight if use_weights else 1 / metric_count)
-                    flat_items.append(metric)
+                    flat_items.append(metric_result)
             pillar_score, pillar_applicable = _applicable_sum(flat_weights, flat_items)
         if prototype_rounding and pillar_applicable:
             pillar_score = _round2(pillar_score)

@@ -23,7 +23,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from fltrust.names import TRUST_SCORING_DEFAULTS, TrustFix
+from fltrust.names import TRUST_SCORING_DEFAULTS, TrustFix, TrustMode
 from fltrust.trust.scoring.definitions import Definitions, TrustScoringError
 from fltrust.trust.scoring.registry import SWITCHES
 
@@ -41,7 +41,7 @@ class Fix:
 
     Attributes
     ----------
-    name : str
+    name : TrustFix
         The switch name passed in ``fixes=[...]``.
     bug : str
         Spec 9 identifier (B2, B3, ...).
@@ -55,7 +55,7 @@ class Fix:
         its value; ``None`` for fixes that change metrics.
     """
 
-    name: str
+    name: TrustFix
     bug: str
     summary: str
     metric_changes: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
@@ -160,7 +160,7 @@ FIXES: dict[TrustFix, Fix] = {
 the final outputs) is the ``rounding`` argument."""
 
 
-def resolve_fixes(fixes: Iterable[str] | None, mode: str) -> tuple[str, ...]:
+def resolve_fixes(fixes: Iterable[str] | None, mode: TrustMode) -> tuple[TrustFix, ...]:
     """The fix names to apply, checked and in their canonical order (that of :data:`FIXES`).
 
     Parameters
@@ -172,7 +172,7 @@ def resolve_fixes(fixes: Iterable[str] | None, mode: str) -> tuple[str, ...]:
 
     Returns
     -------
-    tuple of str
+    tuple of TrustFix
 
     Raises
     ------
@@ -195,12 +195,12 @@ def resolve_fixes(fixes: Iterable[str] | None, mode: str) -> tuple[str, ...]:
     return tuple(name for name in FIXES if name in names)  # canonical order
 
 
-def engine_switches(fixes: Iterable[str]) -> dict[str, Any]:
+def engine_switches(fixes: Iterable[TrustFix]) -> dict[str, Any]:
     """The engine switches with the named fixes in force (:attr:`Fix.switch`).
 
     Parameters
     ----------
-    fixes : iterable of str
+    fixes : iterable of TrustFix
         Names from :data:`FIXES` (checked by :func:`resolve_fixes`).
 
     Returns
@@ -215,20 +215,21 @@ def engine_switches(fixes: Iterable[str]) -> dict[str, Any]:
     """
     switches = dict(SWITCHES)
     for name in fixes:
-        if FIXES[name].switch is not None:
-            key, value = FIXES[name].switch
+        switch = FIXES[name].switch
+        if switch is not None:
+            key, value = switch
             switches[key] = value
     return switches
 
 
-def apply_fixes(definitions: Definitions, fixes: Iterable[str]) -> tuple[Definitions, list[str]]:
+def apply_fixes(definitions: Definitions, fixes: Iterable[TrustFix]) -> tuple[Definitions, list[str]]:
     """Apply the metric changes of the named fixes to a definitions tree.
 
     Parameters
     ----------
     definitions : Definitions
         The tree to change (not modified).
-    fixes : iterable of str
+    fixes : iterable of TrustFix
         Names from :data:`FIXES`, in the order to apply them.
 
     Returns
