@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from fltrust.config import load_config
+from fltrust.names import Device
 
 FAMILIES = ("nsl_kdd", "cifar10", "femnist", "n_baiot")
 DEMO_FAIRNESS_CONDITIONS = "fedavg_*_niid"
@@ -57,7 +58,7 @@ def _phase(name: str, timings: dict[str, float]) -> Iterator[None]:
         timings[name] = time.perf_counter() - start
 
 
-def run_demo(out_dir: Path, data_dir: str | None = None, device: str = "auto", papers: bool = True) -> int:
+def run_demo(out_dir: Path, data_dir: str | None = None, device: Device = "auto", papers: bool = True) -> int:
     """Run the demo; returns a process exit code (non-zero if any part failed).
 
     Parameters
@@ -106,7 +107,7 @@ def run_demo(out_dir: Path, data_dir: str | None = None, device: str = "auto", p
     return 0
 
 
-def _run_families(out_dir: Path, data_dir: str | None, device: str) -> tuple[list[str], list[str]]:
+def _run_families(out_dir: Path, data_dir: str | None, device: Device) -> tuple[list[str], list[str]]:
     """One short run per dataset family; returns (failed families, families on synthetic data)."""
     from fltrust.experiment import run_experiment
 
@@ -130,7 +131,7 @@ def _run_families(out_dir: Path, data_dir: str | None, device: str) -> tuple[lis
     return failures, synthetic
 
 
-def _run_fairness(out_dir: Path, device: str, data_dir: str | None) -> list[str]:
+def _run_fairness(out_dir: Path, device: Device, data_dir: str | None) -> list[str]:
     from fltrust.repro.batch import run_fairness_batch
 
     print("\n== Federated Fairness Analytics: quick reproduction (FedAvg, non-iid, every dataset; "
@@ -139,7 +140,7 @@ def _run_fairness(out_dir: Path, device: str, data_dir: str | None) -> list[str]
                               out_dir=out_dir / PAPER_FOLDERS["fairness"], data_dir=data_dir, in_process=True)
 
 
-def _run_trust(out_dir: Path, device: str, data_dir: str | None) -> list[str]:
+def _run_trust(out_dir: Path, device: Device, data_dir: str | None) -> list[str]:
     from fltrust.repro.batch import run_trust_batch
 
     print("\n== FederatedTrust: quick reproduction (experiments 1-5, every scoring mode) ==")

@@ -44,6 +44,7 @@ from fltrust.core.records import RunInfo
 from fltrust.data.base import DatasetBundle
 from fltrust.federation import Federation, prepare_federation, resolve_device
 from fltrust.models import build_model
+from fltrust.names import Device
 from fltrust.runs import RunDiverged, RunFolder, RunRecord, RunRecorder, load_final_model, load_run, locked
 
 log = logging.getLogger("fltrust")
@@ -349,7 +350,7 @@ def run_experiment(
     observers: Sequence[RoundObserver] = (),
     observer_factories: Sequence[ObserverFactory] = (),
     out_dir: str | Path | None = None,
-    device: str | None = None,
+    device: Device | None = None,
     resume: bool = True,
     force: bool = False,
     wait_s: float = 0.0,
@@ -546,7 +547,7 @@ def _default_num_malicious_nodes(bound: int, cfg: ExperimentConfig) -> int:
 def defence_comparison(cfg: ExperimentConfig, defences: Sequence[str] = ("krum", "trimmedmean", "fedmedian"), *,
                        out_dir: str | Path | None = None, undefended: str = "fedavg",
                        defence_overrides: Mapping[str, Mapping[str, Any]] | None = None,
-                       device: str | None = None, force: bool = False) -> dict[str, Any]:
+                       device: Device | None = None, force: bool = False) -> dict[str, Any]:
     """Run clean, attacked-undefended and attacked-defended experiments; return their numbers.
 
     ``cfg`` carries the attack (``attack.kind`` != ``none``). Runs, all with

@@ -19,10 +19,11 @@ import torch
 from fltrust.config import ExperimentConfig
 from fltrust.data import load_dataset
 from fltrust.data.base import ArraySplit, DatasetBundle
+from fltrust.names import Device, OnehotOrder
 from fltrust.partition import build_client_splits, resolve_partition_seed
 
 
-def resolve_device(name: str) -> torch.device:
+def resolve_device(name: Device) -> torch.device:
     """``cpu``, ``cuda`` or ``auto`` (cuda when available); a clear error if cuda is missing."""
     if name == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
@@ -126,7 +127,7 @@ def sample_clients(seed: int, round_: int, num_clients: int, per_round: int) -> 
     return np.sort(rng.choice(num_clients, size=per_round, replace=False)).astype(np.int64)
 
 
-def onehot_layouts(order: str, train: ArraySplit, test: ArraySplit, train_index: list[np.ndarray],
+def onehot_layouts(order: OnehotOrder, train: ArraySplit, test: ArraySplit, train_index: list[np.ndarray],
                    val_index: list[np.ndarray], aux: np.ndarray) -> tuple[list[np.ndarray], list[np.ndarray], np.ndarray]:
     """NSL-KDD column permutations of the fairness authors' one-hot bug (fairness spec 6.7).
 

@@ -43,6 +43,8 @@ Spec and bug references ("fairness spec §N", "trust spec §N", "Bn") are define
 
 from __future__ import annotations
 
+from typing import Literal
+
 import numpy as np
 
 from fltrust.core.records import Params
@@ -376,7 +378,7 @@ def _closest_to_median_mean(selected: list[np.ndarray], beta: int) -> np.ndarray
     return np.mean(np.take_along_axis(stack, idx, axis=0), axis=0)
 
 
-def bulyan(param_sets: list[Params], num_malicious: int, *, selection: str = "recursive") -> Params:
+def bulyan(param_sets: list[Params], num_malicious: int, *, selection: Literal["recursive", "multikrum"] = "recursive") -> Params:
     """Bulyan (El Mhamdi et al. 2018) with Krum: select theta = n - 2f updates, then per
     coordinate average the beta = theta - 2f values closest to the median of the selection.
 

@@ -55,6 +55,7 @@ from fltrust.algorithms import aggregation as robust
 from fltrust.algorithms.aggregation import coordinate_median, qffl_aggregate, weighted_average
 from fltrust.config import ConfigError, StrategyConfig
 from fltrust.core.records import Params
+from fltrust.names import DITTO_ANCHORS, QFEDAVG_VARIANTS, WEIGHTINGS, DittoAnchor, QFedAvgVariant, Weighting
 
 log = logging.getLogger("fltrust")
 
@@ -144,9 +145,9 @@ class Strategy:
     local_proximal_term: ClassVar[bool] = False
     personalized: ClassVar[bool] = False
 
-    def __init__(self, *, local_epochs: int = 1, weighting: str = "samples") -> None:
-        if weighting not in ("samples", "batches"):
-            raise ConfigError(f"strategy.weighting={weighting!r} is not allowed; choose one of ['samples', 'batches']")
+    def __init__(self, *, local_epochs: int = 1, weighting: Weighting = "samples") -> None:
+        if weighting not in WEIGHTINGS:
+            raise ConfigError(f"strategy.weighting={weighting!r} is not allowed; choose one of {list(WEIGHTINGS)}")
         self.local_epochs = int(local_epochs)
         self.weighting = weighting
 
@@ -351,12 +352,12 @@ class QFedAvg(Strategy):
 
     name = "qfedavg"
 
-    def __init__(self, *, q: float = 0.2, qffl_learning_rate: float = 0.1, qfedavg_variant: str = "flower_legacy",
-                 **kwargs: Any) -> None:
+    def __init__(self, *, q: float = 0.2, qffl_learning_rate: float = 0.1,
+                 qfedavg_variant: QFedAvgVariant = "flower_legacy", **kwargs: Any) -> None:
         super().__init__(**kwargs)
-        if qfedavg_variant not in ("flower_legacy", "qffl"):
+        if qfedavg_variant not in QFEDAVG_VARIANTS:
             raise ConfigError(f"strategy.qfedavg_variant={qfedavg_variant!r} is not allowed; "
-                              "choose one of ['flower_legacy', 'qffl']")
+                              f"choose one of {list(QFEDAVG_VARIANTS)}")
         self.q = float(q)
         self.qffl_learning_rate = float(qffl_learning_rate)
         self.qfedavg_variant = qfedavg_variant
@@ -412,10 +413,10 @@ class Ditto(Strategy):
     personalized = True
 
     def __init__(self, *, ditto_lambda: float = 0.8, ditto_lr: float = 0.01, ditto_epochs: int = 10,
-                 ditto_anchor: str = "local", **kwargs: Any) -> None:
+                 ditto_anchor: DittoAnchor = "local", **kwargs: Any) -> None:
         super().__init__(**kwargs)
-        if ditto_anchor not in ("local", "global"):
-            raise ConfigError(f"strategy.ditto_anchor={ditto_anchor!r} is not allowed; choose one of ['local', 'global']")
+        if ditto_anchor not in DITTO_ANCHORS:
+            raise ConfigError(f"strategy.ditto_anchor={ditto_anchor!r} is not allowed; choose one of {list(DITTO_ANCHORS)}")
         self.ditto_lambda = float(ditto_lambda)
         self.ditto_lr = float(ditto_lr)
         self.ditto_epochs = int(ditto_epochs)

@@ -74,6 +74,7 @@ from fltrust.data import cifar10, femnist, n_baiot, nsl_kdd
 from fltrust.data.base import DatasetError
 from fltrust.data.cache import DatasetNotFoundError, file_sha256
 from fltrust.data.registry import REFERENCE_SPECS, DatasetSpec, FileSetSpec, data_root, spec_of
+from fltrust.names import RealDataset
 
 TIMEOUT_S = 30.0
 """Socket timeout of a download (seconds without data before giving up)."""
@@ -88,7 +89,7 @@ def _download(url: str, dest: Path, timeout: float) -> None:
     os.replace(part, dest)
 
 
-def _present(name: str, folder: Path) -> bool:
+def _present(name: RealDataset, folder: Path) -> bool:
     """True when the loader would find the dataset's files in ``folder``."""
     try:
         if name == "cifar10":
@@ -140,9 +141,10 @@ def fetch_dataset(name: str, root: str | os.PathLike[str] | None = None, *, time
     if name in REFERENCE_SPECS:
         return fetch_file_set(REFERENCE_SPECS[name], root, timeout=timeout)
     spec = spec_of(name)
+    real = spec.name  # the name, checked
     folder = data_root(root) / spec.folder
     where = spec.instructions.format(folder=folder)
-    if _present(name, folder):
+    if _present(real, folder):
         verify_known_checksums(spec, folder)
         return folder
     if spec.fetch == "manual" or spec.url is None:
@@ -158,13 +160,13 @@ def fetch_dataset(name: str, root: str | os.PathLike[str] | None = None, *, time
                 f"could not download {name} from {spec.url} ({reason}); offline? Instead {where}"
             ) from exc
     _check_archive(spec, archive, where)
-    _extract(name, archive, folder, where)
-    if not _present(name, folder):
+    _extract(real, archive, folder, where)
+    if not _present(real, folder):
         raise DatasetError(
             f"{archive.name} was extracted into {folder} but the expected files are not there; {where}"
         )
     verify_known_checksums(spec, folder)
-    if name == "femnist":
+    if real == "femnist":
         for split in femnist.SPLITS:
             femnist.check_tff_h5(folder / femnist.TFF_H5_FILES[split])
     return folder
@@ -276,7 +278,7 @@ def _check_archive(spec: DatasetSpec, archive: Path, where: str) -> None:
     print(f"{archive}: sha256 {digest} ({verdict})")
 
 
-def _extract(name: str, archive: Path, folder: Path, where: str) -> None:
+def _extract(name: RealDataset, archive: Path, folder: Path, where: str) -> None:
     try:
         if archive.name.endswith((".tar.gz", ".tgz", ".tar.bz2")):
             with tarfile.open(archive, "r:bz2" if archive.name.endswith(".bz2") else "r:gz") as tar:

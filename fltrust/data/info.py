@@ -98,7 +98,7 @@ def dataset_info(root: str | os.PathLike[str] | None = None, *, count: bool = Tr
         ]
         if count:
             try:
-                bundle = _load_real(None, folder, seed=0, name=name)
+                bundle = _load_real(None, folder, seed=0, real=spec.name)
             except DatasetError as exc:
                 entry["problem"] = str(exc)
                 if entry["checksum_mismatch"]:
@@ -111,7 +111,7 @@ def dataset_info(root: str | os.PathLike[str] | None = None, *, count: bool = Tr
                     test_samples=len(bundle.test),
                     natural_clients=None if bundle.group_names is None else len(bundle.group_names),
                 )
-            if name == "n_baiot":
+            if spec.name == "n_baiot":
                 entry["real_partial"] = _n_baiot_real_partial_info(folder)
         else:
             entry["found"] = bool(entry["files"])

@@ -67,6 +67,7 @@ import pandas as pd
 
 from fltrust.data.base import ArraySplit, DatasetBundle, DatasetError, unreadable
 from fltrust.data.cache import cached_arrays, file_record, require_files
+from fltrust.names import FeatureScaling, OnehotOrder
 
 KDD_COLUMNS = (
     "duration", "protocol_type", "service", "flag", "src_bytes", "dst_bytes", "land",
@@ -273,7 +274,7 @@ def read_kdd_files(
 # -- features ----------------------------------------------------------------------------------
 
 def scale_continuous(
-    train: np.ndarray, test: np.ndarray, scaling: str = "fit_train"
+    train: np.ndarray, test: np.ndarray, scaling: FeatureScaling = "fit_train"
 ) -> tuple[np.ndarray, np.ndarray]:
     """Min-max scale the 38 continuous columns of train and test (see the module docstring).
 
@@ -328,8 +329,8 @@ def load_nsl_kdd(
     folder: str | Path,
     train_files: list[str] | tuple[str, ...] | None = None,
     test_files: list[str] | tuple[str, ...] | None = None,
-    onehot_order: str = "global",
-    scaling: str = "fit_train",
+    onehot_order: OnehotOrder = "global",
+    scaling: FeatureScaling = "fit_train",
 ) -> DatasetBundle:
     """Load NSL-KDD from its official text files.
 

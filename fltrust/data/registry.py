@@ -60,6 +60,7 @@ from fltrust.data.base import ArraySplit, DatasetBundle, DatasetError
 from fltrust.data.cache import DatasetNotFoundError, file_sha256
 from fltrust.data.specs import INPUT_SPECS, input_spec  # noqa: F401 (re-exported)
 from fltrust.data.synthetic import GENERATORS
+from fltrust.names import DatasetName, RealDataset, SyntheticDataset
 
 if TYPE_CHECKING:  # config validation reads this module, so it may not import config at run time
     from fltrust.config import DataConfig
@@ -110,10 +111,10 @@ class DatasetSpec:
         SHA-256 of known-good files other than the archive, by path relative to the folder.
     """
 
-    name: str
+    name: RealDataset
     title: str
     folder: str
-    synthetic: str
+    synthetic: SyntheticDataset
     fetch: str
     instructions: str
     url: str | None = None
@@ -360,9 +361,9 @@ def _check_options(cfg: DataConfig) -> None:
         )
 
 
-def _load_real(cfg: DataConfig | None, folder: Path, seed: int, name: str | None = None) -> DatasetBundle:
-    """Load real files with ``cfg``'s options, or with each loader's defaults when ``cfg`` is None."""
-    name = cfg.name if cfg is not None else name
+def _load_real(cfg: DataConfig | None, folder: Path, seed: int, real: RealDataset | None = None) -> DatasetBundle:
+    """Load real files with ``cfg``'s options, or with each loader's defaults when ``cfg`` is None (``real``)."""
+    name: DatasetName | None = cfg.name if cfg is not None else real
     files = {} if cfg is None else {"train_files": cfg.train_files, "test_files": cfg.test_files}
     if name == "cifar10":
         return cifar10.load_cifar10(folder, **files)
@@ -458,7 +459,7 @@ FALLBACK_FEMNIST_WRITERS = 110
 subset has, so the experiments with 50 and 100 natural clients still run."""
 
 
-def _synthetic(name: str, cfg: DataConfig, seed: int, *, fallback: bool = False) -> DatasetBundle:
+def _synthetic(name: DatasetName, cfg: DataConfig, seed: int, *, fallback: bool = False) -> DatasetBundle:
     kwargs: dict[str, Any] = {"seed": seed}
     if name == "synthetic_n_baiot":
         kwargs["balance"] = cfg.balance

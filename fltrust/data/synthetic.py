@@ -34,6 +34,7 @@ import numpy as np
 from fltrust.data import cifar10, femnist, n_baiot, nsl_kdd
 from fltrust.data.base import ArraySplit, DatasetBundle, DatasetError
 from fltrust.data.n_baiot_calibration import REAL_PARTIAL_CLASS_STATS
+from fltrust.names import StandinCalibration
 
 
 def _sizes(n_train: int, n_test: int | None) -> tuple[int, int]:
@@ -189,7 +190,7 @@ def synthetic_n_baiot(
     seed: int = 0,
     n_test: int | None = None,
     balance: bool = False,
-    calibration: str = "none",
+    calibration: StandinCalibration = "none",
 ) -> DatasetBundle:
     """N-BaIoT-shaped traffic: 9 devices as natural clients, about 80 % attacks.
 

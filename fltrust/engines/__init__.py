@@ -27,13 +27,13 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from fltrust.config import ConfigError
-from fltrust.names import ENGINES
+from fltrust.names import ENGINES, EngineName
 
 if TYPE_CHECKING:  # the engines are imported on use
     from fltrust.engines.base import EngineBase
 
 
-def engine_class(name: str) -> type[EngineBase]:
+def engine_class(name: EngineName) -> type[EngineBase]:
     """The engine class of ``run.engine`` -- the one place an engine name is read.
 
     Parameters

@@ -44,7 +44,7 @@ from pathlib import Path
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from fltrust.names import FAIRNESS_MODES, TRUST_MODES
+from fltrust.names import FAIRNESS_MODES, TRUST_MODES, Device
 from fltrust.repro.paths import repo_root, resource_root
 from fltrust.core.io import atomic_write_text
 
@@ -493,7 +493,7 @@ def run_fairness_batch(
     repeats: int | None = None,
     mode: str | None = None,
     quick: bool = False,
-    device: str = "auto",
+    device: Device = "auto",
     out_dir: str | Path | None = None,
     data_dir: str | None = None,
     jobs: int = 1,
@@ -538,7 +538,7 @@ def run_trust_batch(
     experiments: str | None = "*",
     mode: str | None = None,
     quick: bool = False,
-    device: str = "auto",
+    device: Device = "auto",
     out_dir: str | Path | None = None,
     data_dir: str | None = None,
     jobs: int = 1,

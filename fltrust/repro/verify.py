@@ -45,6 +45,7 @@ from typing import Any, TextIO
 
 from fltrust.core.io import to_plain
 from fltrust.core.records import RoundRecord
+from fltrust.names import Device
 from fltrust.repro.results import round_trace, run_provenance
 from fltrust.runs import RunRecord
 from fltrust.runs.provenance import NOT_RECORDED, changed_since, commits_since, describe, differences, provenance
@@ -504,7 +505,7 @@ class _Progress:
         return None
 
 
-def _rerun(cfg: Any, out_dir: Path, rounds: int, stream: TextIO, device: str) -> RunRecord:
+def _rerun(cfg: Any, out_dir: Path, rounds: int, stream: TextIO, device: Device) -> RunRecord:
     """Run ``cfg`` afresh in ``out_dir``, stopping after ``rounds`` when that is fewer than its own.
 
     A stopped run has no ``summary.json``: its record is the rounds the progress observer kept, its
@@ -545,7 +546,7 @@ def verify(
     repeat: int = 0,
     rounds: int | None = None,
     out_dir: str | Path | None = None,
-    device: str | None = None,
+    device: Device | None = None,
     config_dir: str | Path | None = None,
     results_dir: str | Path | None = None,
     stream: TextIO | None = None,
@@ -613,14 +614,14 @@ def _load(path: Path, what: str) -> dict[str, Any]:
     return json.loads(path.read_text())
 
 
-def _device(requested: str | None, recorded: Mapping[str, Any] | None) -> str:
+def _device(requested: Device | None, recorded: Mapping[str, Any] | None) -> Device:
     if requested is not None:
         return requested
     name = str(((recorded or {}).get("device") or {}).get("name") or "cpu")
     return "cuda" if name.startswith("cuda") else "cpu"
 
 
-def _verify_condition(target: str, repeat: int, rounds: int | None, scratch: Path, device: str | None,
+def _verify_condition(target: str, repeat: int, rounds: int | None, scratch: Path, device: Device | None,
                       config_dir: str | Path | None, results_dir: str | Path | None, stream: TextIO) -> Verification:
     from fltrust.repro.fairness.run import CONFIG_DIR, RESULTS_DIR, condition_configs, condition_result, result_path
 
@@ -660,7 +661,7 @@ def _verify_condition(target: str, repeat: int, rounds: int | None, scratch: Pat
                     mine, theirs, not_compared)
 
 
-def _verify_experiment(target: str, repeat: int, rounds: int | None, scratch: Path, device: str | None,
+def _verify_experiment(target: str, repeat: int, rounds: int | None, scratch: Path, device: Device | None,
                        results_dir: str | Path | None, stream: TextIO) -> Verification:
     from fltrust.repro.trust.experiments import PAPER_DIR, experiment_config
     from fltrust.repro.trust.run import dp_trace, experiment_result, run_trust_experiment

@@ -63,7 +63,7 @@ from fltrust.algorithms.aggregation import krum_selection_rule, qffl_aggregate
 from fltrust.algorithms.privacy import CentralNoise
 from fltrust.config import ConfigError
 from fltrust.flower.records import arrays_to_params, params_to_arrays
-from fltrust.names import SecureAggregation
+from fltrust.names import PERSONAL_STORES, QFEDAVG_VARIANTS, PersonalStore, QFedAvgVariant, SecureAggregation
 
 log = logging.getLogger("fltrust")
 
@@ -120,10 +120,10 @@ class Ditto(FedAvg):
     Other arguments are FedAvg's.
     """
 
-    def __init__(self, *args, personal_store: str = "server", **kwargs) -> None:
+    def __init__(self, *args, personal_store: PersonalStore = "server", **kwargs) -> None:
         super().__init__(*args, **kwargs)
-        if personal_store not in ("server", "client"):
-            raise ValueError(f"personal_store={personal_store!r}; choose 'server' or 'client'")
+        if personal_store not in PERSONAL_STORES:
+            raise ValueError(f"personal_store={personal_store!r}; choose one of {list(PERSONAL_STORES)}")
         self.personal_store = personal_store
         self.personal: dict[int, ArrayRecord] = {}  # node id -> personal model (server store)
 
@@ -205,12 +205,12 @@ class QFedAvg(FlowerQFedAvg):
     on the server's auxiliary set -- for every client, aggregated with ``qffl_aggregate``.
     """
 
-    def __init__(self, client_learning_rate: float, q: float = 0.1, *, variant: str = "qffl",
+    def __init__(self, client_learning_rate: float, q: float = 0.1, *, variant: QFedAvgVariant = "qffl",
                  central_loss: Callable[[int, ArrayRecord], float] | None = None, **kwargs) -> None:
         kwargs.setdefault("train_loss_key", QFFL_LOSS_KEY)
         super().__init__(client_learning_rate, q, **kwargs)
-        if variant not in ("qffl", "flower_legacy"):
-            raise ValueError(f"variant={variant!r}; choose 'qffl' or 'flower_legacy'")
+        if variant not in QFEDAVG_VARIANTS:
+            raise ValueError(f"variant={variant!r}; choose one of {list(QFEDAVG_VARIANTS)}")
         if variant == "flower_legacy" and central_loss is None:
             raise ValueError("variant='flower_legacy' needs central_loss(server_round, arrays) -> float")
         self.variant = variant
@@ -313,14 +313,14 @@ class FlowerRound:
         m.
     central_loss : callable or None
         ``central_loss(round, arrays)`` for q-FedAvg's ``flower_legacy`` variant.
-    personal_store : str
+    personal_store : {"server", "client"}
         Where Ditto keeps personal models (:class:`Ditto`).
     """
 
     common: dict[str, Any]
     clients_per_round: int
     central_loss: Callable[[int, ArrayRecord], float] | None
-    personal_store: str
+    personal_store: PersonalStore
 
 
 @dataclass(frozen=True)
@@ -407,7 +407,7 @@ def check_secure_aggregation(strategy: type[fl.Strategy], secure_aggregation: Se
 def build_flower_strategy(strategy: fl.Strategy, *, clients_per_round: int, seed: int,
                           central_noise: CentralNoise | None = None,
                           central_loss: Callable[[int, ArrayRecord], float] | None = None,
-                          ditto_personal_store: str = "server"):
+                          ditto_personal_store: PersonalStore = "server"):
     """The Flower strategy that runs ``strategy`` (see the module docstring).
 
     Parameters

@@ -34,7 +34,7 @@ from fltrust.config import ExperimentConfig, load_config
 from fltrust.core.io import atomic_write_text, to_plain
 from fltrust.metrics.fairness.registry import FAIRNESS_KEYS, GENERAL_FAIRNESS, NOTIONS
 from fltrust.metrics.jain import MetricInputError
-from fltrust.names import FAIRNESS_MODES
+from fltrust.names import FAIRNESS_MODES, Device
 from fltrust.repro.fairness.conditions import DATASETS, QUICK_OVERRIDES, quick_overrides
 from fltrust.repro.paths import REPO_ENV, repo_root, resource_root
 from fltrust.repro.results import (
@@ -90,7 +90,7 @@ def condition_configs(
     repeats: int = 3,
     mode: str = "faithful",
     quick: bool = False,
-    device: str = "auto",
+    device: Device = "auto",
     data_dir: str | None = None,
     rounds: int | None = None,
     num_clients: int | None = None,
@@ -599,12 +599,12 @@ class Variant:
     rounds: int | None = None
     repeat: int = 0
 
-    def config(self, *, device: str = "auto", config_dir: str | Path = CONFIG_DIR) -> ExperimentConfig:
+    def config(self, *, device: Device = "auto", config_dir: str | Path = CONFIG_DIR) -> ExperimentConfig:
         """The run's config: the condition's repeat ``repeat`` with ``overrides`` and ``rounds``."""
         return condition_configs(self.condition, repeats=self.repeat + 1, rounds=self.rounds, device=device,
                                  extra=dict(self.overrides), config_dir=config_dir)[self.repeat]
 
-    def run(self, out_dir: str | Path, *, device: str = "auto") -> RunRecord:
+    def run(self, out_dir: str | Path, *, device: Device = "auto") -> RunRecord:
         """Run (or reload, when complete) the variant into ``out_dir/<run id>``; returns the record."""
         from fltrust.experiment import run_experiment
 
@@ -624,7 +624,7 @@ def run_variant(
     rounds: int | None = None,
     purpose: str = "",
     out_dir: str | Path = EXPERIMENTS_DIR,
-    device: str = "auto",
+    device: Device = "auto",
 ) -> dict[str, Any]:
     """A cheap experiment: one repeat (seed 0) of condition ``name`` with one or more switches flipped.
 

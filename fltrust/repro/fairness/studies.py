@@ -38,6 +38,7 @@ from typing import Any
 
 import numpy as np
 
+from fltrust.names import Device
 from fltrust.repro.fairness.run import (
     CONFIG_DIR,
     EXPERIMENTS_DIR,
@@ -316,7 +317,7 @@ def run_study(
     study: Study,
     *,
     out_dir: str | Path = EXPERIMENTS_DIR,
-    device: str = "auto",
+    device: Device = "auto",
     log: Callable[[str], None] = print,
 ) -> dict[str, Any]:
     """Run every variant of ``study`` not yet in its file, rewriting the file after each run.

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from fltrust.core.io import to_plain
-from fltrust.names import EXTENDED_TRUST_MODE
+from fltrust.names import EXTENDED_TRUST_MODE, Device
 from fltrust.repro.results import result_provenance
 from fltrust.repro.trust.experiments import EXPERIMENTS, PAPER_DIR, experiment_config
 from fltrust.repro.trust.run import report_summary
@@ -31,7 +31,7 @@ def attack_ablation(
     defence_overrides: dict[str, dict[str, Any]] | None = None,
     extra_overrides: dict[str, Any] | None = None,
     quick: bool = False,
-    device: str = "cpu",
+    device: Device = "cpu",
     out_dir: str | Path | None = None,
     data_dir: str | Path | None = None,
 ) -> dict[str, Any]:
@@ -144,7 +144,7 @@ ABLATION_NOTE = (
 
 def write_attack_ablation(
     *,
-    device: str = "cpu",
+    device: Device = "cpu",
     out_dir: str | Path | None = None,
     results_dir: str | Path | None = None,
     overrides: dict[str, Any] | None = None,

@@ -55,7 +55,7 @@ from typing import Any
 import yaml
 
 from fltrust.config import ExperimentConfig
-from fltrust.names import TRUST_MODES, TrustMode
+from fltrust.names import TRUST_MODES, Device, TrustMode
 from fltrust.repro.paths import repo_root, resource_root
 REPO = repo_root()  # where outputs go: the checkout, or the cwd of a wheel outside one (fltrust.repro.paths)
 PAPER_DIR = REPO / "papers_repro" / "federatedtrust"
@@ -366,7 +366,7 @@ def experiment_config(
     *,
     mode: str = RUN_MODE,
     quick: bool = False,
-    device: str = "auto",
+    device: Device = "auto",
     data_dir: str | Path | None = None,
     full_scale: bool = False,
 ) -> ExperimentConfig:

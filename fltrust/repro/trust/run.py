@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from fltrust.config import ExperimentConfig
 from fltrust.core.io import to_plain
-from fltrust.names import EXTENDED_TRUST_MODE, TRUST_MODE_DEFAULTS, TRUST_MODES, TrustMode
+from fltrust.names import EXTENDED_TRUST_MODE, TRUST_MODES, TRUST_MODE_DEFAULTS, Device, TrustMode
 from fltrust.repro.results import result_provenance, round_trace
 from fltrust.repro.trust.experiments import (
     EXPERIMENTS,
@@ -61,7 +61,7 @@ def _check_modes(modes: Sequence[str]) -> list[TrustMode]:
     return cast(list[TrustMode], names)  # each checked above
 
 
-def replay_experiment(record: RunRecord, *, device: str = "auto") -> Experiment:
+def replay_experiment(record: RunRecord, *, device: Device = "auto") -> Experiment:
     """The federation and model of a finished run, rebuilt from its saved configuration (same seed,
     same data), with no observer: what :func:`mode_factsheet` replays the run's rounds against.
     One is enough for every mode of a record (the modes differ only in the observer)."""
@@ -74,7 +74,7 @@ def replay_experiment(record: RunRecord, *, device: str = "auto") -> Experiment:
     return prepare_experiment(cfg)
 
 
-def mode_factsheet(record: RunRecord, mode: TrustMode, *, device: str = "auto",
+def mode_factsheet(record: RunRecord, mode: TrustMode, *, device: Device = "auto",
                    replay: Experiment | None = None) -> dict[str, Any]:
     """The FactSheet of a finished run as the trust observer of ``mode`` would have written it.
 
@@ -314,7 +314,7 @@ def run_trust_experiment(
     *,
     modes: Sequence[TrustMode] = ("prototype", "paper"),
     quick: bool = False,
-    device: str = "auto",
+    device: Device = "auto",
     out_dir: str | Path | None = None,
     data_dir: str | Path | None = None,
     full_scale: bool = False,
@@ -517,7 +517,7 @@ def extended_run_summary(record: RunRecord) -> dict[str, Any]:
 def add_extended_mode(
     result_path: str | Path,
     *,
-    device: str = "auto",
+    device: Device = "auto",
     out_dir: str | Path | None = None,
     data_dir: str | Path | None = None,
     overrides: dict[str, Any] | None = None,
