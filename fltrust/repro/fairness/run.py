@@ -46,6 +46,7 @@ from fltrust.repro.results import (
     Maybe,
     result_provenance,
     round_trace,
+    schema_problem,
     with_integrity,
 )
 from fltrust.runs import RunRecord, load_run
@@ -498,11 +499,22 @@ _SCALE = {"source_train_samples": int, "source_test_samples": int, "num_clients"
           "train_per_client": Maybe(_SPREAD), "val_per_client": Maybe(_SPREAD), "aux_samples": Maybe(int)}
 
 
+def _scales(value: Any) -> str | None:
+    """``scale_per_repeat``: one :data:`_SCALE` (or an empty mapping) per repeat."""
+    if not isinstance(value, list):
+        return "must be a list of one data scale per repeat"
+    for repeat, scale in enumerate(value):
+        why = schema_problem(scale, Maybe(_SCALE))
+        if why is not None:
+            return f"repeat {repeat}: {why}"
+    return None
+
+
 RESULT_SCHEMA = {
     "condition": _condition, "quick": bool, "complete": bool,
     "mode": lambda v: None if v in FAIRNESS_MODES else f"must be one of {list(FAIRNESS_MODES)}",
     "rounds": int, "window": _window, "num_clients": int, "synthetic": bool, "deviations": TEXT_LIST,
-    "scale": Maybe(_SCALE), "seconds_per_run": NUMBER_LIST, "run_ids": TEXT_LIST,
+    "scale": Maybe(_SCALE), "scale_per_repeat": Maybe(_scales), "seconds_per_run": NUMBER_LIST, "run_ids": TEXT_LIST,
     "table3": Lazy(lambda: {GENERAL_FAIRNESS: NUMBER, "F_T_std": NUMBER, "repeats": int, "mean_local_accuracy": NUMBER,
                             "num_skipped": Maybe(Each(int)), **{name: Maybe(NUMBER) for name in REGISTERED}}),
     "per_round": _per_round, "per_client": Maybe(dict),
