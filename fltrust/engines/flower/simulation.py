@@ -303,10 +303,18 @@ if loopback:
     ray_constants.ENABLE_RAY_CLUSTER = False
     kwargs["_node_ip_address"] = "127.0.0.1"
 ray.init(address=address, include_dashboard=False, logging_level="WARNING", **kwargs)
-context = ray.get_runtime_context()
-print("FLTRUST-TRIAL " + json.dumps({"node_ip": ray.util.get_node_ip_address(),
-                                      "gcs": getattr(context, "gcs_address", None),
-                                      "nodes": sum(1 for n in ray.nodes() if n["Alive"])}), flush=True)
+
+
+def look(get):
+    try:
+        return get()
+    except Exception:  # Ray Client has no local node
+        return None
+
+
+print("FLTRUST-TRIAL " + json.dumps({"node_ip": look(ray.util.get_node_ip_address),
+                                      "gcs": look(lambda: ray.get_runtime_context().gcs_address),
+                                      "nodes": look(lambda: sum(1 for n in ray.nodes() if n["Alive"]))}), flush=True)
 ray.shutdown()
 """
 
@@ -322,15 +330,24 @@ def _trial_join(target: RayTarget, timeout_s: float) -> dict:
         except subprocess.TimeoutExpired:
             os.killpg(child.pid, signal.SIGKILL)  # its own session: the child and anything it started
             out, _ = child.communicate()
+            if _TRIAL_MARK in out:  # it joined, and then hung leaving
+                return _trial_view(out)
             raise ConfigError(f"{target.field}: Ray did not join the cluster at {target.contact} within "
                               f"{timeout_s:.0f} s ({_last_line(out)}); check that it runs there, that this "
                               f"machine is one of its nodes (or use ray://), and that its Ray version is "
                               f"{_ray_version()}") from None
-    for line in out.splitlines():
-        if line.startswith("FLTRUST-TRIAL "):
-            return json.loads(line[len("FLTRUST-TRIAL "):])
+    if _TRIAL_MARK in out:
+        return _trial_view(out)
     raise ConfigError(f"{target.field}: Ray could not join the cluster at {target.contact} "
                       f"(exit {child.returncode}: {_last_line(out)})")
+
+
+_TRIAL_MARK = "FLTRUST-TRIAL "
+
+
+def _trial_view(out: str) -> dict:
+    line = next(line for line in out.splitlines() if line.startswith(_TRIAL_MARK))
+    return json.loads(line[len(_TRIAL_MARK):])
 
 
 def _last_line(text: str) -> str:
