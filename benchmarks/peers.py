@@ -63,6 +63,7 @@ from __future__ import annotations
 
 import argparse
 import copy
+import dataclasses
 import importlib.util
 import json
 import logging
@@ -219,11 +220,12 @@ def run_torch(w: Workload, rounds: int, seed: int) -> dict:
 
 def run_fltrust(w: Workload, rounds: int, seed: int, vectorize: str) -> dict:
     from fltrust.core.evaluation import get_params
-    from fltrust.engines.inprocess import Engine
+    from fltrust.experiment import build_engine
 
     cfg = w.experiment.cfg.with_overrides({"training.vectorize": vectorize})
     clock = Clock()
-    engine = Engine(cfg, w.experiment.federation, copy.deepcopy(w.model), torch.device("cpu"))
+    engine = build_engine(dataclasses.replace(w.experiment, cfg=cfg, model=copy.deepcopy(w.model),
+                                              device=torch.device("cpu")))
     params = get_params(engine.model)
     aux = engine.evaluate_aux(params)
     clock.stamp()

@@ -178,10 +178,23 @@ def _read_numeric_csv(
     except ValueError:  # a non-numeric field or a ragged row
         values = None
     if values is None or not np.isfinite(values).all():
-        raise _first_bad_value(open_source(), name, columns)
+        raise _ragged_line(open_source(), name, columns) or _first_bad_value(open_source(), name, columns)
     if not len(values):  # a header alone would silently drop a class (benign, or one attack)
         raise DatasetError(f"{name}: has the N-BaIoT header but no rows; every traffic file needs at least one row")
     return values
+
+
+def _ragged_line(source: Path | IO[bytes], name: str, columns: tuple[str, ...]) -> DatasetError | None:
+    """The first line of a rejected CSV with another number of fields than the header (pandas would
+    take a longer first row's extra field as an index and blame the next line)."""
+    handle = open(source, "rb") if isinstance(source, Path) else source
+    with handle:
+        for number, line in enumerate(handle, start=1):
+            fields = line.count(b",") + 1
+            if line.strip() and fields != len(columns):
+                return DatasetError(f"{name} line {number}: {fields} comma-separated fields, expected {len(columns)} "
+                                    f"(the header's); fix or remove that line")
+    return None
 
 
 def _first_bad_value(
@@ -324,8 +337,17 @@ REAL_PARTIAL_DIR = "real_partial"
 """Subfolder of the N-BaIoT folder with partial real files (module docstring)."""
 
 MAX_ZIP_MEMBER_BYTES = 512 * 1024**2
-"""Largest uncompressed CSV read from a zip (512 MiB; the largest UCI CSV is far below it, the
-mirror's gafgyt tcp/udp members are about 58 MB)."""
+"""Largest uncompressed member read or extracted from an N-BaIoT zip: 512 MiB. Used by the
+``real_partial/`` reader and by ``fltrust data fetch n_baiot`` (:mod:`fltrust.data.fetch`). UCI CSVs
+hold about 563 bytes per row (the mirror's gafgyt tcp/udp members: 57-59 MB for about 104,000 rows),
+so the largest UCI CSV (Danmini_Doorbell mirai udp, 237,665 rows) is about 134 MB and the largest
+benign file (Philips_B120N10_Baby_Monitor, 175,240 rows) about 99 MB; the archive's per-device
+``.rar`` files are compressed and smaller than the CSVs they hold."""
+
+MAX_ZIP_TOTAL_BYTES = 8 * 1024**3
+"""Most bytes ``fltrust data fetch n_baiot`` extracts from the UCI archive in all: 8 GiB. Every one of
+the 7,062,606 UCI rows as CSV is about 4.0 GB, so the archive (benign CSVs and compressed ``.rar`` files)
+is well below it."""
 
 LABEL_COLUMN = "Normal"
 """Label column of a labelled CSV: 1 = benign, 0 = attack."""

@@ -211,15 +211,25 @@ def _bad_cell(path: Path, mask: np.ndarray, what: str) -> DatasetError:
     row, column = (int(i) for i in np.argwhere(mask)[0])
     number, fields = _line_of_row(path, row)
     raw = fields[column].strip() if column < len(fields) else ""
-    return DatasetError(f"{path.name} line {number}: field {column + 1} ({FILE_COLUMNS[column]}) = {raw!r} {what}; "
+    return DatasetError(f"{path.name} line {number}: field {column + 1} ({FILE_COLUMNS[column]}) = {_shown(raw)} {what}; "
                         f"fix or remove that line")
+
+
+def _shown(text: str) -> str:
+    """A field as a message shows it: quoted, at most 40 characters."""
+    return repr(text) if len(text) <= 40 else repr(text[:37]) + "..."
 
 
 def _first_bad_line(path: Path) -> DatasetError | None:
     """Scan a file that pandas rejected and describe its first malformed line."""
     numeric = {i for i, c in enumerate(FILE_COLUMNS) if c not in CATEGORICAL_COLUMNS + ("label",)}
-    with open(path, encoding="utf-8", errors="replace") as handle:
-        for number, line in enumerate(handle, start=1):
+    with open(path, "rb") as handle:
+        for number, raw in enumerate(handle, start=1):
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                return DatasetError(f"{path.name} line {number}: not UTF-8 text (byte 0x{raw[exc.start]:02x} at column "
+                                    f"{exc.start + 1}); the official files are ASCII: re-fetch it or fix that line")
             if not line.strip():
                 continue
             fields = line.rstrip("\r\n").split(",")
@@ -233,12 +243,12 @@ def _first_bad_line(path: Path) -> DatasetError | None:
                     value = float(fields[i])
                 except ValueError:
                     return DatasetError(
-                        f"{path.name} line {number}: field {i + 1} ({FILE_COLUMNS[i]}) = {fields[i]!r} "
+                        f"{path.name} line {number}: field {i + 1} ({FILE_COLUMNS[i]}) = {_shown(fields[i])} "
                         f"is not a number"
                     )
                 if not np.isfinite(value):
                     return DatasetError(
-                        f"{path.name} line {number}: field {i + 1} ({FILE_COLUMNS[i]}) = {fields[i]!r} "
+                        f"{path.name} line {number}: field {i + 1} ({FILE_COLUMNS[i]}) = {_shown(fields[i])} "
                         f"is not a finite number; fix or remove that line"
                     )
     return None

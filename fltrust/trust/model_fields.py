@@ -29,7 +29,7 @@ MODEL_FIELDS = ("performance/test_clever", "performance/test_feature_importance_
 
 
 class _Once(logging.Filter):
-    """Let a warning that starts with ``prefix`` through once (SHAP's explainer fallback)."""
+    """Let a log line that starts with ``prefix`` through once (SHAP's explainer fallback)."""
 
     def __init__(self, prefix: str) -> None:
         super().__init__()
@@ -68,7 +68,7 @@ class ModelFields:
         self.settings = settings
         self.x_test = x_test
         self.seed = int(seed)
-        self._shap_once = _Once("SHAP DeepExplainer failed")
+        self._shap_once = _Once("SHAP: DeepExplainer cannot take this model")
         self._clever_warned = False
 
     def sample_index(self) -> np.ndarray:

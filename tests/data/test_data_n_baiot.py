@@ -132,6 +132,20 @@ def test_bad_header_and_bad_value_are_named(uci, mk):
         load_n_baiot(uci)
 
 
+@pytest.mark.parametrize(("edit", "message"), [
+    (lambda f: f + ["1"], r"line 2: 116 comma-separated fields, expected 115 \(the header's\)"),
+    (lambda f: f[:-3], r"line 2: 112 comma-separated fields, expected 115"),
+])
+def test_a_row_with_another_number_of_fields_names_its_own_line(uci, edit, message):
+    # before: a 116-field first row became pandas' index column and the next line was blamed
+    path = uci / "Ecobee_Thermostat" / "gafgyt_attacks" / "udp.csv"
+    lines = path.read_text().splitlines()
+    path.write_text("\n".join([lines[0], ",".join(edit(lines[1].split(",")))] + lines[2:]) + "\n")
+
+    with pytest.raises(DatasetError, match=r"udp\.csv " + message):
+        load_n_baiot(uci)
+
+
 def test_a_traffic_file_with_only_its_header_is_an_error(uci):
     # before: a header-only benign_traffic.csv ran with no benign class and no warning
     path = uci / "Ecobee_Thermostat" / "benign_traffic.csv"

@@ -148,6 +148,18 @@ def test_infinite_value_names_file_line_and_field(tiny, mk, value):
         load_nsl_kdd(tiny)
 
 
+def test_a_line_that_is_not_utf8_and_an_overlong_value_are_named_in_one_short_line(tiny, mk):
+    # before: the codec's error without a line number; a 400-digit value was repeated whole in the message
+    (tiny / "KDDTest+.txt").write_bytes(mk.kdd_line().encode() + b"\n" + mk.kdd_line(label="nept\xffune").encode("latin-1"))
+    with pytest.raises(DatasetError, match=r"KDDTest\+\.txt line 2: not UTF-8 text \(byte 0xff at column \d+\)"):
+        load_nsl_kdd(tiny)
+
+    mk.write_lines(tiny / "KDDTest+.txt", [mk.kdd_line(), mk.kdd_line(src_bytes=7).replace(",7,", f",{'9' * 400},", 1)])
+    with pytest.raises(DatasetError, match=r"line 2: field 5 \(src_bytes\) = '9{37}'\.\.\. is not a finite number") as info:
+        load_nsl_kdd(tiny)
+    assert len(str(info.value)) < 200
+
+
 def test_nan_names_the_line(tiny, mk):
     # before: "KDDTest+.txt: empty fields; expected 43 per line", without a line number
     line = mk.kdd_line(hot=7).replace(",7,", ",nan,", 1)

@@ -110,7 +110,8 @@ def test_audit_names_an_edited_observer_output_and_dataset_file(tmp_path):
 
 def _recompute_chain(folder, key=None):
     """What someone who knows the (public) recipe does after an edit: recompute every link."""
-    from fltrust.runs.audit import INTEGRITY, _covered_files, _summary_link, field_digests, record_link
+    from fltrust.runs.audit import _covered_files
+    from fltrust.runs.chain import INTEGRITY, _summary_link, field_digests, record_link
 
     lines, previous = [], ""
     for line in (folder / "rounds.jsonl").read_text().splitlines():

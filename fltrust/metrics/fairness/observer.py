@@ -207,6 +207,8 @@ class FairnessObserver(BaseObserver):
             exact_max_players=self.settings.exact_max_players,
             auto_exact_players=self.settings.shapley_auto_exact_players,
             truncation=self.settings.shapley_truncation,
+            target_error=self.settings.shapley_target_error,
+            max_coalitions=self.settings.shapley_max_coalitions,
         )
         shapley = self.cumulative_shapley.copy()
         shapley[ids] += fedsv.phi
@@ -240,6 +242,9 @@ class FairnessObserver(BaseObserver):
             out["shapley_permutations"] = fedsv.num_permutations
         if fedsv.stderr is not None:
             out.update(shapley_stderr=fedsv.stderr.tolist(), shapley_truncated=fedsv.num_truncated)
+        if fedsv.stopped is not None:  # sampled until a target error: what it reached and why it stopped
+            out.update(shapley_target_error=fedsv.target_error, shapley_error_ratio=fedsv.error_ratio,
+                       shapley_stopped=fedsv.stopped, shapley_max_coalitions=self.settings.shapley_max_coalitions)
         clash = sorted(set(notions) & ({"round"} | set(out)))
         if clash:
             raise MetricInputError(f"round {record.round}: fairness notion fields {clash} clash with the observer's "

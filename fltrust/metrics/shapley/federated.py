@@ -184,6 +184,13 @@ class FedSVResult:
         ``"permutation"``: standard error of each value (see :func:`permutation_shapley`).
     num_truncated : int
         ``"permutation"``: walks stopped by the truncation tolerance.
+    stopped : {"target", "budget"} or None
+        ``"permutation"`` with a ``target_error``: whether the standard errors reached the target
+        or the coalition budget ran out (``None`` otherwise).
+    target_error : float
+        The target fraction of the value range (0 = none).
+    error_ratio : float or None
+        ``"permutation"``: the largest standard error over the value range ``max(phi) - min(phi)``.
     """
 
     phi: np.ndarray
@@ -192,6 +199,9 @@ class FedSVResult:
     num_permutations: int | None = None
     stderr: np.ndarray | None = None
     num_truncated: int = 0
+    stopped: str | None = None
+    target_error: float = 0.0
+    error_ratio: float | None = None
 
 
 def resolve_method(method: str, num_players: int, *, auto_exact_players: int = AUTO_EXACT_PLAYERS) -> str:
@@ -233,6 +243,8 @@ def federated_shapley(
     exact_max_players: int = 10,
     auto_exact_players: int = AUTO_EXACT_PLAYERS,
     truncation: float = 0.0,
+    target_error: float = 0.0,
+    max_coalitions: int | None = None,
 ) -> FedSVResult:
     """Federated Shapley values of one round (paper Eqs. 3-5; fairness spec 3).
 
@@ -272,6 +284,12 @@ def federated_shapley(
     truncation : float, default 0.0
         ``"permutation"``: truncation tolerance (fraction of ``|U(S)|``; see
         :func:`permutation_shapley`).
+    target_error : float, default 0.0
+        ``"permutation"``: > 0 keeps sampling after ``num_permutations`` orders until the
+        largest standard error is at most this fraction of the round's value range, or
+        ``max_coalitions`` is spent (:func:`permutation_shapley`).
+    max_coalitions : int, optional
+        The coalition-model budget with ``target_error`` (default ``2^m - 1``).
 
     Returns
     -------
@@ -322,6 +340,8 @@ def federated_shapley(
             seed=seed,
             include_empty=include_empty,
             truncation=truncation,
+            target_error=target_error,
+            max_coalitions=max_coalitions,
         )
         return FedSVResult(
             phi=estimate.phi,
@@ -330,6 +350,9 @@ def federated_shapley(
             num_permutations=estimate.num_permutations,
             stderr=estimate.stderr,
             num_truncated=estimate.num_truncated,
+            stopped=estimate.stopped,
+            target_error=estimate.target_error,
+            error_ratio=estimate.error_ratio,
         )
     if method == "exact":
         utilities = evaluate(all_coalitions(players))

@@ -31,9 +31,10 @@ layer, or its additivity check fails because the model uses functional ops such 
 ``torch.relu`` that DeepLIFT cannot see, or applies one pooling module twice, as
 :class:`fltrust.models.CifarCNN` does; :class:`fltrust.models.ConvNet2` gives every activation and
 pooling its own module, so the trust experiments get DeepExplainer) the
-``shap.GradientExplainer`` (expected gradients) with the same background is used instead and a
-warning is logged. shap >= 0.45 returns one array with a trailing output axis instead of a list of
-per-class arrays; :func:`shap_values` accepts both and always returns the trailing-axis layout.
+``shap.GradientExplainer`` (expected gradients) with the same background is used instead and one
+info line says so (a supported fallback, not a failure). shap >= 0.45 returns one array with a
+trailing output axis instead of a list of per-class arrays; :func:`shap_values` accepts both and
+always returns the trailing-axis layout.
 
 Spec and bug references ("fairness spec §N", "trust spec §N", "Bn") are defined in ``docs/references.md``.
 """
@@ -143,7 +144,10 @@ def _shap_values(model: nn.Module, background: torch.Tensor, explained: torch.Te
         except Exception as exc:  # shap raises assorted errors on unsupported models
             if explainer == "deep":
                 raise
-            log.warning("SHAP DeepExplainer failed (%s: %s); using GradientExplainer", type(exc).__name__, exc)
+            reason = str(exc).strip().splitlines()[0][:160] if str(exc).strip() else type(exc).__name__
+            log.info("SHAP: DeepExplainer cannot take this model (%s: %s; e.g. a module applied twice or a "
+                     "functional activation), so GradientExplainer (expected gradients) explains it",
+                     type(exc).__name__, reason)
     # a fresh copy: a failed DeepExplainer leaves its backward hooks on the modules it patched
     net = _TwoDimOutput(copy.deepcopy(model)).eval()
     values = shap.GradientExplainer(net, background).shap_values(explained, nsamples=nsamples, rseed=seed)
