@@ -47,6 +47,10 @@ BUG = re.compile(r"\bB(?P<bug>\d{1,2})\b")
 OUTSIDE = re.compile(r"shared/specs|specs/(?:federatedtrust|fairness_analytics)|\b(?:federatedtrust|fairness_analytics)\.md\b")
 """The notes' old location beside the checkout (``../shared/specs/...``)."""
 ANCHOR = re.compile(r'<a id="(?P<id>[a-z0-9-]+)"></a>')
+DATA_PAGE = REPO / "data" / "PROVENANCE.md"
+DATA_CITATION = re.compile(r"(?P<path>[\w./]*)PROVENANCE(?![_\w])(?P<md>\.md)?(?:#(?P<anchor>[a-z0-9-]+))?")
+"""A citation of the data mirror's provenance: ``data/PROVENANCE.md#n-baiot-a1`` (a bare ``PROVENANCE``
+or a ``PROVENANCE.md`` elsewhere is a file the kit's users do not have)."""
 
 
 def default_paper(path: Path) -> str | None:
@@ -242,3 +246,37 @@ def test_no_reference_points_outside_the_repository() -> None:
                 offenders.append(f"{path.relative_to(REPO)}:{lineno}: {text.strip()[:100]}")
     # Assert
     assert not offenders, "cite docs/references.md instead:\n" + "\n".join(offenders)
+
+
+def data_citation_problems(text: str, markdown: bool, defined: set[str]) -> list[tuple[int, str]]:
+    """``(line, problem)`` of each provenance citation in ``text`` that a reader of the kit cannot follow.
+
+    Code must name a section (``data/PROVENANCE.md#femnist``); a Markdown page may link the whole page.
+    A quoted ``"PROVENANCE.md"`` is a file name in code (opening the page), not a citation.
+
+    >>> data_citation_problems("(data/PROVENANCE.md#femnist) 'PROVENANCE.md'", False, {"femnist"})
+    []
+    >>> data_citation_problems("see PROVENANCE A1\\nits PROVENANCE.md\\ndata/PROVENANCE.md#n-baiot-a9", False, {"femnist"})
+    [(1, "'PROVENANCE'"), (2, "'PROVENANCE.md'"), (3, "'data/PROVENANCE.md#n-baiot-a9': no such section")]
+    """
+    out = []
+    for match in DATA_CITATION.finditer(text):
+        line = text.count("\n", 0, match.start()) + 1
+        if match[0] == "PROVENANCE.md" and text[match.start() - 1:match.start()] in ("'", '"'):
+            continue
+        if match["path"] not in ("data/", "../data/") or not match["md"] or (match["anchor"] is None and not markdown):
+            out.append((line, repr(match[0])))
+        elif match["anchor"] is not None and match["anchor"] not in defined:
+            out.append((line, f"{match[0]!r}: no such section"))
+    return out
+
+
+def test_every_data_provenance_citation_resolves() -> None:
+    # Arrange
+    defined = set(ANCHOR.findall(DATA_PAGE.read_text(encoding="utf-8")))
+    # Act
+    bad = [f"{where}:{line}: {problem}" for path in scanned_files(SCANNED) for where, text in source_texts(path)
+           for line, problem in data_citation_problems(text, path.suffix in (".md", ".ipynb"), defined)]
+    # Assert
+    assert defined >= {"cifar10", "femnist", "nsl-kdd", "n-baiot", "ffa-results"}
+    assert not bad, "cite a section of data/PROVENANCE.md (data/PROVENANCE.md#<id>):\n" + "\n".join(bad)

@@ -25,7 +25,7 @@ Output
 Partial real files (``real_partial/``)
 --------------------------------------
 ``<n_baiot folder>/real_partial/`` may hold real 115-feature files of single devices that are not a
-complete UCI archive (the shared mirror: devices 1, 3 and 5, see its PROVENANCE.md).
+complete UCI archive (the project's mirror: devices 1, 3 and 5, data/PROVENANCE.md#n-baiot-real-partial).
 :func:`load_n_baiot` never reads them: they are too few devices for the federated experiments, and
 configurations that fall back to the synthetic stand-in must keep doing so.
 :func:`load_n_baiot_real_partial` reads them as raw rows (no split, no scaling), for ``fltrust data
