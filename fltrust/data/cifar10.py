@@ -22,9 +22,8 @@ The official batches win when both are present. ``train_files`` may pick npz par
 (``["name.npz", ...]``) or name the batch files to read (with ``test_files``, default ``test_batch``).
 
 Pixels are scaled as torchvision's ``ToTensor`` + ``Normalize(0.5, 0.5)`` did for the fairness
-authors (fairness spec 6.5): :math:`x' = (x/255 - 0.5)/0.5 \\in [-1, 1]` (the paper says [0, 1]).
-
-Spec and bug references ("fairness spec §N", "trust spec §N", "Bn") are defined in ``docs/references.md``.
+authors (fairness spec 6.5, docs/references.md#fairness-6-5): :math:`x' = (x/255 - 0.5)/0.5 \\in [-1, 1]` (the paper
+says [0, 1]).
 """
 
 from __future__ import annotations

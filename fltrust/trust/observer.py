@@ -33,6 +33,8 @@ cap_fi                     no (HEAD)            no (5796d0b)               yes (
 nan_is_missing (report)    no (B2)              yes                        yes
 =========================  ===================  =========================  =========================
 
+The bugs behind the switches: docs/references.md#trust-b2, #trust-b10, #trust-b11.
+
 ``"extended"`` uses the fixed statistics and, in addition, measures the 16 taxonomy metrics the
 prototype left out and nebula's sustainability pillar (:mod:`fltrust.trust.extended`: membership
 inference, ART FGSM/PGD, discrimination index, client reputation and data quality, system
@@ -44,11 +46,11 @@ settings' own definitions). What the run states beyond its records comes in its
 a Flower app: :func:`fltrust.flower.instrument`).
 
 "prototype" is the authors' HEAD code. "paper" is what best reproduces the paper's Figures 4-5
-(trust spec 7.3): the 5796d0b-era statistics with uncapped CVs, which the paper-mode definitions
-bin (the paper's selection 0.08 and feature importance 0.92 need CVs above 1), and the paper's
+(trust spec 7.3, docs/references.md#trust-7-3): the 5796d0b-era statistics with uncapped CVs, which the paper-mode
+definitions bin (the paper's selection 0.08 and feature importance 0.92 need CVs above 1), and the paper's
 Eq. 1 entropy (client identification, p proportional to data size; the paper-mode definitions
 score ln N instead, so it only counts for completeness). "fixed" applies the spec's bug fixes
-(B4, B10, B11) and matches the scoring engine's ``"fixed"`` mode.
+(B4, B10, B11; docs/references.md#trust-b4, #trust-b10, #trust-b11) and matches the scoring engine's ``"fixed"`` mode.
 
 **What the FactSheet describes.** For anyone's app, ``RunInfo.app``
 (:class:`~fltrust.core.records.AppFacts`: the app's model class, strategy and its parameters,
@@ -79,7 +81,8 @@ Choices where the papers leave freedom (documented, not invented):
   model that the last round's participants received, on their own validation sets (one
   aggregation step before the final model, and only that round's participants); engines that
   do not record them fall back to the post-training ``accuracy`` / ``loss``. The loss is the
-  per-sample mean of the run's evaluation convention (B12), not the prototype's summed loss.
+  per-sample mean of the run's evaluation convention (B12, docs/references.md#trust-b12), not the prototype's summed
+  loss.
 - CLEVER and SHAP samples are a seeded random draw from the test split passed in (the
   prototype took the first batch of a shuffled test loader). No clip values are used for CLEVER
   (:class:`~fltrust.trust.model_fields.ModelFields`).
@@ -89,8 +92,6 @@ Choices where the papers leave freedom (documented, not invented):
   registered client; FederatedScope's average also counted the server).
 - ``configuration/dp_epsilon`` is the configured target epsilon; the spent epsilon is reported
   in the run-end output when the engine records it.
-
-Spec and bug references ("fairness spec §N", "trust spec §N", "Bn") are defined in ``docs/references.md``.
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ metric, the factsheet inputs it read, the raw value, the normalised score and th
 the aggregation (rounded to 2 decimals under prototype rounding), plus the weights, the mode,
 the definitions and the bug fixes that were applied, so that every number can be traced.
 
-Outputs (fix B13: one file per run, overwritten, ``null`` instead of NaN):
+Outputs (fix B13: one file per run, overwritten, ``null`` instead of NaN; docs/references.md#trust-b13):
 
 - :meth:`TrustReport.to_json` / :meth:`TrustReport.from_json`: the full report;
 - :meth:`TrustReport.to_prototype_dict`: the prototype's ``federatedtrust_results.json`` layout;
@@ -19,8 +19,6 @@ whether the raw value was ``measured`` by the kit, ``declared`` (configuration o
 statement), ``missing`` (not computed; scores 0) or ``n/a`` (not applicable, with the reason;
 left out of the means). :meth:`TrustReport.provenance_rows` lists them, :meth:`format_table` and
 :meth:`to_frame` show them, and :meth:`provenance_summary` counts them.
-
-Spec and bug references ("fairness spec §N", "trust spec §N", "Bn") are defined in ``docs/references.md``.
 """
 
 from __future__ import annotations
@@ -232,7 +230,8 @@ class TrustReport:
     Attributes
     ----------
     trust_score : float
-        Mean (or weighted sum) of the pillar scores; NaN if a metric was NaN (prototype B7).
+        Mean (or weighted sum) of the pillar scores; NaN if a metric was NaN (prototype B7;
+        docs/references.md#trust-b7).
     pillars : list of PillarResult
         In definition order.
     mode : str
@@ -246,7 +245,7 @@ class TrustReport:
     use_weights : bool
     rounding : str
         ``"prototype"`` (metric and pillar scores rounded to 2 decimals before aggregation,
-        trust rounded) or ``"final"`` (no rounding; round for display only; fix B12).
+        trust rounded) or ``"final"`` (no rounding; round for display only; fix B12; docs/references.md#trust-b12).
     fixes : list of str
         Names of the bug fixes applied (see ``fltrust.trust.scoring.FIXES``).
     warnings : list of str
@@ -344,7 +343,7 @@ class TrustReport:
         return cls.from_dict(json.loads(text))
 
     def to_prototype_dict(self) -> dict[str, Any]:
-        """The prototype's output layout (trust spec 2.6), for comparison with its result files."""
+        """The prototype's output layout, for comparison with its result files (docs/references.md#trust-2-6)."""
         return to_plain(
             {
                 "trust_score": self.trust_score,

@@ -42,7 +42,7 @@ class FairnessObserver(BaseObserver):
     ``client_params``, ``client_metrics["accuracy"]`` (x), ``["reward_accuracy"]`` (r),
     the coalition weight key (``fedavg`` weighting), ``client_confusion`` and
     ``server_metrics["aux_loss_before"]`` = l(theta_k; D), the reference loss at callback time
-    (spec 1, consequence ii).
+    (spec 1, consequence ii; docs/references.md#fairness-1).
 
     Parameters
     ----------
@@ -57,7 +57,8 @@ class FairnessObserver(BaseObserver):
     batch_size : int
         Evaluation batch size.
     loss_scaling : str, default "mean"
-        ``"mean"`` or ``"per_batch_sum"`` (the authors', spec 6.4), as the run's evaluation.
+        ``"mean"`` or ``"per_batch_sum"`` (the authors', spec 6.4; docs/references.md#fairness-6-4), as the run's
+        evaluation.
     num_clients : int or None
         Number of registered clients C; ``None`` = ``RunInfo.num_clients`` at the run's start.
     coalition_weight_key : str, default "num_samples"

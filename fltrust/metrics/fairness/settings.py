@@ -1,9 +1,10 @@
 """The fairness settings: the one settings type, the switches of each mode, the authors' attribute lists.
 
 :class:`FairnessSettings` is defined in :mod:`fltrust.settings` (with the trust settings) and
-re-exported here; :data:`MODE_DEFAULTS` holds every switch's value in each mode (spec 9) and
-:func:`default_sensitive_attributes` the attribute list A the authors used per dataset and
-strategy (spec 2.4 and 4), which ``metrics.fairness.sensitive_attributes: null`` resolves to.
+re-exported here; :data:`MODE_DEFAULTS` holds every switch's value in each mode (spec 9, docs/references.md#fairness-9)
+and :func:`default_sensitive_attributes` the attribute list A the authors used per dataset and
+strategy (spec 2.4 and 4, docs/references.md#fairness-2-4, #fairness-4), which
+``metrics.fairness.sensitive_attributes: null`` resolves to.
 """
 
 from __future__ import annotations

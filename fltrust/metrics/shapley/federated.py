@@ -4,7 +4,7 @@ r"""FedSV of one federated round: coalition models, their utilities on the aux s
 needed coalition model with one call of :func:`fltrust.core.evaluation.evaluate_many`, and
 :func:`federated_shapley` picks the method (:func:`resolve_method`) and hands the utilities to
 :mod:`~fltrust.metrics.shapley.games` or :mod:`~fltrust.metrics.shapley.sampling`
-(paper Eqs. 3-5, fairness spec 3; the methods' cost: :mod:`fltrust.metrics.shapley`).
+(paper Eqs. 3-5, fairness spec 3; the methods' cost: :mod:`fltrust.metrics.shapley`; docs/references.md#fairness-3).
 """
 
 from __future__ import annotations

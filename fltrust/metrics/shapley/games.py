@@ -2,7 +2,7 @@ r"""Cooperative games and their exact Shapley values (no models: a utility is a 
 
 A game is a utility ``U(T)`` of coalitions ``T`` (frozensets of players): a mapping
 ``{frozenset: float}`` (the empty coalition may be omitted, utility 0) or a callable. Fairness
-spec 3: the exact value enumerates all ``2^m - 1`` non-empty coalitions.
+spec 3 (docs/references.md#fairness-3): the exact value enumerates all ``2^m - 1`` non-empty coalitions.
 """
 
 from __future__ import annotations

@@ -101,8 +101,8 @@ def monte_carlo_shapley(
 
     ``include_empty=False`` returns the estimate minus :math:`(U(\{n\}) - U(\emptyset))/m`,
     which is, exactly, an unbiased estimate of the authors' FedSV (the identity
-    ``faithful = standard - (U({n}) - U(empty))/m`` holds for every game; fairness spec 3).
-    Unlike the exact faithful value, a single estimate still depends on
+    ``faithful = standard - (U({n}) - U(empty))/m`` holds for every game; fairness spec 3;
+    docs/references.md#fairness-3). Unlike the exact faithful value, a single estimate still depends on
     :math:`U(\emptyset)` and :math:`\ell(\theta_k; D)`; only its expectation does not.
 
     Parameters

@@ -1,4 +1,4 @@
-"""The FederatedTrust FactSheet schema: its fields, sections and template (trust spec 4).
+"""The FederatedTrust FactSheet schema: its fields, sections and template (trust spec 4, docs/references.md#trust-4).
 
 A FactSheet is a plain nested dict ``{section: {field: value}}`` with the 7 sections of the
 prototype's ``configs/factsheet_template.json`` (trust spec 4; paper Sec. 5 and Table 2). The
@@ -18,8 +18,8 @@ project/purpose   str   pre    project owner  project.purpose; prototype: manual
 ================  ====  =====  =============  =======================================================
 
 The fairness CVs are capped at 1 as in HEAD, except in the observer's paper mode, which stores
-them uncapped because the paper-mode definitions bin them (spec 7.3); the ``*_raw`` fields are
-always uncapped.
+them uncapped because the paper-mode definitions bin them (spec 7.3, docs/references.md#trust-7-3); the ``*_raw`` fields
+are always uncapped.
 
 Template defaults (:func:`new_factsheet`): strings ``""``, numbers NaN, booleans ``False``, lists
 ``[]``, as the prototype template. The system sizes are numbers here (NaN by default), where the
@@ -35,8 +35,6 @@ a new metric's field is declared where it is computed, not here) in the sections
 ``{"status": "measured" | "declared" | "missing" | "n/a", "method": ..., "reason": ...}``
 (:func:`fltrust.trust.factsheet.io.set_provenance`). They are created only by
 ``new_factsheet(extended=True)``, so the prototype, paper and fixed FactSheets are unchanged.
-
-Spec and bug references ("fairness spec §N", "trust spec §N", "Bn") are defined in ``docs/references.md``.
 """
 
 from __future__ import annotations

@@ -26,8 +26,6 @@ that is missing (``None``, NaN) makes the metric ``missing`` (scored 0).
 The packaged measures are in :mod:`fltrust.trust.measures.taxonomy`, registered when the package
 :mod:`fltrust.trust.measures` is imported (so before any use of this module). A user's measures
 are registered when their module is imported, before the run.
-
-Spec and bug references ("fairness spec §N", "trust spec §N", "Bn") are defined in ``docs/references.md``.
 """
 
 from __future__ import annotations

@@ -2,8 +2,8 @@ r"""Client reputation and data quality from a run's per-round contribution histo
 
 FederatedTrust's "client & data reliability" notion (paper Sec. 3.2) lists *client reputation*
 and *data quality* besides the federation scale; the prototype implemented neither ("no data
-available", "compute cost", trust spec 6). Both are computed here from what every engine already
-records per round (:class:`~fltrust.core.records.RoundRecord`), so no client data leaves a client:
+available", "compute cost", trust spec 6; docs/references.md#trust-6). Both are computed here from what every engine
+already records per round (:class:`~fltrust.core.records.RoundRecord`), so no client data leaves a client:
 
 **Data quality** (label agreement; after Pejó et al., "Quality inference in federated learning
 with secure aggregation", arXiv:2007.06236, who rate a client by how its data agree with the
@@ -49,8 +49,6 @@ never seen has :math:`R = 0.5`; reputation grows with consistent good behaviour
 (5 positive interactions: 6/7 = 0.857) and falls fast with bad behaviour (5 negative: 1/12).
 The federation's score is the mean over the clients that took part. When the fairness observer
 ran, the consistency of each client's per-round FedSV (mean and CV) is reported beside it.
-
-Spec and bug references ("fairness spec §N", "trust spec §N", "Bn") are defined in ``docs/references.md``.
 """
 
 from __future__ import annotations

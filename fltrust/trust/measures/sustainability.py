@@ -1,7 +1,7 @@
 r"""Energy and carbon footprint of a run (nebula's *sustainability* pillar), with CodeCarbon offline.
 
-nebula, the later evolution of FederatedTrust (trust spec 10), adds a sixth-plus-one pillar,
-*sustainability*, with three notions: the carbon intensity of the energy used (``energy_source``),
+nebula, the later evolution of FederatedTrust (trust spec 10, docs/references.md#trust-10), adds a sixth-plus-one
+pillar, *sustainability*, with three notions: the carbon intensity of the energy used (``energy_source``),
 the hardware's efficiency (``hardware_efficiency``) and the federation's complexity
 (``federation_complexity``: rounds, model size, sample rate, clients, local steps, dataset size).
 nebula reads CodeCarbon's ``emissions.csv`` for the first two. We do the same, offline:
@@ -26,8 +26,6 @@ Scores (extended definitions, nebula-style normalisation):
   [1e-6, 1e-5, ..., 10] kg (<= 1e-6 kg scores 1, > 10 kg scores 0, 1/7 per decade; our choice:
   a tiny CPU test run emits about 1e-7 kg, a GPU day a few kg).
 - ``federation_complexity``: nebula's six config metrics as nebula defines them.
-
-Spec and bug references ("fairness spec §N", "trust spec §N", "Bn") are defined in ``docs/references.md``.
 """
 
 from __future__ import annotations

@@ -32,8 +32,6 @@ measure                        FactSheet fields                                 
 
 ``robustness/poisoning_*`` are filled by :func:`~fltrust.trust.measures.poisoning.record_attack_outcome`
 from separate attack runs; the poisoning-defence measure reads them.
-
-Spec and bug references ("fairness spec §N", "trust spec §N", "Bn") are defined in ``docs/references.md``.
 """
 
 from __future__ import annotations
@@ -575,7 +573,7 @@ def model_replacement(run: RunView) -> Measured:
     return Measured({"federation/model_replacement": value}, reason=reason)
 
 
-# -- sustainability (nebula, trust spec 10) ----------------------------------------------------
+# -- sustainability (nebula, trust spec 10, docs/references.md#trust-10) -----------------------
 
 
 @measure("participants/avg_dataset_size", who="clients -> server", phase="pre",

@@ -3,7 +3,7 @@
 A *definitions* document (YAML or JSON; the packaged ones are ``fltrust/trust/definitions/*.yaml``)
 names, per metric, the FactSheet fields it reads, the *operation* applied to them and the score
 *type*, with optional weights (paper Table 2 metrics, Table 3 normalisations; trust spec sections
-2-3). Operation and type names are those of the registries
+2-3; docs/references.md#trust-2, #trust-3). Operation and type names are those of the registries
 :data:`~fltrust.trust.scoring.registry.OPERATIONS` and :data:`~fltrust.trust.scoring.registry.SCORE_TYPES`
 (the packaged ones: :mod:`fltrust.trust.scoring.operations`, :mod:`fltrust.trust.scoring.normalization`).
 :func:`load_definitions` reads fltrust's layout or the prototype's own ``eval_metrics`` JSON and
@@ -26,8 +26,6 @@ user's own metric is one entry in their own file:
 ('flattened', 6)
 >>> tree.get_metric("robustness/client_reliability/scale").type
 'breakpoints'
-
-Spec and bug references ("fairness spec §N", "trust spec §N", "Bn") are defined in ``docs/references.md``.
 """
 
 from __future__ import annotations
@@ -68,8 +66,8 @@ PROTOTYPE_PILLAR_WEIGHTS = {
     "accountability": 0.1,
     "architectural_soundness": 0.1,
 }
-"""Pillar weights hard-coded in the prototype's metric.py (spec 2.5); applied only when a file in
-the prototype's own JSON format (no pillar weights in it) is loaded."""
+"""Pillar weights hard-coded in the prototype's metric.py (spec 2.5, docs/references.md#trust-2-5); applied only when a
+file in the prototype's own JSON format (no pillar weights in it) is loaded."""
 
 _TOP_KEYS = frozenset({"name", "description", "pillar_aggregation", "use_provenance", "pillars", "extends"})
 _PILLAR_KEYS = frozenset({"weight", "label", "description", "notions"})
@@ -177,7 +175,7 @@ class NotionDefinition:
 
 @dataclass(frozen=True)
 class PillarDefinition:
-    """A pillar: a group of notions with a weight in the trust score (fix B13: from the file)."""
+    """A pillar: a group of notions with a weight in the trust score (fix B13, docs/references.md#trust-b13)."""
 
     name: str
     notions: tuple[NotionDefinition, ...]
