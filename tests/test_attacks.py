@@ -74,7 +74,7 @@ def test_attack_config_validation_and_run_ids():
     with pytest.raises(ConfigError, match="attack.kind"):
         config(attack={"kind": "gaussian", "num_malicious": 1})
     # the new sections change no existing run id: only non-default values enter the hash
-    assert ExperimentConfig().run_id() == "experiment-44136fa355-s0-r0"  # the id before issue 11
+    assert ExperimentConfig().run_id() == "experiment-44136fa355-s0-r0"  # the id from before these sections existed
     assert config().run_id() == config(attack={}, reliability={}, privacy={"secure_aggregation": None}).run_id()
     assert config().run_id() != config(attack={"kind": "sign_flip", "num_malicious": 1}).run_id()
 

@@ -184,7 +184,7 @@ def test_real_cifar10_first_part_alone(mk):
     assert counts == [1201, 1982, 2081, 2484, 1589, 2367, 2734, 2168, 1968, 1407]  # data/PROVENANCE.md#cifar10
 
 
-# -- the python batches are unpickled with a restricted unpickler (issue 18, item 2) --------------
+# -- the python batches are unpickled with a restricted unpickler ---------------------------------
 
 def py2_batch(data: np.ndarray, labels: list[int]) -> bytes:
     """The bytes of an official batch: a Python 2 cPickle (protocol 2) of a dict of py2 str keys,

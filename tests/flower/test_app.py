@@ -1,4 +1,4 @@
-"""Both papers' metrics on anyone's Flower app, with the documented calls only (issue 17).
+"""Both papers' metrics on anyone's Flower app, with the documented calls only.
 
 The app is the README's Flower code block, written into ``tmp_path`` as ``app.py``: its own ``Net``,
 its own DataLoaders of tiny synthetic tensors, Flower's FedAvg, and the three fltrust calls. The
