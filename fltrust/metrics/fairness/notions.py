@@ -162,7 +162,7 @@ def individual_fairness(
     nonpositive_policy: str = "raw",
     jain_zero_guard: str = "authors",
 ) -> RatioFairness:
-    r"""Individual fairness f_j: do clients perform in proportion to their contribution?
+    r"""Compute individual fairness f_j: whether clients perform in proportion to their contribution.
 
     .. math::
 
@@ -204,7 +204,7 @@ def incentive_fairness(
     nonpositive_policy: str = "raw",
     jain_zero_guard: str = "authors",
 ) -> RatioFairness:
-    r"""Incentive fairness f_r: are clients rewarded in proportion to their contribution?
+    r"""Compute incentive fairness f_r: whether clients are rewarded in proportion to their contribution.
 
     .. math::
 
@@ -265,7 +265,7 @@ class GroupFairness:
 
 
 def authors_group_values(confusion: np.ndarray, sensitive_attributes: Sequence[int]) -> np.ndarray:
-    r"""The authors' values ``v_{n,a}`` per attribute (``avg_eop``), spec 2.4 (docs/references.md#fairness-2-4).
+    r"""Compute the authors' values ``v_{n,a}`` per attribute (``avg_eop``), spec 2.4 (docs/references.md#fairness-2-4).
 
     For attribute *position* ``a = 0..|A|-1`` (the code compares labels with the position,
     not with the attribute value ``A[a]``):
@@ -711,6 +711,7 @@ class RoundFairness:
     details: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def __getitem__(self, name: str) -> float:
+        """Return notion ``name``'s value (``F_T`` included)."""
         if name == GENERAL_FAIRNESS:
             return self.F_T
         return self.values[name]

@@ -31,13 +31,25 @@ _AUTHORS_ATTRIBUTES: dict[str, Any] = {
 
 
 def default_sensitive_attributes(dataset_name: str, strategy_name: str) -> list[int]:
-    """The authors' sensitive-attribute list for a dataset and strategy (spec 2.4 and 4).
+    """Return the authors' sensitive-attribute list for a dataset and strategy (spec 2.4 and 4).
 
     CIFAR-10 and FEMNIST: ``[0..9]`` (all classes / the digits). NSL-KDD: FedAvg ``[1]``, Ditto
     ``[0]``, q-FedAvg ``[0..9]`` (a copy-paste bug of the authors' scripts, kept for
     faithfulness); FedMedian, FedProx and the robust rules (Krum, Multi-Krum, trimmed mean,
     Bulyan), which the paper did not run, use FedAvg's ``[1]``.
     ``synthetic_*`` datasets use the list of the dataset they stand in for.
+
+    Parameters
+    ----------
+    dataset_name : str
+        ``data.name`` (``"cifar10"``, ``"femnist"``, ``"nsl_kdd"`` or their ``synthetic_*`` stand-ins).
+    strategy_name : str
+        ``strategy.name``; only NSL-KDD's lists depend on it.
+
+    Returns
+    -------
+    list of int
+        The attribute list A (label positions) the authors' code used.
 
     Raises
     ------

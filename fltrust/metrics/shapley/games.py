@@ -25,7 +25,7 @@ EXACT_PLAYER_LIMIT = 20
 
 
 def _lookup(utility: Utility) -> Callable[[frozenset], float]:
-    """A cached ``coalition -> float`` function for a mapping or a callable utility."""
+    """Make a cached ``coalition -> float`` function for a mapping or a callable utility."""
     if isinstance(utility, Mapping):
 
         def from_mapping(coalition: frozenset) -> float:
@@ -72,9 +72,22 @@ def _check_enumerable(players: list[Hashable]) -> None:
 
 
 def all_coalitions(players: Sequence[Hashable]) -> list[frozenset]:
-    """Every non-empty coalition of ``players``: ``2^m - 1`` sets, by size then player order.
+    """List every non-empty coalition of ``players``: ``2^m - 1`` sets, by size then player order.
 
-    Raises :class:`MetricInputError` above :data:`EXACT_PLAYER_LIMIT` players.
+    Parameters
+    ----------
+    players : sequence of hashable
+        The m players, distinct.
+
+    Returns
+    -------
+    list of frozenset
+        The ``2^m - 1`` non-empty coalitions.
+
+    Raises
+    ------
+    MetricInputError
+        No players, repeated players, or more than :data:`EXACT_PLAYER_LIMIT` of them.
     """
     players = _check_players(players)
     _check_enumerable(players)

@@ -63,7 +63,23 @@ def read_eval_results_final(path: str | Path) -> dict[str, Any]:
 
 
 def read_system_metrics(path: str | Path) -> list[dict[str, Any]]:
-    """The JSON lines of a FederatedScope ``system_metrics.log`` (clients, ``sys_avg``, ``sys_std``)."""
+    """Return the JSON lines of a FederatedScope ``system_metrics.log`` (clients, ``sys_avg``, ``sys_std``).
+
+    Parameters
+    ----------
+    path : str or Path
+        The log file.
+
+    Returns
+    -------
+    list of dict
+        One dict per non-blank line, in file order.
+
+    Raises
+    ------
+    FactsheetError
+        The file does not exist, or a line is not JSON (naming the line).
+    """
     path = Path(path)
     if not path.is_file():
         raise FactsheetError(f"system metrics log {str(path)!r} does not exist")
@@ -98,7 +114,7 @@ def populate_from_prototype_logs(
     fix_b1: bool = False,
     model_map: dict[str, str] | None = None,
 ) -> dict[str, Any]:
-    """The prototype's ``populate_factsheet`` on FederatedScope output files (trust spec 4, 8.1).
+    """Run the prototype's ``populate_factsheet`` on FederatedScope output files (trust spec 4, 8.1).
 
     Reproduces HEAD b67a59c field by field (golden vector B of trust spec 8.1); with
     ``fix_b1=True`` CLEVER and feature importance are also taken from the Final

@@ -207,7 +207,7 @@ def undeclare_fields(*, by: str) -> None:
 
 
 def extended_fields() -> tuple[FactsheetField, ...]:
-    """The extended-mode fields: those the registered measures declare, in declaration order.
+    """Return the extended-mode fields: those the registered measures declare, in declaration order.
 
     The packaged measures (:mod:`fltrust.trust.measures.taxonomy`) are registered when this package
     is imported (:mod:`fltrust.trust.factsheet` imports :mod:`fltrust.trust.measures`); a user's
@@ -221,7 +221,7 @@ def extended_fields() -> tuple[FactsheetField, ...]:
 
 
 def extended_sections() -> tuple[str, ...]:
-    """The sections the extended fields add after :data:`SECTIONS`, in order of appearance.
+    """Return the sections the extended fields add after :data:`SECTIONS`, in order of appearance.
 
     Returns
     -------
@@ -232,7 +232,7 @@ def extended_sections() -> tuple[str, ...]:
 
 
 def field_spec(path: str) -> FactsheetField | None:
-    """The schema entry of a template or extended field; ``None`` for an unknown path.
+    """Return the schema entry of a template or extended field; ``None`` for an unknown path.
 
     Parameters
     ----------
@@ -254,7 +254,7 @@ USER_SUPPLIED_FIELDS = ("project/purpose", "project/background", "project/organi
 
 
 def new_factsheet(*, include_extras: bool = True, extended: bool = False) -> dict[str, dict[str, Any]]:
-    """An empty FactSheet (the prototype template values, see the module docstring).
+    """Make an empty FactSheet (the prototype template values, see the module docstring).
 
     Parameters
     ----------
@@ -286,7 +286,7 @@ def new_factsheet(*, include_extras: bool = True, extended: bool = False) -> dic
 
 
 def schema_table(fields: Sequence[FactsheetField] = FIELDS) -> str:
-    """The schema as a reStructuredText table (the module docstring shows one).
+    """Render the schema as a reStructuredText table (the module docstring shows one).
 
     Parameters
     ----------

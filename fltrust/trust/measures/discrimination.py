@@ -87,7 +87,7 @@ class SensitiveAttribute:
 
 
 def sensitive_attribute(bundle: Any) -> SensitiveAttribute | None:
-    """The sensitive attribute of a dataset's test split (table in the module docstring).
+    """Return the sensitive attribute of a dataset's test split (table in the module docstring).
 
     Parameters
     ----------
@@ -204,7 +204,13 @@ class DiscriminationResult:
     group_sizes: dict[str, int]
 
     def to_dict(self) -> dict[str, Any]:
-        """Plain dict."""
+        """Return the result as a plain dict.
+
+        Returns
+        -------
+        dict
+            The fields by name; ``per_group`` and ``group_sizes`` as plain dicts.
+        """
         return {"attribute": self.attribute, "index": self.index, "per_group": dict(self.per_group),
                 "demographic_parity_difference": self.demographic_parity_difference,
                 "equalized_odds_difference": self.equalized_odds_difference, "group_sizes": dict(self.group_sizes)}

@@ -153,7 +153,7 @@ def _shap_values(model: nn.Module, background: torch.Tensor, explained: torch.Te
 
 
 def class_sum_cv(values: np.ndarray, *, cap: bool = False) -> float:
-    r"""The prototype's FI CV: variation across outputs of the absolute summed SHAP values.
+    r"""Compute the prototype's FI CV: variation across outputs of the absolute summed SHAP values.
 
     .. math:: S_c = \sum_{x, f} \phi_{f,c}(x), \qquad FI_{cv} = \sigma(|S|) / \mu(|S|)
 

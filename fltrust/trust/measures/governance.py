@@ -117,7 +117,13 @@ class ChainAudit:
     detail: str
 
     def to_dict(self) -> dict[str, Any]:
-        """Plain dict."""
+        """Return the result as a plain dict.
+
+        Returns
+        -------
+        dict
+            The fields by name (:func:`dataclasses.asdict`).
+        """
         return asdict(self)
 
 
@@ -200,7 +206,7 @@ def co_versioning_coverage(entries: Sequence[Mapping[str, Any]], initial_global:
 
 
 def plot_lifecycle_dashboard(summary: Any, ax: Sequence[Any] | None = None) -> tuple[Any, Any]:
-    """The paper's lifecycle dashboard for one run: who took part when, and how the model did.
+    """Build the paper's lifecycle dashboard for one run: who took part when, and how the model did.
 
     Left: clients x rounds participation matrix. Right: the global model's accuracy on the
     server's auxiliary set per round (``server_metrics["aux_accuracy"]``) and the participants'

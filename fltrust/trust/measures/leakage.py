@@ -90,7 +90,13 @@ class MembershipInferenceResult:
     rule_based_accuracy: float | None = None
 
     def to_dict(self) -> dict[str, float | int | None]:
-        """Plain dict."""
+        """Return the result as a plain dict.
+
+        Returns
+        -------
+        dict
+            The fields by name (:func:`dataclasses.asdict`).
+        """
         return asdict(self)
 
 
@@ -178,7 +184,7 @@ def rule_based_advantage(member_correct: np.ndarray, nonmember_correct: np.ndarr
 
 
 def balanced_sample(num_members: int, num_nonmembers: int, num_samples: int, *, seed: int) -> tuple[np.ndarray, np.ndarray]:
-    """Indices of a balanced member / non-member sample of size ``min(num_samples, both sides)`` each.
+    """Draw the indices of a balanced member / non-member sample of size ``min(num_samples, both sides)`` each.
 
     Parameters
     ----------

@@ -119,6 +119,16 @@ def attack_success_rate(num_successes: int, num_targets: int) -> float:
     num_targets : int
         Target samples evaluated (> 0).
 
+    Returns
+    -------
+    float
+        ``num_successes / num_targets``, in [0, 1].
+
+    Raises
+    ------
+    PoisoningError
+        ``num_targets`` is not a positive integer, or ``num_successes`` is outside [0, num_targets].
+
     Examples
     --------
     >>> attack_success_rate(3, 12)
@@ -198,7 +208,13 @@ class AttackOutcome:
     attack_success_rate: float
 
     def to_dict(self) -> dict[str, float | str]:
-        """Plain dict."""
+        """Return the result as a plain dict.
+
+        Returns
+        -------
+        dict
+            The fields by name (:func:`dataclasses.asdict`).
+        """
         return asdict(self)
 
 

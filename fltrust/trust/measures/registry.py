@@ -258,7 +258,7 @@ class RunView:
         return sorted({int(c) for r in self.trained for c in r.client_ids})
 
     def field(self, path: str) -> Any:
-        """The FactSheet value at ``"section/field"`` (``None`` when absent).
+        """Return the FactSheet value at ``"section/field"`` (``None`` when absent).
 
         Parameters
         ----------
@@ -278,7 +278,7 @@ _MEASURES: dict[str, Measure] = {}
 
 def declared_field(path: str, kind: str = "number", source: str = "", *, who: str = "server",
                    phase: str = "post") -> FactsheetField:
-    """A FactSheet field for a measure's ``also=`` (a field not in the prototype's template).
+    """Declare a FactSheet field for a measure's ``also=`` (a field not in the prototype's template).
 
     Parameters
     ----------

@@ -65,7 +65,13 @@ class ReliabilityResult:
     counters_reported: bool
 
     def to_dict(self) -> dict[str, Any]:
-        """Plain dict."""
+        """Return the result as a plain dict.
+
+        Returns
+        -------
+        dict
+            The fields by name (:func:`dataclasses.asdict`).
+        """
         return asdict(self)
 
 

@@ -104,6 +104,7 @@ class ContributionRound:
     fedsv: np.ndarray | None = None
 
     def __post_init__(self) -> None:
+        """Check the per-client arrays against ``client_ids``."""
         ids = np.asarray(self.client_ids, dtype=np.int64)
         object.__setattr__(self, "client_ids", ids)
         for name in ("reward_accuracy", "train_loss", "reference_loss", "fedsv"):
@@ -117,7 +118,17 @@ class ContributionRound:
 
 
 def peer_median(values: Sequence[float] | np.ndarray) -> np.ndarray:
-    """For each entry, the median of the *other* entries (NaN when there is no other).
+    """Return, for each entry, the median of the *other* finite entries.
+
+    Parameters
+    ----------
+    values : sequence of float or numpy.ndarray
+        One value per client (flattened); non-finite values are left out of the medians.
+
+    Returns
+    -------
+    numpy.ndarray
+        float array of the same length; NaN where no other entry is finite.
 
     Examples
     --------
@@ -174,7 +185,13 @@ class DataQualityResult:
     components: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready dict (NaN -> None)."""
+        """Return the result as a plain dict.
+
+        Returns
+        -------
+        dict
+            The fields by name, JSON-ready: arrays as lists, NaN as ``None``.
+        """
         def plain(a: np.ndarray) -> list[float | None]:
             return [None if not np.isfinite(v) else float(v) for v in a]
 
@@ -254,7 +271,7 @@ def beta_reputation(
     prior_weight: float = 2.0,
     base_rate: float = 0.5,
 ) -> np.ndarray:
-    r"""Expected subjective-logic opinion :math:`(\alpha p + a W)/(\alpha p + \beta n + W)`.
+    r"""Compute the expected subjective-logic opinion :math:`(\alpha p + a W)/(\alpha p + \beta n + W)`.
 
     Parameters
     ----------
@@ -345,7 +362,13 @@ class ReputationResult:
     fedsv_cv: np.ndarray | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready dict (NaN -> None)."""
+        """Return the result as a plain dict.
+
+        Returns
+        -------
+        dict
+            The fields by name, JSON-ready: arrays as lists, NaN as ``None``.
+        """
         def plain(a: np.ndarray | None) -> list[float | None] | None:
             return None if a is None else [None if not np.isfinite(v) else float(v) for v in a]
 

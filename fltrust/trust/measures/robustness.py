@@ -64,6 +64,18 @@ class BinaryLogitAsTwoClasses(nn.Module):
         self.model = model
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """Return the logits ``[0, z]`` of the two classes for the wrapped model's one logit ``z``.
+
+        Parameters
+        ----------
+        x : torch.Tensor
+            A batch of inputs of the wrapped model.
+
+        Returns
+        -------
+        torch.Tensor
+            Shape ``(n, 2)``: class 0's logit 0 and class 1's logit ``z`` (the same softmax as the sigmoid of ``z``).
+        """
         z = self.model(x).reshape(-1, 1)
         return torch.cat([torch.zeros_like(z), z], dim=1)
 
@@ -221,7 +233,7 @@ def clever_score(
 # -- empirical robustness: evasion attacks (extended mode) ------------------------------------------
 
 def as_class_logits(model: nn.Module, sample: np.ndarray | torch.Tensor, nb_classes: int) -> tuple[nn.Module, int]:
-    """An eval-mode copy of ``model`` with frozen parameters that emits K class logits, and K.
+    """Make an eval-mode copy of ``model`` with frozen parameters that emits K class logits, and K.
 
     A one-logit binary model is wrapped by :class:`BinaryLogitAsTwoClasses` (K = 2); a K-logit
     model is returned as it is (copied). ``sample`` (one or more rows) is used to read the output
@@ -292,7 +304,13 @@ class EvasionResult:
     retention: float
 
     def to_dict(self) -> dict[str, Any]:
-        """Plain dict."""
+        """Return the result as a plain dict.
+
+        Returns
+        -------
+        dict
+            The fields by name; ``clip_values`` as a list or ``None``.
+        """
         out = asdict(self)
         out["clip_values"] = None if self.clip_values is None else list(self.clip_values)
         return out

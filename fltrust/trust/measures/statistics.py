@@ -59,7 +59,18 @@ def _as_nonnegative(values: Sequence[float] | np.ndarray, name: str, *, ndim: in
 
 
 def cap1(value: float) -> float:
-    """``min(value, 1)``; NaN stays NaN (the prototype's cap on every CV, trust spec 3.3)."""
+    """Cap at 1: ``min(value, 1)``; NaN stays NaN (the prototype's cap on every CV, trust spec 3.3).
+
+    Parameters
+    ----------
+    value : float
+        A coefficient of variation (or any number).
+
+    Returns
+    -------
+    float
+        ``min(value, 1)``, or NaN for NaN.
+    """
     return float(value) if math.isnan(value) else float(min(value, 1.0))
 
 
@@ -118,7 +129,7 @@ def label_entropies(class_counts: np.ndarray) -> np.ndarray:
 
 
 def minmax_mean_entropy(entropies: Sequence[float] | np.ndarray) -> float:
-    r"""The prototype's ``avg_entropy``: mean of min-max normalised client entropies (spec 3.8).
+    r"""Compute the prototype's ``avg_entropy``: mean of min-max normalised client entropies (spec 3.8).
 
     .. math:: h_i = \frac{H_i - \min_j H_j}{\max_j H_j - \min_j H_j}, \qquad
               \text{avg\_entropy} = \frac{1}{C} \sum_i h_i
@@ -167,7 +178,7 @@ def avg_entropy(class_counts: np.ndarray, *, method: str = "minmax_label") -> fl
 
     Notes
     -----
-    Methods:
+    The methods:
 
     ``"minmax_label"`` (prototype HEAD)
         :func:`minmax_mean_entropy` of the client label entropies :func:`label_entropies`.
@@ -310,7 +321,7 @@ def class_imbalance(
 
     Notes
     -----
-    Methods:
+    The methods:
 
     ``"present_classes"`` (prototype HEAD)
         Only classes with at least one sample enter ``c`` (the prototype's dictionary only holds

@@ -98,7 +98,7 @@ def encryption(run: RunView) -> Measured:
 @measure("privacy/anonymisation", "str", who="project owner", phase="pre", status="declared",
          source="metrics.trust.declared.anonymisation", provenance="metrics.trust.declared.anonymisation")
 def anonymisation(run: RunView) -> Measured:
-    """The declared anonymisation technique.
+    """Return the declared anonymisation technique.
 
     Parameters
     ----------
@@ -420,7 +420,7 @@ def discrimination_index(run: RunView) -> Measured:
 @measure("explainability/simplification", "str", who="project owner", phase="pre", status="declared",
          source="metrics.trust.declared.simplification", provenance="metrics.trust.declared.simplification")
 def simplification(run: RunView) -> Measured:
-    """The declared model simplification (pruning, quantisation, distillation).
+    """Return the declared model simplification (pruning, quantisation, distillation).
 
     Parameters
     ----------
@@ -558,7 +558,7 @@ def model_co_versioning(run: RunView) -> Measured:
 @measure("federation/model_replacement", "str", who="project owner", phase="pre", status="declared",
          source="metrics.trust.declared.model_replacement", provenance="metrics.trust.declared.model_replacement")
 def model_replacement(run: RunView) -> Measured:
-    """The declared mechanism that replaces a degrading global model.
+    """Return the declared mechanism that replaces a degrading global model.
 
     Parameters
     ----------

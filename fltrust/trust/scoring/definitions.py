@@ -127,6 +127,7 @@ class MetricDefinition:
     description: str = ""
 
     def __post_init__(self) -> None:
+        """Check the operation, the score type and the keys they need."""
         where = f"metric {self.name!r}"
         if self.operation not in OPERATIONS:
             raise DefinitionsError(f"{where}: unknown operation {self.operation!r}; choose one of {OPERATIONS.names()} "
@@ -196,11 +197,31 @@ class Definitions:
     use_provenance: bool = False
 
     def metric_paths(self) -> list[str]:
-        """``pillar/notion/metric`` of every metric, in order."""
+        """List the ``pillar/notion/metric`` path of every metric, in order.
+
+        Returns
+        -------
+        list of str
+        """
         return [f"{p.name}/{n.name}/{m.name}" for p in self.pillars for n in p.notions for m in n.metrics]
 
     def get_metric(self, path: str) -> MetricDefinition:
-        """The metric at ``pillar/notion/metric``."""
+        """Return the metric at ``pillar/notion/metric``.
+
+        Parameters
+        ----------
+        path : str
+            ``pillar/notion/metric``.
+
+        Returns
+        -------
+        MetricDefinition
+
+        Raises
+        ------
+        KeyError
+            No metric at that path.
+        """
         for pillar in self.pillars:
             for notion in pillar.notions:
                 for metric in notion.metrics:
@@ -209,7 +230,7 @@ class Definitions:
         raise KeyError(f"no metric {path!r} in definitions {self.name!r}")
 
     def replace_metric(self, path: str, **changes: Any) -> Definitions:
-        """A copy with the metric at ``path`` changed (fields as in :class:`MetricDefinition`).
+        """Return a copy with the metric at ``path`` changed (fields as in :class:`MetricDefinition`).
 
         Parameters
         ----------
@@ -334,7 +355,7 @@ def _parse_metric(name: str, data: Any, where: str, source: str) -> MetricDefini
 
 
 def _is_prototype_json_layout(data: Mapping[str, Any]) -> bool:
-    """The prototype's eval_metrics JSON: pillars at the top level, no 'pillars' key."""
+    """Tell whether ``data`` is the prototype's eval_metrics JSON: pillars at the top level, no 'pillars' key."""
     return "pillars" not in data and all(
         isinstance(notions, Mapping) and all(isinstance(n, Mapping) and "metrics" in n for n in notions.values())
         for notions in data.values()
@@ -342,7 +363,7 @@ def _is_prototype_json_layout(data: Mapping[str, Any]) -> bool:
 
 
 def _merge_tree(base: Mapping[str, Any], extension: Mapping[str, Any], source: str) -> dict[str, Any]:
-    """``base`` (a raw document) with ``extension``'s keys: pillars, notions and metrics merged by name."""
+    """Merge ``extension``'s keys into ``base`` (a raw document): pillars, notions and metrics merged by name."""
     out = {key: value for key, value in base.items() if key != "extends"}
     for key, value in extension.items():
         if key in ("extends", "pillars"):
@@ -376,7 +397,7 @@ def _merge_tree(base: Mapping[str, Any], extension: Mapping[str, Any], source: s
 
 
 def _resolve_extends(data: Mapping[str, Any], source: str, depth: int = 0) -> Mapping[str, Any]:
-    """The document with its ``extends`` chain merged in (a packaged file name or a relative path)."""
+    """Merge the ``extends`` chain into the document (a packaged file name or a relative path)."""
     target = data.get("extends")
     if target is None:
         return data

@@ -93,13 +93,13 @@ def _round2(value: float) -> float:
 
 
 def _run_operation(metric: MetricDefinition, values: list[Any], switches: Mapping[str, Any]) -> Any:
-    """The metric's raw value: its registered operation on its field values."""
+    """Compute the metric's raw value: its registered operation on its field values."""
     operation = OPERATIONS[metric.operation]
     return operation.function(*values, **{name: switches[name] for name in operation.switches})
 
 
 def _normalize(metric: MetricDefinition, raw: Any, switches: Mapping[str, Any]) -> float:
-    """The metric's score: its registered score type on the raw value."""
+    """Compute the metric's score: its registered score type on the raw value."""
     kind = SCORE_TYPES[metric.type]
     return kind.function(raw, metric, **{name: switches[name] for name in kind.switches})
 
@@ -109,7 +109,7 @@ def _is_nan(value: Any) -> bool:
 
 
 def _provenance_entry(factsheet: Mapping[str, Any], path: str) -> dict[str, Any]:
-    """The FactSheet's provenance entry of a metric (extended mode); ``status: "unknown"`` if absent."""
+    """Return the FactSheet's provenance entry of a metric (extended mode); ``status: "unknown"`` if absent."""
     section = factsheet.get(PROVENANCE_SECTION)
     entry = section.get(path) if isinstance(section, Mapping) else None
     if not isinstance(entry, Mapping):
@@ -209,7 +209,7 @@ def _score_metric(
 
 
 def _weights(items: Iterable[Any], use_weights: bool, where: str) -> list[float]:
-    """The weights used to aggregate ``items``: theirs (checked) or 1/k each."""
+    """Return the weights used to aggregate ``items``: theirs (checked) or 1/k each."""
     items = list(items)
     if not use_weights:
         return [1 / len(items)] * len(items)

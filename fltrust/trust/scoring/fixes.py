@@ -162,7 +162,7 @@ the final outputs) is the ``rounding`` argument."""
 
 
 def resolve_fixes(fixes: Iterable[str] | None, mode: str) -> tuple[str, ...]:
-    """The fix names to apply, checked and in their canonical order (that of :data:`FIXES`).
+    """Return the fix names to apply, checked and in their canonical order (that of :data:`FIXES`).
 
     Parameters
     ----------
@@ -197,7 +197,7 @@ def resolve_fixes(fixes: Iterable[str] | None, mode: str) -> tuple[str, ...]:
 
 
 def engine_switches(fixes: Iterable[str]) -> dict[str, Any]:
-    """The engine switches with the named fixes in force (:attr:`Fix.switch`).
+    """Return the engine switches with the named fixes in force (:attr:`Fix.switch`).
 
     Parameters
     ----------

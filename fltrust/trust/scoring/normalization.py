@@ -129,7 +129,7 @@ def true_score(value: Any, direction: str = "asc", *, coerce_types: bool = False
 
 
 def _count_below(value: float, boundaries: Sequence[float]) -> int:
-    """Number of boundaries strictly below ``value`` (``np.digitize(..., right=True)``)."""
+    """Count the boundaries strictly below ``value`` (``np.digitize(..., right=True)``)."""
     return int(np.digitize(value, np.asarray(boundaries, dtype=float), right=True))
 
 

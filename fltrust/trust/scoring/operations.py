@@ -278,7 +278,7 @@ def _present_number(value: Any) -> bool:
 
 @operation("first_present", arity=None)
 def first_present(*values: Any) -> Any:
-    """The first input that is present: not ``None``, not NaN, not an empty string (extended mode).
+    """Return the first input that is present: not ``None``, not NaN, not an empty string (extended mode).
 
     Lets a metric prefer a measured value and fall back to a declared one, e.g. poisoning
     defence = measured recovery, else "a Byzantine-robust aggregator is used". ``None`` when none

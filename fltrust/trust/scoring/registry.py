@@ -158,19 +158,23 @@ class Registry(Generic[Entry]):
         self._entries.pop(name, None)
 
     def __getitem__(self, name: str) -> Entry:
+        """Return the entry registered under ``name``."""
         return self._entries[name]
 
     def __contains__(self, name: object) -> bool:
+        """Tell whether ``name`` is registered."""
         return name in self._entries
 
     def __iter__(self) -> Iterator[str]:
+        """Iterate over the registered names."""
         return iter(self._entries)
 
     def __len__(self) -> int:
+        """Count the registered entries."""
         return len(self._entries)
 
     def names(self) -> list[str]:
-        """The registered names, sorted.
+        """Return the registered names, sorted.
 
         Returns
         -------
