@@ -17,7 +17,7 @@ import torch
 from fltrust.config import ExperimentConfig
 from fltrust.data import load_dataset
 from fltrust.data.base import ArraySplit, DatasetBundle
-from fltrust.partition import build_client_splits
+from fltrust.partition import build_client_splits, resolve_partition_seed
 
 
 def resolve_device(name: str) -> torch.device:
@@ -64,9 +64,17 @@ class Federation:
 
 
 def prepare_federation(cfg: ExperimentConfig, device: torch.device) -> Federation:
-    """Load the dataset, partition it, select the auxiliary set and move everything to ``device``."""
+    """Load the dataset, partition it, select the auxiliary set and move everything to ``device``.
+
+    The partition seed (``partition.seed``, else the run seed) draws everything that decides which
+    samples exist and which a client holds: the dataset's own draws (a synthetic generator, the
+    ``data.pooled_train_samples`` redraw, a ``data.max_*_samples`` subsample), the partition, the
+    validation splits and the aux set. So repeats that share a ``partition.seed`` share their data
+    and differ only in model initialisation, client sampling and batch order (the fairness
+    authors' repeats, fairness spec 4).
+    """
     seed = cfg.effective_seed()
-    bundle = load_dataset(cfg.data, seed=seed)
+    bundle = load_dataset(cfg.data, seed=resolve_partition_seed(cfg.partition, seed))
     splits = build_client_splits(bundle.train.y, bundle.train.groups, cfg.partition, seed,
                                  num_classes=bundle.num_classes, n_test=len(bundle.test))
     aux = splits.aux

@@ -135,7 +135,9 @@ class PartitionConfig:
         also lie in D; docs/references.md#fairness-6-6). A switch for experiments on that leakage; no Table 3 config
         uses it.
     seed : int or None
-        Partition seed; ``None`` = ``run.seed``.
+        Partition seed; ``None`` = the run's seed (``run.seed`` + ``run.repeat``). It also seeds the
+        dataset's own draws (``data.pooled_train_samples``, ``data.max_*_samples``, a synthetic
+        generator), so repeats with one ``partition.seed`` share all their data.
     """
 
     num_clients: int = 10

@@ -111,3 +111,18 @@ def test_a_wrong_per_repeat_number_is_named_with_both_values():
             in problems)
     assert any("quotes 0.1 / 0.2 / 0.3" in p for p in problems)
     assert any("quotes 0.608 / 0.657 / 0.459" in p for p in problems)  # the text's own quote, no longer listed
+
+
+def test_every_committed_study_run_is_one_its_study_plans():
+    # a study file copied back from a queue holds only runs of the current configs, on the real data
+    from fltrust.repro.fairness.studies import STUDIES, load_studies, planned_run_id
+
+    files = load_studies()
+    for study in STUDIES:
+        data = files[study.label]
+        if data is None:
+            continue
+        planned = {planned_run_id(v) for v in study.variants}
+        stored = set(data["runs"])
+        assert stored <= planned, f"{study.label}: runs {sorted(stored - planned)} are not planned by the current configs"
+        assert not any(entry["synthetic"] for entry in data["runs"].values()), f"{study.label}: synthetic runs"
