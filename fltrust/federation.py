@@ -71,7 +71,7 @@ def prepare_federation(cfg: ExperimentConfig, device: torch.device) -> Federatio
     ``data.pooled_train_samples`` redraw, a ``data.max_*_samples`` subsample), the partition, the
     validation splits and the aux set. So repeats that share a ``partition.seed`` share their data
     and differ only in model initialisation, client sampling and batch order (the fairness
-    authors' repeats, fairness spec 4).
+    authors' repeats, fairness spec 4; docs/references.md#fairness-4).
     """
     seed = cfg.effective_seed()
     bundle = load_dataset(cfg.data, seed=resolve_partition_seed(cfg.partition, seed))
