@@ -54,8 +54,6 @@ OUTSIDE = re.compile(r"shared/specs|specs/(?:federatedtrust|fairness_analytics)|
 ANCHOR = re.compile(r'<a id="(?P<id>[a-z0-9-]+)"></a>')
 LINK = re.compile(r"docs/references\.md#(?P<first>[a-z0-9-]+)(?P<more>(?:,[ \t]*\n?[ \t]*#[a-z0-9-]+)*)")
 """A link to entries of the page: ``docs/references.md#trust-3-10``, ``docs/references.md#fairness-6-5, #fairness-6-7``."""
-PENDING = ("fltrust/engines/", "fltrust/algorithms/", "tests/engines/", "tests/algorithms/")
-"""Folders whose modules still carry the general pointer (being refactored; linked in a later change)."""
 BOILERPLATE = re.compile(r"Spec and bug references\b.{0,80}are defined in", re.DOTALL)
 """The line modules used to carry instead of linking their citations."""
 DATA_PAGE = REPO / "data" / "PROVENANCE.md"
@@ -257,8 +255,7 @@ def test_every_link_is_defined() -> None:
 def test_every_module_links_the_entries_it_cites() -> None:
     # Arrange: a module's reader follows its citations from the module itself (its comments and docstrings;
     # the strings it prints or logs are output)
-    modules = [p for p in scanned_files(SCANNED)
-               if p.suffix == ".py" and not p.relative_to(REPO).as_posix().startswith(PENDING)]
+    modules = [p for p in scanned_files(SCANNED) if p.suffix == ".py"]
     # Act
     offenders = []
     for path in modules:
@@ -291,8 +288,6 @@ def test_no_module_points_readers_to_the_page_in_general() -> None:
     carriers = []
     # Act
     for path in scanned_files(("fltrust", "tests", "benchmarks", "examples", "papers_repro")):
-        if path.relative_to(REPO).as_posix().startswith(PENDING):
-            continue
         if path.suffix == ".py" and BOILERPLATE.search(path.read_text(encoding="utf-8")):
             carriers.append(str(path.relative_to(REPO)))
     # Assert
