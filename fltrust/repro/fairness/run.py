@@ -4,16 +4,15 @@ The condition notebook (``notebooks/fairness/condition.ipynb``) calls :func:`run
 :func:`notions_frame`, :func:`condition_result` and :func:`write_result`; the summary notebook
 calls :func:`table3` and :func:`figure4_frame`. Everything reads plain run records, so figures can
 be redrawn without rerunning, and :func:`rewrite_result` rewrites a committed condition result
-from its reloaded run folders (no training). The Table 3 window protocol (fairness spec 8) is
-:func:`table3_window_mean` on per-round arrays and :func:`window_means` on a notions frame.
+from its reloaded run folders (no training). The Table 3 window protocol (fairness spec 8,
+docs/references.md#fairness-8) is :func:`table3_window_mean` on per-round arrays and :func:`window_means` on a notions
+frame.
 
 A condition result holds, besides the Table 3 window means and the per-round notions, the
 per-client data of every round (:func:`per_client_data`: the cumulative FedSV vector of all C
 clients, the participants' ids, s, gains, rewards, accuracies, group scores and the count of
-non-positive s), so that the fairness spec's section 7 identities can be checked on the committed
-files without the run folders (``tests/repro/fairness/test_fairness_identities.py``).
-
-Spec and bug references ("fairness spec §N", "trust spec §N", "Bn") are defined in ``docs/references.md``.
+non-positive s), so that the fairness spec's section 7 (docs/references.md#fairness-7) identities can be checked on the
+committed files without the run folders (``tests/repro/fairness/test_fairness_identities.py``).
 """
 
 from __future__ import annotations
