@@ -4,7 +4,7 @@ Usage::
 
     nice python benchmarks/peers.py [--rounds 5] [--repeats 1] [--systems pfl,flower,torch,fltrust,fltrust-seq]
 
-The workload (issue 20): NSL-KDD (KDDTrain+ from ``$FLTRUST_DATA/nsl_kdd``; without it fltrust's
+The workload: NSL-KDD (KDDTrain+ from ``$FLTRUST_DATA/nsl_kdd``; without it fltrust's
 synthetic stand-in of the same size, and the table says ``synthetic``), split by fltrust into 100
 iid clients (each trains on its 90 % training split, about 1,134 rows), 5 clients per round, 5
 local epochs, batch 32, Adam (learning rate 0.001, a new optimiser per client and round),

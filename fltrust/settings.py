@@ -170,11 +170,12 @@ class FairnessOptions:
     ----------
     mode : {"faithful", "corrected"}
         ``"faithful"`` (default): exactly the authors' computation behind Table 3.
-        ``"corrected"``: every correction of spec 9 below.
+        ``"corrected"``: every correction of spec 9 (docs/references.md#fairness-9) below.
     shapley_include_empty : bool
         FedSV with the empty-coalition term (standard Shapley, ``U(empty) = 0``, efficiency
         holds) -- corrected ``True``. Faithful ``False``: the authors' power set drops the empty
-        coalition, so ``phi = standard - U({n})/m`` and ``l(theta_k; D)`` cancels (spec 3).
+        coalition, so ``phi = standard - U({n})/m`` and ``l(theta_k; D)`` cancels (spec 3,
+        docs/references.md#fairness-3).
     coalition_weighting : {"uniform", "fedavg"}
         Coalition model = plain mean of the members' models (faithful, paper Eq. 4 and code)
         or the FedAvg mean weighted by the clients' samples or batches (corrected; the weight
@@ -234,8 +235,8 @@ class FairnessOptions:
     sensitive_attributes : sequence of int or None
         Label values whose groups f_g compares (a list in the YAML; the settings hold a tuple). ``None``: an experiment
         config uses the authors' list for its dataset and strategy (fairness spec 4,
-        :func:`~fltrust.metrics.fairness.default_sensitive_attributes`); the observer on its own
-        (a Flower app) uses every label of the model's classes.
+        :func:`~fltrust.metrics.fairness.default_sensitive_attributes`; docs/references.md#fairness-4); the observer on
+        its own (a Flower app) uses every label of the model's classes.
     aux_batch_size : int or None
         Aux-set samples per forward pass of the FedSV coalition evaluation (all coalition models
         at once); ``None`` = automatic (about 32 MB of activations on CPU, 1 GB on CUDA). Speed
@@ -446,7 +447,7 @@ class TrustOptions:
     ----------
     mode : {"prototype", "paper", "fixed", "extended"}
         ``"prototype"`` (default): the authors' released code. ``"paper"``: the normalisations
-        that best reproduce the paper's Figures 4-5. ``"fixed"``: every spec-9 fix.
+        that best reproduce the paper's Figures 4-5. ``"fixed"``: every spec-9 (docs/references.md#trust-9) fix.
         ``"extended"``: all 36 taxonomy metrics plus nebula's sustainability pillar, measured
         where the kit can (see ``fltrust/trust/definitions/extended.yaml``), for an experiment
         (:func:`fltrust.experiment.trust_observer`) or a Flower app (:func:`fltrust.flower.instrument`).
@@ -455,7 +456,7 @@ class TrustOptions:
     clever_samples : int
         Test points for CLEVER (0 disables).
     clever_nb_batches, clever_batch_size, clever_radius, clever_norm, clever_pool_factor
-        ART ``clever_u`` parameters (defaults as in the prototype, trust spec 3.10).
+        ART ``clever_u`` parameters (defaults as in the prototype, trust spec 3.10; docs/references.md#trust-3-10).
     shap_background, shap_samples : int
         SHAP DeepExplainer background and explained sample counts (prototype: 8 and 2; 0 samples
         disables).

@@ -1,6 +1,6 @@
 """The CLI's fault table: every user-facing failure is one or two stderr lines and a documented code.
 
-Each test is one probe a newcomer hit (issue 7, parts 8-9). The exit codes are those of
+Each test is one probe a newcomer hit, with the one line it must get. The exit codes are those of
 ``fltrust.cli`` (2 usage/config/data, 3 filesystem, 4 run folder, 70 internal, 130 interrupted).
 """
 
@@ -326,7 +326,7 @@ def test_sigint_during_a_run_exits_130_with_one_line(tmp_path):
     assert err.strip().splitlines() == ["fltrust: interrupted; rerun the same command to resume"], err
 
 
-# -- files a user can be handed never run code (issue 18) --------------------------------------
+# -- files a user can be handed never run code -------------------------------------------------
 
 class PlantedPayload:
     """Unpickling it runs a shell command that creates ``marker``."""
@@ -409,7 +409,7 @@ def test_an_unreadable_audit_key_file_is_one_line(tmp_path, capsys, monkeypatch)
     assert f"FLTRUST_AUDIT_KEY_FILE={tmp_path / 'nope.key'}: cannot read the audit key file" in one_line_error(capsys)
 
 
-# -- hardening (issue 18, items 7 and 9-11): one line each, the right code ----------------------
+# -- hostile or broken input: one line each, the right code -------------------------------------
 
 def must_not_be_called(what: str):
     """A stand-in for a call the probe must never reach (it crashed or hung the old code)."""

@@ -181,7 +181,7 @@ def test_config_hash_of_a_committed_paper_result_is_pinned():
     assert result["run_ids"][0] == f"fedavg_nslkdd_100c_iid-{cfg.config_hash()}-s0-r0"
 
 
-# -- hardening (issue 18, item 11) ------------------------------------------------------------
+# -- hardening: duplicate keys, bounded values, short error lines -----------------------------
 
 def test_config_loader_rejects_duplicate_keys_at_any_depth_and_keeps_merge_keys():
     from fltrust.config import ConfigLoader

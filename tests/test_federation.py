@@ -1,4 +1,4 @@
-"""fltrust.federation: the authors' NSL-KDD one-hot layouts (fairness spec 6.7), by hand."""
+"""fltrust.federation: the authors' NSL-KDD one-hot layouts (docs/references.md#fairness-6-7), by hand."""
 
 import numpy as np
 import pytest

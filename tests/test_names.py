@@ -92,7 +92,7 @@ def test_every_mode_has_its_defaults():
     assert list(names.FAIRNESS_MODE_DEFAULTS) == list(names.FAIRNESS_MODES)
     for defaults in names.TRUST_SCORING_DEFAULTS.values():
         assert set(defaults["fixes"]) <= set(names.TRUST_FIXES)
-    # fix B2 is one fact: the observer's report and the score treat a NaN value alike
+    # fix B2 (docs/references.md#trust-b2) is one fact: the observer's report and the score treat a NaN value alike
     assert [d["nan_is_missing"] for d in names.TRUST_MODE_DEFAULTS.values()] == [False, True, True, True]
     assert names.TRUST_MODE_DEFAULTS["extended"] == names.TRUST_MODE_DEFAULTS["fixed"]
 

@@ -38,8 +38,6 @@ constructor takes the parameters it uses as keyword arguments. :func:`build_stra
 keyword to the run fact of that name (``local_epochs``, ``clients_per_round``), else to
 ``strategy.options[<name>]``, else to the ``strategy`` field of that name, else leaves its default; ``strategy.name:
 <name>`` then selects it in a YAML file (``docs/extending.md``, "A new aggregation strategy").
-
-Spec and bug references ("fairness spec §N", "trust spec §N", "Bn") are defined in ``docs/references.md``.
 """
 
 from __future__ import annotations
@@ -388,7 +386,7 @@ class QFedAvg(Strategy):
 
 @registry.STRATEGIES.register
 class Ditto(Strategy):
-    """Ditto (Li et al. 2021) as the fairness authors ran it (fairness spec 5.3).
+    """Ditto (Li et al. 2021) as the fairness authors ran it (fairness spec 5.3, docs/references.md#fairness-5-3).
 
     Global track: ``local_epochs`` epochs from the received model -> w_n, sent to the server.
     Personal track: the client's stored personal model v_n (initialised to the global model at the

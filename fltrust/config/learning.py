@@ -1,7 +1,4 @@
-"""The ``strategy``, ``training`` and ``privacy`` sections: how the clients learn and the server aggregates.
-
-Spec and bug references ("fairness spec §N", "trust spec §N", "Bn") are defined in ``docs/references.md``.
-"""
+"""The ``strategy``, ``training`` and ``privacy`` sections: how the clients learn and the server aggregates."""
 
 from __future__ import annotations
 
@@ -48,8 +45,8 @@ class StrategyConfig:
         q-FedAvg fairness exponent and step ``1/L``.
     qfedavg_variant : str
         ``"flower_legacy"``: one central loss L(theta_k; D) for all clients (what the fairness
-        authors ran, fairness spec 5.2); ``"qffl"``: each client's own loss of theta_k on its
-        training data (Li et al. 2020, the q-FFL paper).
+        authors ran, fairness spec 5.2; docs/references.md#fairness-5-2); ``"qffl"``: each client's own loss of theta_k
+        on its training data (Li et al. 2020, the q-FFL paper).
     ditto_lambda, ditto_lr, ditto_epochs : float, float, int
         Ditto personalisation strength, personal learning rate and personal epochs.
     ditto_anchor : str

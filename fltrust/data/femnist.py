@@ -34,7 +34,8 @@ h5 files is kept once, from whichever copy is larger.
 Output
 ------
 - x: float32 (N, 1, 28, 28), pixel values exactly as stored by LEAF (in [0, 1]; LEAF's images
-  are inverted, background near 1). No normalisation, as the fairness authors (fairness spec 6.6).
+  are inverted, background near 1). No normalisation, as the fairness authors (fairness spec 6.6,
+  docs/references.md#fairness-6-6).
 - y: int64 in 0..61: 0-9 digits, 10-35 ``A``-``Z``, 36-61 ``a``-``z`` (:data:`CLASS_NAMES`).
 - groups: writer index, the same index in train and test; ``group_names`` are the writer ids.
   Writers are numbered in order of first appearance, reading the train shards and then the test
@@ -55,8 +56,6 @@ Hostile files
 - In the h5 files, links to other files (external or soft links), datasets stored in other files
   (external storage, virtual datasets) and a writer whose pixels would take more than
   :data:`MAX_DECODED_BYTES` in memory are refused, naming the file and the writer.
-
-Spec and bug references ("fairness spec §N", "trust spec §N", "Bn") are defined in ``docs/references.md``.
 """
 
 from __future__ import annotations

@@ -15,7 +15,8 @@ Output
 - y: 0 = benign, 1 = attack (any gafgyt or mirai file); ``extras["attack"]`` holds ``"benign"`` or
   ``"<family>.<attack>"`` (for example ``"gafgyt.udp"``).
 - groups: device index among the devices found (in :data:`DEVICES` order); ``group_names`` the
-  device names. A device is a natural client (FederatedTrust experiments 4 and 5, trust spec 7.1).
+  device names. A device is a natural client (FederatedTrust experiments 4 and 5, trust spec 7.1;
+  docs/references.md#trust-7-1).
 - Train/test: a seeded stratified split per device and class, 80/20 by default.
 - ``balance=True``: before the split, each device keeps all rows of its minority class and an equal,
   seeded random draw of its majority class (50/50 benign/attack per client, trust experiment 5).
@@ -25,7 +26,7 @@ Output
 Partial real files (``real_partial/``)
 --------------------------------------
 ``<n_baiot folder>/real_partial/`` may hold real 115-feature files of single devices that are not a
-complete UCI archive (the shared mirror: devices 1, 3 and 5, see its PROVENANCE.md).
+complete UCI archive (the project's mirror: devices 1, 3 and 5, data/PROVENANCE.md#n-baiot-real-partial).
 :func:`load_n_baiot` never reads them: they are too few devices for the federated experiments, and
 configurations that fall back to the synthetic stand-in must keep doing so.
 :func:`load_n_baiot_real_partial` reads them as raw rows (no split, no scaling), for ``fltrust data
@@ -38,8 +39,6 @@ identity, device number n = 1..9:
 - ``<n>.<traffic>.csv``: the same CSV, uncompressed;
 - ``<n>.benign+<family>.<attack>[.<note>].csv``: a labelled CSV, the 115 features then a column
   ``Normal`` (1 = benign row, 0 = attack row of that attack).
-
-Spec and bug references ("fairness spec §N", "trust spec §N", "Bn") are defined in ``docs/references.md``.
 """
 
 from __future__ import annotations

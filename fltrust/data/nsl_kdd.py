@@ -8,7 +8,7 @@ The official text release of the Canadian Institute for Cybersecurity (UNB): ``K
 features (:data:`KDD_COLUMNS`), the attack label (``normal`` or an attack name) and the difficulty
 level (0-21, dropped). Several files given for one split are concatenated in the given order; the
 fairness authors' Hugging Face copy equals ``KDDTrain+ + KDDTrain+_20Percent`` and
-``KDDTest+ + KDDTest-21`` (fairness spec 6.7).
+``KDDTest+ + KDDTest-21`` (fairness spec 6.7, docs/references.md#fairness-6-7).
 
 Features (122, float32)
 -----------------------
@@ -44,16 +44,14 @@ The authors' column-order bug
 The fairness authors one-hot encoded every partition separately with ``pandas.get_dummies``, so
 the dummy columns of a partition are the categories present in it, sorted, followed by the absent
 ones appended as all-zero columns; feature positions therefore differ between clients and the
-server's auxiliary set (fairness spec 6.7 and 9, item 7). Their ``apply_transforms`` ran separately
-on the auxiliary set, on each client's train split and on each client's validation split, so a
-client's validation rows are laid out differently even from its own training rows.
+server's auxiliary set (fairness spec 6.7 and 9, item 7; docs/references.md#fairness-9-item-7). Their
+``apply_transforms`` ran separately on the auxiliary set, on each client's train split and on each client's validation
+split, so a client's validation rows are laid out differently even from its own training rows.
 :func:`per_partition_column_order` reproduces that layout for one set of rows. It is a
 faithful-only option (``data.onehot_order="per_split"``, what produced the published numbers;
 ``"per_partition"`` encodes a client's train and validation rows together); the loader itself
 always returns the global order, and :func:`fltrust.federation.prepare_federation` applies the
 permutation to each encoded set.
-
-Spec and bug references ("fairness spec §N", "trust spec §N", "Bn") are defined in ``docs/references.md``.
 """
 
 from __future__ import annotations

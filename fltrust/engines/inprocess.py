@@ -1,6 +1,6 @@
 """The in-process FL engine: one round loop for every strategy, fed to engine-neutral observers.
 
-Round k (1..T), as the fairness authors' Flower runs executed it (fairness spec 1):
+Round k (1..T), as the fairness authors' Flower runs executed it (fairness spec 1, docs/references.md#fairness-1):
 
 1. sample ``m`` clients uniformly without replacement (seeded per round);
 2. evaluate the received model theta_k on the server's auxiliary set D (``aux_loss_before``);
@@ -23,8 +23,6 @@ The engine knows nothing about metrics: :mod:`fltrust.experiment` builds the fed
 model and the observers and hands them to an engine (this one, or :mod:`fltrust.flower`). Both
 engines subclass :class:`fltrust.engines.base.EngineBase` (the experiment's set-up, sampling, auxiliary
 evaluation, epsilon accounting, summary) and train :class:`fltrust.engines.client.SimulatedClient`.
-
-Spec and bug references ("fairness spec §N", "trust spec §N", "Bn") are defined in ``docs/references.md``.
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ update on a flat ``(m, num_params)`` buffer. ReLU MLPs skip autograd: their pass
 (:meth:`VectorTrainer._train_mlp`) into buffers allocated once per local training, so that a step is
 about 40 tensor operations and no allocation. On CPU with numpy's OpenBLAS the eight batched
 matrix products of an NSL-KDD step go to numpy instead, in layouts OpenBLAS multiplies fastest
-(:meth:`VectorTrainer._train_mlp_numpy`; one thread of a Zen 5 core, issue 20: 0.62 ms per step
+(:meth:`VectorTrainer._train_mlp_numpy`; one thread of a Zen 5 core: 0.62 ms per step
 with ``torch.bmm``, 0.38 ms with OpenBLAS's AVX-512 kernels).
 
 This module holds when the path applies (:func:`vectorize_reason`), the trainer

@@ -72,8 +72,15 @@ class ModelFields:
         self._clever_warned = False
 
     def sample_index(self) -> np.ndarray:
-        """The test rows in the seeded draw order: CLEVER takes the first ``clever_samples``, SHAP
-        the first ``shap_background + shap_samples``."""
+        """Return the test rows in the seeded draw order.
+
+        CLEVER takes the first ``clever_samples``, SHAP the first ``shap_background + shap_samples``.
+
+        Returns
+        -------
+        numpy.ndarray
+            A permutation of the test-row indices, the same for every call (seed ``[seed, 7]``).
+        """
         rng = np.random.default_rng([self.seed, 7])
         return rng.permutation(len(self.x_test))
 

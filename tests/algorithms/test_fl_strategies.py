@@ -134,7 +134,7 @@ def test_fedprox_passes_the_received_model_as_the_proximal_center():
 
 # -- q-FedAvg -------------------------------------------------------------------------------------
 def test_qfedavg_flower_legacy_uses_the_central_loss_for_every_client():
-    """theta = 1, w_1 = 0, w_2 = 3, q = 2, lr = 0.5, central loss L = 0.5 (fairness spec 5.2).
+    """theta = 1, w_1 = 0, w_2 = 3, q = 2, lr = 0.5, central loss L = 0.5 (docs/references.md#fairness-5-2).
 
     g_1 = (1 - 0)/0.5 = 2, g_2 = (1 - 3)/0.5 = -4; L^q = 0.25, L^(q-1) = 0.5
     Delta_1 = 0.25 * 2 = 0.5, Delta_2 = 0.25 * -4 = -1.0       -> sum Delta = -0.5

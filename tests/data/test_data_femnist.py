@@ -201,9 +201,9 @@ def test_real_femnist_three_leaf_runs(mk):
 
     bundle = load_femnist(folder)
 
-    # PROVENANCE.md addendum: flic + slz + adarsh = 311 distinct writers. Keeping each writer's
-    # largest copy gives 42,531 / 4,883 samples; the addendum's 42,167 / 4,842 are the totals of
-    # its priority rule (flic > slz > adarsh), which keeps some truncated copies (f2261_76: 28 of 173).
+    # data/PROVENANCE.md#femnist: flic + slz + adarsh = 311 distinct writers. Keeping each writer's
+    # largest copy gives 42,531 / 4,883 samples; 42,167 / 4,842 would be the totals of
+    # a priority rule (flic > slz > adarsh), which keeps some truncated copies (f2261_76: 28 of 173).
     assert len(bundle.group_names) == 311
     assert (len(bundle.train), len(bundle.test)) == (42_531, 4_883)
     assert bundle.source["duplicate_copies_dropped"] == 13

@@ -39,7 +39,7 @@ def tiny(tmp_path, mk):
 
 
 def test_layout_constants_match_the_spec():
-    # Prepare / Execute / Assert: 38 continuous + 3 + 70 + 11 = 122 (fairness spec 6.7)
+    # Prepare / Execute / Assert: 38 continuous + 3 + 70 + 11 = 122 (fairness spec 6.7, docs/references.md#fairness-6-7)
     assert len(nsl_kdd.CONTINUOUS_COLUMNS) == 38
     assert (len(nsl_kdd.PROTOCOL_TYPES), len(nsl_kdd.SERVICES), len(nsl_kdd.FLAGS)) == (3, 70, 11)
     assert nsl_kdd.NUM_FEATURES == 122 == len(set(nsl_kdd.FEATURE_NAMES))

@@ -1,4 +1,4 @@
-"""Both papers' metrics on anyone's Flower app, with the documented calls only (issue 17).
+"""Both papers' metrics on anyone's Flower app, with the documented calls only.
 
 The app is the README's Flower code block, written into ``tmp_path`` as ``app.py``: its own ``Net``,
 its own DataLoaders of tiny synthetic tensors, Flower's FedAvg, and the three fltrust calls. The
@@ -405,8 +405,8 @@ def test_the_example_app_on_the_local_grid(tmp_path, monkeypatch):
         assert fair["shapley_method"] == "exact"  # 2 participants: "auto" is exact
         if fair["F_T"] is None:
             # Flower's FedAvg samples 2 of the 4 nodes at random, and a corrected notion can be
-            # undefined (fairness spec 9): f_j and f_r leave out a participant whose cumulative FedSV
-            # is <= 0 (with 1 of 2 left, undefined); f_g needs a client whose validation rows hold
+            # undefined (fairness spec 9, docs/references.md#fairness-9): f_j and f_r leave out a participant whose
+            # cumulative FedSV is <= 0 (with 1 of 2 left, undefined); f_g needs a client whose validation rows hold
             # two label groups (a Dirichlet client can hold one)
             assert any(fair[k] is None for k in ("f_j", "f_g", "f_r"))
             assert fair["f_j"] is not None or fair["num_dropped_gains"] >= 1

@@ -33,7 +33,7 @@ def test_audit_verifies_the_hash_chain_and_detects_tampering(tmp_path):
     assert main(["audit", str(record.path)]) == 1
 
 
-# -- the record chain, the audit key, plain-data model files (issue 18, items 1 and 4) ----------
+# -- the record chain, the audit key, plain-data model files ------------------------------------
 
 class PlantedPayload:
     """What an attacker pickles: unpickling it calls ``Path.touch(marker)`` (any code could run)."""

@@ -74,11 +74,14 @@ from fltrust.flower.partitions import discover_partitions
 from fltrust.flower.records import FLTRUST_KEY, arrays_to_params, params_to_arrays
 from fltrust.engines.flower.simulation import (
     LOOPBACK,
+    NodeTally,
     SimulationStopped,
     available_cpus,
     check_ray_target,
+    join_ray,
     quiet_flower,
     ray_on_loopback,
+    record_ray_nodes,
     shutdown_ray,
     stop_with,
 )
@@ -136,8 +139,10 @@ class FlowerEngine(EngineBase):
     flower : FlowerConfig
         The ``flower`` section: ``num_cpus`` / ``num_gpus`` per ClientApp (fractional GPUs share
         one device), ``num_supernodes`` (must equal the number of clients), ``ray_address`` (an
-        existing Ray cluster, whose workers must be able to import fltrust; ``None`` starts a local
-        Ray whose servers listen on 127.0.0.1 only, see
+        existing Ray cluster, whose workers must be able to import fltrust, joined at that address
+        or failing in one line within a minute, see
+        :func:`fltrust.engines.flower.simulation.join_ray`; ``None`` starts a local Ray whose
+        servers listen on 127.0.0.1 only, see
         :func:`fltrust.engines.flower.simulation.ray_on_loopback`), ``ditto_personal_store``.
     secure_aggregation : SecAggPlus, optional
         Run Flower's SecAgg+ protocol with these settings (default: no secure aggregation).
@@ -163,7 +168,9 @@ class FlowerEngine(EngineBase):
         if supernodes is not None and supernodes != self.fed.num_clients:
             raise ValueError(f"flower.num_supernodes={supernodes} must equal the number of clients "
                              f"({self.fed.num_clients}): every client is one SuperNode")
-        check_ray_target(self.flower)  # before Ray starts: a client that cannot be placed hangs Ray
+        # before Ray starts: a client that cannot be placed, or a cluster Ray cannot reach, hangs Ray
+        self._ray_target = check_ray_target(self.flower)
+        self._tally = None  # the NodeTally actor of a Ray simulation: where each ClientApp ran
         self._stop = threading.Event()  # set on Ctrl-C (or any error): the ServerApp thread gives up
         vectorize = self.training.vectorize
         if vectorize != "off":
@@ -208,9 +215,9 @@ class FlowerEngine(EngineBase):
         # Ray workers inherit the environment, not this process's sys.path (Flower does the same)
         pythonpath = os.pathsep.join([p for p in sys.path if p] + [os.environ.get("PYTHONPATH", "")]).strip(os.pathsep)
         env = {"PYTHONPATH": pythonpath, "FLWR_TELEMETRY_ENABLED": os.environ.get("FLWR_TELEMETRY_ENABLED", "0")}
-        options = dict(include_dashboard=False, logging_level=logging.WARNING, runtime_env={"env_vars": env})
-        if self.flower.ray_address is not None:  # the user's cluster: its nodes listen where they were started
-            ray.init(address=self.flower.ray_address, **options)
+        options: dict[str, Any] = dict(include_dashboard=False, logging_level=logging.WARNING, runtime_env={"env_vars": env})
+        if self._ray_target is not None:  # the user's cluster, at the address given (or a one-line error)
+            join_ray(self._ray_target, **options)
             return
         with ray_on_loopback():
             ray.init(_node_ip_address=LOOPBACK, **options)
@@ -367,9 +374,10 @@ class FlowerEngine(EngineBase):
         payload_ref = ray.put(payload)
         self.timings["payload_put_s"] = time.perf_counter() - t
         backend = {"client_resources": {"num_cpus": float(self.flower.num_cpus), "num_gpus": float(self.flower.num_gpus)}}
+        self._tally = ray.remote(num_cpus=0)(NodeTally).remote()  # read by the ServerApp once its rounds end
+        client_app = record_ray_nodes(build_client_app(payload_ref), self._tally)
         self._launched = time.perf_counter()
-        run_simulation(server_app, build_client_app(payload_ref), num_supernodes=self.fed.num_clients,
-                       backend_config=backend)
+        run_simulation(server_app, client_app, num_supernodes=self.fed.num_clients, backend_config=backend)
         self.timings["simulation_s"] = time.perf_counter() - self._launched
 
     def _server_app(self, recorder: RunRecorder, progress):
@@ -414,8 +422,23 @@ class FlowerEngine(EngineBase):
                 self.timings["round_s"] = [observed.builder.round_seconds[r] for r in sorted(observed.builder.round_seconds)]
             except BaseException as exc:  # noqa: BLE001 - re-raised in run(), after Flower has shut down
                 self._error = exc
+            finally:
+                self._read_ray_nodes()
 
         return app
+
+    def _read_ray_nodes(self) -> None:
+        """``summary.json`` -> ``flower.ray_nodes``: the Ray node of every ClientApp call (read while
+        Ray is up: Flower shuts it down when the ServerApp returns)."""
+        if self._tally is None:
+            return
+        import ray
+
+        try:
+            self.timings["ray_nodes"] = ray.get(self._tally.read.remote(), timeout=60)
+        except Exception as exc:  # noqa: BLE001 - the run fails with it, unless it failed already
+            if self._error is None:
+                self._error = RuntimeError(f"could not read where the ClientApps ran from Ray: {exc}")
 
     # -- the whole run --------------------------------------------------------------------
     def run(self, recorder: RunRecorder, info: RunInfo, *, resume: bool = True,
@@ -442,7 +465,8 @@ class FlowerEngine(EngineBase):
         -------
         dict of str to Any
             The summary fields the engine wrote: as the in-process engine's, plus ``flower`` (the Flower
-            version and timings).
+            version, timings, and ``ray_nodes``: for each Ray node that ran ClientApps, its address,
+            the number of ClientApp calls and the clients it ran).
 
         Raises
         ------
@@ -455,7 +479,7 @@ class FlowerEngine(EngineBase):
         folder.checkpoint.unlink(missing_ok=True)
         self.start_run(recorder, info, dataset_extra)
         start_time = time.perf_counter()
-        self._error, self._final, self._aux, self._rounds = None, None, None, {}
+        self._error, self._final, self._aux, self._rounds, self._tally = None, None, None, {}, None
         self.timings = {"flower_version": require_flower()}
         progress = _progress(self.settings, self.training.rounds)
         self._stop.clear()

@@ -4,7 +4,7 @@ r"""FedSV of one federated round: coalition models, their utilities on the aux s
 needed coalition model with one call of :func:`fltrust.core.evaluation.evaluate_many`, and
 :func:`federated_shapley` picks the method (:func:`resolve_method`) and hands the utilities to
 :mod:`~fltrust.metrics.shapley.games` or :mod:`~fltrust.metrics.shapley.sampling`
-(paper Eqs. 3-5, fairness spec 3; the methods' cost: :mod:`fltrust.metrics.shapley`).
+(paper Eqs. 3-5, fairness spec 3; the methods' cost: :mod:`fltrust.metrics.shapley`; docs/references.md#fairness-3).
 """
 
 from __future__ import annotations
@@ -206,10 +206,29 @@ class FedSVResult:
 
 
 def resolve_method(method: ShapleyMethod, num_players: int, *, auto_exact_players: int = AUTO_EXACT_PLAYERS) -> ShapleyMethod:
-    """The method :func:`federated_shapley` runs for ``method`` and m participants.
+    """Return the method :func:`federated_shapley` runs for ``method`` and m participants.
 
     ``"auto"`` is ``"exact"`` up to ``auto_exact_players`` participants and ``"permutation"``
     above; the other methods are returned unchanged.
+
+    Parameters
+    ----------
+    method : {"exact", "monte_carlo", "permutation", "auto"}
+        The configured method (``metrics.fairness.shapley``).
+    num_players : int
+        m, the round's participants.
+    auto_exact_players : int, default AUTO_EXACT_PLAYERS
+        The largest m that ``"auto"`` computes exactly.
+
+    Returns
+    -------
+    str
+        ``"exact"``, ``"monte_carlo"`` or ``"permutation"``.
+
+    Raises
+    ------
+    MetricInputError
+        An unknown method, or ``auto_exact_players < 1``.
 
     Examples
     --------

@@ -50,10 +50,29 @@ MAX_ADAPTIVE_PERMUTATIONS_PER_PLAYER = 100
 
 
 def sample_permutations(num_players: int, num_permutations: int, seed: int | Sequence[int]) -> np.ndarray:
-    """Uniform random orderings of ``num_players`` players, shape ``(num_permutations, num_players)``.
+    """Draw uniform random orderings of ``num_players`` players.
 
     Row ``p`` lists player *positions* in the order they join. The same ``seed`` (an int or a
     sequence of ints, e.g. ``[run_seed, round]``) always gives the same permutations.
+
+    Parameters
+    ----------
+    num_players : int
+        m >= 1.
+    num_permutations : int
+        How many orderings (the Monte Carlo budget), >= 1.
+    seed : int or sequence of int
+        Seed of :func:`numpy.random.default_rng`.
+
+    Returns
+    -------
+    numpy.ndarray
+        int64 array of shape ``(num_permutations, num_players)``, each row a permutation of ``0..m-1``.
+
+    Raises
+    ------
+    MetricInputError
+        ``num_players`` or ``num_permutations`` below 1.
     """
     if num_players < 1:
         raise MetricInputError(f"num_players={num_players} must be >= 1")
@@ -66,10 +85,24 @@ def sample_permutations(num_players: int, num_permutations: int, seed: int | Seq
 def permutation_coalitions(
     players: Sequence[Hashable], permutations: np.ndarray, *, with_singletons: bool = True
 ) -> list[frozenset]:
-    """The distinct non-empty coalitions that :func:`monte_carlo_shapley` needs.
+    """List the distinct non-empty coalitions that :func:`monte_carlo_shapley` needs.
 
     These are the prefixes of every permutation plus (``with_singletons``) every singleton,
     which the faithful (no empty coalition) estimate subtracts.
+
+    Parameters
+    ----------
+    players : sequence of hashable
+        The m players, distinct (at least one); a permutation's entries are positions in this sequence.
+    permutations : numpy.ndarray
+        ``(P, m)`` orderings, as :func:`sample_permutations` draws them.
+    with_singletons : bool, default True
+        Also list every singleton coalition.
+
+    Returns
+    -------
+    list of frozenset
+        Each needed coalition once, in the order first needed (singletons first).
     """
     players = _check_players(players)
     needed: dict[frozenset, None] = {}  # insertion-ordered set, deterministic
@@ -101,8 +134,8 @@ def monte_carlo_shapley(
 
     ``include_empty=False`` returns the estimate minus :math:`(U(\{n\}) - U(\emptyset))/m`,
     which is, exactly, an unbiased estimate of the authors' FedSV (the identity
-    ``faithful = standard - (U({n}) - U(empty))/m`` holds for every game; fairness spec 3).
-    Unlike the exact faithful value, a single estimate still depends on
+    ``faithful = standard - (U({n}) - U(empty))/m`` holds for every game; fairness spec 3;
+    docs/references.md#fairness-3). Unlike the exact faithful value, a single estimate still depends on
     :math:`U(\emptyset)` and :math:`\ell(\theta_k; D)`; only its expectation does not.
 
     Parameters
@@ -506,8 +539,10 @@ def _error_ratio(phi: np.ndarray, stderr: np.ndarray) -> float:
 
 def _control_variate_estimate(gains: np.ndarray, permutations: np.ndarray, cache: dict[int, float],
                               m: int) -> tuple[np.ndarray, np.ndarray]:
-    """The standard (``include_empty``) estimate and its standard errors from the walks so far
-    (:func:`permutation_shapley`'s formula; ``gains[p, j]``: the gain at position j of walk p)."""
+    """Return the standard (``include_empty``) estimate and its standard errors from the walks so far.
+
+    :func:`permutation_shapley`'s formula; ``gains[p, j]``: the gain at position j of walk p.
+    """
     num_permutations = len(permutations)
     singles = np.array([cache[1 << i] for i in range(m)])
     gain_u = np.zeros_like(gains)

@@ -33,8 +33,6 @@ files is under the data root, that section is one line saying so and how to fetc
 The text is the Jinja2 template ``templates/fairness/results.md.j2`` (with its sections ``misses``
 and ``data_scale``) over tables built here as DataFrames of display strings with the formatters of
 :mod:`fltrust.repro.markdown`.
-
-Spec and bug references ("fairness spec §N", "trust spec §N", "Bn") are defined in ``docs/references.md``.
 """
 
 from __future__ import annotations
@@ -792,8 +790,9 @@ def untrained_global_models(results: Sequence[dict[str, Any]],
     A condition is listed when, in every repeat, the largest minus the smallest ``aux_accuracy``
     of its rounds is at most ``threshold``. Its F_T then describes clients that train locally from
     a global model that stays where it started (chance on CIFAR-10, the initial model's accuracy on
-    NSL-KDD): the q-FedAvg conditions run Flower 1.7's legacy ``QFedAvg`` (fairness spec 5.2), whose
-    step ``sum_n L^q g_n / sum_n h_n`` with one central loss L moves the model very little.
+    NSL-KDD): the q-FedAvg conditions run Flower 1.7's legacy ``QFedAvg`` (fairness spec 5.2,
+    docs/references.md#fairness-5-2), whose step ``sum_n L^q g_n / sum_n h_n`` with one central loss L moves the model
+    very little.
 
     Parameters
     ----------

@@ -4,16 +4,15 @@ The condition notebook (``notebooks/fairness/condition.ipynb``) calls :func:`run
 :func:`notions_frame`, :func:`condition_result` and :func:`write_result`; the summary notebook
 calls :func:`table3` and :func:`figure4_frame`. Everything reads plain run records, so figures can
 be redrawn without rerunning, and :func:`rewrite_result` rewrites a committed condition result
-from its reloaded run folders (no training). The Table 3 window protocol (fairness spec 8) is
-:func:`table3_window_mean` on per-round arrays and :func:`window_means` on a notions frame.
+from its reloaded run folders (no training). The Table 3 window protocol (fairness spec 8,
+docs/references.md#fairness-8) is :func:`table3_window_mean` on per-round arrays and :func:`window_means` on a notions
+frame.
 
 A condition result holds, besides the Table 3 window means and the per-round notions, the
 per-client data of every round (:func:`per_client_data`: the cumulative FedSV vector of all C
 clients, the participants' ids, s, gains, rewards, accuracies, group scores and the count of
-non-positive s), so that the fairness spec's section 7 identities can be checked on the committed
-files without the run folders (``tests/repro/fairness/test_fairness_identities.py``).
-
-Spec and bug references ("fairness spec §N", "trust spec §N", "Bn") are defined in ``docs/references.md``.
+non-positive s), so that the fairness spec's section 7 (docs/references.md#fairness-7) identities can be checked on the
+committed files without the run folders (``tests/repro/fairness/test_fairness_identities.py``).
 """
 
 from __future__ import annotations
@@ -46,6 +45,7 @@ from fltrust.repro.results import (
     Maybe,
     result_provenance,
     round_trace,
+    schema_problem,
     with_integrity,
 )
 from fltrust.runs import RunRecord, load_run
@@ -495,11 +495,22 @@ _SCALE = {"source_train_samples": int, "source_test_samples": int, "num_clients"
           "train_per_client": Maybe(_SPREAD), "val_per_client": Maybe(_SPREAD), "aux_samples": Maybe(int)}
 
 
+def _scales(value: Any) -> str | None:
+    """``scale_per_repeat``: one :data:`_SCALE` (or an empty mapping) per repeat."""
+    if not isinstance(value, list):
+        return "must be a list of one data scale per repeat"
+    for repeat, scale in enumerate(value):
+        why = schema_problem(scale, Maybe(_SCALE))
+        if why is not None:
+            return f"repeat {repeat}: {why}"
+    return None
+
+
 RESULT_SCHEMA = {
     "condition": _condition, "quick": bool, "complete": bool,
     "mode": lambda v: None if v in FAIRNESS_MODES else f"must be one of {list(FAIRNESS_MODES)}",
     "rounds": int, "window": _window, "num_clients": int, "synthetic": bool, "deviations": TEXT_LIST,
-    "scale": Maybe(_SCALE), "seconds_per_run": NUMBER_LIST, "run_ids": TEXT_LIST,
+    "scale": Maybe(_SCALE), "scale_per_repeat": Maybe(_scales), "seconds_per_run": NUMBER_LIST, "run_ids": TEXT_LIST,
     "table3": Lazy(lambda: {GENERAL_FAIRNESS: NUMBER, "F_T_std": NUMBER, "repeats": int, "mean_local_accuracy": NUMBER,
                             "num_skipped": Maybe(Each(int)), **{name: Maybe(NUMBER) for name in NOTIONS}}),
     "per_round": _per_round, "per_client": Maybe(dict),

@@ -12,8 +12,8 @@ rounds + repeat) in the order they run, with named groups of them that the repor
   data changes (the pooled redraw, the Dirichlet draw, the validation splits; see
   :func:`fltrust.federation.prepare_federation`). Group ``shared``: the authors' protocol, one
   draw (``partition.seed`` = ``shared_seed``) shared by repeats 0-2, which then differ only in
-  model initialisation, client sampling and batch order (fairness spec 4). Its repeat 0 is the
-  draw group's run of that seed (one run, one run id).
+  model initialisation, client sampling and batch order (fairness spec 4, docs/references.md#fairness-4). Its repeat 0
+  is the draw group's run of that seed (one run, one run id).
 - ``"aux_size"`` (:func:`aux_size_study`): conditions rerun with another aux set size
   (``partition.aux_max_samples``), repeats 0-2, against the committed runs of the same seeds.
 
@@ -24,8 +24,6 @@ of that one run plus its ``variant``. A run whose run id the file holds is skipp
 :func:`~fltrust.experiment.run_experiment` reloads a complete run folder, so a killed queue
 resumes where it stopped. :func:`estimate` prices the runs not yet done from the committed
 results' ``seconds_per_run``.
-
-Spec and bug references ("fairness spec §N", "trust spec §N", "Bn") are defined in ``docs/references.md``.
 """
 
 from __future__ import annotations
@@ -238,8 +236,8 @@ def aux_size_study(
 
 
 FEMNIST_AUX_SAMPLES = 4654
-"""|D| of the paper's FEMNIST setup (spec 6.6: 4,654 samples from the writers not selected; the
-authors' iid builder in fact drew 46,873 from the client pool, and their niid builder is missing).
+"""|D| of the paper's FEMNIST setup (spec 6.6, docs/references.md#fairness-6-6: 4,654 samples from the writers not
+selected; the authors' iid builder in fact drew 46,873 from the client pool, and their niid builder is missing).
 Here D is drawn from the LEAF test rows of the 311 local writers (4,883), as in the Table 3 configs,
 which cap it at 500: the size changes, the source does not."""
 

@@ -25,8 +25,6 @@ run. The text is the Jinja2 template ``templates/trust/results.md.j2`` over tabl
 DataFrames of display strings with the formatters of :mod:`fltrust.repro.markdown`; its sections
 ``dp``, ``extended`` and ``ablation`` (their own templates) are built in
 :mod:`fltrust.repro.trust.sections`, whose names are re-exported here.
-
-Spec and bug references ("fairness spec §N", "trust spec §N", "Bn") are defined in ``docs/references.md``.
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
 r"""Post-hoc explainability: the SHAP feature-importance variation of FederatedTrust.
 
 ``performance/test_feature_importance_cv`` (paper Sec. 3.4 "Feature Importance", Table 2: "average
-variance of feature importance scores", post-training, server; trust spec 3.11) is a coefficient of
-variation of SHAP values (Lundberg and Lee, NeurIPS 2017). Two definitions are available
+variance of feature importance scores", post-training, server; trust spec 3.11; docs/references.md#trust-3-11) is a
+coefficient of variation of SHAP values (Lundberg and Lee, NeurIPS 2017). Two definitions are available
 (:data:`FEATURE_IMPORTANCE_METHODS`):
 
 ``"class_sums"`` (prototype)
@@ -14,8 +14,8 @@ variation of SHAP values (Lundberg and Lee, NeurIPS 2017). Two definitions are a
 
     (``scipy.stats.variation``; the FederatedScope fork behind the paper's experiments and nebula
     cap it at 1, HEAD does not). By DeepSHAP additivity :math:`S_c = \sum_x (f_c(x) - E_{bg} f_c)`,
-    so this measures how the output margins differ across classes, not across features (bug B10).
-    A one-logit binary model has a single output and the value is always 0.
+    so this measures how the output margins differ across classes, not across features (bug B10;
+    docs/references.md#trust-b10). A one-logit binary model has a single output and the value is always 0.
 
 ``"feature_mean_abs"`` (B10 fix, the paper's wording)
     The usual SHAP global importance :math:`I_f = \text{mean}_{x, c} |\phi_{f,c}(x)|` of every
@@ -35,8 +35,6 @@ pooling its own module, so the trust experiments get DeepExplainer) the
 info line says so (a supported fallback, not a failure). shap >= 0.45 returns one array with a
 trailing output axis instead of a list of per-class arrays; :func:`shap_values` accepts both and
 always returns the trailing-axis layout.
-
-Spec and bug references ("fairness spec §N", "trust spec §N", "Bn") are defined in ``docs/references.md``.
 """
 
 from __future__ import annotations
@@ -155,7 +153,7 @@ def _shap_values(model: nn.Module, background: torch.Tensor, explained: torch.Te
 
 
 def class_sum_cv(values: np.ndarray, *, cap: bool = False) -> float:
-    r"""The prototype's FI CV: variation across outputs of the absolute summed SHAP values.
+    r"""Compute the prototype's FI CV: variation across outputs of the absolute summed SHAP values.
 
     .. math:: S_c = \sum_{x, f} \phi_{f,c}(x), \qquad FI_{cv} = \sigma(|S|) / \mu(|S|)
 
@@ -190,7 +188,7 @@ def feature_mean_abs_cv(values: np.ndarray, *, cap: bool = True) -> float:
     values : np.ndarray
         ``(n, *input_shape, n_outputs)`` SHAP values (:func:`shap_values`).
     cap : bool
-        Cap at 1 (default, B10/B11).
+        Cap at 1 (default, B10/B11; docs/references.md#trust-b11).
 
     Returns
     -------

@@ -68,7 +68,7 @@ def test_local_dp_epsilon_is_accounted_like_inprocess(tmp_path, local_flower, co
 
 
 def test_the_clientapp_sends_its_report_beside_the_aggregated_metrics(tmp_path, local_flower, monkeypatch):
-    """Issue 17: Flower's strategy aggregates only the weights and losses of the MetricRecord; the
+    """Flower's strategy aggregates only the weights and losses of the MetricRecord; the
     per-client report (rewards, confusion, partition id) is the ConfigRecord "fltrust"."""
     from fltrust.engines.flower import client_app
     from fltrust.flower.records import FLTRUST_KEY

@@ -1,4 +1,4 @@
-"""SHAP feature-importance CV (trust spec 3.11, B10) on models whose SHAP values are known.
+"""SHAP feature-importance CV (docs/references.md#trust-3-11, #trust-b10) on models whose SHAP values are known.
 
 For a linear model f(x) = W x + b the SHAP value of feature k for output c is exactly
 W[c, k] * (x_k - mean_background(x_k)), and DeepExplainer returns it.
