@@ -37,6 +37,12 @@ def test_every_literal_has_its_tuple_and_every_tuple_its_literal():
     assert set(names.ATTACK_KINDS) == {"none", *names.DATA_ATTACKS, *names.UPDATE_ATTACKS}
 
 
+def test_the_core_spells_the_loss_scalings_as_the_names_do():
+    from fltrust.core.evaluation import LOSS_SCALINGS  # the core imports nothing else of fltrust
+
+    assert LOSS_SCALINGS == names.LOSS_SCALINGS
+
+
 def _literal_fields(cls, prefix=""):
     """(dotted path, Literal values, optional) of every Literal-typed field of a config section, recursively."""
     import dataclasses

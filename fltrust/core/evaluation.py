@@ -26,7 +26,10 @@ import torch
 from torch import nn
 
 from fltrust.core.stacked import stacked_loss_pred, stacked_net
-from fltrust.names import LOSS_SCALINGS, LossScaling
+
+LOSS_SCALINGS = ("mean", "per_batch_sum")
+"""``training.loss_scaling``: :data:`fltrust.names.LOSS_SCALINGS` spelled again, since the core imports nothing
+else of fltrust (``tests/test_names.py`` pins the two equal)."""
 
 
 def is_binary_logit(model_output: torch.Tensor) -> bool:
@@ -73,7 +76,7 @@ class EvalResult:
     num_samples: int
 
 
-def _scale_loss(batch_losses: list[torch.Tensor], batch_sizes: list[int], scaling: LossScaling) -> torch.Tensor:
+def _scale_loss(batch_losses: list[torch.Tensor], batch_sizes: list[int], scaling: str) -> torch.Tensor:
     """Combine per-batch summed losses into the run's loss convention."""
     n = sum(batch_sizes)
     if scaling == "mean":
@@ -91,7 +94,7 @@ def evaluate(
     *,
     num_classes: int,
     batch_size: int = 32,
-    loss_scaling: LossScaling = "mean",
+    loss_scaling: str = "mean",
 ) -> EvalResult:
     """Evaluate one model on ``(x, y)`` in eval mode.
 
@@ -149,7 +152,7 @@ def evaluate_many(
     y: torch.Tensor,
     *,
     batch_size: int = 32,
-    loss_scaling: LossScaling = "mean",
+    loss_scaling: str = "mean",
     models_per_chunk: int = 32,
     chunk_size: int | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
@@ -217,7 +220,7 @@ def evaluate_many(
 # --------------------------------------------------------------------------------------------
 # Batched evaluation of several datasets (one model on each, or one model per dataset)
 # --------------------------------------------------------------------------------------------
-def batch_reduced_loss(per: torch.Tensor, lengths: torch.Tensor, batch_size: int, scaling: LossScaling) -> torch.Tensor:
+def batch_reduced_loss(per: torch.Tensor, lengths: torch.Tensor, batch_size: int, scaling: str) -> torch.Tensor:
     """The loss convention of :func:`evaluate`, for K zero-padded rows of per-sample losses.
 
     ``per`` (K, L) holds row k's ``lengths[k]`` per-sample losses first (zeros after). Samples
@@ -306,7 +309,7 @@ def evaluate_datasets(
     *,
     num_classes: int,
     batch_size: int = 32,
-    loss_scaling: LossScaling = "mean",
+    loss_scaling: str = "mean",
     chunk_size: int | None = None,
     forward: Callable[[torch.Tensor], torch.Tensor] | None = None,
 ) -> list[EvalResult]:
@@ -392,7 +395,7 @@ def evaluate_stacked(
     *,
     num_classes: int,
     batch_size: int = 32,
-    loss_scaling: LossScaling = "mean",
+    loss_scaling: str = "mean",
     chunk_size: int = 1024,
 ) -> list[EvalResult]:
     """:func:`evaluate` of K models, model k on dataset k, as one stacked model.
