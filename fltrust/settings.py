@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import math
 import reprlib
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
@@ -130,10 +131,6 @@ AUTO_EXACT_PLAYERS = 6
 SAMPLER_PERMUTATIONS = 10
 
 
-NOTION_WEIGHTS = (0.25, 0.25, 0.25, 0.25)
-"""Default weights of (f_j, f_g, f_r, f_o) in F_T: equal."""
-
-
 @dataclass(frozen=True)
 class FairnessOptions:
     """The Federated Fairness Analytics settings an experiment config can set: each field once.
@@ -191,9 +188,14 @@ class FairnessOptions:
     shapley_truncation : float
         ``"permutation"``: a walk stops when the remaining gain ``|U(S) - U(prefix)|`` is at
         most this fraction of ``|U(S)|`` (0, default: never).
-    notion_weights : tuple of 4 float
-        Weights of (f_j, f_g, f_r, f_o) in F_T (paper Eqs. 12-13), normalised to sum 1; equal by
-        default (a list in the YAML).
+    notion_weights : dict of str to float
+        Weights in F_T (paper Eqs. 12-13) by notion name, replacing the notions' registered
+        default weights (:data:`fltrust.metrics.fairness.registry.NOTIONS`: the paper's f_j, f_g,
+        f_r, f_o 0.25 each; a notion registered with weight 0 is reported, not weighted); F_T
+        normalises them to sum 1. Empty (default): every notion at its default. The YAML also
+        takes the paper's four as a list ``[f_j, f_g, f_r, f_o]`` (the form older run folders'
+        ``config.yaml`` hold). The names are checked where the notions are known (the config,
+        the observer).
     sensitive_attributes : tuple of int or None
         Label values whose groups f_g compares (a list in the YAML). ``None``: an experiment
         config uses the authors' list for its dataset and strategy (fairness spec 4,
@@ -219,7 +221,7 @@ class FairnessOptions:
     shapley_auto_exact_players: int = AUTO_EXACT_PLAYERS
     shapley_sampler_permutations: int = SAMPLER_PERMUTATIONS
     shapley_truncation: float = 0.0
-    notion_weights: tuple[float, float, float, float] = NOTION_WEIGHTS
+    notion_weights: dict[str, float] = field(default_factory=dict)
     sensitive_attributes: tuple[int, ...] | None = None
     aux_batch_size: int | None = None
 
@@ -263,13 +265,17 @@ class FairnessSettings(FairnessOptions):
         _positive(owner, "shapley_sampler_permutations", self.shapley_sampler_permutations)
         _positive(owner, "shapley_truncation", self.shapley_truncation, allow_zero=True)
         _positive(owner, "aux_batch_size", self.aux_batch_size)
-        try:
-            weights = tuple(float(w) for w in self.notion_weights)
-        except (TypeError, ValueError):
-            weights = ()
-        if len(weights) != 4 or not all(math.isfinite(w) and w >= 0 for w in weights) or sum(weights) <= 0:
-            raise SettingsError(owner, "notion_weights", f"={show(list(self.notion_weights))} must be 4 non-negative "
-                                "numbers (f_j, f_g, f_r, f_o) with a positive sum")
+        if not isinstance(self.notion_weights, Mapping):
+            raise SettingsError(owner, "notion_weights", f"={show(self.notion_weights)} must be a mapping notion name "
+                                "-> weight, e.g. {'f_j': 0.5, 'my_notion': 0.1}")
+        weights = {}
+        for name, weight in self.notion_weights.items():
+            label = name if isinstance(name, str) and len(name) <= 64 else show(name)
+            if not isinstance(name, str):
+                raise SettingsError(owner, f"notion_weights.{label}", " must be named by a string (a notion's name)")
+            if isinstance(weight, bool) or not isinstance(weight, (int, float)) or not math.isfinite(weight) or weight < 0:
+                raise SettingsError(owner, f"notion_weights.{label}", f"={show(weight)} must be a finite number >= 0")
+            weights[name] = float(weight)
         object.__setattr__(self, "notion_weights", weights)
         if self.sensitive_attributes is not None:
             values = tuple(self.sensitive_attributes)
@@ -281,7 +287,6 @@ class FairnessSettings(FairnessOptions):
     def to_dict(self) -> dict[str, Any]:
         """Plain dict of every resolved switch (JSON-ready)."""
         data = asdict(self)
-        data["notion_weights"] = list(self.notion_weights)
         if self.sensitive_attributes is not None:
             data["sensitive_attributes"] = list(self.sensitive_attributes)
         return data

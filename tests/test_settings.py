@@ -73,9 +73,14 @@ def test_config_hashes_are_unchanged():
     cfg = ExperimentConfig.from_dict({"metrics": {"fairness": {"enabled": True, "mode": "corrected"},
                                                   "trust": {"enabled": True, "mode": "fixed"}}})
     assert cfg.config_hash() == PINNED_CORRECTED_FIXED
+    weighted = ExperimentConfig.from_dict({"metrics": {"fairness": {"notion_weights": [1, 0, 0, 0]}}})
+    assert weighted.config_hash() == PINNED_F_J_ONLY
+    assert ExperimentConfig.from_dict({"metrics": {"fairness": {"notion_weights": {"f_j": 1, "f_g": 0, "f_r": 0,
+                                                                                   "f_o": 0}}}}).config_hash() == PINNED_F_J_ONLY
 
 
 PINNED_CORRECTED_FIXED = "1420b0d073"  # computed on main before the settings moved
+PINNED_F_J_ONLY = "8ac8d62325"  # computed on main while notion_weights was a 4-list
 
 
 def test_the_config_sections_default_to_the_settings_defaults():
@@ -113,6 +118,9 @@ def test_each_yaml_key_is_a_field_of_the_options_the_settings_and_the_section_sh
 
 
 def test_the_fairness_section_keeps_yaml_lists_and_the_settings_make_them_tuples():
+    """sensitive_attributes: a list in the YAML, a tuple in the settings. notion_weights: the paper's four
+    as a list (the form every older config and run id hashed) or a mapping; the settings hold the
+    weights that differ from the notions' registered defaults."""
     from fltrust.config import ExperimentConfig, fairness_settings
 
     cfg = ExperimentConfig.from_dict({"metrics": {"fairness": {"notion_weights": [1, 1, 0, 0],
@@ -121,5 +129,13 @@ def test_the_fairness_section_keeps_yaml_lists_and_the_settings_make_them_tuples
     assert (section.notion_weights, section.sensitive_attributes) == ([1.0, 1.0, 0.0, 0.0], [2, 3])
     assert type(section.notion_weights) is list and type(section.sensitive_attributes) is list
     settings = fairness_settings(section)
-    assert settings.notion_weights == (1.0, 1.0, 0.0, 0.0)  # F_T normalises them where it weighs the notions
+    assert settings.notion_weights == {"f_j": 1.0, "f_g": 1.0, "f_r": 0.0, "f_o": 0.0}  # F_T normalises them
     assert settings.sensitive_attributes == (2, 3)
+    as_mapping = ExperimentConfig.from_dict({"metrics": {"fairness": {"notion_weights": {"f_r": 0, "f_o": 0.0,
+                                                                                         "f_g": 1, "f_j": 1},
+                                                                      "sensitive_attributes": [2, 3]}}})
+    assert as_mapping.metrics.fairness.notion_weights == [1.0, 1.0, 0.0, 0.0]
+    assert as_mapping.config_hash() == cfg.config_hash()
+    partial = ExperimentConfig.from_dict({"metrics": {"fairness": {"notion_weights": {"f_o": 0}}}})
+    assert partial.metrics.fairness.notion_weights == [0.25, 0.25, 0.25, 0.0]  # the others keep their default
+    assert fairness_settings(partial.metrics.fairness).notion_weights == {"f_o": 0.0}

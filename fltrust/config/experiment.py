@@ -186,10 +186,11 @@ class ExperimentConfig:
 
 
 def _non_default(data: dict[str, Any], default: dict[str, Any]) -> dict[str, Any]:
-    """The entries of nested ``data`` that differ from ``default``."""
+    """The entries of nested ``data`` that differ from ``default`` (a mapping whose default is not one,
+    e.g. ``metrics.fairness.notion_weights`` naming a registered notion, counts as a whole)."""
     out: dict[str, Any] = {}
     for key, value in data.items():
-        if isinstance(value, dict):
+        if isinstance(value, dict) and isinstance(default.get(key, {}), dict):
             sub = _non_default(value, default.get(key, {}))
             if sub:
                 out[key] = sub

@@ -19,12 +19,12 @@ from fltrust.config.checks import ConfigError
 # the metrics' settings (built from metrics.fairness / metrics.trust below) and the fields the
 # sections share with them; fltrust.settings imports nothing heavy
 from fltrust.settings import (
-    NOTION_WEIGHTS,
     FairnessOptions,
     FairnessSettings,
     SettingsError,
     TrustOptions,
     TrustSettings,
+    show,
 )
 
 
@@ -34,7 +34,15 @@ class FairnessConfig(FairnessOptions):
 
     Its keys are the fields of :class:`~fltrust.settings.FairnessOptions` (documented there; ``mode``
     picks the defaults of every switch, a switch set to a value overrides its mode default), with
-    ``sensitive_attributes`` and ``notion_weights`` as lists, plus ``enabled``.
+    ``sensitive_attributes`` as a list, plus ``enabled``.
+
+    ``notion_weights`` takes a mapping notion name -> weight in F_T (``{f_o: 0, my_notion: 0.2}``;
+    a notion it leaves out keeps its registered default weight) or the paper's four as a list
+    ``[f_j, f_g, f_r, f_o]``. The section holds it as :func:`~fltrust.metrics.fairness.notions.weights_record`
+    writes it: the paper's four as a list ``[0.25, 0.25, 0.25, 0.25]`` (default) when it names no
+    other notion, so configs and run ids written before notions were registered keep their
+    hashes, else a mapping. A notion the file names must be registered before the config is
+    loaded (import the module that registers it).
 
     Attributes
     ----------
@@ -43,13 +51,35 @@ class FairnessConfig(FairnessOptions):
     """
 
     enabled: bool = False
-    # lists here (the settings hold tuples): the YAML loader checks each item, and the config
-    # hash compares them with these defaults
+    # a list here (the settings hold a tuple): the YAML loader checks each item, and the config
+    # hash compares it with this default
     sensitive_attributes: list[int] | None = None
-    notion_weights: list[float] = field(default_factory=lambda: list(NOTION_WEIGHTS))
+    notion_weights: list[float] | dict[str, float] = field(default_factory=lambda: _weights_record({}))
 
     def __post_init__(self) -> None:
-        fairness_settings(self)  # the settings' checks are the only ones (fltrust.settings)
+        fairness_settings(self)  # the settings' checks are the only ones (fltrust.settings), names included
+        object.__setattr__(self, "notion_weights", _weights_record(_weights_mapping(self.notion_weights)))
+
+
+def _weights_record(weights: dict[str, float]) -> list[float] | dict[str, float]:
+    from fltrust.metrics.fairness.notions import weights_record
+
+    return weights_record(weights)
+
+
+def _weights_mapping(value: object) -> dict[str, float]:
+    """A ``metrics.fairness.notion_weights`` value as a mapping: the 4-list form names the paper's four."""
+    from fltrust.metrics.fairness.notions import PAPER_NOTIONS
+
+    key = "metrics.fairness.notion_weights"
+    if isinstance(value, (list, tuple)):
+        if len(value) != len(PAPER_NOTIONS):
+            raise ConfigError(f"{key}={show(value)} must be a mapping notion -> weight (e.g. {{f_o: 0, my_notion: 0.2}}) "
+                              f"or a list of {len(PAPER_NOTIONS)} weights {list(PAPER_NOTIONS)}")
+        return dict(zip(PAPER_NOTIONS, value))
+    if not isinstance(value, dict):
+        raise ConfigError(f"{key}={show(value)} must be a mapping notion -> weight, e.g. {{f_o: 0, my_notion: 0.2}}")
+    return dict(value)
 
 
 @dataclass(frozen=True)
@@ -100,8 +130,20 @@ def fairness_settings(config: FairnessConfig) -> FairnessSettings:
     >>> fairness_settings(FairnessConfig(mode="corrected", reward="instantaneous")).nonpositive_policy
     'exclude'
     """
+    from fltrust.metrics.fairness.registry import NOTIONS, resolve_weights
+    from fltrust.metrics.jain import MetricInputError
+
     values = {f.name: getattr(config, f.name) for f in dataclasses.fields(FairnessOptions)}
-    return _settings("metrics.fairness", lambda: FairnessSettings(**values))  # it makes the lists tuples
+    values["notion_weights"] = _weights_mapping(config.notion_weights)
+    settings = _settings("metrics.fairness", lambda: FairnessSettings(**values))  # it makes the list a tuple
+    try:
+        resolve_weights(settings.notion_weights, where="metrics.fairness.notion_weights")
+    except MetricInputError as exc:
+        raise ConfigError(str(exc)) from None
+    # the settings keep the weights that differ from the notions' defaults: the paper's
+    # [0.25, 0.25, 0.25, 0.25] is FairnessSettings()'s empty mapping
+    changed = {k: w for k, w in settings.notion_weights.items() if w != NOTIONS[k].default_weight}
+    return dataclasses.replace(settings, notion_weights=changed)
 
 
 def trust_settings(config: TrustConfig) -> TrustSettings:

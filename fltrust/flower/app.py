@@ -23,10 +23,11 @@ What happens:
   with a :class:`~fltrust.runs.RunRecorder`: ``rounds.jsonl``, ``factsheet.json``, the trust
   report, ``final_model.pt`` and ``summary.json``; ``fltrust audit <folder>`` checks them.
 - Per round the :class:`~fltrust.metrics.fairness.FairnessObserver` computes FedSV on the aux set
-  and f_j, f_g, f_r, f_o, F_T; the :class:`~fltrust.trust.observer.TrustObserver` scores the
-  FactSheet so far. Both are stored with the round and returned to Flower with the app's own
-  ``evaluate_fn`` metrics (``fltrust.F_T``, ``fltrust.trust_score``, ``fltrust.aux_accuracy``,
-  ... in ``result.evaluate_metrics_serverapp[round]`` and Flower's log).
+  and every registered fairness notion (f_j, f_g, f_r, f_o and any other of
+  :data:`fltrust.metrics.fairness.registry.NOTIONS`) and F_T; the :class:`~fltrust.trust.observer.TrustObserver`
+  scores the FactSheet so far. Both are stored with the round and returned to Flower with the app's own
+  ``evaluate_fn`` metrics (``fltrust.F_T``, ``fltrust.f_j``, ..., ``fltrust.trust_score``, ``fltrust.aux_accuracy``
+  in ``result.evaluate_metrics_serverapp[round]`` and Flower's log: :data:`RETURNED_KEYS`).
 - Each client's report travels in the reply as a separate ``ConfigRecord`` under ``"fltrust"``:
   the received model's accuracy on the client's validation set before training (the fairness
   paper's reward), the trained model's accuracy, loss and confusion matrix, sample and batch
@@ -78,6 +79,7 @@ from fltrust.flower.records import (
 )
 from fltrust.flower.sinks import ClientRow
 from fltrust.flower.tensors import as_tensors, model_device, model_num_classes, read_labels
+from fltrust.metrics.fairness.registry import GENERAL_FAIRNESS, NotionKeys
 from fltrust.names import EXTENDED_TRUST_MODE, PAPER_TREE_TRUST_MODES
 from fltrust.settings import FairnessSettings, TrustSettings
 
@@ -86,8 +88,9 @@ log = logging.getLogger("fltrust")
 EVAL_BATCH_SIZE = 256
 """Samples per forward pass when fltrust evaluates a model (the loss is the per-sample mean)."""
 
-RETURNED_KEYS = ("aux_loss", "aux_accuracy", "F_T", "f_j", "f_g", "f_r", "f_o", "trust_score")
-"""fltrust's values in the round's returned MetricRecord, each prefixed ``fltrust.``."""
+RETURNED_KEYS = NotionKeys(before=("aux_loss", "aux_accuracy", GENERAL_FAIRNESS), after=("trust_score",), general=False)
+"""fltrust's values in the round's returned MetricRecord, each prefixed ``fltrust.``: the aux loss and
+accuracy, F_T, every registered fairness notion (a live view of the notion table), the trust score."""
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 _LR_KEYS = ("lr", "learning-rate", "learning_rate")

@@ -8,16 +8,20 @@ Index of the public names, grouped by family. Naming: ``*_index`` / ``*_fairness
   (``games``: exact), their estimators (``sampling``: Monte Carlo, permutation) and the
   batched evaluation of a round's coalition models (``federated``), paper Eqs. 3-6.
 - Fairness notions (:mod:`fltrust.metrics.fairness`): f_j, f_g, f_r, f_o and F_T of
-  Federated Fairness Analytics (``notions``, paper Eqs. 7-13), their ``settings`` and the
+  Federated Fairness Analytics (``notions``, paper Eqs. 7-13), the notion table every notion is
+  registered in (``registry``: :func:`register_notion`), their ``settings`` and the
   ``observer``. The Table 3 averaging protocol is reproduction:
   :func:`fltrust.repro.fairness.run.table3_window_mean`.
 """
 
 from fltrust.metrics.fairness import (
+    NOTIONS,
     MODE_DEFAULTS,
     FairnessObserver,
     FairnessSettings,
     GroupFairness,
+    Notion,
+    NotionInput,
     RatioFairness,
     RoundFairness,
     authors_group_fairness,
@@ -30,7 +34,9 @@ from fltrust.metrics.fairness import (
     individual_fairness,
     label_group_arrays,
     orchestrator_fairness,
+    register_notion,
     round_fairness,
+    unregister_notion,
 )
 from fltrust.metrics.jain import MetricInputError, jain_index
 from fltrust.metrics.shapley import (
@@ -62,6 +68,11 @@ _CONTRIBUTION = [
 ]
 
 _FAIRNESS_NOTIONS = [
+    "NOTIONS",
+    "Notion",
+    "NotionInput",
+    "register_notion",
+    "unregister_notion",
     "individual_fairness",
     "group_fairness",
     "authors_group_fairness",

@@ -16,6 +16,10 @@ Titles say ``QUICK`` for quick (smoke-test) runs and ``SYNTHETIC`` for synthetic
 so such a figure is never mistaken for a reproduction, and every band says in a legend what it
 shows. :func:`require_columns`, :func:`figure_axes` and :func:`palette` are the shared plumbing
 of the fairness figures.
+
+The notions, their legend labels and tick labels come from the notion table
+(:mod:`fltrust.metrics.fairness.registry`): a registered notion is drawn wherever a frame has its
+column.
 """
 
 from __future__ import annotations
@@ -26,12 +30,16 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from fltrust.metrics.fairness.registry import FAIRNESS_KEYS, GENERAL_FAIRNESS, NOTION_LABELS, NOTION_SYMBOLS
+
 __all__ = [
     "NOTIONS",
     "NOTION_LABELS",
+    "NOTION_SYMBOLS",
     "PlotInputError",
     "figure_axes",
     "figure_title",
+    "frame_notions",
     "palette",
     "pareto_front",
     "plot_notion_timeseries",
@@ -39,17 +47,10 @@ __all__ = [
     "require_columns",
 ]
 
-NOTION_LABELS = {
-    "f_j": "individual $f_j$",
-    "f_g": "group $f_g$",
-    "f_r": "incentive $f_r$",
-    "f_o": "orchestrator $f_o$",
-    "F_T": "general $F_T$",
-}
-"""Legend labels of the notions (paper Eqs. 7-13)."""
-
-NOTIONS = tuple(NOTION_LABELS)
-"""The notions in legend order: ``f_j, f_g, f_r, f_o, F_T`` (the columns of a notions frame)."""
+NOTIONS = FAIRNESS_KEYS
+"""The notions in legend order: every registered notion (``f_j, f_g, f_r, f_o`` first), then ``F_T``
+(the columns of a notions frame; a live view of the notion table). :data:`NOTION_LABELS` and
+:data:`NOTION_SYMBOLS` give their legend and tick labels."""
 
 
 class PlotInputError(ValueError):
@@ -80,6 +81,30 @@ def require_columns(frame: pd.DataFrame, columns: Iterable[str], what: str) -> N
         raise PlotInputError(f"{what} lacks columns {missing}; build it as the plot's docstring says")
 
 
+def frame_notions(frame: pd.DataFrame, what: str = "the notions frame") -> list[str]:
+    """The notions of :data:`NOTIONS` that ``frame`` has a column for, in legend order; F_T is required.
+
+    Parameters
+    ----------
+    frame : pandas.DataFrame
+        A notions frame (or any table with notion columns).
+    what : str
+        The table's name in the error message.
+
+    Returns
+    -------
+    list of str
+        The notion columns to draw (a notion registered after the frame was made is left out).
+
+    Examples
+    --------
+    >>> frame_notions(pd.DataFrame({"round": [1], "f_o": [0.9], "F_T": [0.5]}))
+    ['f_o', 'F_T']
+    """
+    require_columns(frame, [GENERAL_FAIRNESS], what)
+    return [k for k in NOTIONS if k in frame.columns]
+
+
 def figure_title(base: str, *, quick: bool = False, synthetic: bool = False) -> str:
     """``base`` under a ``[SYNTHETIC data; QUICK run ...]`` line when those apply.
 
@@ -100,14 +125,25 @@ def figure_axes(ax: Any, figsize: tuple[float, float]) -> tuple[Any, Any]:
 
 
 def palette(keys: Iterable[Any]) -> dict[Any, Any]:
-    """The fairness figures' colour-blind colours, one per key in order (at most :data:`NOTIONS`' five).
+    """The fairness figures' colour-blind colours, one per key in order.
 
     ``palette(NOTIONS)`` colours the notions; the strategies and the modes take the same colours in
-    their own order.
+    their own order (the seaborn ``colorblind`` palette, cycled past its 10 colours).
+
+    Parameters
+    ----------
+    keys : iterable
+        What to colour, in order.
+
+    Returns
+    -------
+    dict
+        Key -> RGB tuple.
     """
     import seaborn as sns
 
-    return dict(zip(keys, sns.color_palette("colorblind", len(NOTIONS))))
+    keys = list(keys)
+    return dict(zip(keys, sns.color_palette("colorblind", max(len(NOTIONS), len(keys)))))
 
 
 def plot_notion_timeseries(
@@ -122,12 +158,13 @@ def plot_notion_timeseries(
     reference: pd.DataFrame | None = None,
     reference_label: str = "reference",
 ) -> tuple[Any, Any]:
-    """The four notions and F_T per round: mean over repeats with a ±1 std band (paper Figs. 5-8).
+    """The notions and F_T per round: mean over repeats with a ±1 std band (paper Figs. 5-8).
 
     Parameters
     ----------
     frame : pandas.DataFrame
-        :func:`fltrust.repro.fairness.run.notions_frame`: columns ``repeat``, ``round`` and the notions.
+        :func:`fltrust.repro.fairness.run.notions_frame`: columns ``repeat``, ``round``, ``F_T`` and
+        the notions (every one of :data:`NOTIONS` it has is drawn, :func:`frame_notions`).
     title : str, optional
         Axes title (markers for quick / synthetic are added).
     window : (int, int), optional
@@ -153,26 +190,29 @@ def plot_notion_timeseries(
     from matplotlib.patches import Patch
     from matplotlib.ticker import MaxNLocator
 
-    require_columns(frame, ["repeat", "round", *NOTIONS], "the notions frame")
+    require_columns(frame, ["repeat", "round"], "the notions frame")
+    notions = frame_notions(frame)
     fig, ax = figure_axes(ax, (9.5, 4.5))
     colours = palette(NOTIONS)
-    per_round = frame.groupby("round")[list(NOTIONS)]
+    per_round = frame.groupby("round")[notions]
     mean, std = per_round.mean(), per_round.std()  # std is NaN where a round has a single repeat
     banded = False
-    for notion in NOTIONS:
+    for notion in notions:
         ax.plot(mean.index, mean[notion], marker="o", markersize=3.5, color=colours[notion],
-                label=NOTION_LABELS[notion], linewidth=2.8 if notion == "F_T" else 1.5)
+                label=NOTION_LABELS[notion], linewidth=2.8 if notion == GENERAL_FAIRNESS else 1.5)
         band = std[notion].notna()
         if band.any():
             banded = True
             ax.fill_between(mean.index[band], (mean[notion] - std[notion])[band], (mean[notion] + std[notion])[band],
                             color=colours[notion], alpha=0.2, linewidth=0)
     if reference is not None:
-        require_columns(reference, ["repeat", "round", *NOTIONS], f"the {reference_label} notions frame")
-        theirs = reference.groupby("round")[list(NOTIONS)].mean()
-        for notion in NOTIONS:
+        require_columns(reference, ["repeat", "round"], f"the {reference_label} notions frame")
+        shared = [k for k in frame_notions(reference, f"the {reference_label} notions frame") if k in notions]
+        theirs = reference.groupby("round")[shared].mean()
+        for notion in shared:
             ax.plot(theirs.index, theirs[notion], linestyle="--", color=colours[notion], alpha=0.9,
-                    linewidth=2.0 if notion == "F_T" else 1.1, label=f"{reference_label}: {NOTION_LABELS[notion]}")
+                    linewidth=2.0 if notion == GENERAL_FAIRNESS else 1.1,
+                    label=f"{reference_label}: {NOTION_LABELS[notion]}")
     if window is not None:
         ax.axvspan(window[0] - 0.5, window[1] + 0.5, color="grey", alpha=0.12, label=f"Table 3 window {window[0]}-{window[1]}")
     repeats = frame["repeat"].nunique() if len(frame) else 0
@@ -182,7 +222,7 @@ def plot_notion_timeseries(
     ax.set_title(figure_title(title or f"Fairness notions per round (line: mean over {repeats} repeat(s))",
                               quick=quick, synthetic=synthetic), fontsize="medium")
     if legend:
-        handles = list(ax.get_lines())[:len(NOTIONS)]
+        handles = list(ax.get_lines())[:len(notions)]
         if reference is not None:
             from matplotlib.lines import Line2D
 
@@ -207,7 +247,7 @@ def reference_legend(reference: pd.DataFrame, label: str) -> str:
     return f"dashed: {label} (mean over {reference['repeat'].nunique()} repeats)"
 
 
-def pareto_front(points: pd.DataFrame, x: str = "mean_local_accuracy", y: str = "F_T") -> pd.DataFrame:
+def pareto_front(points: pd.DataFrame, x: str = "mean_local_accuracy", y: str = GENERAL_FAIRNESS) -> pd.DataFrame:
     """Points not dominated in both ``x`` and ``y`` (higher is better), sorted by ``x``.
 
     The paper's Figure 4 dashed lines join "the best conditions": those for which no other

@@ -250,21 +250,40 @@ def test_closed_form_femnist_digits(seed):
 # ------------------------------------------------------------------------------------------
 def test_general_fairness_weights():
     # equal: (0.2 + 0.4 + 0.6 + 0.8)/4 = 0.5 ; weights (2, 1, 1, 0) -> (0.4 + 0.4 + 0.6)/4 = 0.35
-    assert general_fairness(0.2, 0.4, 0.6, 0.8) == pytest.approx(0.5)
-    assert general_fairness(0.2, 0.4, 0.6, 0.8, weights=(2, 1, 1, 0)) == pytest.approx(0.35)
-    assert general_fairness(0.2, 0.4, 0.6, math.nan, weights=(1, 1, 0, 0)) == pytest.approx(0.3)
-    assert math.isnan(general_fairness(math.nan, 0.4, 0.6, 0.8))
-    with pytest.raises(MetricInputError, match="weights"):
-        general_fairness(0.2, 0.4, 0.6, 0.8, weights=(1, 1, 1))
+    four = {"f_j": 0.2, "f_g": 0.4, "f_r": 0.6, "f_o": 0.8}
+    equal = dict.fromkeys(four, 0.25)
+    assert general_fairness(four, equal) == pytest.approx(0.5)
+    assert general_fairness(four, {"f_j": 2, "f_g": 1, "f_r": 1, "f_o": 0}) == pytest.approx(0.35)
+    assert general_fairness({**four, "f_o": math.nan}, {"f_j": 1, "f_g": 1}) == pytest.approx(0.3)  # f_o unweighted
+    assert math.isnan(general_fairness({**four, "f_j": math.nan}, equal))
+    with pytest.raises(MetricInputError, match="weights name \\['x'\\], which have no value"):
+        general_fairness(four, {"x": 1})
+    with pytest.raises(MetricInputError, match="positive sum"):
+        general_fairness(four, dict.fromkeys(four, 0))
+    with pytest.raises(MetricInputError, match="non-negative"):
+        general_fairness(four, {"f_j": -1, "f_g": 2})
+
+
+def test_f_t_weighs_the_registered_notions_by_their_defaults_and_the_settings():
+    # f_o weight 0: F_T = (5/51 + 0.6 + 9/95) / 3 on the worked round
+    result = round_fairness(PERFORMANCE, REWARDS, CONTRIBUTION, CONFUSION, [1], FairnessSettings(notion_weights={"f_o": 0}))
+
+    assert result.weights == {"f_j": 0.25, "f_g": 0.25, "f_r": 0.25, "f_o": 0.0}
+    assert result["F_T"] == pytest.approx((5 / 51 + 0.6 + 9 / 95) / 3)
+    with pytest.raises(MetricInputError, match=r"^FairnessSettings\.notion_weights names \['f_x'\], which is not a reg"):
+        round_fairness(PERFORMANCE, REWARDS, CONTRIBUTION, CONFUSION, [1], FairnessSettings(notion_weights={"f_x": 1}))
 
 
 def test_round_fairness_faithful_worked_round():
     # F_T = (5/51 + 0.6 + 9/95 + 0.76) / 4
     result = round_fairness(PERFORMANCE, REWARDS, CONTRIBUTION, CONFUSION, [1])
 
-    assert (result.f_j, result.f_g, result.f_r, result.f_o) == pytest.approx((5 / 51, 0.6, 9 / 95, 0.76))
-    assert result.F_T == pytest.approx((5 / 51 + 0.6 + 9 / 95 + 0.76) / 4)
+    assert [result[k] for k in ("f_j", "f_g", "f_r", "f_o")] == pytest.approx([5 / 51, 0.6, 9 / 95, 0.76])
+    assert result.F_T == result["F_T"] == pytest.approx((5 / 51 + 0.6 + 9 / 95 + 0.76) / 4)
     assert result.to_dict()["num_dropped_gains"] == 0
+    assert list(result.to_dict()) == ["f_j", "f_g", "f_r", "f_o", "F_T", "gains", "reward_ratios", "ratio_included",
+                                      "num_dropped_gains", "num_dropped_rewards", "group_metric", "group_scores",
+                                      "group_values"]  # the record's layout, written since the first release
 
 
 def test_round_fairness_corrected_worked_round():
@@ -273,7 +292,7 @@ def test_round_fairness_corrected_worked_round():
         PERFORMANCE, REWARDS, CONTRIBUTION, CONFUSION, [1], FairnessSettings(mode="corrected")
     )
 
-    assert (result.f_j, result.f_g, result.f_r, result.f_o) == pytest.approx((25 / 26, 0.875, 0.9, 0.76))
+    assert [result[k] for k in ("f_j", "f_g", "f_r", "f_o")] == pytest.approx([25 / 26, 0.875, 0.9, 0.76])
     assert result.F_T == pytest.approx((25 / 26 + 0.875 + 0.9 + 0.76) / 4)
     assert result.to_dict()["num_dropped_rewards"] == 1
 
@@ -309,19 +328,21 @@ def test_settings_mode_defaults_and_overrides():
 
 
 def test_settings_from_config_and_errors():
-    config = FairnessConfig(mode="corrected", group_metric="authors", notion_weights=[1, 0, 0, 0],
+    config = FairnessConfig(mode="corrected", group_metric="authors", notion_weights=[1, 0, 0.25, 0],
                             sensitive_attributes=[0, 1], aux_batch_size=64)
 
     settings = fairness_settings(config)
 
     assert settings.group_metric == "authors"
     assert settings.shapley_include_empty is True
-    assert settings.notion_weights == (1.0, 0.0, 0.0, 0.0)
+    assert settings.notion_weights == {"f_j": 1.0, "f_g": 0.0, "f_o": 0.0}  # f_r's 0.25 is its default
     assert settings.sensitive_attributes == (0, 1) and settings.aux_batch_size == 64
     with pytest.raises(SettingsError, match=r"^FairnessSettings\.reward='lifetime' is not allowed"):
         FairnessSettings(reward="lifetime")
-    with pytest.raises(SettingsError, match="notion_weights"):
+    with pytest.raises(SettingsError, match=r"^FairnessSettings\.notion_weights=\(0, 0, 0, 0\) must be a mapping"):
         FairnessSettings(notion_weights=(0, 0, 0, 0))
+    with pytest.raises(SettingsError, match=r"^FairnessSettings\.notion_weights\.f_j=-1 must be a finite number >= 0"):
+        FairnessSettings(notion_weights={"f_j": -1})
     with pytest.raises(SettingsError, match="sensitive_attributes"):
         FairnessSettings(sensitive_attributes=())
 
@@ -331,7 +352,10 @@ def test_settings_from_config_and_errors():
     ("mode", "strict", r"^metrics\.fairness\.mode='strict' is not allowed"),
     ("aux_batch_size", 0, r"^metrics\.fairness\.aux_batch_size=0 must be > 0$"),
     ("shapley_permutations", 0, r"^metrics\.fairness\.shapley_permutations=0 must be > 0$"),
-    ("notion_weights", [0, 0, 0, 0], r"^metrics\.fairness\.notion_weights=\[0\.0, 0\.0, 0\.0, 0\.0\] must be 4 non-neg"),
+    ("notion_weights", [0, 0, 0, 0], r"^metrics\.fairness\.notion_weights gives every notion weight 0 "),
+    ("notion_weights", [1, 0], r"^metrics\.fairness\.notion_weights=\[1\.0, 0\.0\] must be a mapping notion -> weight "),
+    ("notion_weights", {"f_x": 1}, r"^metrics\.fairness\.notion_weights names \['f_x'\], which is not a registered"),
+    ("notion_weights", {"f_j": "high"}, r"^metrics\.fairness\.notion_weights\.f_j='high' must be a finite number"),
 ])
 def test_the_config_reports_the_settings_checks_under_its_own_keys(key, value, message):
     """FairnessSettings holds the only checks; the YAML section names the key that failed."""

@@ -1,4 +1,4 @@
-r"""Federated Fairness Analytics: the four fairness notions, general fairness F_T, and the observer.
+r"""Federated Fairness Analytics: the fairness notions (a table), general fairness F_T, and the observer.
 
 Paper: Federated Fairness Analytics (Eqs. 2-13); facts about the authors' code:
 ``docs/references.md`` ("spec" below). All notions are *indices*: in
@@ -11,8 +11,13 @@ f_j (Eq. 7)        individual fairness: J(x_n / s_n), performance over cumulativ
 f_g (Eqs. 8-9)     protected-group fairness: 1 - median over clients of a group gap
 f_r (Eq. 10)       incentive fairness: J(r_n / s_n), reward over cumulative FedSV
 f_o (Eq. 11)       orchestrator fairness: mean_n x_n
-F_T (Eqs. 12-13)   general fairness: weighted mean of the four (equal weights by default)
+F_T (Eqs. 12-13)   general fairness: weighted mean of the notions (the four at 0.25 by default)
 =================  =====================================================================
+
+The notions are a table (:mod:`~fltrust.metrics.fairness.registry`): each is one registered
+:class:`Notion` (its function of a :class:`NotionInput`, label, default weight in F_T, equation).
+:func:`register_notion` adds one, and it is computed every round, stored with the round and shown
+by every table, plot, report and Flower metric that lists the notions (``docs/extending.md``).
 
 x_n is the client's validation accuracy after local training, r_n the accuracy of the
 received global model before training, s_n the cumulative federated Shapley value
@@ -27,6 +32,8 @@ One module per concept; every public name is importable from here:
 - :mod:`~fltrust.metrics.fairness.settings`: :class:`FairnessSettings` (defined in
   :mod:`fltrust.settings`), the switches of each mode (:data:`MODE_DEFAULTS`) and the authors'
   sensitive-attribute lists (:func:`default_sensitive_attributes`).
+- :mod:`~fltrust.metrics.fairness.registry`: the notion table (:data:`NOTIONS`,
+  :func:`register_notion`, :class:`NotionInput`, :func:`resolve_weights`).
 - :mod:`~fltrust.metrics.fairness.notions`: the pure functions (:func:`individual_fairness`,
   :func:`group_fairness`, :func:`incentive_fairness`, :func:`orchestrator_fairness`,
   :func:`general_fairness`, :func:`round_fairness`) on per-round arrays.
@@ -52,11 +59,29 @@ from fltrust.metrics.fairness.notions import (
     orchestrator_fairness,
     round_fairness,
 )
+from fltrust.metrics.fairness.registry import (
+    FAIRNESS_KEYS,
+    GENERAL_FAIRNESS,
+    NOTIONS,
+    Notion,
+    NotionInput,
+    register_notion,
+    resolve_weights,
+    unregister_notion,
+)
 from fltrust.metrics.fairness.observer import FairnessObserver
 from fltrust.metrics.fairness.settings import MODE_DEFAULTS, FairnessSettings, default_sensitive_attributes
 from fltrust.metrics.jain import MetricInputError
 
 __all__ = [
+    "FAIRNESS_KEYS",
+    "GENERAL_FAIRNESS",
+    "NOTIONS",
+    "Notion",
+    "NotionInput",
+    "register_notion",
+    "resolve_weights",
+    "unregister_notion",
     "FairnessObserver",
     "FairnessSettings",
     "GroupFairness",

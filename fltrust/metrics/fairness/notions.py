@@ -11,23 +11,34 @@ function                                   notion
                                            (as coded) or :func:`equalized_odds_group_fairness`
 :func:`incentive_fairness`                 f_r = J(r_n / s_n) (Eq. 10)
 :func:`orchestrator_fairness`              f_o = mean_n x_n (Eq. 11)
-:func:`general_fairness`                   F_T, weighted mean of the four (Eqs. 12-13)
-:func:`round_fairness`                     all of them, by :class:`FairnessSettings`
+:func:`general_fairness`                   F_T, weighted mean of the notions (Eqs. 12-13)
+:func:`round_fairness`                     every registered notion and F_T, by :class:`FairnessSettings`
 =========================================  =================================================
 
 J is Jain's index (:func:`fltrust.metrics.jain.jain_index`, Eq. 2); s_n the participant's
 cumulative FedSV (:mod:`fltrust.metrics.shapley`), which these functions receive, never compute.
+
+The four are registered here as the notions ``f_j``, ``f_g``, ``f_r``, ``f_o`` of the notion table
+(:mod:`fltrust.metrics.fairness.registry`, weight 0.25 each in F_T); :func:`round_fairness`
+computes every registered notion, these four and any a user registers.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
+from fltrust.metrics.fairness.registry import (
+    GENERAL_FAIRNESS,
+    NOTIONS,
+    NotionInput,
+    register_notion,
+    resolve_weights,
+)
 from fltrust.metrics.jain import MetricInputError, jain_index
 from fltrust.settings import (
     GROUP_METRICS,
@@ -37,6 +48,7 @@ from fltrust.settings import (
 )
 
 __all__ = [
+    "PAPER_NOTIONS",
     "GroupFairness",
     "RatioFairness",
     "RoundFairness",
@@ -50,6 +62,7 @@ __all__ = [
     "label_group_arrays",
     "orchestrator_fairness",
     "round_fairness",
+    "weights_record",
 ]
 
 
@@ -305,6 +318,20 @@ def authors_group_fairness(confusion: np.ndarray, sensitive_attributes: Sequence
 
     with ``v_{n,a}`` from :func:`authors_group_values` (signed values averaged, abs after).
 
+    Parameters
+    ----------
+    confusion : np.ndarray, shape (m, K, K) or (K, K)
+        The participants' validation confusion matrices (rows true, columns predicted).
+    sensitive_attributes : sequence of int
+        The attribute list A; only its length matters to the values, as in the authors' code
+        (the details name each value by its attribute).
+
+    Returns
+    -------
+    GroupFairness
+        ``value`` is f_g, ``client_scores`` the signed means ``m_n``, ``details`` the
+        ``{str(attribute): v_{n,a}}`` of each client, ``metric`` ``"authors"``.
+
     Notes
     -----
     This is not equalised odds. Closed forms (spec 2.4), acc = client accuracy:
@@ -398,6 +425,20 @@ def equalized_odds_group_fairness(confusion: np.ndarray, sensitive_attributes: S
     labels absent from K are ignored, so NSL-KDD q-FedAvg's ``[0..9]`` becomes groups 0 and 1.
     A client with fewer than two groups having both members and non-members has gap NaN and is
     left out of the median (f_g is NaN when no client has a gap).
+
+    Parameters
+    ----------
+    confusion : np.ndarray, shape (m, K, K) or (K, K)
+        The participants' validation confusion matrices (rows true, columns predicted).
+    sensitive_attributes : sequence of int
+        Attribute values (labels) whose groups are compared, plus ``"rest"``.
+
+    Returns
+    -------
+    GroupFairness
+        ``value`` is f_g, ``client_scores`` the gaps ``E_n`` (NaN where undefined),
+        ``details`` each client's ``{group: {"tpr": ..., "fpr": ...}}``, ``metric``
+        ``"equalized_odds"``.
     """
     from fairlearn.metrics import MetricFrame, false_positive_rate, true_positive_rate
 
@@ -430,6 +471,31 @@ def group_fairness(
 
     ``"authors"``: :func:`authors_group_fairness` (faithful); ``"equalized_odds"``:
     :func:`equalized_odds_group_fairness` (corrected).
+
+    Parameters
+    ----------
+    confusion : np.ndarray, shape (m, K, K) or (K, K)
+        The participants' validation confusion matrices (rows true, columns predicted).
+    sensitive_attributes : sequence of int
+        The attribute list A.
+    group_metric : {"authors", "equalized_odds"}, default "authors"
+        Which f_g (``FairnessSettings.group_metric``).
+
+    Returns
+    -------
+    GroupFairness
+        f_g with its per-client scores and details.
+
+    Raises
+    ------
+    MetricInputError
+        For an unknown ``group_metric``.
+
+    Examples
+    --------
+    >>> confusion = np.array([[[4, 1], [1, 4]], [[5, 3], [1, 1]]])
+    >>> group_fairness(confusion, [1]).value  # m = [0, 0.2]: 1 - median |m|
+    0.9
     """
     if group_metric == "authors":
         return authors_group_fairness(confusion, sensitive_attributes)
@@ -451,6 +517,26 @@ def orchestrator_fairness(performance: Sequence[float] | np.ndarray) -> float:
     Paper Eq. 11; spec 2.6. Accuracy is used directly as the normalised performance; as coded
     it is the accuracy of the *locally trained* (Ditto: personalised) models, not of the
     global model.
+
+    Parameters
+    ----------
+    performance : array-like, shape (m,)
+        x_{n,k}: the participants' validation accuracy after local training.
+
+    Returns
+    -------
+    float
+        f_o.
+
+    Raises
+    ------
+    MetricInputError
+        If ``performance`` is empty or not one value per client.
+
+    Examples
+    --------
+    >>> orchestrator_fairness([0.5, 0.75, 1.0])
+    0.75
     """
     x = _per_client("performance", performance)
     if x.size == 0:
@@ -458,26 +544,140 @@ def orchestrator_fairness(performance: Sequence[float] | np.ndarray) -> float:
     return float(np.mean(x))
 
 
-def general_fairness(
-    f_j: float, f_g: float, f_r: float, f_o: float, *, weights: Sequence[float] = (0.25, 0.25, 0.25, 0.25)
-) -> float:
-    r"""General fairness F_T: weighted mean of the four notions.
+def general_fairness(values: Mapping[str, float], weights: Mapping[str, float]) -> float:
+    r"""General fairness F_T: the weighted mean of the notions.
 
     .. math::
 
-        F_T = \omega_j f_j + \omega_g f_g + \omega_r f_r + \omega_o f_o,
-        \qquad \sum \omega = 1
+        F_T = \frac{\sum_n \omega_n f_n}{\sum_n \omega_n}
 
-    Paper Eq. 12; equal weights give Eq. 13 (spec 2.7; the authors computed it at plotting
-    time). ``weights`` are normalised to sum 1; a notion with weight 0 is ignored (even NaN),
-    any other NaN notion makes F_T NaN.
+    over the notions n that ``weights`` names; with the paper's four notions this is Eq. 12
+    (``F_T = w_j f_j + w_g f_g + w_r f_r + w_o f_o``, weights summing to 1), and equal weights
+    give Eq. 13 (spec 2.7; the authors computed it at plotting time). A notion with weight 0 is
+    ignored (even when NaN); any other NaN notion makes F_T NaN.
+
+    Parameters
+    ----------
+    values : mapping of str to float
+        Each notion's value by name (e.g. ``RoundFairness.values``); notions ``weights`` does
+        not name are not weighted.
+    weights : mapping of str to float
+        Each weighted notion's weight (non-negative, positive sum; normalised here), e.g.
+        :func:`~fltrust.metrics.fairness.registry.resolve_weights` of the settings.
+
+    Returns
+    -------
+    float
+        F_T.
+
+    Raises
+    ------
+    MetricInputError
+        If a weight is negative or not finite, they sum to 0, or a weighted notion has no value.
+
+    Examples
+    --------
+    >>> four = {"f_j": 0.2, "f_g": 0.4, "f_r": 0.6, "f_o": 0.8}
+    >>> general_fairness(four, {"f_j": 0.25, "f_g": 0.25, "f_r": 0.25, "f_o": 0.25})
+    0.5
+    >>> general_fairness({**four, "f_o": float("nan")}, {"f_j": 2, "f_g": 1, "f_r": 1, "f_o": 0})
+    0.35
     """
-    w = np.asarray(weights, dtype=float)
-    if w.shape != (4,) or np.any(w < 0) or w.sum() <= 0:
-        raise MetricInputError(f"weights must be 4 non-negative numbers with a positive sum, got {list(weights)}")
-    notions = np.array([f_j, f_g, f_r, f_o], dtype=float)
+    missing = [name for name in weights if name not in values]
+    if missing:
+        raise MetricInputError(f"weights name {missing}, which have no value; values: {list(values)}")
+    names = [name for name in values if name in weights]
+    try:
+        w = np.array([float(weights[name]) for name in names])
+    except (TypeError, ValueError):
+        raise MetricInputError(f"weights must be numbers, got {dict(weights)}") from None
+    if not np.all(np.isfinite(w)) or np.any(w < 0) or w.sum() <= 0:
+        raise MetricInputError(f"weights must be finite non-negative numbers with a positive sum, got {dict(weights)}")
+    notions = np.array([values[name] for name in names], dtype=float)
     used = w > 0
     return float(np.sum(w[used] * notions[used]) / w.sum())
+
+
+# --------------------------------------------------------------------------------------------
+# The paper's four notions in the notion table (fltrust.metrics.fairness.registry)
+# --------------------------------------------------------------------------------------------
+def _ratio_options(settings: FairnessSettings) -> dict[str, str]:
+    return {"nonpositive_policy": settings.nonpositive_policy, "jain_zero_guard": settings.jain_zero_guard}
+
+
+@register_notion(
+    "f_j", label="individual $f_j$", symbol="$f_j$", default_weight=0.25,
+    equation="Federated Fairness Analytics Eq. 7, spec 2.3: J(x_n / s_n), performance over cumulative FedSV",
+    details=lambda r: {"gains": r.ratios.tolist(), "ratio_included": r.included.tolist(),
+                       "num_dropped_gains": r.num_dropped},
+)
+def _individual(inputs: NotionInput) -> RatioFairness:
+    return individual_fairness(inputs.performance, inputs.contribution, **_ratio_options(inputs.settings))
+
+
+@register_notion(
+    "f_g", label="group $f_g$", symbol="$f_g$", default_weight=0.25,
+    equation="Federated Fairness Analytics Eqs. 8-9, spec 2.4: 1 - median over clients of a group gap",
+    details=lambda g: {"group_metric": g.metric, "group_scores": g.client_scores.tolist(), "group_values": g.details},
+)
+def _group(inputs: NotionInput) -> GroupFairness:
+    return group_fairness(inputs.confusion, inputs.sensitive_attributes, group_metric=inputs.settings.group_metric)
+
+
+@register_notion(
+    "f_r", label="incentive $f_r$", symbol="$f_r$", default_weight=0.25,
+    equation="Federated Fairness Analytics Eq. 10, spec 2.5: J(r_n / s_n), reward over cumulative FedSV",
+    details=lambda r: {"reward_ratios": r.ratios.tolist(), "num_dropped_rewards": r.num_dropped},
+)
+def _incentive(inputs: NotionInput) -> RatioFairness:
+    return incentive_fairness(inputs.rewards, inputs.contribution, **_ratio_options(inputs.settings))
+
+
+@register_notion(
+    "f_o", label="orchestrator $f_o$", symbol="$f_o$", default_weight=0.25,
+    equation="Federated Fairness Analytics Eq. 11, spec 2.6: mean_n x_n, the mean client accuracy",
+)
+def _orchestrator(inputs: NotionInput) -> float:
+    return orchestrator_fairness(inputs.performance)
+
+
+PAPER_NOTIONS = tuple(NOTIONS)
+"""The paper's four notions, in its order (those registered above): the names behind the 4-list form
+of the weights (:func:`weights_record`)."""
+
+RECORD_ORDER = ("gains", "reward_ratios", "ratio_included", "num_dropped_gains", "num_dropped_rewards",
+                "group_metric", "group_scores", "group_values")
+"""Order of the paper notions' per-client fields in a round record, as written since the first release
+(``rounds.jsonl`` lines stay byte-identical); other notions' fields follow in notion order."""
+
+
+def weights_record(weights: Mapping[str, float]) -> list[float] | dict[str, float]:
+    """How F_T weights are written in a config and a run record.
+
+    The paper's four weights ``[w_j, w_g, w_r, w_o]`` as a list when ``weights`` names no other
+    notion (the form of every config and record written before notions were registered, so
+    their config hashes stay), else a mapping of the four and the others. A paper notion
+    ``weights`` leaves out has its registered default weight.
+
+    Parameters
+    ----------
+    weights : mapping of str to float
+        Weights by notion name (e.g. a ``metrics.fairness.notion_weights`` mapping).
+
+    Returns
+    -------
+    list of float or dict of str to float
+
+    Examples
+    --------
+    >>> weights_record({"f_j": 1})
+    [1.0, 0.25, 0.25, 0.25]
+    >>> weights_record({"my_notion": 0.5})
+    {'f_j': 0.25, 'f_g': 0.25, 'f_r': 0.25, 'f_o': 0.25, 'my_notion': 0.5}
+    """
+    paper = {name: float(weights.get(name, NOTIONS[name].default_weight)) for name in PAPER_NOTIONS}
+    others = {name: float(w) for name, w in weights.items() if name not in paper}
+    return {**paper, **others} if others else list(paper.values())
 
 
 # --------------------------------------------------------------------------------------------
@@ -485,34 +685,50 @@ def general_fairness(
 # --------------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class RoundFairness:
-    """Every notion of one round with its per-client pieces (see :func:`round_fairness`)."""
+    """Every registered notion of one round with its per-client pieces (see :func:`round_fairness`).
 
-    f_j: float
-    f_g: float
-    f_r: float
-    f_o: float
+    ``result["f_j"]`` is a notion's value (``result["F_T"]`` general fairness).
+
+    Attributes
+    ----------
+    values : dict of str to float
+        Each notion's value, in registration order.
+    F_T : float
+        General fairness (:func:`general_fairness` with :attr:`weights`).
+    weights : dict of str to float
+        The weights F_T used (:func:`~fltrust.metrics.fairness.registry.resolve_weights`).
+    results : dict of str to object
+        What each notion's function returned (:class:`RatioFairness` for f_j and f_r,
+        :class:`GroupFairness` for f_g, a float for f_o).
+    details : dict of str to dict
+        Each notion's extra per-round fields (stored with the round).
+    """
+
+    values: dict[str, float]
     F_T: float
-    individual: RatioFairness
-    incentive: RatioFairness
-    group: GroupFairness
+    weights: dict[str, float]
+    results: dict[str, Any] = field(default_factory=dict)
+    details: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    def __getitem__(self, name: str) -> float:
+        if name == GENERAL_FAIRNESS:
+            return self.F_T
+        return self.values[name]
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-serialisable form (NaN stays a float NaN)."""
-        return {
-            "f_j": self.f_j,
-            "f_g": self.f_g,
-            "f_r": self.f_r,
-            "f_o": self.f_o,
-            "F_T": self.F_T,
-            "gains": self.individual.ratios.tolist(),
-            "reward_ratios": self.incentive.ratios.tolist(),
-            "ratio_included": self.individual.included.tolist(),
-            "num_dropped_gains": self.individual.num_dropped,
-            "num_dropped_rewards": self.incentive.num_dropped,
-            "group_metric": self.group.metric,
-            "group_scores": self.group.client_scores.tolist(),
-            "group_values": self.group.details,
-        }
+        """JSON-serialisable form (NaN stays a float NaN): the values, F_T, then every notion's fields.
+
+        Returns
+        -------
+        dict
+            For the paper's four notions exactly the keys and order written since the first
+            release (``f_j``, ``f_g``, ``f_r``, ``f_o``, ``F_T``, ``gains``, ..., ``group_values``).
+        """
+        out: dict[str, Any] = {**self.values, GENERAL_FAIRNESS: self.F_T}
+        fields_ = {key: value for extra in self.details.values() for key, value in extra.items()}
+        out.update((key, fields_.pop(key)) for key in RECORD_ORDER if key in fields_)
+        out.update(fields_)
+        return out
 
 
 def round_fairness(
@@ -522,8 +738,10 @@ def round_fairness(
     confusion: np.ndarray,
     sensitive_attributes: Sequence[int],
     settings: FairnessSettings | None = None,
+    *,
+    client_ids: Sequence[int] | np.ndarray | None = None,
 ) -> RoundFairness:
-    """All four notions and F_T of one round from per-client arrays.
+    """Every registered notion and F_T of one round from per-client arrays.
 
     Parameters
     ----------
@@ -538,11 +756,19 @@ def round_fairness(
     sensitive_attributes : sequence of int
         Attribute list A.
     settings : FairnessSettings, optional
-        Default: faithful.
+        Default: faithful. Its ``notion_weights`` replace the notions' default weights in F_T.
+    client_ids : array-like of int, optional
+        The participants' ids, handed to the notions (:class:`NotionInput`).
 
     Returns
     -------
     RoundFairness
+
+    Raises
+    ------
+    MetricInputError
+        For misaligned inputs, a notion's bad value, unknown weights, or two notions writing one
+        field.
     """
     settings = settings or FairnessSettings()
     x = _per_client("performance", performance)
@@ -551,19 +777,19 @@ def round_fairness(
     counts = _confusions(confusion)
     if counts.shape[0] != x.size:
         raise MetricInputError(f"confusion has {counts.shape[0]} matrices but there are {x.size} participating clients")
-    ratio_options = {"nonpositive_policy": settings.nonpositive_policy, "jain_zero_guard": settings.jain_zero_guard}
-    individual = individual_fairness(x, s, **ratio_options)
-    incentive = incentive_fairness(r, s, **ratio_options)
-    group = group_fairness(counts, sensitive_attributes, group_metric=settings.group_metric)
-    f_o = orchestrator_fairness(x)
-    f_t = general_fairness(individual.value, group.value, incentive.value, f_o, weights=settings.notion_weights)
-    return RoundFairness(
-        f_j=individual.value,
-        f_g=group.value,
-        f_r=incentive.value,
-        f_o=f_o,
-        F_T=f_t,
-        individual=individual,
-        incentive=incentive,
-        group=group,
-    )
+    ids = None if client_ids is None else np.asarray(client_ids, dtype=np.int64)
+    inputs = NotionInput(performance=x, rewards=r, contribution=s, confusion=counts,
+                         sensitive_attributes=tuple(_attributes(sensitive_attributes)), settings=settings,
+                         client_ids=ids)
+    weights = resolve_weights(settings.notion_weights, where="FairnessSettings.notion_weights")
+    values, results, details = {}, {}, {}
+    seen = {GENERAL_FAIRNESS: GENERAL_FAIRNESS, **{name: name for name in NOTIONS}}  # field -> who writes it
+    for name, notion in NOTIONS.items():
+        values[name], results[name], details[name] = notion.compute(inputs)
+        for key in details[name]:
+            if key in seen:
+                raise MetricInputError(f"fairness notion {name!r} writes the field {key!r}, which {seen[key]!r} "
+                                       "already writes; rename one of them")
+            seen[key] = name
+    return RoundFairness(values=values, F_T=general_fairness(values, weights), weights=weights,
+                         results=results, details=details)

@@ -1,8 +1,9 @@
-"""The fairness observer: FedSV and the four notions after every round of any FL engine.
+"""The fairness observer: FedSV and every registered notion after every round of any FL engine.
 
 :class:`FairnessObserver` reads plain :class:`fltrust.core.records.RoundRecord` objects (never an
 engine), computes the round's federated Shapley values (:func:`fltrust.metrics.shapley.federated_shapley`),
 keeps the cumulative FedSV and rewards, and reports :func:`fltrust.metrics.fairness.notions.round_fairness`
+(the paper's four notions, any notion registered in :mod:`fltrust.metrics.fairness.registry`, F_T)
 with every per-client piece.
 """
 
@@ -18,7 +19,8 @@ from torch import nn
 
 from fltrust.core.observers import BaseObserver
 from fltrust.core.records import RoundRecord, RunInfo, RunSummary
-from fltrust.metrics.fairness.notions import _attributes, _per_client, round_fairness
+from fltrust.metrics.fairness.notions import _attributes, _per_client, round_fairness, weights_record
+from fltrust.metrics.fairness.registry import resolve_weights
 from fltrust.metrics.jain import MetricInputError
 from fltrust.metrics.shapley import federated_shapley
 from fltrust.settings import FairnessSettings
@@ -31,8 +33,9 @@ class FairnessObserver(BaseObserver):
 
     Per round k >= 1 it evaluates the round's coalition models on the auxiliary set (one
     :func:`fltrust.core.evaluation.evaluate_many` call), updates the cumulative FedSV ``s``
-    (length C, never reset; non-participants keep their value), and returns f_j, f_g, f_r,
-    f_o, F_T with every per-client piece and the full vector ``s``, so that figures can be
+    (length C, never reset; non-participants keep their value), and returns every registered
+    notion (f_j, f_g, f_r, f_o and any other in :data:`~fltrust.metrics.fairness.registry.NOTIONS`)
+    and F_T with every per-client piece and the full vector ``s``, so that figures can be
     redrawn without rerunning. Round 0 (initial model, no clients) returns ``None``.
 
     Reads from each :class:`~fltrust.core.records.RoundRecord`: ``client_ids``,
@@ -106,6 +109,7 @@ class FairnessObserver(BaseObserver):
                 f"the auxiliary set needs as many labels as samples and at least one sample; "
                 f"got x_aux {len(x_aux)} and y_aux {len(y_aux)}"
             )
+        resolve_weights(settings.notion_weights, where="FairnessSettings.notion_weights")  # unknown names: now
         self.settings = settings
         self.model = model
         self.x_aux, self.y_aux = x_aux, y_aux
@@ -216,31 +220,38 @@ class FairnessObserver(BaseObserver):
             record.client_confusion,
             self.sensitive_attributes,
             self.settings,
+            client_ids=ids,
         )
         self.cumulative_shapley, self.cumulative_rewards = shapley, summed_rewards
 
-        out = {"round": int(record.round), **result.to_dict()}
-        out.update(
-            client_ids=ids.tolist(),
-            phi=fedsv.phi.tolist(),
-            s=shapley[ids].tolist(),
-            performance=performance.tolist(),
-            rewards=np.asarray(reward_values, dtype=float).tolist(),
-            shapley_method=fedsv.method,
-            num_coalitions=len(fedsv.utilities),
-            ref_loss=ref_loss,
-            cumulative_shapley=shapley.tolist(),
-        )
+        notions = result.to_dict()
+        out: dict[str, Any] = {
+            "client_ids": ids.tolist(),
+            "phi": fedsv.phi.tolist(),
+            "s": shapley[ids].tolist(),
+            "performance": performance.tolist(),
+            "rewards": np.asarray(reward_values, dtype=float).tolist(),
+            "shapley_method": fedsv.method,
+            "num_coalitions": len(fedsv.utilities),
+            "ref_loss": ref_loss,
+            "cumulative_shapley": shapley.tolist(),
+        }
         if fedsv.num_permutations is not None:  # sampled rounds only: exact rounds keep their keys
             out["shapley_permutations"] = fedsv.num_permutations
         if fedsv.stderr is not None:
             out.update(shapley_stderr=fedsv.stderr.tolist(), shapley_truncated=fedsv.num_truncated)
-        return out
+        clash = sorted(set(notions) & ({"round"} | set(out)))
+        if clash:
+            raise MetricInputError(f"round {record.round}: fairness notion fields {clash} clash with the observer's "
+                                   "own keys; rename the notion or its details")
+        return {"round": int(record.round), **notions, **out}
 
     def on_run_end(self, summary: RunSummary) -> dict[str, Any]:
-        """The resolved settings, the attribute list and the final cumulative FedSV."""
+        """The resolved settings (with the weights F_T used), the attribute list and the final cumulative FedSV."""
+        settings = self.settings.to_dict()
+        settings["notion_weights"] = weights_record(resolve_weights(self.settings.notion_weights))
         return {
-            "settings": self.settings.to_dict(),
+            "settings": settings,
             "sensitive_attributes": None if self.sensitive_attributes is None else list(self.sensitive_attributes),
             "cumulative_shapley": self.cumulative_shapley.tolist(),
             "cumulative_rewards": self.cumulative_rewards.tolist(),

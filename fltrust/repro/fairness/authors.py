@@ -43,7 +43,9 @@ import pandas as pd
 from fltrust.data.cache import file_sha256
 from fltrust.data.registry import FFA_RESULTS_COMMIT, REFERENCE_SPECS, data_root
 from fltrust.repro.fairness.conditions import DATASETS, all_conditions, condition_name
-from fltrust.repro.fairness.run import NOTIONS, window_means
+from fltrust.metrics.fairness.notions import PAPER_NOTIONS
+from fltrust.metrics.fairness.registry import GENERAL_FAIRNESS
+from fltrust.repro.fairness.run import window_means
 
 __all__ = [
     "AUTHORS_DATA",
@@ -73,7 +75,7 @@ AUTHORS_DATASETS = {"cifar10": "CIFAR", "femnist": "FEMNIST", "nsl_kdd": "NSLKDD
 
 AUTHORS_REPEATS = 3
 AUTHORS_ROUNDS = 30
-FOUR_NOTIONS = NOTIONS[:4]  # f_j, f_g, f_r, f_o: the stored notions; F_T is their mean
+FOUR_NOTIONS = PAPER_NOTIONS  # f_j, f_g, f_r, f_o: the stored notions; F_T is their mean
 CONFIG_FIELDS = ("num_clients", "local_epochs", "num_rounds", "batch_size", "selection_rate", "sensitive_attributes")
 PER_CLIENT_FIELDS = ("shap", "accuracy", "gains", "avg_eop")
 CONSISTENT_P = 0.05
@@ -425,7 +427,7 @@ def welch_test(ours: Sequence[float], authors: Sequence[float], *, alpha: float 
 
 COMPARISON_COLUMNS = (
     "condition", "authors_F_T_per_repeat", "authors_F_T", "ours_F_T_per_repeat", "ours_F_T", "welch_t", "welch_p",
-    "consistent", "delta_f_j", "delta_f_g", "delta_f_r", "delta_f_o", "delta_F_T",
+    "consistent", *(f"delta_{k}" for k in (*FOUR_NOTIONS, GENERAL_FAIRNESS)),
 )
 
 
@@ -465,7 +467,8 @@ def compare_with_authors(results: Sequence[dict[str, Any]], authors: AuthorsRuns
             "welch_t": welch.t,
             "welch_p": welch.p,
             "consistent": welch.consistent,
-            **{f"delta_{k}": (math.nan if ours[k] is None else float(ours[k])) - theirs[k] for k in NOTIONS},
+            **{f"delta_{k}": (math.nan if ours[k] is None else float(ours[k])) - theirs[k]
+               for k in (*FOUR_NOTIONS, GENERAL_FAIRNESS)},
         })
     return pd.DataFrame(rows, columns=list(COMPARISON_COLUMNS))
 

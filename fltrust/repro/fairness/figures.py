@@ -33,15 +33,18 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from fltrust.metrics.fairness.registry import GENERAL_FAIRNESS
 from fltrust.repro.fairness.authors import AuthorsRuns
 from fltrust.repro.fairness.conditions import DATASETS, SETTINGS, STRATEGIES, condition_name
 from fltrust.repro.fairness.report import STRATEGY_LABELS
 from fltrust.repro.fairness.run import NOTIONS, STRICT_TOLERANCE, load_reported, result_frame, window_means
 from fltrust.viz.fairness import (
     NOTION_LABELS,
+    NOTION_SYMBOLS,
     PlotInputError,
     figure_axes,
     figure_title,
+    frame_notions,
     palette,
     pareto_front,
     plot_notion_timeseries,
@@ -138,19 +141,20 @@ def plot_notion_bars(
     from matplotlib.lines import Line2D
     from matplotlib.patches import Patch
 
-    require_columns(frame, ["repeat", "round", *NOTIONS, "mean_local_accuracy", "aux_accuracy"], "the notions frame")
+    require_columns(frame, ["repeat", "round", "mean_local_accuracy", "aux_accuracy"], "the notions frame")
+    notions = frame_notions(frame)  # F_T last: the paper's value is drawn across the last bar
     first, last = int(window[0]), int(window[1])
     inside = frame[(frame["round"] >= first) & (frame["round"] <= last)]
     if inside.empty:
         raise PlotInputError(f"no rounds of the frame fall in the window {first}-{last}")
     means = window_means(frame, first, last, skip_nan=skip_nan)
-    spread = inside.groupby("round")[list(NOTIONS)].mean().std()
+    spread = inside.groupby("round")[notions].mean().std()
     fig, ax = figure_axes(ax, (6.5, 4.5))
     colours = palette(NOTIONS)
-    heights = [means[k] for k in NOTIONS]
-    errors = [0.0 if pd.isna(spread[k]) else float(spread[k]) for k in NOTIONS]
-    bars = ax.bar([NOTION_LABELS[k] for k in NOTIONS], heights, yerr=errors, capsize=4,
-                  color=[colours[k] for k in NOTIONS], edgecolor="black")
+    heights = [means[k] for k in notions]
+    errors = [0.0 if pd.isna(spread[k]) else float(spread[k]) for k in notions]
+    bars = ax.bar([NOTION_LABELS[k] for k in notions], heights, yerr=errors, capsize=4,
+                  color=[colours[k] for k in notions], edgecolor="black")
     for bar, value, error in zip(bars, heights, errors):
         ax.annotate(f"{value:.2f}", (bar.get_x() + bar.get_width() / 2, value + error),
                     ha="center", va="bottom", fontsize="small", xytext=(0, 3), textcoords="offset points")
@@ -231,7 +235,8 @@ def plot_figure4(points: pd.DataFrame, *, quick: bool = False, synthetic: bool |
     import matplotlib.pyplot as plt
     from matplotlib.lines import Line2D
 
-    require_columns(points, ["dataset", "strategy", "setting", "mode", "F_T", "mean_local_accuracy"], "the Figure 4 frame")
+    require_columns(points, ["dataset", "strategy", "setting", "mode", GENERAL_FAIRNESS, "mean_local_accuracy"],
+                    "the Figure 4 frame")
     quick = quick or bool(points.get("quick", pd.Series(dtype=bool)).any())
     synthetic = bool(points.get("synthetic", pd.Series(dtype=bool)).any()) if synthetic is None else synthetic
     colours = palette(STRATEGIES)
@@ -247,17 +252,17 @@ def plot_figure4(points: pd.DataFrame, *, quick: bool = False, synthetic: bool |
             continue
         for _, row in panel.sort_values("strategy", key=lambda c: c.map(lambda v: -STRATEGY_SIZES.get(v, 80))).iterrows():
             colour = colours.get(row["strategy"], "black")
-            ax.scatter(row["mean_local_accuracy"], row["F_T"], s=STRATEGY_SIZES.get(row["strategy"], 80),
+            ax.scatter(row["mean_local_accuracy"], row[GENERAL_FAIRNESS], s=STRATEGY_SIZES.get(row["strategy"], 80),
                        marker=SETTING_MARKERS.get(row["setting"], "s"), alpha=0.85, zorder=3,
                        facecolors=colour if row["mode"] == "faithful" else "none", edgecolors="black"
                        if row["mode"] == "faithful" else colour, linewidths=0.8 if row["mode"] == "faithful" else 1.8)
         for mode, group in panel.groupby("mode"):
             front = pareto_front(group)
-            ax.plot(front["mean_local_accuracy"], front["F_T"], color="black", linewidth=1,
+            ax.plot(front["mean_local_accuracy"], front[GENERAL_FAIRNESS], color="black", linewidth=1,
                     linestyle="--" if mode == "faithful" else ":")
         theirs = _panel(authors, key, setup) if authors is not None else pd.DataFrame()
         for _, row in theirs.iterrows():
-            ax.scatter(row["mean_local_accuracy"], row["F_T"], s=STRATEGY_SIZES.get(row["strategy"], 80),
+            ax.scatter(row["mean_local_accuracy"], row[GENERAL_FAIRNESS], s=STRATEGY_SIZES.get(row["strategy"], 80),
                        marker=SETTING_MARKERS.get(row["setting"], "s"), facecolors="none", zorder=4,
                        edgecolors=colours.get(row["strategy"], "black"), linewidths=1.6, linestyles="--")
     handles = [Line2D([], [], color=colours[s], marker="o", linestyle="", markersize=np.sqrt(STRATEGY_SIZES[s]),
@@ -430,7 +435,7 @@ def plot_dataset_figure(
     quick = any(r["quick"] for r in mine)
     synthetic = any(r["synthetic"] for r in mine)
     fig, axes = plt.subplots(4, 3, figsize=(15, 15.5), squeeze=False)
-    windows, repeats = set(), set()
+    windows, repeats, drawn = set(), set(), set()
     overlaid = None  # an authors' frame that was drawn (for the legend)
     for col, strategy in enumerate(STRATEGIES):
         for row, setting in enumerate(SETTINGS):
@@ -446,11 +451,13 @@ def plot_dataset_figure(
                     ax.set_yticks([])
                 continue
             frame = result_frame(res)
+            notions = frame_notions(frame)
+            drawn.update(notions)
             window = (int(res["window"][0]), int(res["window"][1]))
             n = int(frame["repeat"].nunique())
             windows.add(window)
             repeats.add(n)
-            ours = res["table3"]["F_T"]
+            ours = res["table3"][GENERAL_FAIRNESS]
             paper = reported["values"].get(name)
             head = f"{label}: F_T {ours:.3f}" if ours is not None else f"{label}: F_T –"
             if res["table3"].get("F_T_std") is not None and n > 1:
@@ -458,7 +465,7 @@ def plot_dataset_figure(
             head += f" (n={n})" + (f", paper {paper:.2f}" if paper is not None else "")
             plot_notion_bars(frame, window, ax=bar_ax, title=head, legend=False, paper_F_T=paper,
                              tolerance=tolerance, skip_nan=mode == "corrected")
-            bar_ax.set_xticks(range(len(NOTIONS)), ["$f_j$", "$f_g$", "$f_r$", "$f_o$", "$F_T$"])
+            bar_ax.set_xticks(range(len(notions)), [NOTION_SYMBOLS[k] for k in notions])
             bar_ax.tick_params(axis="x", labelrotation=0, labelsize="medium")
             theirs = authors.conditions.get(name) if authors is not None and mode == "faithful" else None
             reference = theirs.frame() if theirs is not None else None
@@ -468,7 +475,7 @@ def plot_dataset_figure(
             line_ax.set_ylim(-0.03, 1.05)
     colours = palette(NOTIONS)
     first, last = (sorted(windows)[0] if len(windows) == 1 else (15, 30))
-    handles = [Patch(color=colours[k], label=NOTION_LABELS[k]) for k in NOTIONS]
+    handles = [Patch(color=colours[k], label=NOTION_LABELS[k]) for k in NOTIONS if k in drawn or not drawn]
     handles += [Line2D([], [], color="black", marker="|", markersize=10, linestyle="",
                        label=f"error bar: std over rounds {first}-{last} of the repeat mean"),
                 Line2D([], [], color="black", linewidth=2, label="paper F_T (Table 3)"),

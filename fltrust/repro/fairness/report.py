@@ -16,8 +16,9 @@ mode, window and timing) and hands both to :func:`write_results_md`. The file ha
    would need to close the gap, and from ``papers_repro/fairness_analytics/misses.yaml`` the
    notion that drives it, the cause, and the cheap experiment that tested the cause with its
    result; a miss without an entry is reported as an unexplained finding;
-5. a long table, one row per condition: f_j, f_g, f_r, f_o, F_T, accuracy, rounds, window,
-   clients, repeats, NaN entries skipped by the window mean (corrected mode), seconds per run;
+5. a long table, one row per condition: the notions (f_j, f_g, f_r, f_o and every other registered
+   notion the results hold), F_T, accuracy, rounds, window, clients, repeats, NaN entries skipped
+   by the window mean (corrected mode), seconds per run;
 6. every distinct deviation from the paper's setting, naming the conditions it applies to, with
    the number of repeats and the seeding;
 7. the conditions not run yet.
@@ -43,9 +44,11 @@ from typing import Any
 import pandas as pd
 import yaml
 
+from fltrust.metrics.fairness.notions import PAPER_NOTIONS
+from fltrust.metrics.fairness.registry import GENERAL_FAIRNESS, NOTIONS, NotionKeys, resolve_weights
 from fltrust.repro.results import ResultsError, load_result_files
 from fltrust.repro.markdown import fmt, is_missing, lines, mark, render
-from fltrust.repro.fairness.run import NOTIONS, PAPER_DIR, STRICT_TOLERANCE, load_reported, table3
+from fltrust.repro.fairness.run import PAPER_DIR, STRICT_TOLERANCE, load_reported, table3
 from fltrust.repro.fairness.authors import AuthorsRuns, compare_with_authors
 from fltrust.repro.fairness.conditions import DATASETS, SETTINGS, STRATEGIES, all_conditions, condition_name
 from fltrust.core.io import atomic_write_text
@@ -73,12 +76,15 @@ RESULT_KEYS = (
 )
 """Keys every condition result must have (written by :func:`fltrust.repro.fairness.run.condition_result`)."""
 
-TABLE_COLUMNS = (
-    "condition", "dataset", "strategy", "setting", "paper_F_T", "ours_F_T", "ours_std", "repeats", "delta",
-    "within_tolerance", "within_strict", "f_j", "f_g", "f_r", "f_o", "mean_local_accuracy", "skipped", "rounds",
-    "clients", "quick", "synthetic", "mode", "window", "seconds_per_run",
+TABLE_COLUMNS = NotionKeys(
+    before=("condition", "dataset", "strategy", "setting", "paper_F_T", "ours_F_T", "ours_std", "repeats", "delta",
+            "within_tolerance", "within_strict"),
+    after=("mean_local_accuracy", "skipped", "rounds", "clients", "quick", "synthetic", "mode", "window",
+           "seconds_per_run"),
+    general=False,
 )
-"""Columns of :func:`summary_table` (those of :func:`fltrust.repro.fairness.run.table3` plus mode, window, timing)."""
+"""Columns of :func:`summary_table` (those of :func:`fltrust.repro.fairness.run.table3`, one per registered
+notion, plus mode, window, timing); a live view of the notion table."""
 
 STRATEGY_LABELS = {"fedavg": "FedAvg", "qfedavg": "q-FedAvg", "ditto": "Ditto"}
 """Column labels of Table 3."""
@@ -238,24 +244,33 @@ def summary_table(results: Sequence[dict[str, Any]], reported: dict[str, Any] | 
     return _add_result_columns(table3(results, reported), results)
 
 
-NOTION_NAMES = {"f_j": "individual f_j", "f_g": "group f_g", "f_r": "incentive f_r", "f_o": "orchestrator f_o"}
+def _shown_notions(results: Sequence[dict[str, Any]]) -> list[str]:
+    """The registered notions that some result's Table 3 window holds (a notion registered after the
+    results were written adds no empty column)."""
+    return [k for k in NOTIONS if any(k in res["table3"] for res in results)]
 
 
-def _single_notion_shifts(row: pd.Series) -> str:
-    """What one notion alone would have to be for F_T to equal the paper's value (F_T = mean of 4)."""
-    gap = 4 * (float(row["paper_F_T"]) - float(row["ours_F_T"]))
+def _single_notion_shifts(row: pd.Series, notions: Sequence[str]) -> str:
+    """What one notion alone would have to be for F_T to equal the paper's value.
+
+    F_T is the weighted mean of the notions with the registered default weights (what the
+    conditions ran): a change d of notion k moves F_T by ``w_k d / sum w``.
+    """
+    weights = resolve_weights()
+    total = sum(weights.values())
+    gap = float(row["paper_F_T"]) - float(row["ours_F_T"])
     parts = []
-    for key in ("f_j", "f_g", "f_r", "f_o"):
-        if is_missing(row[key]):
+    for key in notions:
+        if is_missing(row[key]) or weights[key] <= 0:
             continue
-        needed = float(row[key]) + gap
+        needed = float(row[key]) + gap * total / weights[key]
         verdict = "" if 0.0 <= needed <= 1.0 else " (impossible)"
         parts.append(f"{key} {float(row[key]):.3f} → {needed:.3f}{verdict}")
     return "; ".join(parts)
 
 
 def _misses_section(
-    table: pd.DataFrame, misses: dict[str, dict[str, Any]], threshold: float,
+    table: pd.DataFrame, misses: dict[str, dict[str, Any]], threshold: float, notions: Sequence[str],
 ) -> dict[str, Any]:
     """Variables of ``fairness/misses.md.j2``: one entry per miss, worst first, and the unexplained ones."""
     sub = table[(table["mode"] == "faithful") & table["delta"].notna()] if not table.empty else table
@@ -275,10 +290,10 @@ def _misses_section(
             "delta": fmt(row["delta"], DIGITS, signed=True),
             "band": "within ±0.10" if bool(row["within_tolerance"]) else "outside ±0.10",
             "window": f"{row['window'][0]}-{row['window'][1]}",
-            "notions": ", ".join(f"{k} {fmt(row[k], DIGITS)}" for k in ("f_j", "f_g", "f_r", "f_o")),
+            "notions": ", ".join(f"{k} {fmt(row[k], DIGITS)}" for k in notions),
             "accuracy": fmt(row["mean_local_accuracy"], DIGITS),
             "clients": int(row["clients"]),
-            "alone": _single_notion_shifts(row),
+            "alone": _single_notion_shifts(row, notions),
             "entry": None,
         }
         if entry is not None:
@@ -335,7 +350,8 @@ def misses_markdown(
         The section's lines (template ``fairness/misses.md.j2``).
     """
     misses = load_misses() if misses is None else misses
-    return lines(render("fairness/misses.md.j2", misses=_misses_section(table, misses, threshold)))
+    notions = [k for k in NOTIONS if k in table.columns and not table[k].map(is_missing).all()]
+    return lines(render("fairness/misses.md.j2", misses=_misses_section(table, misses, threshold, notions)))
 
 
 def _scale_table(results: Sequence[dict[str, Any]]) -> pd.DataFrame:
@@ -412,19 +428,19 @@ def _table3_long(sub: pd.DataFrame, reported: dict[str, Any], tol: float) -> pd.
                                        f"within ±{STRICT_TOLERANCE:.2f}", f"within ±{tol:.2f}"])
 
 
-def _condition_table(table: pd.DataFrame) -> pd.DataFrame:
+def _condition_table(table: pd.DataFrame, notions: Sequence[str]) -> pd.DataFrame:
     """The "Per condition" table: notions, F_T, accuracy, rounds, window, sizes, NaN skipped, seconds, flags."""
     rows = []
     for _, row in table.sort_values(["mode", "condition"]).iterrows():
         rows.append([
             row["condition"], row["mode"],
-            *(fmt(row[k], DIGITS) for k in ("f_j", "f_g", "f_r", "f_o")),
+            *(fmt(row[k], DIGITS) for k in notions),
             fmt(row["ours_F_T"], DIGITS), fmt(row["mean_local_accuracy"], DIGITS),
             str(int(row["rounds"])), f"{row['window'][0]}-{row['window'][1]}", str(int(row["clients"])),
             str(int(row["repeats"])), str(int(row["skipped"])), fmt(row["seconds_per_run"], 1),
             " ".join(flag for flag in ("quick", "synthetic") if row[flag]),
         ])
-    return pd.DataFrame(rows, columns=["condition", "mode", "f_j", "f_g", "f_r", "f_o", "F_T", "accuracy", "rounds",
+    return pd.DataFrame(rows, columns=["condition", "mode", *notions, GENERAL_FAIRNESS, "accuracy", "rounds",
                                        "window", "clients", "repeats", "NaN skipped", "s / run", "flags"])
 
 
@@ -453,6 +469,7 @@ def _authors_section(
         section["notes"].append("⚠ Not the published files: " + "; ".join(
             f"{m['path']} has sha256 {m['sha256']}, the published file {m['expected']}" for m in authors.checksum_mismatch))
     comparison = compare_with_authors(results, authors).set_index("condition")
+    compared = (*PAPER_NOTIONS, GENERAL_FAIRNESS)  # what the authors' files hold
     rows = []
     for strategy, key, setting in all_conditions():
         name = condition_name(strategy, key, setting)
@@ -468,11 +485,11 @@ def _authors_section(
             name, fmt(paper, 2), theirs, f"{fmt(row['authors_F_T'], DIGITS)} {mark(same)}",
             ", ".join(fmt(v, DIGITS) for v in row["ours_F_T_per_repeat"]), fmt(row["ours_F_T"], DIGITS),
             fmt(row["welch_t"], 2, signed=True), p_value, verdict,
-            *(fmt(row[f"delta_{k}"], DIGITS, signed=True) for k in NOTIONS),
+            *(fmt(row[f"delta_{k}"], DIGITS, signed=True) for k in compared),
         ])
     section["table"] = pd.DataFrame(rows, columns=[
         "condition", "paper F_T", "authors F_T v1, v2, v3", "authors mean (= paper)", "ours F_T per repeat",
-        "ours mean", "Welch t", "p", "at 95 %", "Δ f_j", "Δ f_g", "Δ f_r", "Δ f_o", "Δ F_T"])
+        "ours mean", "Welch t", "p", "at 95 %", *(f"Δ {k}" for k in compared)])
     section["compared"] = int(comparison["consistent"].notna().sum())
     section["consistent"] = int(sum(bool(v) for v in comparison["consistent"] if not is_missing(v)))
     return section
@@ -553,6 +570,7 @@ def results_markdown(
     tolerance = reported["tolerance"]
     tol = float(tolerance["absolute"])
     table = _add_result_columns(table, results)
+    notions = _shown_notions(results)
     quick = quick or any(r["quick"] for r in results)
     clients = {}  # our client count per dataset, where a full-size result differs from the paper's
     for res in results:
@@ -601,8 +619,8 @@ def results_markdown(
         tables=tables,
         stale=[f"{name}: {reason}" for name, reason in stale_results(results)],
         misses=None if quick else _misses_section(table, load_misses() if misses is None else misses,
-                                                  STRICT_TOLERANCE),
-        per_condition=_condition_table(table),
+                                                  STRICT_TOLERANCE, notions),
+        per_condition=_condition_table(table, notions),
         repeats="; ".join(f"{n} repeat(s): {', '.join(sorted(set(names)))}" for n, names in sorted(by_repeats.items())),
         seeding=SEEDING,
         deviations=[f"{text} ({', '.join(sorted(names))})" for text, names in deviations.items()],

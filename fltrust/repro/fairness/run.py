@@ -32,12 +32,15 @@ import yaml
 
 from fltrust.config import ExperimentConfig, load_config
 from fltrust.core.io import atomic_write_text, to_plain
+from fltrust.metrics.fairness.registry import FAIRNESS_KEYS, GENERAL_FAIRNESS, NOTIONS as REGISTERED
 from fltrust.metrics.jain import MetricInputError
 from fltrust.repro.fairness.conditions import DATASETS, QUICK_OVERRIDES, quick_overrides
 from fltrust.repro.paths import repo_root
 from fltrust.runs import RunRecord, load_run
 
-NOTIONS = ("f_j", "f_g", "f_r", "f_o", "F_T")
+NOTIONS = FAIRNESS_KEYS
+"""The fairness columns: every registered notion (the paper's f_j, f_g, f_r, f_o first), then F_T
+(a live view of :data:`fltrust.metrics.fairness.registry.NOTIONS`)."""
 REPO = repo_root()  # the checkout ($FLTRUST_REPO, this source tree, or the cwd's): fltrust.repro.paths
 PAPER_DIR = REPO / "papers_repro" / "fairness_analytics"
 CONFIG_DIR = PAPER_DIR / "configs"
@@ -111,7 +114,10 @@ def run_condition(name: str, *, out_dir: str | Path, **kwargs: Any) -> list[RunR
 
 
 def notions_frame(records: Sequence[RunRecord]) -> pd.DataFrame:
-    """Long table: one row per (repeat, round >= 1) with f_j, f_g, f_r, f_o, F_T and accuracies."""
+    """Long table: one row per (repeat, round >= 1) with every notion of :data:`NOTIONS` and accuracies.
+
+    A notion a record does not hold (registered after the run) is NaN.
+    """
     rows = []
     for record in records:
         repeat = record.config["run"]["repeat"]
@@ -226,6 +232,8 @@ def window_means(
     positive contributions) NaN entries are left out and counted in ``num_skipped``.
 
     Also returns the per-repeat F_T window means (their spread is the repeat-to-repeat spread).
+    Every notion of :data:`NOTIONS` the frame has a column for is averaged (a frame of results
+    written before a notion was registered has none for it).
     """
     repeats = sorted(frame["repeat"].unique().tolist())
     window = frame[(frame["round"] >= first_round) & (frame["round"] <= last_round)]
@@ -233,19 +241,20 @@ def window_means(
     def mean(rows: np.ndarray):
         return table3_window_mean(rows, first_round, last_round, skip_nan=skip_nan)
 
+    notions = [k for k in NOTIONS if k in frame.columns or k == GENERAL_FAIRNESS]
     out: dict[str, Any] = {}
     skipped: dict[str, int] = {}
-    for key in (*NOTIONS, "mean_local_accuracy", "aux_accuracy"):
+    for key in (*notions, "mean_local_accuracy", "aux_accuracy"):
         matrix = _round_matrix(frame, key, repeats, last_round)
         result = mean(matrix)
         out[key] = result.value
-        if key in NOTIONS:
+        if key in notions:
             skipped[key] = result.num_skipped
-    ft = _round_matrix(frame, "F_T", repeats, last_round)
+    ft = _round_matrix(frame, GENERAL_FAIRNESS, repeats, last_round)
     per_repeat = [mean(ft[i : i + 1]).value for i in range(len(repeats))]
     finite = [v for v in per_repeat if np.isfinite(v)]
     return {
-        **{k: out[k] for k in NOTIONS},
+        **{k: out[k] for k in notions},
         "F_T_per_repeat": per_repeat,
         "F_T_std": float(np.std(finite, ddof=1)) if len(finite) > 1 else float("nan"),
         "repeats": int(window["repeat"].nunique()),
@@ -475,7 +484,7 @@ def table3(results: Sequence[dict[str, Any]], reported: dict[str, Any] | None = 
         name = res["condition"]
         strategy, *dataset, setting = name.split("_")
         dataset_key = "_".join(dataset)
-        ours = _num(res["table3"]["F_T"])  # None (every round NaN) -> NaN
+        ours = _num(res["table3"][GENERAL_FAIRNESS])  # None (every round NaN) -> NaN
         paper = reported["values"].get(name)
         delta = None if paper is None or not np.isfinite(ours) else ours - paper
         rows.append({
@@ -490,7 +499,7 @@ def table3(results: Sequence[dict[str, Any]], reported: dict[str, Any] | None = 
             "delta": delta,
             "within_tolerance": None if delta is None else bool(abs(delta) <= tol + 1e-12),
             "within_strict": None if delta is None else bool(abs(delta) <= STRICT_TOLERANCE + 1e-12),
-            **{k: res["table3"][k] for k in ("f_j", "f_g", "f_r", "f_o")},
+            **{k: res["table3"].get(k) for k in REGISTERED},  # None: a result from before the notion
             "mean_local_accuracy": res["table3"]["mean_local_accuracy"],
             "skipped": sum((res["table3"].get("num_skipped") or {}).values()),
             "rounds": res["rounds"],
@@ -543,7 +552,7 @@ def figure4_frame(
             "strategy": strategy,
             "setting": setting,
             "mode": res["mode"],
-            "F_T": _num(means["F_T"]),
+            GENERAL_FAIRNESS: _num(means[GENERAL_FAIRNESS]),
             "mean_local_accuracy": _num(means["mean_local_accuracy"]),
             "window": window,
             "quick": res["quick"],

@@ -126,10 +126,11 @@ def test_spec7_identities_every_round(path):
             scores = np.asarray(rep["group_scores"][k], dtype=float)
             assert notions["f_g"] == pytest.approx(1 - np.median(np.abs(scores)), abs=1e-5), where
         # F_T = mean of the four notions (fltrust's general_fairness with equal weights)
-        four = [notions[n] for n in ("f_j", "f_g", "f_r", "f_o")]
-        if all(v is not None for v in four):
-            assert notions["F_T"] == pytest.approx(general_fairness(*four), abs=1e-8), where
-            assert general_fairness(*four) == pytest.approx(np.mean(four), abs=1e-12), where
+        four = {n: notions[n] for n in ("f_j", "f_g", "f_r", "f_o")}
+        if all(v is not None for v in four.values()):
+            equal = dict.fromkeys(four, 0.25)
+            assert notions["F_T"] == pytest.approx(general_fairness(four, equal), abs=1e-8), where
+            assert general_fairness(four, equal) == pytest.approx(np.mean(list(four.values())), abs=1e-12), where
         checked += 1
     assert checked == len(json.loads(path.read_text())["per_round"]["round"])
 
