@@ -1,4 +1,4 @@
-"""Command line: ``fltrust run | demo | data info | data fetch | repro fairness | repro trust | report``.
+"""Command line: ``fltrust run | demo | data info | data fetch | repro fairness | repro trust | repro verify | report``.
 
 Examples
 --------
@@ -18,7 +18,8 @@ code  meaning
 ====  =====================================================================================
 0     success
 1     a run diverged (non-finite loss or model; the record says where), or a batch (``repro``,
-      ``demo``) finished but some conditions failed (listed above it)
+      ``demo``) finished but some conditions failed (listed above it), or ``repro verify`` found
+      the rerun different from the committed result
 2     usage, configuration or data error: fix the command, the YAML/--set value or the data
       file named in the message (argparse's own usage errors also exit 2)
 3     filesystem error: permission denied, read-only or full disk, ``--out`` under a regular file
@@ -127,6 +128,15 @@ def _cmd_repro(args: argparse.Namespace) -> int:
     return 1 if failures else 0
 
 
+def _cmd_verify(args: argparse.Namespace) -> int:
+    from fltrust.repro.verify import verify
+
+    outcome = verify(args.target, repeat=args.repeat, rounds=args.rounds, out_dir=args.out, device=args.device)
+    for line in outcome.lines():
+        print(line)
+    return 0 if outcome.identical else 1
+
+
 def _cmd_report(args: argparse.Namespace) -> int:
     from fltrust.repro.html_report import write_reports
 
@@ -222,21 +232,37 @@ def build_parser() -> argparse.ArgumentParser:
     fetch.add_argument("name", choices=REAL_DATASETS + REFERENCE_DATA)
     fetch.set_defaults(func=_cmd_data_fetch)
 
-    repro = sub.add_parser("repro", parents=[common], help="reproduce a paper (batch of papermill notebooks)")
-    repro.add_argument("paper", choices=["fairness", "trust"])
-    repro.add_argument("--quick", action="store_true", help="small CPU-sized version")
-    repro.add_argument("--conditions", default="*", help="glob over condition/experiment names")
-    repro.add_argument("--repeats", type=_at_least_one, default=None, help="repeats per condition (fairness)")
-    repro.add_argument("--mode", default=None,
-                       help=f"fairness: {'|'.join(FAIRNESS_MODES)}; trust: {'|'.join(TRUST_MODES)}")
-    repro.add_argument("--device", choices=["cpu", "cuda", "auto"], default="auto",
-                       help="auto (default): CUDA when available, else CPU")
-    repro.add_argument("--out", default=None, help="folder for run folders and executed notebooks")
-    repro.add_argument("--jobs", type=_at_least_one, default=1, metavar="N",
-                       help="run N conditions at once (parallel kernels; the cores are shared out, "
-                            "several runs may share one GPU)")
-    repro.add_argument("--strict", action="store_true", help=STRICT_HELP)
-    repro.set_defaults(func=_cmd_repro)
+    repro = sub.add_parser("repro", parents=[common],
+                           help="reproduce a paper (batch of papermill notebooks), or verify a committed result")
+    repro_sub = repro.add_subparsers(dest="paper", required=True)
+    for paper in ("fairness", "trust"):
+        batch = repro_sub.add_parser(paper, parents=[common], help=f"the {paper} paper's batch")
+        batch.add_argument("--quick", action="store_true", help="small CPU-sized version")
+        batch.add_argument("--conditions", default="*", help="glob over condition/experiment names")
+        batch.add_argument("--repeats", type=_at_least_one, default=None, help="repeats per condition (fairness)")
+        batch.add_argument("--mode", default=None,
+                           help=f"fairness: {'|'.join(FAIRNESS_MODES)}; trust: {'|'.join(TRUST_MODES)}")
+        batch.add_argument("--device", choices=["cpu", "cuda", "auto"], default="auto",
+                           help="auto (default): CUDA when available, else CPU")
+        batch.add_argument("--out", default=None, help="folder for run folders and executed notebooks")
+        batch.add_argument("--jobs", type=_at_least_one, default=1, metavar="N",
+                           help="run N conditions at once (parallel kernels; the cores are shared out, "
+                                "several runs may share one GPU)")
+        batch.add_argument("--strict", action="store_true", help=STRICT_HELP)
+        batch.set_defaults(func=_cmd_repro)
+    check = repro_sub.add_parser(
+        "verify", parents=[common],
+        help="rerun one repeat of a committed result and compare it round by round (exit 0 only when identical)")
+    check.add_argument("target", metavar="CONDITION|EXPERIMENT",
+                       help="a fairness condition (e.g. fedavg_nslkdd_100c_iid) or a trust experiment (exp1..exp5)")
+    check.add_argument("--repeat", type=int, default=0, help="the repeat to rerun (default 0)")
+    check.add_argument("--rounds", type=_at_least_one, default=None, metavar="N",
+                       help="rerun and compare the first N rounds only")
+    check.add_argument("--out", default=None, help="scratch folder of the rerun (default runs/verify/<name>-r<repeat>)")
+    check.add_argument("--device", choices=["cpu", "cuda", "auto"], default=None,
+                       help="default: the committed run's device type when recorded, else cpu")
+    check.add_argument("--strict", action="store_true", help=STRICT_HELP)
+    check.set_defaults(func=_cmd_verify)
 
     report = sub.add_parser("report", parents=[common],
                             help="one self-contained HTML page per paper (tables, figures, deviations; works offline)")
@@ -260,7 +286,7 @@ def build_parser() -> argparse.ArgumentParser:
 EXIT_OK, EXIT_FAILURES, EXIT_USAGE, EXIT_FILESYSTEM, EXIT_RUN_FOLDER, EXIT_INTERNAL, EXIT_INTERRUPTED = 0, 1, 2, 3, 4, 70, 130
 EXIT_BROKEN_PIPE = 141
 EXIT_CODES_HELP = (
-    "exit codes: 0 success, 1 some batch conditions failed, 2 usage/config/data error, "
+    "exit codes: 0 success, 1 some batch conditions failed (repro verify: the rerun differs), 2 usage/config/data error, "
     "3 filesystem error (permission, full disk, --out under a file), 4 run folder in use or corrupt, "
     "70 internal error, 130 interrupted (rerun the same command to resume), 141 output pipe closed "
     "(e.g. by head); -v shows tracebacks"

@@ -117,14 +117,52 @@ def fairness_observer(cfg: ExperimentConfig, model: nn.Module, x_aux: torch.Tens
                             seed=cfg.effective_seed())
 
 
+def trust_inputs(cfg: ExperimentConfig, *, member_sampler: Any = None, sensitive: Any = None):
+    """What an experiment states about itself for its FactSheet: its :class:`~fltrust.trust.inputs.TrustInputs`.
+
+    The one place a configuration becomes the trust observer's inputs (the pre-training fields of
+    :func:`~fltrust.trust.factsheet.populate_pre_training` and extended mode's facts).
+
+    Parameters
+    ----------
+    cfg : ExperimentConfig
+    member_sampler, sensitive : optional
+        Extended mode's data hooks (:func:`federation_trust_observer` draws them from the federation).
+
+    Returns
+    -------
+    TrustInputs
+    """
+    from fltrust.trust.inputs import TrustInputs
+    from fltrust.trust.measures.poisoning import is_byzantine_robust
+
+    dp = cfg.privacy.mode != "none"
+    epsilon = cfg.privacy.target_epsilon
+    project, data = cfg.project, cfg.data
+    return TrustInputs(
+        name=cfg.run.name, strategy=cfg.strategy.name, byzantine_robust=is_byzantine_robust(cfg.strategy.name),
+        personalized=cfg.strategy.name == "ditto", model=cfg.model.name, num_clients=cfg.partition.num_clients,
+        clients_per_round=cfg.clients_per_round(), rounds=cfg.training.rounds,
+        learning_rate=cfg.training.learning_rate, local_epochs=cfg.training.local_epochs,
+        differential_privacy=dp, dp_epsilon=float(epsilon) if dp and epsilon is not None else float("nan"),
+        secure_aggregation=getattr(cfg.privacy, "secure_aggregation", None),
+        overview=project.overview, purpose=project.purpose, background=project.background,
+        organisations=tuple(project.organisations), data_name=data.name,
+        data_files=tuple((data.train_files or []) + (data.test_files or [])),
+        loader_options={"onehot_order": data.onehot_order, "balance": data.balance},
+        seed=int(cfg.effective_seed()), batch_size=cfg.training.batch_size,
+        member_sampler=member_sampler, sensitive=sensitive,
+    )
+
+
 def trust_observer(cfg: ExperimentConfig, model: nn.Module, x_test: torch.Tensor, y_test: torch.Tensor, *,
                    test_groups: Any = None, member_sampler: Any = None, sensitive: Any = None):
     """The :class:`~fltrust.trust.observer.TrustObserver` of an experiment.
 
     Its settings are :func:`fltrust.config.trust_settings` of ``metrics.trust``; seed, batch size
-    and loss convention come from the config, the FactSheet describes the run from the config
-    (:func:`~fltrust.trust.factsheet.populate_pre_training`), and extended mode's measurements are built here
-    from the config (``member_sampler`` / ``sensitive``: :func:`fltrust.trust.extended.extended_inputs`).
+    and loss convention come from the config, the FactSheet describes the run from the config's
+    :func:`trust_inputs` (:func:`~fltrust.trust.factsheet.populate_pre_training`), and extended
+    mode's measurements are built from the same inputs.
 
     Parameters
     ----------
@@ -132,9 +170,10 @@ def trust_observer(cfg: ExperimentConfig, model: nn.Module, x_test: torch.Tensor
     model : nn.Module
     x_test, y_test : torch.Tensor
         The test split.
-    test_groups, member_sampler, sensitive : optional
-        See :class:`~fltrust.trust.observer.TrustObserver` and
-        :class:`~fltrust.trust.extended.ExtendedMetrics`.
+    test_groups : optional
+        See :class:`~fltrust.trust.observer.TrustObserver`.
+    member_sampler, sensitive : optional
+        Extended mode's data hooks (:class:`~fltrust.trust.inputs.TrustInputs`).
 
     Returns
     -------
@@ -144,15 +183,17 @@ def trust_observer(cfg: ExperimentConfig, model: nn.Module, x_test: torch.Tensor
     from fltrust.trust.factsheet import populate_pre_training
     from fltrust.trust.observer import TrustObserver
 
-    def describe(fs: dict[str, Any], info: RunInfo, template: nn.Module) -> None:  # what the config ran
-        populate_pre_training(fs, cfg, template, info.dataset or None)
-
     settings = trust_settings(cfg.metrics.trust)
+    inputs = trust_inputs(cfg, member_sampler=member_sampler, sensitive=sensitive)
+
+    def describe(fs: dict[str, Any], info: RunInfo, template: nn.Module) -> None:  # what the config ran
+        populate_pre_training(fs, inputs, template, info.dataset or None, settings=settings)
+
     extended = None
     if settings.mode == "extended":
         from fltrust.trust.extended import ExtendedMetrics
 
-        extended = ExtendedMetrics(cfg, model, x_test, y_test, member_sampler=member_sampler, sensitive=sensitive)
+        extended = ExtendedMetrics(settings, inputs, model, x_test, y_test)
     return TrustObserver(settings, model, x_test, y_test, seed=cfg.effective_seed(),
                          batch_size=cfg.training.batch_size, loss_scaling=cfg.training.loss_scaling,
                          test_groups=test_groups, extended=extended, describe=describe)
@@ -174,7 +215,11 @@ def paper_observers(cfg: ExperimentConfig, model: nn.Module, federation: Federat
 
 
 def federation_trust_observer(cfg: ExperimentConfig, model: nn.Module, federation: Federation):
-    """:func:`trust_observer` on ``federation``'s test split, with extended mode's inputs drawn from it.
+    """:func:`trust_observer` on ``federation``'s test split, with extended mode's data hooks drawn from it.
+
+    In extended mode, the members of the membership-inference attack are the clients' training
+    rows (:func:`fltrust.trust.extended.sample_client_rows`) and the sensitive attribute is the
+    test split's (:func:`fltrust.trust.measures.discrimination.sensitive_attribute`).
 
     Parameters
     ----------
@@ -189,9 +234,16 @@ def federation_trust_observer(cfg: ExperimentConfig, model: nn.Module, federatio
     -------
     TrustObserver
     """
-    from fltrust.trust.extended import extended_inputs
+    hooks: dict[str, Any] = {}
+    if cfg.metrics.trust.mode == "extended":
+        import functools
 
-    return trust_observer(cfg, model, federation.x_test, federation.y_test, **extended_inputs(cfg, federation))
+        from fltrust.trust.extended import sample_client_rows
+        from fltrust.trust.measures.discrimination import sensitive_attribute
+
+        hooks = {"member_sampler": functools.partial(sample_client_rows, federation),
+                 "sensitive": sensitive_attribute(federation.bundle)}
+    return trust_observer(cfg, model, federation.x_test, federation.y_test, **hooks)
 
 
 ObserverFactory = Callable[[nn.Module, Federation], RoundObserver]

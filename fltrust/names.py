@@ -18,7 +18,7 @@ Families
     ``prototype``: the FederatedTrust authors' released code (HEAD b67a59c, the golden vectors);
     ``paper``: the normalisations and statistics that best reproduce the paper's Figures 4-5;
     ``fixed``: every bug fix of trust spec 9; ``extended``: all 36 taxonomy metrics plus the
-    sustainability pillar, measured from an experiment's data (:mod:`fltrust.trust.extended`).
+    sustainability pillar, measured from the run (:mod:`fltrust.trust.extended`).
     :data:`PAPER_TREE_TRUST_MODES` are the first three: they score the paper's 20-metric tree and
     are compared with its figures.
 :data:`FairnessMode` (``metrics.fairness.mode``, :class:`fltrust.settings.FairnessSettings`)

@@ -48,6 +48,8 @@ from fltrust.names import (
 )
 
 __all__ = [
+    "DECLARATIONS",
+    "DeclarationError",
     "FAIRNESS_MODE_DEFAULTS",
     "FairnessOptions",
     "FairnessSettings",
@@ -56,6 +58,7 @@ __all__ = [
     "TrustOptions",
     "TrustSettings",
     "show",
+    "validate_declarations",
 ]
 
 _REPR = reprlib.Repr()
@@ -303,6 +306,75 @@ FEATURE_IMPORTANCE_METHODS = ("class_sums", "feature_mean_abs")
 """:data:`fltrust.trust.measures.explainability.FEATURE_IMPORTANCE_METHODS`."""
 
 
+DECLARATIONS: dict[str, tuple[str, ...] | str] = {
+    "testing_coverage": "fraction",
+    "anonymisation": ("none", "pseudonymisation", "k_anonymity", "l_diversity"),
+    "simplification": ("none", "pruning", "quantisation", "distillation"),
+    "model_replacement": ("none", "manual", "automatic"),
+    "encryption": ("none", "secagg+", "smc", "he"),
+}
+"""Keys of ``TrustSettings.declared`` (``metrics.trust.declared``) and their allowed values
+(``"fraction"`` = a number in [0, 1]): what only a person can state, for extended mode.
+
+Scores (extended definitions): anonymisation none 0, pseudonymisation 1/3, k-anonymity 2/3,
+l-diversity 1 (each extends the previous, paper Sec. 3.1); simplification 1 for any technique
+(paper Sec. 3.4 names knowledge distillation, pruning and quantisation are the other common
+ones), 0 for none; model replacement none 0, manual 0.5 (a person can roll back to a registered
+version), automatic 1 (the paper's design: replace when degradation is global and persistent);
+encryption none 0, SecAgg+ / SMC / HE 1."""
+
+
+class DeclarationError(SettingsError):
+    """A declared value (``TrustSettings.declared``) is not allowed; names the key and the allowed values."""
+
+
+def validate_declarations(declared: Any, *, owner: str = "TrustSettings") -> dict[str, Any]:
+    """Check declared values against :data:`DECLARATIONS` and normalise them.
+
+    :class:`TrustSettings` runs it on its ``declared`` field; extended mode reads the normalised
+    values (:mod:`fltrust.trust.measures.governance`).
+
+    Parameters
+    ----------
+    declared : mapping or None
+        Key -> value, e.g. ``{"testing_coverage": 0.8, "encryption": "SecAgg+"}``.
+    owner : str
+        Named in the error (``TrustSettings``; a configuration reports it under ``metrics.trust``).
+
+    Returns
+    -------
+    dict
+        The declarations, strings lower-cased (``-`` as ``_``; ``secagg``/``secaggplus`` as
+        ``secagg+``), the fraction as float.
+
+    Raises
+    ------
+    DeclarationError
+        Unknown key or value.
+
+    Examples
+    --------
+    >>> validate_declarations({"testing_coverage": 0.8, "anonymisation": "K_Anonymity"})
+    {'testing_coverage': 0.8, 'anonymisation': 'k_anonymity'}
+    """
+    out: dict[str, Any] = {}
+    for key, value in (declared or {}).items():
+        if key not in DECLARATIONS:
+            raise DeclarationError(owner, "declared", f": unknown key {show(key)}; allowed keys are {sorted(DECLARATIONS)}")
+        allowed = DECLARATIONS[key]
+        if allowed == "fraction":
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.0 <= float(value) <= 1.0:
+                raise DeclarationError(owner, f"declared.{key}", f"={show(value)} must be a number in [0, 1]")
+            out[key] = float(value)
+            continue
+        text = str(value).strip().lower().replace("-", "_")
+        text = "secagg+" if text in ("secagg+", "secaggplus", "secagg") else text
+        if text not in allowed:
+            raise DeclarationError(owner, f"declared.{key}", f"={show(value)}; choose one of {list(allowed)}")
+        out[key] = text
+    return out
+
+
 @dataclass(frozen=True)
 class TrustOptions:
     """The FederatedTrust settings an experiment config can set: each field once.
@@ -317,9 +389,8 @@ class TrustOptions:
         ``"prototype"`` (default): the authors' released code. ``"paper"``: the normalisations
         that best reproduce the paper's Figures 4-5. ``"fixed"``: every spec-9 fix.
         ``"extended"``: all 36 taxonomy metrics plus nebula's sustainability pillar, measured
-        where the kit can (see ``fltrust/trust/definitions/extended.yaml``); it measures the run
-        from the experiment's data (membership inference, evasion), so it needs an experiment
-        config (:func:`fltrust.experiment.trust_observer`).
+        where the kit can (see ``fltrust/trust/definitions/extended.yaml``), for an experiment
+        (:func:`fltrust.experiment.trust_observer`) or a Flower app (:func:`fltrust.flower.instrument`).
     metrics_file : str or None
         A user's own pillar/notion/metric definitions (YAML or JSON); ``None`` = the packaged ones.
     clever_samples : int
@@ -351,9 +422,9 @@ class TrustOptions:
         grid intensity for it gives the run's emissions (no network access).
     declared : dict
         Extended mode: values only a person can state -- ``testing_coverage`` (0..1),
-        ``anonymisation``, ``simplification``, ``model_replacement``, ``encryption``; checked by
-        :func:`fltrust.trust.measures.governance.validate_declarations` where they are read
-        (see ``fltrust.trust.measures.governance.DECLARATIONS``).
+        ``anonymisation``, ``simplification``, ``model_replacement``, ``encryption``; the keys
+        and allowed values are :data:`DECLARATIONS`, checked by :func:`validate_declarations`
+        when the settings are built.
     """
 
     mode: TrustMode = "prototype"
@@ -428,7 +499,7 @@ class TrustSettings(TrustOptions):
         _positive(owner, "mia_samples", self.mia_samples, allow_zero=True)
         _positive(owner, "reference_samples", self.reference_samples)
         _positive(owner, "reputation_tolerance", self.reputation_tolerance, allow_zero=True)
-        if not isinstance(self.declared, dict):  # its values: fltrust.trust.measures.governance.validate_declarations
+        if not isinstance(self.declared, dict):
             raise SettingsError(owner, "declared", f"={show(self.declared)} must be a mapping")
         for key, value in self.declared.items():  # scalars only: a YAML alias bomb never reaches str()/repr()
             scalar = value is None or isinstance(value, (bool, int, float)) or (isinstance(value, str) and len(value) <= 64)
@@ -436,6 +507,7 @@ class TrustSettings(TrustOptions):
                 name = key if isinstance(key, str) and len(key) <= 64 else show(key)
                 raise SettingsError(owner, f"declared.{name}", f"={show(value)} must be a number or a word (at most "
                                     "64 characters), e.g. testing_coverage: 0.8 or encryption: none")
+        validate_declarations(self.declared, owner=owner)
         _positive(owner, "clever_samples", self.clever_samples, allow_zero=True)
         _positive(owner, "clever_nb_batches", self.clever_nb_batches)
         _positive(owner, "clever_batch_size", self.clever_batch_size)

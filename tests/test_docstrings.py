@@ -1,5 +1,5 @@
-"""The public functions of ``fltrust.algorithms``, ``fltrust.engines``, ``fltrust.core`` and ``fltrust.flower``
-document their parameters.
+"""The public functions of ``fltrust.algorithms``, ``fltrust.engines``, ``fltrust.core``, ``fltrust.flower`` and
+``fltrust.trust`` document their parameters.
 
 Public means: not starting with ``_``, defined in the module (not imported into it) and, where the
 module has ``__all__``, listed there; methods count when their class is public and they are defined
@@ -20,7 +20,7 @@ from types import ModuleType
 
 import pytest
 
-PACKAGES = ("fltrust.algorithms", "fltrust.engines", "fltrust.core", "fltrust.flower")
+PACKAGES = ("fltrust.algorithms", "fltrust.engines", "fltrust.core", "fltrust.flower", "fltrust.trust")
 SECTION = re.compile(r"^Parameters\n-+\n(?P<body>.*?)(?=^\S[^\n]*\n-+\n|\Z)", re.M | re.S)
 
 

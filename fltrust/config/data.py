@@ -60,6 +60,11 @@ class DataConfig:
         Synthetic N-BaIoT only: ``"none"`` (the default stand-in) or ``"real_partial"`` (each class
         gets the per-feature mean and std of the real ``real_partial/`` rows,
         :func:`fltrust.data.synthetic.synthetic_n_baiot`).
+    normalize : list of float or None
+        ``[mean, std]``: every input value x becomes ``(x - mean) / std`` after loading, in both
+        splits (torchvision's ``Normalize(mean, std)`` on one channel). The FederatedTrust
+        prototype's FederatedScope configuration applies ``Normalize(0.1307, 0.3081)`` to FEMNIST's
+        [0, 1] pixels. ``None`` (default) keeps the loader's values.
     """
 
     name: DatasetName = "synthetic_nsl_kdd"
@@ -75,9 +80,12 @@ class DataConfig:
     pooled_train_samples: int | None = None
     allow_synthetic_fallback: bool = False
     standin_calibration: str = "none"
+    normalize: list[float] | None = None
 
     def __post_init__(self) -> None:
         choice("data", "name", self.name, DATASETS)
+        if self.normalize is not None and (len(self.normalize) != 2 or not self.normalize[1] > 0):
+            raise ConfigError(f"data.normalize={self.normalize!r} must be [mean, std] with std > 0, e.g. [0.1307, 0.3081]")
         choice("data", "standin_calibration", self.standin_calibration, ("none", "real_partial"))
         choice("data", "onehot_order", self.onehot_order, ("global", "per_split", "per_partition"))
         choice("data", "scaling", self.scaling, ("fit_train", "fixed"))

@@ -166,15 +166,7 @@ def trust_settings(config: TrustConfig) -> TrustSettings:
     0
     """
     values = {f.name: getattr(config, f.name) for f in dataclasses.fields(TrustOptions)}
-    settings = _settings("metrics.trust", lambda: TrustSettings(**values))
-    if config.declared:
-        from fltrust.trust.measures.governance import DeclarationError, validate_declarations
-
-        try:
-            validate_declarations(config.declared)
-        except DeclarationError as exc:
-            raise ConfigError(str(exc)) from None
-    return settings
+    return _settings("metrics.trust", lambda: TrustSettings(**values))  # it checks the declared values too
 
 
 @dataclass(frozen=True)

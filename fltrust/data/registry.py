@@ -579,4 +579,35 @@ def load_dataset(cfg: DataConfig, *, seed: int = 0) -> DatasetBundle:
                 },
             },
         )
+    if cfg.normalize is not None:
+        bundle = normalized(bundle, *cfg.normalize)
     return bundle
+
+
+def normalized(bundle: DatasetBundle, mean: float, std: float) -> DatasetBundle:
+    """The bundle with every input value x replaced by ``(x - mean) / std`` (``data.normalize``).
+
+    Parameters
+    ----------
+    bundle : DatasetBundle
+        A loaded dataset.
+    mean, std : float
+        torchvision's ``Normalize(mean, std)`` for one channel (``std > 0``).
+
+    Returns
+    -------
+    DatasetBundle
+        A new bundle (float32 inputs), its ``source`` recording the transform.
+
+    Examples
+    --------
+    >>> split = ArraySplit(np.array([[0.0, 1.0]], dtype=np.float32), np.array([0]))
+    >>> normalized(DatasetBundle("x", split, split, 2, (2,)), 0.5, 0.5).train.x.tolist()
+    [[-1.0, 1.0]]
+    """
+    def apply(split: ArraySplit) -> ArraySplit:
+        x = ((split.x.astype(np.float32) - np.float32(mean)) / np.float32(std)).astype(np.float32)
+        return dataclasses.replace(split, x=x)
+
+    return dataclasses.replace(bundle, train=apply(bundle.train), test=apply(bundle.test),
+                               source={**bundle.source, "normalize": {"mean": mean, "std": std}})

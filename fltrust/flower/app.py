@@ -80,7 +80,7 @@ from fltrust.flower.records import (
 from fltrust.flower.sinks import ClientRow
 from fltrust.flower.tensors import as_tensors, model_device, model_num_classes, read_labels
 from fltrust.metrics.fairness.registry import GENERAL_FAIRNESS, NotionKeys
-from fltrust.names import EXTENDED_TRUST_MODE, PAPER_TREE_TRUST_MODES
+from fltrust.names import EXTENDED_TRUST_MODE
 from fltrust.settings import FairnessSettings, TrustSettings
 
 log = logging.getLogger("fltrust")
@@ -300,8 +300,14 @@ class InstrumentedStrategy(ObservedStrategy):
         if self.trust is not None:
             from fltrust.trust.observer import TrustObserver
 
-            observers.append(TrustObserver(self.trust, copy.deepcopy(self._eval_model), *self.test, run_folder=folder,
-                                           seed=self.seed, batch_size=EVAL_BATCH_SIZE))
+            model = copy.deepcopy(self._eval_model)
+            extended = None
+            if self.trust.mode == EXTENDED_TRUST_MODE:
+                from fltrust.trust.extended import ExtendedMetrics
+
+                extended = ExtendedMetrics(self.trust, self.facts["trust_inputs"], model, *self.test)
+            observers.append(TrustObserver(self.trust, model, *self.test, run_folder=folder,
+                                           seed=self.seed, batch_size=EVAL_BATCH_SIZE, extended=extended))
         return ObserverSet(observers)
 
     def start(self, grid: Grid, initial_arrays: ArrayRecord, num_rounds: int = 3, timeout: float = 3600,
@@ -412,6 +418,22 @@ def _system(model: nn.Module, records: list, final: Params) -> dict[str, Any]:
             "bytes_down_total": total("bytes_received"), "train_time_s_total": total("train_time_s")}
 
 
+def _trust_inputs(strategy: Strategy, model: nn.Module, name: str, dataset_name: str, seed: int):
+    """What the app states for extended mode's measures: its strategy (and whether it is Byzantine-robust),
+    model, dataset and seed; the clients' rows and a sensitive attribute stay with the app (missing)."""
+    from fltrust.trust.inputs import TrustInputs
+    from fltrust.trust.measures.poisoning import is_byzantine_robust
+
+    inner = strategy
+    while isinstance(getattr(inner, "strategy", None), Strategy):  # a wrapper (DP, ...) around the aggregation rule
+        inner = inner.strategy
+    kind, rule = type(strategy).__name__, type(inner).__name__
+    return TrustInputs(name=name, strategy=rule, byzantine_robust=is_byzantine_robust(rule),
+                       personalized="ditto" in kind.lower(), model=type(model).__name__,
+                       differential_privacy="differentialprivacy" in kind.lower(), data_name=dataset_name,
+                       seed=int(seed), batch_size=EVAL_BATCH_SIZE)
+
+
 def instrument(
     strategy: Strategy,
     *,
@@ -454,8 +476,10 @@ def instrument(
     fairness : FairnessSettings or None
         Federated Fairness Analytics settings; ``None`` switches the fairness metrics off.
     trust : TrustSettings or None
-        FederatedTrust settings (``mode="extended"`` needs an fltrust experiment config);
-        ``None`` switches FederatedTrust off.
+        FederatedTrust settings; ``None`` switches FederatedTrust off. ``mode="extended"`` scores
+        the 36-metric taxonomy and sustainability from the app's strategy, its models and the
+        ``test`` data; what stays with the clients (their training rows for membership
+        inference, a sensitive attribute) is reported missing.
     batch_keys : (str, str) or None
         Keys of inputs and labels when ``aux`` / ``test`` yield dict batches (:func:`as_tensors`).
     num_clients : int or None
@@ -491,10 +515,6 @@ def instrument(
         raise _fail("fairness", f"must be FairnessSettings(...) or None, got {type(fairness).__name__}")
     if trust is not None and not isinstance(trust, TrustSettings):
         raise _fail("trust", f"must be TrustSettings(...) or None, got {type(trust).__name__}")
-    if trust is not None and trust.mode == EXTENDED_TRUST_MODE:
-        raise _fail("trust", f"mode={EXTENDED_TRUST_MODE!r} measures the run from an fltrust experiment's data "
-                             f"(membership inference, evasion); use one of {list(PAPER_TREE_TRUST_MODES)} for a "
-                             "Flower app")
     if num_clients is not None and (not isinstance(num_clients, int) or num_clients < 1):
         raise _fail("num_clients", f"must be a positive integer or None, got {num_clients!r}")
     tensors = {}
@@ -522,7 +542,8 @@ def instrument(
     if "aux" in tensors:
         _check_aux(tensors["aux"][1].cpu(), num_classes)
     facts = {"dataset_name": dataset_name, "dataset_description": dataset_description,
-             "preprocessing": preprocessing, "num_classes": num_classes}
+             "preprocessing": preprocessing, "num_classes": num_classes,
+             "trust_inputs": _trust_inputs(strategy, model, name, dataset_name, seed)}
     return InstrumentedStrategy(strategy, model=model, aux=tensors.get("aux"), test=tensors.get("test"),
                                 out_dir=Path(out_dir).expanduser().resolve(), name=name, fairness=fairness,
                                 trust=trust, facts=facts, num_clients=num_clients, seed=seed)

@@ -15,7 +15,12 @@ The shared core, used by both:
 - :mod:`fltrust.repro.batch` -- ``fltrust repro``: the papermill batch runner over the notebooks;
 - :mod:`fltrust.repro.markdown` -- cell formatting and the Jinja2 templates (``templates/<paper>/``);
 - :mod:`fltrust.repro.html_report` -- ``fltrust report``: one self-contained HTML page per paper;
-- :mod:`fltrust.repro.results` -- reading the result files;
+- :mod:`fltrust.repro.results` -- reading the result files, and the parts both papers' results hold
+  (the runs' provenance records, each run's per-round model hashes);
+- :mod:`fltrust.repro.provenance_table` -- RESULTS.md's provenance section (commit, BLAS, threads,
+  and whether the training code changed since);
+- :mod:`fltrust.repro.verify` -- ``fltrust repro verify``: rerun one repeat of a committed result
+  and compare it round by round;
 - :mod:`fltrust.repro.caveats` -- the caveat lines printed under a result;
 - :mod:`fltrust.repro.paths` -- the checkout whose ``papers_repro/`` is read and written.
 """

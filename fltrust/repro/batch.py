@@ -45,11 +45,11 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from fltrust.names import FAIRNESS_MODES, TRUST_MODES
-from fltrust.repro.paths import repo_root
+from fltrust.repro.paths import repo_root, resource_root
 from fltrust.core.io import atomic_write_text
 
-REPO = repo_root()  # the checkout ($FLTRUST_REPO, this source tree, or the cwd's): fltrust.repro.paths
-NOTEBOOKS = REPO / "notebooks"
+REPO = repo_root()  # where outputs go: the checkout, or the cwd of a wheel outside one (fltrust.repro.paths)
+NOTEBOOKS = resource_root() / "notebooks"  # the checkout's, or the wheel's packaged copy
 
 
 @dataclass

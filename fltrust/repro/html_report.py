@@ -43,7 +43,7 @@ from fltrust.repro.paths import repo_root
 
 __all__ = ["PAPERS", "markdown_to_html", "report_html", "write_report", "write_reports"]
 
-REPO = repo_root()  # the checkout ($FLTRUST_REPO, this source tree, or the cwd's): fltrust.repro.paths
+REPO = repo_root()  # where outputs go: the checkout, or the cwd of a wheel outside one (fltrust.repro.paths)
 
 
 @dataclass(frozen=True)

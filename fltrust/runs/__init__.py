@@ -14,7 +14,8 @@ checkpoint.pt     state after the last finished round (removed when the run comp
                   ``torch.load(weights_only=True)``
 final_model.pt    ``state_dict`` of the final global model
 summary.json      ``status`` ("complete" or "diverged"), wall time, system figures, observers'
-                  run-end output, and its ``integrity`` entry (the SHA-256 of every other file)
+                  run-end output, ``provenance`` (:func:`provenance`), and its ``integrity``
+                  entry (the SHA-256 of every other file)
 log.txt           the run's log
 .lock             held (``filelock``) by the one process running this folder; ``.holder.json``
                   names that process
@@ -45,6 +46,10 @@ Modules
   :func:`audit_key`) and :func:`audit_run`.
 - :mod:`~fltrust.runs.checkpoint` -- plain-data ``.pt`` files: :func:`read_plain_torch`,
   :func:`write_checkpoint`, :func:`read_checkpoint`, :func:`load_final_model`.
+- :mod:`~fltrust.runs.provenance` -- :func:`provenance`, the record of the code (commit, dirty
+  tree), libraries, BLAS kernels, threads and device that ``summary.json`` holds (never part of the
+  run id), and :data:`TRAINING_PATHS` with :func:`changed_since` (has the training code changed since
+  a recorded commit).
 
 Every name is importable from :mod:`fltrust.runs` itself.
 """
@@ -64,6 +69,7 @@ from fltrust.runs.audit import (
 )
 from fltrust.runs.checkpoint import load_final_model, read_checkpoint, read_plain_torch, write_checkpoint
 from fltrust.runs.folder import RunDiverged, RunFolder, RunFolderError, RunRecord, check_finite, load_run, locked
+from fltrust.runs.provenance import TRAINING_PATHS, changed_since, provenance
 from fltrust.runs.recorder import RunRecorder, strip
 
 __all__ = [
@@ -77,16 +83,19 @@ __all__ = [
     "RunFolderError",
     "RunRecord",
     "RunRecorder",
+    "TRAINING_PATHS",
     "audit_key",
     "audit_run",
     "canonical_json",
     "chain_hash",
+    "changed_since",
     "check_finite",
     "field_digests",
     "load_final_model",
     "load_run",
     "locked",
     "params_hash",
+    "provenance",
     "read_checkpoint",
     "read_plain_torch",
     "record_link",

@@ -21,6 +21,7 @@ from fltrust.core.params import chain_hash, params_hash
 from fltrust.core.records import Params, RoundRecord, RunInfo, RunSummary
 from fltrust.runs.audit import INTEGRITY, _algorithm, _covered_files, _summary_link, audit_key, field_digests, record_link
 from fltrust.runs.folder import RunDiverged, RunFolder, check_finite
+from fltrust.runs.provenance import provenance
 
 __all__ = ["RunRecorder", "strip"]
 
@@ -207,10 +208,13 @@ class RunRecorder:
         self.folder.checkpoint.unlink(missing_ok=True)
 
     def _write_summary(self, summary: dict[str, Any]) -> None:
-        """Write ``summary.json`` with its integrity entry: the head of the record chain, the SHA-256
+        """Write ``summary.json`` with its provenance (:func:`fltrust.runs.provenance.provenance`, unless
+        the caller's fields hold one) and its integrity entry: the head of the record chain, the SHA-256
         of every other file the run wrote (config, dataset, final model, FactSheet, trust report,
         ...), and a link chaining all of it onto the records."""
         body = to_plain(summary)
+        if "provenance" not in body:  # which code, libraries, BLAS and threads ran it (never in the run id)
+            body["provenance"] = provenance(body.get("device"))
         files = _covered_files(self.folder.path)
         algorithm = _algorithm(self.key)
         body[INTEGRITY] = {"algorithm": algorithm, "record_chain": self.record_head, "files": files,

@@ -37,9 +37,11 @@ nan_is_missing (report)    no (B2)              yes                        yes
 prototype left out and nebula's sustainability pillar (:mod:`fltrust.trust.extended`: membership
 inference, ART FGSM/PGD, discrimination index, client reputation and data quality, system
 reliability, hash-chain audit, co-versioning, registry and visualisation coverage, CodeCarbon
-offline energy), records a measured / declared / n/a provenance entry for every metric and
-scores ``extended.yaml``. Its extra inputs come from
-:func:`fltrust.trust.extended.extended_inputs` (``member_sampler``, ``sensitive``).
+offline energy; each a registered measure, :mod:`fltrust.trust.measures.registry`), records a
+measured / declared / n/a provenance entry for every metric and scores ``extended.yaml`` (or the
+settings' own definitions). What the run states beyond its records comes in its
+:class:`~fltrust.trust.inputs.TrustInputs` (an experiment: :func:`fltrust.experiment.trust_inputs`;
+a Flower app: :func:`fltrust.flower.instrument`).
 
 "prototype" is the authors' HEAD code. "paper" is what best reproduces the paper's Figures 4-5
 (trust spec 7.3): the 5796d0b-era statistics with uncapped CVs, which the paper-mode definitions
@@ -199,8 +201,8 @@ class TrustObserver(BaseObserver):
         Natural client of each test sample; enables per-client evaluation of the final model.
     extended : ExtendedMetrics or None
         Extended mode's measurements (:class:`fltrust.trust.extended.ExtendedMetrics`, built from
-        the experiment's config by :func:`fltrust.experiment.trust_observer`); required in
-        extended mode, refused in the others.
+        the run's :class:`~fltrust.trust.inputs.TrustInputs` by :func:`fltrust.experiment.trust_observer`
+        or :func:`fltrust.flower.instrument`); required in extended mode, refused in the others.
     describe : callable or None
         ``describe(factsheet, info, model)`` fills the pre-training fields (what was run);
         ``None`` = :func:`describe_app` from ``RunInfo.app``. An experiment passes
@@ -244,8 +246,9 @@ class TrustObserver(BaseObserver):
             raise TrustObserverError(f"test_groups has {len(test_groups)} rows but y_test has {len(y_test)}")
         if (settings.mode == "extended") != (extended is not None):
             raise TrustObserverError(
-                "extended mode needs its measurements (extended=ExtendedMetrics(...), built from an experiment config "
-                "by fltrust.experiment.trust_observer)" if extended is None
+                "extended mode needs its measurements: extended=ExtendedMetrics(settings, TrustInputs(...), model, "
+                "x_test, y_test) (fltrust.experiment.trust_observer and fltrust.flower.instrument build it)"
+                if extended is None
                 else f"extended= is only used in extended mode, not mode={settings.mode!r}"
             )
         self.settings = settings
@@ -489,7 +492,8 @@ class TrustObserver(BaseObserver):
         self._fill_summary_system(summary)
         extended_out = None
         if self.extended is not None:
-            extended_out = self.extended.run_end(summary, model, fs, self.run_folder)
+            extended_out = self.extended.run_end(summary, model, fs, self.run_folder, definitions=self._definitions,
+                                                 client_accuracy=accs[np.isfinite(accs)])
         missing = missing_fields(fs, nan_is_missing=sw["nan_is_missing"])
         if missing:
             log.info("trust: FactSheet fields missing: %s", ", ".join(missing))

@@ -105,6 +105,57 @@ def test_the_readme_app_records_both_papers_metrics(tmp_path, monkeypatch, capsy
     assert {m.metadata.message_type for m in grid.sent} == {"train"}  # no discovery handler, no query round
 
 
+EXTENDED_PILLARS = ("robustness", "privacy", "fairness", "explainability", "accountability",
+                    "architectural_soundness", "sustainability")
+
+
+def test_the_readme_app_in_extended_trust_mode_scores_every_pillar(tmp_path, monkeypatch, capsys):
+    """The README app with trust=ft.TrustSettings(mode="extended"), on ft.run_local: the 36-metric taxonomy
+    and sustainability are scored; what stays on the clients (their rows, a sensitive attribute) is missing."""
+    monkeypatch.chdir(tmp_path)
+    source = readme_app().replace(
+        'dataset_description="3 classes of 8x8 Gaussian images, 64 per client")',
+        'dataset_description="3 classes of 8x8 Gaussian images, 64 per client", '
+        'trust=ft.TrustSettings(mode="extended", evasion_samples=32))')
+    assert 'mode="extended"' in source
+    app = load_app(tmp_path, source)
+
+    app.ft.run_local(app.server, app.client, 4)
+
+    [folder] = run_folders(tmp_path)
+    from fltrust.runs import audit_run, load_run
+    from fltrust.trust.factsheet import load_factsheet
+    from fltrust.trust.report import TrustReport
+
+    record = load_run(folder)
+    assert record.summary["status"] == "complete" and audit_run(folder).ok
+    report = TrustReport.from_json((folder / "trust_report.json").read_text())
+    assert report.mode == "extended" and report.definitions == "extended"
+    assert tuple(p.name for p in report.pillars) == EXTENDED_PILLARS
+    assert all(p.applicable and math.isfinite(p.score) and 0 <= p.score <= 1 for p in report.pillars)
+    assert 0 < report.trust_score <= 1
+    print("\n".join(f"{p.name}: {p.score:.4f}" for p in report.pillars) + f"\ntrust: {report.trust_score:.4f}",
+          file=sys.stderr)  # the pillar table
+    status = {m.path: m.status for m in report.metrics()}
+    assert set(status.values()) <= {"measured", "declared", "missing", "n/a"}
+    # measured from the app's own models and records
+    for path in ("robustness/client_reliability/client_reputation", "robustness/client_reliability/data_quality",
+                 "robustness/resilience_to_attacks/empirical_robustness", "accountability/monitoring/algorithmic_auditing",
+                 "architectural_soundness/model_management/model_co_versioning",
+                 "architectural_soundness/client_management/client_registry"):
+        assert status[path] == "measured", path
+    assert report.metric("algorithmic_auditing").score == 1.0  # the run recorder's hash chain verifies
+    assert report.metric("model_co_versioning").score == 1.0
+    # the clients' rows and a sensitive attribute never reach the server
+    assert status["privacy/information_loss/information_leakage"] == "missing"
+    assert status["fairness/group_fairness/discrimination_index"] == "missing"
+    fs = load_factsheet(folder / "factsheet.json")
+    assert fs["robustness"]["byzantine_robust"] is False  # FedAvg
+    assert "strategy.name = 'FedAvg'" in fs["provenance"]["robustness/resilience_to_attacks/poisoning_defence"]["method"]
+    assert fs["participants"]["avg_dataset_size"] > 0 and (folder / "trust_dashboard.png").is_file()
+    assert record.summary["observers"]["trust"]["trust_score"] == pytest.approx(report.trust_score)
+
+
 def test_client_reports_stay_out_of_flowers_aggregation(tmp_path, monkeypatch):
     """fltrust's per-client keys never reach the app's strategy; the label counts reach fltrust."""
     monkeypatch.chdir(tmp_path)

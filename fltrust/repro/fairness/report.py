@@ -37,6 +37,7 @@ Spec and bug references ("fairness spec §N", "trust spec §N", "Bn") are define
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -48,7 +49,8 @@ from fltrust.metrics.fairness.notions import PAPER_NOTIONS
 from fltrust.metrics.fairness.registry import GENERAL_FAIRNESS, NOTIONS, NotionKeys, resolve_weights
 from fltrust.repro.results import ResultsError, load_result_files
 from fltrust.repro.markdown import fmt, is_missing, lines, mark, render
-from fltrust.repro.fairness.run import PAPER_DIR, STRICT_TOLERANCE, load_reported, table3
+from fltrust.repro.provenance_table import provenance_frame, provenance_section
+from fltrust.repro.fairness.run import PAPER_INPUTS, REPEAT_QUANTITIES, REPO, STRICT_TOLERANCE, load_reported, table3
 from fltrust.repro.fairness.authors import AuthorsRuns, compare_with_authors
 from fltrust.repro.fairness.conditions import DATASETS, SETTINGS, STRATEGIES, all_conditions, condition_name
 from fltrust.core.io import atomic_write_text
@@ -59,6 +61,9 @@ __all__ = [
     "RESULT_KEYS",
     "load_misses",
     "misses_markdown",
+    "misses_number_problems",
+    "provenance_markdown",
+    "result_scales",
     "STRATEGY_LABELS",
     "ResultsError",
     "load_results",
@@ -91,7 +96,7 @@ STRATEGY_LABELS = {"fedavg": "FedAvg", "qfedavg": "q-FedAvg", "ditto": "Ditto"}
 
 REGENERATE = "fltrust repro fairness"
 
-MISSES_PATH = PAPER_DIR / "misses.yaml"
+MISSES_PATH = PAPER_INPUTS / "misses.yaml"
 """Why each miss misses: driving notion, cause, the cheap experiment and its result (hand-written)."""
 
 CAUSES = ("data scale", "data source", "paper bug", "our bug", "seed spread", "unexplained")
@@ -145,7 +150,90 @@ def load_misses(path: str | Path | None = None) -> dict[str, dict[str, Any]]:
             raise ResultsError(f"{path}: entry {name} lacks {missing}")
         if entry["cause"] not in CAUSES:
             raise ResultsError(f"{path}: entry {name} has cause {entry['cause']!r}; choose one of {list(CAUSES)}")
+        for key, text in (entry.get("per_repeat") or {}).items():
+            quantity = key.rsplit("/", 1)[-1]
+            if quantity not in REPEAT_QUANTITIES:
+                raise ResultsError(f"{path}: entry {name} per_repeat key {key!r} names no quantity; use one of "
+                                   f"{list(REPEAT_QUANTITIES)} (or <condition>/<quantity>)")
+            if not isinstance(text, str) or not all(_QUOTED.fullmatch(v.strip()) for v in text.split("/")):
+                raise ResultsError(f"{path}: entry {name} per_repeat {key}: {text!r} is not 'a / b / c' "
+                                   "(one number, or '-' when not quoted, per repeat; quote the YAML value)")
+        if not isinstance(entry.get("history") or [], list):
+            raise ResultsError(f"{path}: entry {name} history must be a list of 'a / b / c: what it was' lines")
     return entries
+
+
+_QUOTED = re.compile(r"-|-?\d+(?:\.\d+)?")
+_TRIPLE = re.compile(r"(?<![\d.])-?\d+(?:\.\d+)?(?: / -?\d+(?:\.\d+)?){2,}(?!\d|\.\d)")
+
+
+def _matches(typed: str, value: float | int | None) -> bool:
+    """Whether a number typed with d decimals is ``value`` rounded to d decimals (either way at a tie)."""
+    if value is None:
+        return False
+    decimals = len(typed.split(".")[1]) if "." in typed else 0
+    return abs(float(typed) - float(value)) <= 0.5 * 10 ** -decimals + 1e-9
+
+
+def misses_number_problems(
+    misses: dict[str, dict[str, Any]] | None = None, results: Sequence[dict[str, Any]] | None = None,
+) -> list[str]:
+    """Every per-repeat number of ``misses.yaml`` that the data do not give, one line each.
+
+    An entry quotes per-repeat numbers in ``per_repeat`` (``quantity: "a / b / c"``, one value per
+    repeat, ``-`` where the text quotes none; ``<condition>/<quantity>`` for another condition): each
+    is compared with :func:`fltrust.repro.fairness.run.repeat_window_values` of the faithful result,
+    at the decimals typed. Every ``a / b / c`` in the entry's text must be one of them, or the start
+    of a ``history`` line (a number of an earlier result, in git history, that no committed file holds).
+
+    Parameters
+    ----------
+    misses : dict, optional
+        :func:`load_misses` (default: the committed file).
+    results : sequence of dict, optional
+        Condition results (default: the committed ones).
+
+    Returns
+    -------
+    list of str
+        ``misses.yaml <entry>: <key> repeat <r>: typed <a>, the data give <b>``, and the unlisted
+        quotes; empty when every number matches.
+    """
+    from fltrust.repro.fairness.run import RESULTS_DIR, repeat_window_values
+
+    misses = load_misses() if misses is None else misses
+    results = load_results(RESULTS_DIR) if results is None else results
+    faithful = {r["condition"]: r for r in results if r["mode"] == "faithful"}
+    values: dict[str, dict[str, list[Any]]] = {}
+    problems = []
+    for name, entry in misses.items():
+        quotes = {key: str(text) for key, text in (entry.get("per_repeat") or {}).items()}
+        for key, text in quotes.items():
+            condition, quantity = key.rsplit("/", 1) if "/" in key else (name, key)
+            if condition not in faithful:
+                problems.append(f"misses.yaml {name}: {key}: no faithful result of {condition}")
+                continue
+            if condition not in values:
+                values[condition] = repeat_window_values(faithful[condition])
+            data = values[condition][quantity]
+            typed = [v.strip() for v in text.split("/")]
+            if len(typed) != len(data):
+                problems.append(f"misses.yaml {name}: {key}: {len(typed)} values typed, the result has {len(data)} repeats")
+                continue
+            for repeat, (t, v) in enumerate(zip(typed, data)):
+                if t != "-" and not _matches(t, v):
+                    decimals = len(t.split(".")[1]) if "." in t else 0
+                    shown = "none" if v is None else f"{float(v):.{decimals}f} ({float(v):.6g})"
+                    problems.append(f"misses.yaml {name}: {key} repeat {repeat}: typed {t}, the data give {shown}")
+        history = [str(line).split(":", 1)[0].strip() for line in entry.get("history") or []]
+        experiment = entry.get("experiment") or {}
+        text = " ".join(str(part) for part in (entry.get("explanation"), entry.get("evidence"),
+                                               experiment.get("name"), experiment.get("result")) if part)
+        for quote in _TRIPLE.findall(" ".join(text.split())):
+            if quote not in quotes.values() and quote not in history:
+                problems.append(f"misses.yaml {name}: its text quotes {quote}, which is neither under per_repeat "
+                                "(checked against the data) nor under history (an earlier result)")
+    return problems
 
 
 def stale_results(results: Sequence[dict[str, Any]]) -> list[tuple[str, str]]:
@@ -354,31 +442,171 @@ def misses_markdown(
     return lines(render("fairness/misses.md.j2", misses=_misses_section(table, misses, threshold, notions)))
 
 
-def _scale_table(results: Sequence[dict[str, Any]]) -> pd.DataFrame:
-    """One row per condition result: the data its first repeat used; "n/a" for results older than the record."""
-    def spread(v: dict[str, int] | None) -> str:
-        return f"{v['median']} ({v['min']}-{v['max']})" if v else "n/a"
+REPEAT_0_ONLY = "repeat 0 only"
+"""The data-scale table's repeats cell of a result that recorded only its first repeat's scale."""
 
+
+def result_scales(result: dict[str, Any]) -> tuple[list[dict[str, Any]], bool]:
+    """A condition result's data scale per repeat, and whether only repeat 0's was recorded.
+
+    Results hold ``scale_per_repeat`` (:func:`fltrust.repro.fairness.run.data_scale` of every
+    repeat); results written before it hold repeat 0's alone as ``scale``, and results older still
+    none (an empty list).
+
+    Parameters
+    ----------
+    result : dict
+        A condition result.
+
+    Returns
+    -------
+    tuple of (list of dict, bool)
+        The non-empty scales, and True when they are repeat 0's only.
+    """
+    if "scale_per_repeat" in result:
+        return [sc for sc in result["scale_per_repeat"] if sc], False
+    return ([result["scale"]] if result.get("scale") else []), True
+
+
+def _span(values: Sequence[int | None], thousands: bool = True) -> str:
+    """``a`` when every value is ``a``, else ``lo-hi``; "n/a" when none is known."""
+    known = sorted(int(v) for v in values if v is not None)
+    if not known:
+        return "n/a"
+    form = "{:,}" if thousands else "{}"
+    lo, hi = form.format(known[0]), form.format(known[-1])
+    return lo if lo == hi else f"{lo}-{hi}"
+
+
+def _spread_over(spreads: Sequence[dict[str, int] | None]) -> str:
+    """Per-client sizes over repeats: the median (its range over repeats) and the smallest min to the largest max."""
+    spreads = [v for v in spreads if v]
+    if not spreads:
+        return "n/a"
+    low, high = min(v["min"] for v in spreads), max(v["max"] for v in spreads)
+    return f"{_span([v['median'] for v in spreads], False)} ({low}-{high})"
+
+
+def _scale_table(results: Sequence[dict[str, Any]]) -> pd.DataFrame:
+    """One row per condition result: the data its repeats used, as ranges over repeats; "n/a" for
+    results older than the record, "repeat 0 only" for results that recorded only the first repeat's."""
     rows = []
     for res in sorted(results, key=lambda r: (r["mode"], r["condition"])):
-        sc = res.get("scale") or {}
-        rows.append([res["condition"], res["mode"],
-                     f"{sc['source_train_samples']:,} / {sc['source_test_samples']:,}" if sc else "n/a",
-                     str(sc.get("num_clients", "n/a")), spread(sc.get("train_per_client")),
-                     spread(sc.get("val_per_client")),
-                     f"{sc['aux_samples']:,}" if sc.get("aux_samples") is not None else "n/a"])
-    return pd.DataFrame(rows, columns=["condition", "mode", "source train / test", "clients",
+        scales, first_only = result_scales(res)
+        if not scales:
+            rows.append([res["condition"], res["mode"], "n/a", "n/a", "n/a", "n/a", "n/a", "n/a"])
+            continue
+        source = (f"{_span([sc.get('source_train_samples') for sc in scales])} / "
+                  f"{_span([sc.get('source_test_samples') for sc in scales])}")
+        rows.append([res["condition"], res["mode"], REPEAT_0_ONLY if first_only else str(len(scales)), source,
+                     _span([sc.get("num_clients") for sc in scales], False),
+                     _spread_over([sc.get("train_per_client") for sc in scales]),
+                     _spread_over([sc.get("val_per_client") for sc in scales]),
+                     _span([sc.get("aux_samples") for sc in scales])])
+    return pd.DataFrame(rows, columns=["condition", "mode", "repeats", "source train / test", "clients",
                                        "train / client: median (min-max)", "validation / client", "aux set"])
 
 
-def data_scale_markdown(results: Sequence[dict[str, Any]]) -> list[str]:
-    """Lines of the "Data scale" section: per condition result, the data its first repeat actually used.
+VERIFY_EXAMPLE = "fltrust repro verify <condition> --repeat 0"
+"""The rerun-and-compare command RESULTS.md's provenance section names."""
+
+
+def _provenance_frame(results: Sequence[dict[str, Any]]) -> pd.DataFrame:
+    """The provenance table: one row per dataset, mode and distinct provenance of its conditions."""
+    groups = []
+    for mode in sorted({r["mode"] for r in results}, key=lambda m: (m != "faithful", m)):
+        for key, setup in DATASETS.items():
+            members = [r for r in results if r["mode"] == mode and "_".join(r["condition"].split("_")[1:-1]) == key]
+            if members:
+                groups.append(([setup.paper_label, mode], members))
+    known = set(DATASETS)
+    others = [r for r in results if "_".join(r["condition"].split("_")[1:-1]) not in known]
+    for res in sorted(others, key=lambda r: r["condition"]):
+        groups.append((["_".join(res["condition"].split("_")[1:-1]), res["mode"]], [res]))
+    return provenance_frame(groups, ["dataset", "mode", "conditions"], root=REPO)
+
+
+def provenance_markdown(results: Sequence[dict[str, Any]]) -> list[str]:
+    """Lines of the "Provenance" section: per dataset, which commit, BLAS, threads and libraries made
+    its conditions' runs, and whether the training code changed since (:mod:`fltrust.repro.provenance_table`).
 
     Parameters
     ----------
     results : sequence of dict
-        Condition results; ``scale`` is :func:`fltrust.repro.fairness.run.data_scale` (results
-        written before it existed show ``n/a``).
+        Condition results.
+
+    Returns
+    -------
+    list of str
+        The section's lines (template ``provenance.md.j2``).
+    """
+    return lines(render("provenance.md.j2", provenance=provenance_section(_provenance_frame(results),
+                                                                            command=VERIFY_EXAMPLE)))
+
+
+STILL_GLOBAL_MODEL = 0.01
+"""A repeat's global model counts as not training when its accuracy on the server's auxiliary set
+moves by at most this much (one percentage point) over all rounds (:func:`untrained_global_models`)."""
+
+
+def untrained_global_models(results: Sequence[dict[str, Any]],
+                            threshold: float = STILL_GLOBAL_MODEL) -> pd.DataFrame:
+    """The conditions whose global model never trains: aux accuracy still over every round of every repeat.
+
+    A condition is listed when, in every repeat, the largest minus the smallest ``aux_accuracy``
+    of its rounds is at most ``threshold``. Its F_T then describes clients that train locally from
+    a global model that stays where it started (chance on CIFAR-10, the initial model's accuracy on
+    NSL-KDD): the q-FedAvg conditions run Flower 1.7's legacy ``QFedAvg`` (fairness spec 5.2), whose
+    step ``sum_n L^q g_n / sum_n h_n`` with one central loss L moves the model very little.
+
+    Parameters
+    ----------
+    results : sequence of dict
+        Condition results (:func:`load_results`).
+    threshold : float
+        Largest range of the aux accuracy over the rounds of a repeat that counts as still.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per such condition: ``condition``, ``mode``, ``rounds``, ``repeats`` and
+        ``aux_accuracy`` (per repeat, its range over the rounds), sorted by condition.
+
+    Examples
+    --------
+    >>> still = {"condition": "a", "mode": "faithful", "quick": False,
+    ...          "per_round": {"repeat": [0, 0, 1, 1], "aux_accuracy": [0.1, 0.1, 0.2, 0.2001]}}
+    >>> moving = dict(still, condition="b", per_round={"repeat": [0, 0], "aux_accuracy": [0.1, 0.5]})
+    >>> untrained_global_models([still, moving])[["condition", "aux_accuracy"]].values.tolist()
+    [['a', '0.100 / 0.200']]
+    """
+    rows = []
+    for res in results:
+        rounds = res.get("per_round") or {}
+        if res.get("quick") or "aux_accuracy" not in rounds:
+            continue
+        frame = pd.DataFrame({"repeat": rounds["repeat"], "aux": rounds["aux_accuracy"]}).dropna()
+        if frame.empty:
+            continue
+        spans = frame.groupby("repeat")["aux"].agg(["min", "max"])
+        if ((spans["max"] - spans["min"]) <= threshold).all():
+            cells = [f"{lo:.3f}" if f"{lo:.3f}" == f"{hi:.3f}" else f"{lo:.3f}-{hi:.3f}"
+                     for lo, hi in zip(spans["min"], spans["max"])]
+            rows.append({"condition": res["condition"], "mode": res["mode"],
+                         "rounds": int(frame.groupby("repeat").size().max()), "repeats": len(spans),
+                         "aux_accuracy": " / ".join(cells)})
+    columns = ["condition", "mode", "rounds", "repeats", "aux_accuracy"]
+    return pd.DataFrame(rows, columns=columns).sort_values(["condition", "mode"]).reset_index(drop=True)
+
+
+def data_scale_markdown(results: Sequence[dict[str, Any]]) -> list[str]:
+    """Lines of the "Data scale" section: per condition result, the data its repeats actually used.
+
+    Parameters
+    ----------
+    results : sequence of dict
+        Condition results (:func:`result_scales`: every repeat's scale, or repeat 0's only for
+        results written before every repeat's was recorded, or none: ``n/a``).
 
     Returns
     -------
@@ -625,7 +853,10 @@ def results_markdown(
         seeding=SEEDING,
         deviations=[f"{text} ({', '.join(sorted(names))})" for text, names in deviations.items()],
         scale=_scale_table(results),
+        untrained=untrained_global_models(results),
+        still=STILL_GLOBAL_MODEL,
         authors=beside,
+        provenance=provenance_section(_provenance_frame(results), command=VERIFY_EXAMPLE),
     )
 
 

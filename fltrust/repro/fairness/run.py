@@ -35,15 +35,19 @@ from fltrust.core.io import atomic_write_text, to_plain
 from fltrust.metrics.fairness.registry import FAIRNESS_KEYS, GENERAL_FAIRNESS, NOTIONS as REGISTERED
 from fltrust.metrics.jain import MetricInputError
 from fltrust.repro.fairness.conditions import DATASETS, QUICK_OVERRIDES, quick_overrides
-from fltrust.repro.paths import repo_root
+from fltrust.repro.paths import REPO_ENV, repo_root, resource_root
+from fltrust.repro.results import result_provenance, round_trace
 from fltrust.runs import RunRecord, load_run
 
 NOTIONS = FAIRNESS_KEYS
 """The fairness columns: every registered notion (the paper's f_j, f_g, f_r, f_o first), then F_T
 (a live view of :data:`fltrust.metrics.fairness.registry.NOTIONS`)."""
-REPO = repo_root()  # the checkout ($FLTRUST_REPO, this source tree, or the cwd's): fltrust.repro.paths
+REPO = repo_root()  # where outputs go: the checkout, or the cwd of a wheel outside one (fltrust.repro.paths)
 PAPER_DIR = REPO / "papers_repro" / "fairness_analytics"
-CONFIG_DIR = PAPER_DIR / "configs"
+"""The paper folder of the outputs: results, run folders, experiments, RESULTS.md."""
+PAPER_INPUTS = resource_root() / "papers_repro" / "fairness_analytics"
+"""The paper folder of the inputs (configs, reported.yaml, misses.yaml): the checkout's, or the wheel's copy."""
+CONFIG_DIR = PAPER_INPUTS / "configs"
 RESULTS_DIR = PAPER_DIR / "results"
 RUNS_DIR = PAPER_DIR / "runs"
 EXPERIMENTS_DIR = PAPER_DIR / "experiments"
@@ -83,11 +87,16 @@ def condition_configs(
     rounds: int | None = None,
     num_clients: int | None = None,
     extra: dict[str, Any] | None = None,
+    config_dir: str | Path = CONFIG_DIR,
 ) -> list[ExperimentConfig]:
-    """The configs of one condition's repeats (repeat r uses seed 0 + r)."""
-    path = CONFIG_DIR / f"{name}.yaml"
+    """The configs of one condition's repeats (repeat r uses seed 0 + r), from ``config_dir/<name>.yaml``."""
+    path = Path(config_dir) / f"{name}.yaml"
+    if not Path(config_dir).is_dir():
+        raise FileNotFoundError(f"{config_dir} does not exist; the condition configs ship with the fltrust checkout "
+                                f"and the wheel built from it: work inside the checkout, set {REPO_ENV} to it, or "
+                                "install the wheel")
     if not path.is_file():
-        known = sorted(p.stem for p in CONFIG_DIR.glob("*.yaml"))
+        known = sorted(p.stem for p in Path(config_dir).glob("*.yaml"))
         raise FileNotFoundError(f"no condition config {path.name}; known conditions: {known}")
     dataset_key = "_".join(name.split("_")[1:-1])
     overrides: dict[str, Any] = {"metrics.fairness.mode": mode, "run.device": device}
@@ -267,6 +276,78 @@ def window_means(
     }
 
 
+DOMINANCE_FACTOR = 3.0
+"""A round is *dominated by one gain* when one participant's |gain| exceeds this many times the
+median |gain| of the round's participants (:func:`repeat_window_values`)."""
+
+REPEAT_QUANTITIES = {
+    "F_T": "general fairness F_T, mean over the window rounds",
+    "f_j": "individual fairness f_j, mean over the window rounds",
+    "f_g": "protected-group fairness f_g, mean over the window rounds",
+    "f_r": "incentive fairness f_r, mean over the window rounds",
+    "f_o": "orchestrator fairness f_o, mean over the window rounds",
+    "accuracy": "participants' mean local accuracy, mean over the window rounds",
+    "nonpositive_s": "participant entries of the window rounds whose cumulative FedSV s is <= 0",
+    "dominant_gain_rounds": "window rounds in which one participant's |gain| exceeds 3x the round's median |gain|",
+}
+"""The per-repeat quantities of a condition result (:func:`repeat_window_values`), by name."""
+
+
+def repeat_window_values(result: dict[str, Any]) -> dict[str, list[float | int | None]]:
+    """Per repeat, the :data:`REPEAT_QUANTITIES` of a condition result over its Table 3 window.
+
+    Read from the result's ``per_round`` notions and ``per_client`` data (a result without
+    per-client data has None for the counts), in the order of its repeats.
+
+    Parameters
+    ----------
+    result : dict
+        A condition result (:func:`condition_result`).
+
+    Returns
+    -------
+    dict of str to list
+        Quantity name to one value per repeat.
+
+    Examples
+    --------
+    >>> result = {"window": [1, 2], "per_round": {"repeat": [0, 0], "round": [1, 2], "F_T": [0.5, 0.7],
+    ...           "f_j": [0.1, 0.3], "f_g": [0.5, 0.5], "f_r": [0.4, 0.6], "f_o": [1.0, 1.4],
+    ...           "mean_local_accuracy": [1.0, 1.4]},
+    ...           "per_client": {"repeats": [{"repeat": 0, "round": [1, 2], "gains": [[1, 1, 4], [1, 2, 1]],
+    ...                                        "num_nonpositive_s": [0, 2]}]}}
+    >>> values = repeat_window_values(result)
+    >>> round(values["F_T"][0], 6), values["nonpositive_s"], values["dominant_gain_rounds"]
+    (0.6, [2], [1])
+    """
+    first, last = (int(k) for k in result["window"])
+    frame = result_frame(result)
+    frame = frame[(frame["round"] >= first) & (frame["round"] <= last)] if not frame.empty else frame
+    repeats = sorted(frame["repeat"].unique().tolist()) if not frame.empty else []
+    out: dict[str, list[Any]] = {key: [] for key in REPEAT_QUANTITIES}
+    columns = {**{k: k for k in NOTIONS}, "accuracy": "mean_local_accuracy"}
+    for repeat in repeats:
+        rows = frame[frame["repeat"] == repeat]
+        for key, column in columns.items():
+            out[key].append(float(rows[column].mean()) if column in rows else None)
+    per_client = {int(r["repeat"]): r for r in (result.get("per_client") or {}).get("repeats", [])}
+    for repeat in repeats:
+        data = per_client.get(int(repeat))
+        if data is None:
+            out["nonpositive_s"].append(None)
+            out["dominant_gain_rounds"].append(None)
+            continue
+        window = [i for i, k in enumerate(data["round"]) if first <= k <= last]
+        out["nonpositive_s"].append(int(sum(data["num_nonpositive_s"][i] for i in window)))
+        dominated = 0
+        for i in window:
+            gains = np.abs(np.array([np.nan if g is None else g for g in data["gains"][i]], dtype=float))
+            if np.isfinite(gains).any() and np.nanmax(gains) > DOMINANCE_FACTOR * np.nanmedian(gains):
+                dominated += 1
+        out["dominant_gain_rounds"].append(dominated)
+    return out
+
+
 def _sig(value: Any, digits: int) -> float | None:
     """``value`` rounded to ``digits`` significant digits; None for None / NaN / inf."""
     if value is None:
@@ -340,8 +421,12 @@ def condition_result(name: str, records: Sequence[RunRecord], *, quick: bool) ->
 
     ``table3`` is :func:`window_means` (NaN-aware, with skip counts, in corrected mode);
     ``per_round`` the notions per repeat and round (rounded to :data:`PER_ROUND_DIGITS`
-    significant digits); ``per_client`` :func:`per_client_data`. Write it with
-    :func:`write_result` (compact lists).
+    significant digits); ``per_client`` :func:`per_client_data`; ``scale_per_repeat`` the
+    :func:`data_scale` of every repeat (results written before it hold repeat 0's as ``scale``);
+    ``round_trace`` every repeat's per-round model hashes and aux values
+    (:func:`fltrust.repro.results.round_trace`); ``provenance`` which code, libraries, BLAS and
+    threads made the runs and wrote the result (:func:`fltrust.repro.results.result_provenance`).
+    Write it with :func:`write_result` (compact lists).
     """
     frame = notions_frame(records)
     last = int(frame["round"].max())
@@ -362,22 +447,23 @@ def condition_result(name: str, records: Sequence[RunRecord], *, quick: bool) ->
         "num_clients": cfg["partition"]["num_clients"],
         "synthetic": any(r.summary.get("synthetic") for r in records),
         "deviations": cfg["run"]["deviations"],
-        "scale": data_scale(records[0]),
+        "scale_per_repeat": [data_scale(r) for r in records],
         "seconds_per_run": [r.summary.get("wall_time_s") for r in records],
         "run_ids": [r.run_id for r in records],
         "table3": window_means(frame, first, last, skip_nan=mode == "corrected"),
         "per_round": per_round,
         "per_client": per_client_data(records),
+        "round_trace": [round_trace(r) for r in records],
+        "provenance": result_provenance((r.run_id, r.summary) for r in records),
     }
 
 
-_FLAT_LIST = re.compile(
-    r"\[\s*((?:-?\d[\d.eE+-]*|null|true|false)(?:\s*,\s*(?:-?\d[\d.eE+-]*|null|true|false))*)\s*\]"
-)
+_FLAT_ITEM = r'(?:-?\d[\d.eE+-]*|null|true|false|"[0-9a-f]{64}")'
+_FLAT_LIST = re.compile(rf"\[\s*({_FLAT_ITEM}(?:\s*,\s*{_FLAT_ITEM})*)\s*\]")
 
 
 def result_json(result: dict[str, Any]) -> str:
-    """A condition result as JSON text: indented, but every list of numbers on one line."""
+    """A condition result as JSON text: indented, but every list of numbers (or of model hashes) on one line."""
     text = json.dumps(to_plain(result), indent=1, allow_nan=False)
     return _FLAT_LIST.sub(lambda m: "[" + ", ".join(p.strip() for p in m.group(1).split(",")) + "]", text) + "\n"
 
@@ -467,7 +553,7 @@ def result_frame(result: dict[str, Any]) -> pd.DataFrame:
 
 def load_reported() -> dict[str, Any]:
     """``papers_repro/fairness_analytics/reported.yaml``."""
-    return yaml.safe_load((PAPER_DIR / "reported.yaml").read_text())
+    return yaml.safe_load((PAPER_INPUTS / "reported.yaml").read_text())
 
 
 def table3(results: Sequence[dict[str, Any]], reported: dict[str, Any] | None = None) -> pd.DataFrame:
@@ -562,8 +648,10 @@ def figure4_frame(
 
 
 __all__ = [
+    "DOMINANCE_FACTOR",
     "NOTIONS",
     "PER_CLIENT_FIELDS",
+    "REPEAT_QUANTITIES",
     "QUICK_OVERRIDES",
     "STRICT_TOLERANCE",
     "condition_configs",
@@ -580,6 +668,7 @@ __all__ = [
     "rewrite_result",
     "run_variant",
     "result_frame",
+    "repeat_window_values",
     "load_reported",
     "table3",
     "figure4_frame",

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from fltrust.core.io import to_plain
+from fltrust.repro.results import result_provenance
 from fltrust.repro.trust.experiments import EXPERIMENTS, EXTENDED_MODE, PAPER_DIR, experiment_config
 from fltrust.repro.trust.run import report_summary
 
@@ -113,7 +114,19 @@ def attack_ablation(
         "overrides": {k: v for k, v in (extra_overrides or {}).items()},
         "runs": runs,
         "clean_trust_score": first["trust_score"] if not math.isnan(first["trust_score"]) else None,
+        "provenance": result_provenance(_summaries(entries)),
     })
+
+
+def _summaries(entries: list[tuple[str, dict[str, Any], str | None]]) -> list[tuple[str, dict[str, Any]]]:
+    """``(run_id, summary.json)`` of every run of an ablation (a missing summary reads as empty)."""
+    import json
+
+    out = []
+    for _, run, _ in entries:
+        path = Path(run["path"]) / "summary.json"
+        out.append((run["run_id"], json.loads(path.read_text()) if path.is_file() else {}))
+    return out
 
 
 ABLATION_ATTACK = {"kind": "scale", "scale": -10.0, "num_malicious": 2}

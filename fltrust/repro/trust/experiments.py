@@ -44,10 +44,13 @@ import yaml
 
 from fltrust.config import ExperimentConfig
 from fltrust.names import EXTENDED_TRUST_MODE, PAPER_TREE_TRUST_MODES, TRUST_MODES, TrustMode
-from fltrust.repro.paths import repo_root
-REPO = repo_root()  # the checkout ($FLTRUST_REPO, this source tree, or the cwd's): fltrust.repro.paths
+from fltrust.repro.paths import repo_root, resource_root
+REPO = repo_root()  # where outputs go: the checkout, or the cwd of a wheel outside one (fltrust.repro.paths)
 PAPER_DIR = REPO / "papers_repro" / "federatedtrust"
-CONFIG_DIR = PAPER_DIR / "configs"
+"""The paper folder of the outputs: results, run folders, RESULTS.md."""
+PAPER_INPUTS = resource_root() / "papers_repro" / "federatedtrust"
+"""The paper folder of the inputs (configs, reported.yaml, the N-BaIoT comparison): the checkout's, or the wheel's copy."""
+CONFIG_DIR = PAPER_INPUTS / "configs"
 
 RUN_MODE: TrustMode = "paper"
 """Trust mode of the observer attached to the run itself (its ``factsheet.json``); other modes
@@ -185,21 +188,21 @@ _FEMNIST_NOTES = (
     "FEMNIST: the 311-writer pool of three LEAF runs on this machine (LEAF niid sampling fraction 0.05, like "
     "FederatedScope's subsample 0.05; one copy per writer id); the N clients are N writers drawn with the run seed, "
     "each with all of its LEAF training rows",
-    "FEMNIST pixels in [0, 1] as LEAF stores them; FederatedScope's Normalize(0.1307, 0.3081) transform is not applied",
     "each client's rows split 0.6/0.2/0.2 into train/validation/test as FederatedScope's data.splits "
     "(partition.client_splits); performance = mean accuracy of the global model received in the last round on the "
     "last round's participants' test parts; the server's auxiliary set = 500 of the writers' LEAF test rows",
 )
+FEMNIST_NORMALIZE = (0.1307, 0.3081)
+"""``Normalize(mean, std)`` of the FederatedTrust prototype's FederatedScope FEMNIST configuration
+(``data.transform``), applied to LEAF's [0, 1] pixels (``data.normalize``)."""
 NBAFL_PROTOTYPE = {"nbafl_mu": 0.01, "nbafl_w_clip": 0.1, "nbafl_constant": 1.0}
 """The NbAFL constants of the FederatedTrust prototype's FederatedScope configs (its FEMNIST config
 and example ``fs_config.yaml``: ``nbafl.mu`` 0.01, ``nbafl.w_clip`` 0.1, ``nbafl.constant`` 1); the
 experiment's epsilon is the paper's. FederatedScope's own defaults (w_clip 1, constant 30) put
 about 300x more noise on every upload."""
 
-# This text is part of experiments 2-3's configuration and so of their config hash and run ids: it keeps
-# the module path the class had when they ran (today fltrust.algorithms.privacy.NbAFL).
 _DP_NOTE = (
-    "DP mechanism: NbAFL as FederatedScope implements it (privacy.mode: nbafl, fltrust.fl.privacy.NbAFL), the "
+    "DP mechanism: NbAFL as FederatedScope implements it (privacy.mode: nbafl, fltrust.algorithms.privacy.NbAFL), the "
     "mechanism the prototype switches on (cfg.nbafl): proximal term mu=0.01, every upload perturbed with Gaussian "
     "noise of std w_clip*T*c/(n_k*epsilon) with the prototype's constants w_clip=0.1, c=1, epsilon={eps:g}; every "
     "broadcast clipped entrywise to [-0.1, 0.1]; no server noise, since T <= sqrt(N)*K here. FederatedScope does no "
@@ -316,6 +319,8 @@ def experiment_dict(name: str, *, full_scale: bool = False) -> dict[str, Any]:
     e = _experiment(name)
     scale = None if full_scale else e.scale
     data: dict[str, Any] = {"name": e.dataset}
+    if e.dataset == "femnist":  # the prototype's FederatedScope transform on LEAF's [0, 1] pixels
+        data["normalize"] = list(FEMNIST_NORMALIZE)
     if e.synthetic:
         data["synthetic_samples"] = NBAIOT_SYNTHETIC_SAMPLES
     if e.balance:
@@ -428,6 +433,7 @@ __all__ = [
     "NBAFL_PROTOTYPE",
     "NBAIOT_SYNTHETIC_SAMPLES",
     "PAPER_DIR",
+    "PAPER_INPUTS",
     "QUICK_FEMNIST_FALLBACK_SAMPLES",
     "QUICK_MAX_CLIENTS",
     "QUICK_OVERRIDES",

@@ -42,7 +42,8 @@ import yaml
 from fltrust.repro.results import ResultsError, load_result_files
 from fltrust.repro.markdown import fmt, fmt_raw, is_missing, mark, render
 from fltrust.repro.paths import REPO_ENV
-from fltrust.repro.trust.experiments import COMPARED_MODES, EXPERIMENTS, PAPER_DIR
+from fltrust.repro.provenance_table import provenance_frame, provenance_section
+from fltrust.repro.trust.experiments import COMPARED_MODES, EXPERIMENTS, PAPER_DIR, PAPER_INPUTS
 from fltrust.repro.trust.sections import (
     ablation_frame,
     ablation_markdown,
@@ -82,8 +83,8 @@ __all__ = [
 ]
 
 REGENERATE = "fltrust repro trust"
-REPORTED_FILE = PAPER_DIR / "reported.yaml"
-STANDIN_COMPARISON_FILE = PAPER_DIR / "n_baiot_standin_vs_real.md"
+REPORTED_FILE = PAPER_INPUTS / "reported.yaml"
+STANDIN_COMPARISON_FILE = PAPER_INPUTS / "n_baiot_standin_vs_real.md"
 """The N-BaIoT stand-in against the real rows (``python -m fltrust.repro.trust.n_baiot_compare`` writes it)."""
 
 
@@ -143,8 +144,9 @@ def load_reported(path: str | Path = REPORTED_FILE) -> dict[str, Any]:
     """
     path = Path(path)
     if not path.is_file():
-        raise ResultsError(f"{path} does not exist; it ships with the fltrust checkout (papers_repro/federatedtrust/):"
-                           f" work inside the checkout or set {REPO_ENV} to it")
+        raise ResultsError(f"{path} does not exist; it ships with the fltrust checkout (papers_repro/federatedtrust/) "
+                           f"and the wheel built from it: work inside the checkout, set {REPO_ENV} to it, or install "
+                           "the wheel")
     data = yaml.safe_load(path.read_text())
     missing = [k for k in ("tolerance", "pillars", "pillar_labels", "experiments", "inconsistencies")
                if not isinstance(data, dict) or k not in data]
@@ -436,6 +438,32 @@ def _timing_table(results: Sequence[dict[str, Any]]) -> pd.DataFrame:
                                        "training s", "total s", "flags"])
 
 
+VERIFY_EXAMPLE = "fltrust repro verify <experiment>"
+"""The rerun-and-compare command RESULTS.md's provenance section names."""
+
+
+def _ablation_as_result(ablation: dict[str, Any]) -> dict[str, Any]:
+    """The attack ablation (and its variants) as one provenance-table entry: every run's id and record."""
+    parts = [ablation, *(ablation.get("variants") or [])]
+    run_ids = list(dict.fromkeys(run["run_id"] for part in parts for run in part.get("runs", []) if run.get("run_id")))
+    runs: dict[str, Any] = {}
+    for part in parts:
+        runs.update(((part.get("provenance") or {}).get("runs")) or {})
+    return {"experiment": f"attack ablation ({ablation.get('experiment')})", "run_ids": run_ids,
+            "provenance": {"runs": runs}}
+
+
+def _provenance_frame(results: Sequence[dict[str, Any]], ablation: dict[str, Any] | None) -> pd.DataFrame:
+    """The provenance table: one row per experiment result (its run and extended companion), then the ablation."""
+    groups = []
+    for res in results:
+        run_ids = [res["run_id"]] + ([res["extended_run"]["run_id"]] if res.get("extended_run") else [])
+        groups.append(([], [dict(res, run_ids=list(dict.fromkeys(run_ids)))]))
+    if ablation:
+        groups.append(([], [_ablation_as_result(ablation)]))
+    return provenance_frame(groups, ["experiment"], root=PAPER_DIR.parents[1])
+
+
 def results_markdown(
     results: Sequence[dict[str, Any]], *, quick: bool, reported: dict[str, Any] | None = None,
     ablation: dict[str, Any] | None = None,
@@ -506,6 +534,7 @@ def results_markdown(
                          for item in reported["inconsistencies"]],
         deviations=[f"{text} ({', '.join(names)})" for text, names in deviations.items()],
         missing=", ".join(missing_experiments(results)),
+        provenance=provenance_section(_provenance_frame(results, ablation), command=VERIFY_EXAMPLE),
     )
 
 

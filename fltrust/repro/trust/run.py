@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Any
 from fltrust.config import ExperimentConfig
 from fltrust.core.io import to_plain
 from fltrust.names import TRUST_MODE_DEFAULTS, TrustMode
+from fltrust.repro.results import result_provenance, round_trace
 from fltrust.repro.trust.experiments import (
     EXPERIMENTS,
     EXTENDED_MODE,
@@ -319,6 +320,8 @@ def run_trust_experiment(
     out_dir: str | Path | None = None,
     data_dir: str | Path | None = None,
     full_scale: bool = False,
+    force: bool = False,
+    observers: Sequence[Any] = (),
 ) -> TrustRun:
     """Run one experiment once (or reload it when complete) and score its FactSheet in every mode.
 
@@ -339,6 +342,10 @@ def run_trust_experiment(
         Data root.
     full_scale : bool
         The paper's settings without the CPU-budget scale.
+    force : bool
+        Train again even when a complete run is in ``out_dir`` (``fltrust repro verify``).
+    observers : sequence of RoundObserver
+        Further observers of the run (they read its rounds; e.g. a progress line per round).
 
     Returns
     -------
@@ -356,7 +363,7 @@ def run_trust_experiment(
     cfg = cfg.with_overrides({"run.progress": False})
     out = out_dir if out_dir is not None else "runs"
     riders = [mode_observer(cfg, EXTENDED_MODE)] if EXTENDED_MODE in modes and cfg.metrics.trust.mode != EXTENDED_MODE else []
-    record = run_experiment(cfg, out_dir=out, observer_factories=riders)
+    record = run_experiment(cfg, out_dir=out, observer_factories=riders, observers=observers, force=force)
     run = TrustRun(name=name, quick=quick, record=record)
     replay = None  # one rebuilt federation and model for every replayed mode
     for mode in modes:
@@ -366,7 +373,7 @@ def run_trust_experiment(
             else:  # a run completed (or resumed) without the extended observer: train it again
                 ext_cfg = experiment_config(name, mode=EXTENDED_MODE, quick=quick, device=device, data_dir=data_dir,
                                             full_scale=full_scale).with_overrides({"run.progress": False})
-                run.extended_record = run_experiment(ext_cfg, out_dir=out)
+                run.extended_record = run_experiment(ext_cfg, out_dir=out, force=force)
             fs = mode_factsheet(run.extended_record, mode, device=device)
             report = score_factsheet(fs, mode=mode)
             write_report(report, run.extended_record.path / MODE_FOLDER / mode, plot=False)
@@ -418,8 +425,10 @@ def experiment_result(run: TrustRun) -> dict[str, Any]:
         ``experiment``, ``title``, ``figure``, ``dataset``, ``synthetic``, ``quick``,
         ``complete``, ``run_id``, ``elapsed_s`` (this call), ``run_wall_time_s`` (training),
         ``settings`` (N, clients per round, rounds, DP, strategy, model), ``epsilon_spent``,
-        ``final_aux_accuracy``, ``modes`` (per mode: :func:`report_summary`), ``deviations``, and
-        for NbAFL runs ``dp_trace`` (:func:`dp_trace`).
+        ``final_aux_accuracy``, ``modes`` (per mode: :func:`report_summary`), ``deviations``,
+        ``round_trace`` (the run's per-round model hashes and aux values,
+        :func:`fltrust.repro.results.round_trace`), ``provenance`` (the run's and the writer's,
+        :func:`fltrust.repro.results.result_provenance`), and for NbAFL runs ``dp_trace`` (:func:`dp_trace`).
     """
     e = EXPERIMENTS[run.name]  # run_trust_experiment checked the name
     cfg = run.record.config
@@ -458,7 +467,17 @@ def experiment_result(run: TrustRun) -> dict[str, Any]:
         **({"extended_run": extended_run_summary(run.extended_record)} if run.extended_record is not None else {}),
         **({"dp_trace": dp_trace(run.record)} if cfg["privacy"]["mode"] == "nbafl" else {}),
         "deviations": list(cfg["run"]["deviations"]),
+        "round_trace": [round_trace(run.record)],
+        "provenance": result_provenance(_records_of(run)),
     })
+
+
+def _records_of(run: TrustRun) -> list[tuple[str, dict[str, Any]]]:
+    """``(run_id, summary)`` of the run and, when it is another run, of its extended companion."""
+    out = [(run.record.run_id, run.record.summary)]
+    if run.extended_record is not None and run.extended_record.run_id != run.record.run_id:
+        out.append((run.extended_record.run_id, run.extended_record.summary))
+    return out
 
 
 DP_TRACE_KEYS = ("aux_accuracy", "nbafl_aggregate_noise_norm", "nbafl_upload_noise_norm", "update_norm", "weight_norm")

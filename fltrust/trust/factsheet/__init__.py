@@ -1,7 +1,8 @@
 """The FederatedTrust FactSheet: schema, reading and writing, population (trust spec 4).
 
-- :mod:`fltrust.trust.factsheet.schema` -- the one definition of the fields (:data:`FIELDS`,
-  :data:`EXTENDED_FIELDS`), sections and template (:func:`new_factsheet`);
+- :mod:`fltrust.trust.factsheet.schema` -- the one table of the fields (:data:`FIELDS`, the
+  template's, and :func:`extended_fields`, those the extended mode's measures declare), sections
+  and template (:func:`new_factsheet`);
 - :mod:`fltrust.trust.factsheet.io` -- field access (:func:`get_field`, :func:`set_field`,
   :func:`set_provenance`), completeness (:func:`missing_fields`, bug B2) and JSON files
   (:func:`save_factsheet`, :func:`load_factsheet`);
@@ -43,9 +44,6 @@ from fltrust.trust.factsheet.prototype_logs import (
     read_system_metrics,
 )
 from fltrust.trust.factsheet.schema import (
-    ALL_FIELD_BY_PATH,
-    EXTENDED_FIELDS,
-    EXTENDED_SECTIONS,
     FIELD_BY_PATH,
     FIELDS,
     PROVENANCE_SECTION,
@@ -54,14 +52,19 @@ from fltrust.trust.factsheet.schema import (
     USER_SUPPLIED_FIELDS,
     FactsheetError,
     FactsheetField,
+    declare_fields,
+    extended_fields,
+    extended_sections,
+    field_spec,
     new_factsheet,
     schema_table,
 )
 
+# the packaged measures declare the extended fields (a plain import: this package may be importing
+# while fltrust.trust.measures, which needs its schema, is half-way through its own import)
+import fltrust.trust.measures  # noqa: F401
+
 __all__ = [
-    "ALL_FIELD_BY_PATH",
-    "EXTENDED_FIELDS",
-    "EXTENDED_SECTIONS",
     "FIELDS",
     "FIELD_BY_PATH",
     "PROTOTYPE_MODEL_MAP",
@@ -73,8 +76,12 @@ __all__ = [
     "USER_SUPPLIED_FIELDS",
     "FactsheetError",
     "FactsheetField",
+    "declare_fields",
     "describe_preprocessing",
     "describe_provenance",
+    "extended_fields",
+    "extended_sections",
+    "field_spec",
     "get_field",
     "is_missing",
     "load_factsheet",

@@ -28,12 +28,12 @@ from typing import Any
 import numpy as np
 
 from fltrust.trust.factsheet.schema import (
-    ALL_FIELD_BY_PATH,
-    EXTENDED_FIELDS,
     FIELDS,
     PROVENANCE_SECTION,
     PROVENANCE_STATUSES,
     FactsheetError,
+    extended_fields,
+    field_spec,
 )
 
 
@@ -78,16 +78,44 @@ def _split_path(path: str) -> tuple[str, str]:
 
 
 def get_field(fs: dict[str, Any], path: str) -> Any:
-    """Value at ``"section/field"``, or ``None`` when the section or the field is absent."""
+    """Value at ``"section/field"``, or ``None`` when the section or the field is absent.
+
+    Parameters
+    ----------
+    fs : dict
+        A FactSheet.
+    path : str
+        ``"section/field"``.
+
+    Returns
+    -------
+    object or None
+    """
     section, name = _split_path(path)
     node = fs.get(section)
     return node.get(name) if isinstance(node, dict) else None
 
 
 def set_field(fs: dict[str, Any], path: str, value: Any) -> None:
-    """Set a schema field (unknown paths raise, so that typos cannot create new fields)."""
-    if path not in ALL_FIELD_BY_PATH:
-        raise FactsheetError(f"{path!r} is not a FactSheet field; known fields: {sorted(ALL_FIELD_BY_PATH)}")
+    """Set a schema field (unknown paths raise, so that typos cannot create new fields).
+
+    Parameters
+    ----------
+    fs : dict
+        A FactSheet (modified in place; the section is created if needed).
+    path : str
+        A template field (:data:`~fltrust.trust.factsheet.schema.FIELDS`) or one a registered
+        measure declares (:func:`~fltrust.trust.factsheet.schema.extended_fields`).
+    value : object
+
+    Raises
+    ------
+    FactsheetError
+        ``path`` is not a schema field.
+    """
+    if field_spec(path) is None:
+        known = sorted([f.path for f in FIELDS] + [f.path for f in extended_fields()])
+        raise FactsheetError(f"{path!r} is not a FactSheet field (a measure declares a new one); known fields: {known}")
     section, name = _split_path(path)
     fs.setdefault(section, {})[name] = value
 
@@ -218,7 +246,7 @@ def load_factsheet(path: str | Path) -> dict[str, Any]:
         The FactSheet.
     """
     fs = _read_json(path, "FactSheet")
-    for spec in (*FIELDS, *EXTENDED_FIELDS):
+    for spec in (*FIELDS, *extended_fields()):
         section, name = spec.path.split("/")
         node = fs.get(section)
         if spec.kind == "number" and isinstance(node, dict) and name in node and node[name] is None:

@@ -25,12 +25,15 @@ Template defaults (:func:`new_factsheet`): strings ``""``, numbers NaN, booleans
 ``[]``, as the prototype template. The system sizes are numbers here (NaN by default), where the
 prototype template had ``""``.
 
-Extended mode (``metrics.trust.mode: extended``) adds the fields of :data:`EXTENDED_FIELDS` in
-the sections :data:`EXTENDED_SECTIONS` (``privacy``, ``robustness``, ``explainability``,
-``accountability``, ``federation``, ``sustainability``; plus a few in ``fairness`` and
-``participants``) and a ``provenance`` section (:data:`PROVENANCE_SECTION`): one entry per metric
-of ``extended.yaml``, ``{"status": "measured" | "declared" | "missing" | "n/a", "method": ...,
-"reason": ...}`` (:func:`fltrust.trust.factsheet.io.set_provenance`). They are created only by
+Extended mode (``metrics.trust.mode: extended``) adds the fields that its measures declare
+(:func:`extended_fields`; each measure is a function registered with
+:func:`fltrust.trust.measures.registry.measure`, which names the field's path, type and source, so
+a new metric's field is declared where it is computed, not here) in the sections
+:func:`extended_sections` (``privacy``, ``robustness``, ``explainability``, ``accountability``,
+``federation``, ``sustainability``; plus a few in ``fairness`` and ``participants``) and a
+``provenance`` section (:data:`PROVENANCE_SECTION`): one entry per metric of the definitions,
+``{"status": "measured" | "declared" | "missing" | "n/a", "method": ..., "reason": ...}``
+(:func:`fltrust.trust.factsheet.io.set_provenance`). They are created only by
 ``new_factsheet(extended=True)``, so the prototype, paper and fixed FactSheets are unchanged.
 
 Spec and bug references ("fairness spec §N", "trust spec §N", "Bn") are defined in ``docs/references.md``.
@@ -144,74 +147,109 @@ SECTIONS = ("project", "data", "participants", "configuration", "performance", "
 
 FIELD_BY_PATH: dict[str, FactsheetField] = {f.path: f for f in FIELDS}
 
-EXTENDED_FIELDS: tuple[FactsheetField, ...] = (
-    # privacy (paper Sec. 3.1)
-    _F("privacy/secure_aggregation", "str", "pre", "server", "privacy.secure_aggregation or declared.encryption", True),
-    _F("privacy/anonymisation", "str", "pre", "project owner", "metrics.trust.declared.anonymisation", True),
-    _F("privacy/mia_auc", "number", "post", "server", "leakage.membership_inference: attack AUC", True),
-    _F("privacy/mia_risk", "number", "post", "server", "2 |AUC - 0.5|", True),
-    _F("privacy/mia_rule_based_advantage", "number", "post", "server", "ART rule-based attack TPR - FPR", True),
-    _F("privacy/mia_samples", "number", "post", "server", "members (= non-members) in the attack sample", True),
-    # robustness (paper Sec. 3.2)
-    _F("robustness/poisoning_recovery", "number", "post", "server", "poisoning.poisoning_recovery (attack runs)", True),
-    _F("robustness/poisoning_retention", "number", "post", "server", "acc under attack / clean acc (attack runs)", True),
-    _F("robustness/poisoning_accuracy_drop", "number", "post", "server", "clean acc - acc under attack", True),
-    _F("robustness/attack_success_rate", "number", "post", "server", "attack runs", True),
-    _F("robustness/attack", "str", "post", "server", "description of the attack runs", True),
-    _F("robustness/byzantine_robust", "bool", "pre", "server", "aggregator in poisoning.BYZANTINE_ROBUST_AGGREGATORS", True),
-    _F("robustness/evasion_clean_accuracy", "number", "post", "server", "robustness.evasion_accuracy", True),
-    _F("robustness/evasion_fgsm_accuracy", "number", "post", "server", "ART FastGradientMethod", True),
-    _F("robustness/evasion_pgd_accuracy", "number", "post", "server", "ART ProjectedGradientDescent", True),
-    _F("robustness/evasion_eps", "number", "post", "server", "metrics.trust.evasion_eps (L-inf)", True),
-    _F("robustness/evasion_retention", "number", "post", "server", "PGD acc / clean acc", True),
-    _F("robustness/testing_coverage", "number", "pre", "project owner", "metrics.trust.declared.testing_coverage", True),
-    _F("robustness/system_reliability", "number", "post", "server", "reliability.system_reliability", True),
-    _F("robustness/dropout_rate", "number", "post", "server", "num_dropped / num_sampled", True),
-    _F("robustness/error_rate", "number", "post", "server", "num_failed / num_sampled", True),
-    _F("robustness/timeout_rate", "number", "post", "server", "num_timed_out / num_sampled", True),
-    _F("robustness/client_reputation", "number", "post", "server", "reputation.client_reputation (mean)", True),
-    _F("robustness/client_reputations", "list", "post", "server", "per-client reputation (null = never took part)", True),
-    _F("robustness/data_quality", "number", "post", "server", "reputation.data_quality (mean)", True),
-    _F("robustness/client_data_quality", "list", "post", "server", "per-client data quality", True),
-    _F("robustness/low_quality_clients", "list", "post", "server", "clients with data quality < 0.8", True),
-    # fairness (paper Sec. 3.3)
-    _F("fairness/sensitive_attribute", "str", "pre", "server", "discrimination.sensitive_attribute", True),
-    _F("fairness/discrimination_index", "number", "post", "server", "max |F1(group) - F1(rest)|", True),
-    _F("fairness/demographic_parity_difference", "number", "post", "server", "fairlearn", True),
-    _F("fairness/equalized_odds_difference", "number", "post", "server", "fairlearn", True),
-    # explainability (paper Sec. 3.4)
-    _F("explainability/simplification", "str", "pre", "project owner", "metrics.trust.declared.simplification", True),
-    _F("explainability/visualisation", "number", "post", "server", "governance.coverage(VISUALISATION_ITEMS)", True),
-    # accountability (paper Sec. 3.5)
-    _F("accountability/audit_chain_verified", "bool", "post", "server", "governance.verify_model_chain", True),
-    _F("accountability/audit_rounds", "number", "post", "server", "links of the model hash chain", True),
-    _F("accountability/audit_head", "str", "post", "server", "last chain hash", True),
-    # federation (paper Sec. 3.6)
-    _F("federation/client_registry", "number", "post", "server", "governance.coverage(REGISTRY_ITEMS)", True),
-    _F("federation/co_versioning", "number", "post", "server", "governance.co_versioning_coverage", True),
-    _F("federation/model_replacement", "str", "pre", "project owner", "metrics.trust.declared.model_replacement", True),
-    # sustainability (nebula, trust spec 10)
-    _F("participants/avg_dataset_size", "number", "pre", "clients -> server", "mean training samples per client", True),
-    _F("sustainability/energy_kwh", "number", "post", "server", "CodeCarbon offline", True),
-    _F("sustainability/emissions_kg", "number", "post", "server", "CodeCarbon offline", True),
-    _F("sustainability/carbon_intensity", "number", "post", "server", "g CO2eq / kWh = emissions / energy", True),
-    _F("sustainability/power_source", "str", "post", "server", "meter / partial / estimate", True),
-    _F("sustainability/method", "text", "post", "server", "how energy and emissions were obtained", True),
-    _F("sustainability/country_iso_code", "str", "pre", "server", "metrics.trust.country_iso_code", True),
-)
-"""FactSheet fields of the extended mode (not in :data:`FIELDS`, so the prototype, paper and fixed
-FactSheets are unchanged). The ``provenance`` section (one entry per metric, see
-:func:`fltrust.trust.factsheet.io.set_provenance`) is written beside them."""
-
-EXTENDED_SECTIONS = ("privacy", "robustness", "explainability", "accountability", "federation", "sustainability")
-"""Sections the extended fields add after :data:`SECTIONS`."""
-
 PROVENANCE_SECTION = "provenance"
 """FactSheet section with one ``{"status", "method", "reason"}`` entry per metric path (extended mode)."""
 PROVENANCE_STATUSES = ("measured", "declared", "missing", "n/a")
 """How a metric's raw value was obtained; the scoring engine leaves ``n/a`` metrics out of the means."""
 
-ALL_FIELD_BY_PATH: dict[str, FactsheetField] = {**FIELD_BY_PATH, **{f.path: f for f in EXTENDED_FIELDS}}
+KINDS = ("str", "text", "number", "bool", "list")
+"""Field types (:attr:`FactsheetField.kind`)."""
+PHASES = ("pre", "during", "post")
+"""When in the run a field is known (:attr:`FactsheetField.phase`)."""
+
+_DECLARED: dict[str, tuple[FactsheetField, str]] = {}  # path -> (field, declared by), in declaration order
+
+
+def declare_fields(fields: Sequence[FactsheetField], *, by: str) -> None:
+    """Add extended-mode fields to the schema (what :func:`fltrust.trust.measures.registry.measure` does).
+
+    Parameters
+    ----------
+    fields : sequence of FactsheetField
+        The fields, in the order the FactSheet lists them.
+    by : str
+        Who declares them (a measure's name); named when another declaration claims a path.
+
+    Raises
+    ------
+    FactsheetError
+        A path that is not ``section/field``, a template field, a field another declaration
+        holds, an unknown kind or phase, or a section named ``provenance``.
+    """
+    checked = []
+    for spec in fields:
+        parts = spec.path.split("/")
+        if len(parts) != 2 or not all(p.isidentifier() for p in parts):
+            raise FactsheetError(f"field path {spec.path!r} must look like 'section/field' (letters, digits, _)")
+        if parts[0] == PROVENANCE_SECTION:
+            raise FactsheetError(f"field {spec.path!r}: the {PROVENANCE_SECTION!r} section is the metrics' provenance")
+        if spec.kind not in KINDS or spec.phase not in PHASES:
+            raise FactsheetError(f"field {spec.path!r}: kind {spec.kind!r} / phase {spec.phase!r}; choose a kind of "
+                                 f"{list(KINDS)} and a phase of {list(PHASES)}")
+        if spec.path in FIELD_BY_PATH:
+            raise FactsheetError(f"field {spec.path!r} is in the FactSheet template already; pick a new path")
+        holder = _DECLARED.get(spec.path)
+        if holder is not None and holder[1] != by:
+            raise FactsheetError(f"field {spec.path!r} is already declared by {holder[1]!r}; pick a new path")
+        checked.append(spec)
+    for spec in checked:
+        _DECLARED[spec.path] = (spec, by)
+
+
+def undeclare_fields(*, by: str) -> None:
+    """Remove the fields declared by ``by`` (:func:`fltrust.trust.measures.registry.unregister_measure`).
+
+    Parameters
+    ----------
+    by : str
+        The declaration's name.
+    """
+    for path in [p for p, (_, holder) in _DECLARED.items() if holder == by]:
+        del _DECLARED[path]
+
+
+def extended_fields() -> tuple[FactsheetField, ...]:
+    """The extended-mode fields: those the registered measures declare, in declaration order.
+
+    The packaged measures (:mod:`fltrust.trust.measures.taxonomy`) are registered when this package
+    is imported (:mod:`fltrust.trust.factsheet` imports :mod:`fltrust.trust.measures`); a user's
+    measure adds its own when its module is imported.
+
+    Returns
+    -------
+    tuple of FactsheetField
+    """
+    return tuple(spec for spec, _ in _DECLARED.values())
+
+
+def extended_sections() -> tuple[str, ...]:
+    """The sections the extended fields add after :data:`SECTIONS`, in order of appearance.
+
+    Returns
+    -------
+    tuple of str
+    """
+    sections = dict.fromkeys(spec.path.split("/")[0] for spec in extended_fields())
+    return tuple(s for s in sections if s not in SECTIONS)
+
+
+def field_spec(path: str) -> FactsheetField | None:
+    """The schema entry of a template or extended field; ``None`` for an unknown path.
+
+    Parameters
+    ----------
+    path : str
+        ``"section/field"``.
+
+    Returns
+    -------
+    FactsheetField or None
+    """
+    if path in FIELD_BY_PATH:
+        return FIELD_BY_PATH[path]
+    held = _DECLARED.get(path)
+    return None if held is None else held[0]
+
 
 USER_SUPPLIED_FIELDS = ("project/purpose", "project/background", "project/organisations")
 """Fields only a person can fill (paper: manual FactSheet entries); reported when empty."""
@@ -225,7 +263,7 @@ def new_factsheet(*, include_extras: bool = True, extended: bool = False) -> dic
     include_extras : bool
         Include the fields that are not in the prototype template (``extra`` in :data:`FIELDS`).
     extended : bool
-        Also add the extended-mode fields (:data:`EXTENDED_FIELDS`) and an empty ``provenance``
+        Also add the extended-mode fields (:func:`extended_fields`) and an empty ``provenance``
         section.
 
     Returns
@@ -240,9 +278,9 @@ def new_factsheet(*, include_extras: bool = True, extended: bool = False) -> dic
         section, name = spec.path.split("/")
         fs[section][name] = spec.default
     if extended:
-        for section in EXTENDED_SECTIONS:
+        for section in extended_sections():
             fs[section] = {}
-        for spec in EXTENDED_FIELDS:
+        for spec in extended_fields():
             section, name = spec.path.split("/")
             fs.setdefault(section, {})[name] = spec.default
         fs[PROVENANCE_SECTION] = {}
@@ -255,7 +293,7 @@ def schema_table(fields: Sequence[FactsheetField] = FIELDS) -> str:
     Parameters
     ----------
     fields : sequence of FactsheetField
-        The rows, in order; default :data:`FIELDS` (:data:`EXTENDED_FIELDS` for extended mode).
+        The rows, in order; default :data:`FIELDS` (:func:`extended_fields` for extended mode).
 
     Returns
     -------

@@ -2,7 +2,9 @@
 
 Each module is imported on use (several need torch, scipy, ART, SHAP, fairlearn or CodeCarbon);
 the trust observer (:mod:`fltrust.trust.observer`, :mod:`fltrust.trust.extended`) calls them and
-writes their results into the FactSheet.
+writes their results into the FactSheet. Extended mode's measures are declarations
+(:mod:`~fltrust.trust.measures.registry`: :func:`measure`, :class:`RunView`, :class:`Measured`,
+importable from here); the packaged ones are :mod:`~fltrust.trust.measures.taxonomy`.
 
 - :mod:`~fltrust.trust.measures.statistics` -- label entropy, class imbalance, selection and
   accuracy CVs (trust spec 3.8, 5);
@@ -16,7 +18,16 @@ writes their results into the FactSheet.
 - :mod:`~fltrust.trust.measures.governance` -- hash-chain audit, co-versioning, registry,
   visualisation, declared values;
 - :mod:`~fltrust.trust.measures.sustainability` -- energy and emissions (CodeCarbon offline);
-- :mod:`~fltrust.trust.measures.memo` -- CLEVER and SHAP computed once per model and samples.
+- :mod:`~fltrust.trust.measures.memo` -- CLEVER and SHAP computed once per model and samples;
+- :mod:`~fltrust.trust.measures.registry` -- the measure registry (a measure declares its
+  FactSheet fields and provenance); :mod:`~fltrust.trust.measures.taxonomy` -- the packaged measures.
 
 Spec and bug references ("fairness spec §N", "trust spec §N", "Bn") are defined in ``docs/references.md``.
 """
+
+from fltrust.trust.measures.registry import Measured, RunView, declared_field, measure
+
+# the packaged measures: registered whenever this package is imported
+from fltrust.trust.measures import taxonomy as taxonomy
+
+__all__ = ["Measured", "RunView", "declared_field", "measure"]

@@ -218,6 +218,21 @@ def group_fairness_report(
 ) -> DiscriminationResult:
     """Discrimination index plus fairlearn's demographic-parity and equalised-odds differences.
 
+    Parameters
+    ----------
+    y_true, y_pred : array-like of int
+        Test labels and the model's predictions.
+    sensitive : array-like
+        Group of each sample (at least two groups).
+    attribute : str
+        The attribute's name (kept in the result).
+    binary : bool or None
+        As in :func:`discrimination_index`; the fairlearn gaps are computed for binary labels only.
+
+    Returns
+    -------
+    DiscriminationResult
+
     Examples
     --------
     >>> y = np.array([1, 1, 0, 0, 1, 1, 0, 0])

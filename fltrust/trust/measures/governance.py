@@ -23,12 +23,14 @@ Measured
   round and the current status of the model"): :func:`coverage` over
   :data:`VISUALISATION_ITEMS`.
 
-Declared (:data:`DECLARATIONS`)
--------------------------------
+Declared (:data:`fltrust.settings.DECLARATIONS`)
+-------------------------------------------------
 ``testing_coverage`` (a fraction, e.g. the FL system's line coverage), ``anonymisation``,
 ``simplification``, ``model_replacement`` and ``encryption`` (when the configuration's
 ``privacy.secure_aggregation`` does not set it). Undeclared values are missing and score 0; the
-report lists them as "declared: not declared".
+report lists them as "declared: not declared". :class:`~fltrust.settings.TrustSettings` checks them
+(:func:`fltrust.settings.validate_declarations`, re-exported here with the table and
+:class:`~fltrust.settings.DeclarationError`).
 
 Spec and bug references ("fairness spec §N", "trust spec §N", "Bn") are defined in ``docs/references.md``.
 """
@@ -38,6 +40,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
+
+# the declared values are checked where the settings check their own fields
+from fltrust.settings import DECLARATIONS, DeclarationError, validate_declarations
 
 __all__ = [
     "DECLARATIONS",
@@ -51,26 +56,6 @@ __all__ = [
     "verify_model_chain",
 ]
 
-
-class DeclarationError(ValueError):
-    """A declared value is not allowed; the message names the key and the allowed values."""
-
-
-DECLARATIONS: dict[str, tuple[str, ...] | str] = {
-    "testing_coverage": "fraction",
-    "anonymisation": ("none", "pseudonymisation", "k_anonymity", "l_diversity"),
-    "simplification": ("none", "pruning", "quantisation", "distillation"),
-    "model_replacement": ("none", "manual", "automatic"),
-    "encryption": ("none", "secagg+", "smc", "he"),
-}
-"""Keys of ``metrics.trust.declared`` and their allowed values (``"fraction"`` = a number in [0, 1]).
-
-Scores (extended definitions): anonymisation none 0, pseudonymisation 1/3, k-anonymity 2/3,
-l-diversity 1 (each extends the previous, paper Sec. 3.1); simplification 1 for any technique
-(paper Sec. 3.4 names knowledge distillation, pruning and quantisation are the other common
-ones), 0 for none; model replacement none 0, manual 0.5 (a person can roll back to a registered
-version), automatic 1 (the paper's design: replace when degradation is global and persistent);
-encryption none 0, SecAgg+ / SMC / HE 1."""
 
 REGISTRY_ITEMS = (
     "client_id",
@@ -88,44 +73,20 @@ VISUALISATION_ITEMS = ("participation_per_round", "model_status_per_round", "cli
 """What the paper's lifecycle dashboard shows, and whether a rendered figure exists."""
 
 
-def validate_declarations(declared: Mapping[str, Any] | None) -> dict[str, Any]:
-    """Check ``metrics.trust.declared`` against :data:`DECLARATIONS`.
+def coverage(items: Mapping[str, bool], wanted: Sequence[str]) -> float:
+    """Share of the ``wanted`` items that are ``True`` in ``items``.
+
+    Parameters
+    ----------
+    items : mapping of str to bool
+        What the run provides (absent = no).
+    wanted : sequence of str
+        The items that count (at least one).
 
     Returns
     -------
-    dict
-        The declarations, strings lower-cased, the fraction as float.
-
-    Raises
-    ------
-    DeclarationError
-        Unknown key or value.
-
-    Examples
-    --------
-    >>> validate_declarations({"testing_coverage": 0.8, "anonymisation": "K_Anonymity"})
-    {'testing_coverage': 0.8, 'anonymisation': 'k_anonymity'}
-    """
-    out: dict[str, Any] = {}
-    for key, value in (declared or {}).items():
-        if key not in DECLARATIONS:
-            raise DeclarationError(f"metrics.trust.declared: unknown key {key!r}; allowed keys are {sorted(DECLARATIONS)}")
-        allowed = DECLARATIONS[key]
-        if allowed == "fraction":
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.0 <= float(value) <= 1.0:
-                raise DeclarationError(f"metrics.trust.declared.{key}={value!r} must be a number in [0, 1]")
-            out[key] = float(value)
-            continue
-        text = str(value).strip().lower().replace("-", "_")
-        text = "secagg+" if text in ("secagg+", "secaggplus", "secagg") else text
-        if text not in allowed:
-            raise DeclarationError(f"metrics.trust.declared.{key}={value!r}; choose one of {list(allowed)}")
-        out[key] = text
-    return out
-
-
-def coverage(items: Mapping[str, bool], wanted: Sequence[str]) -> float:
-    """Share of the ``wanted`` items that are ``True`` in ``items``.
+    float
+        In [0, 1].
 
     Examples
     --------

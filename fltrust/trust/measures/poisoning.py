@@ -49,11 +49,12 @@ __all__ = [
     "record_attack_outcome",
 ]
 
-BYZANTINE_ROBUST_AGGREGATORS = frozenset(ROBUST_STRATEGIES) | {"median"}
+BYZANTINE_ROBUST_AGGREGATORS = frozenset(ROBUST_STRATEGIES) | {"median", "fedtrimmedavg"}
 """Aggregators designed to bound the influence of poisoned updates (Blanchard et al. 2017 Krum and
 Multi-Krum; Yin et al. 2018 coordinate-wise median and trimmed mean; El Mhamdi et al. 2018 Bulyan):
-:data:`fltrust.names.ROBUST_STRATEGIES` and ``median`` (an app's name for FedMedian). Names are
-compared case-insensitively without ``-`` or ``_``."""
+:data:`fltrust.names.ROBUST_STRATEGIES`, ``median`` (an app's name for FedMedian) and
+``fedtrimmedavg`` (Flower's class name for the trimmed mean). Names are compared
+case-insensitively without ``-`` or ``_``."""
 
 
 class PoisoningError(ValueError):
@@ -70,6 +71,15 @@ def _check_accuracy(name: str, value: float) -> float:
 def is_byzantine_robust(aggregator: str | None) -> bool:
     """Whether an aggregation name is one of :data:`BYZANTINE_ROBUST_AGGREGATORS`.
 
+    Parameters
+    ----------
+    aggregator : str or None
+        An fltrust strategy name or a Flower strategy class name.
+
+    Returns
+    -------
+    bool
+
     Examples
     --------
     >>> is_byzantine_robust("FedMedian"), is_byzantine_robust("Trimmed_Mean"), is_byzantine_robust("FedAvg")
@@ -82,6 +92,15 @@ def is_byzantine_robust(aggregator: str | None) -> bool:
 
 def accuracy_drop(clean_accuracy: float, attacked_accuracy: float) -> float:
     """``acc_clean - acc_attacked`` (positive = the attack hurt).
+
+    Parameters
+    ----------
+    clean_accuracy, attacked_accuracy : float
+        Test accuracies in [0, 1] of the run without and with the attack.
+
+    Returns
+    -------
+    float
 
     Examples
     --------
@@ -195,6 +214,21 @@ def attack_outcome(
     defence: str = "",
 ) -> AttackOutcome:
     """Combine the accuracies of a clean, an attacked and (optionally) a defended run.
+
+    Parameters
+    ----------
+    clean_accuracy, attacked_accuracy : float
+        Test accuracies in [0, 1] without the attack, and with it under the undefended aggregator.
+    defended_accuracy : float or None
+        With the attack under the defence (``None``: no defended run; recovery is NaN).
+    attack_success_rate : float or None
+        The defended run's attack success rate, in [0, 1].
+    attack, defence : str
+        Descriptions (the attack, the defending aggregator).
+
+    Returns
+    -------
+    AttackOutcome
 
     Examples
     --------

@@ -258,6 +258,22 @@ def beta_reputation(
 ) -> np.ndarray:
     r"""Expected subjective-logic opinion :math:`(\alpha p + a W)/(\alpha p + \beta n + W)`.
 
+    Parameters
+    ----------
+    positive, negative : array-like of float
+        Positive and negative interaction counts per client (non-negative).
+    alpha, beta : float
+        Weights of a positive and of a negative interaction (> 0; defaults 1 and 2).
+    prior_weight : float
+        ``W``, the weight of the prior (> 0).
+    base_rate : float
+        ``a``, the prior reputation in [0, 1].
+
+    Returns
+    -------
+    np.ndarray
+        Reputation per client, in [0, 1].
+
     Examples
     --------
     >>> beta_reputation([0, 5, 0, 3], [0, 0, 5, 1]).round(4).tolist()
@@ -277,6 +293,19 @@ def reference_interactions(reference_loss: np.ndarray, global_reference_loss: fl
 
     Positive when the client's returned model has a reference loss at most ``(1 + tolerance)``
     times the median of its peers' (with no peer: the received global model's loss).
+
+    Parameters
+    ----------
+    reference_loss : np.ndarray
+        Each participant's returned model's loss on the server's reference sample.
+    global_reference_loss : float
+        The received global model's loss there (the reference of a lone participant).
+    tolerance : float
+        Allowed excess over the peers' median (0.5 = 50 %).
+
+    Returns
+    -------
+    np.ndarray of bool
 
     Examples
     --------
@@ -330,7 +359,18 @@ class ReputationResult:
 def fedsv_consistency(rounds: Iterable[ContributionRound], num_clients: int) -> tuple[np.ndarray, np.ndarray] | None:
     """Per-client mean and coefficient of variation (std / |mean|) of the per-round FedSV.
 
-    Returns ``None`` when no round carries FedSV values.
+    Parameters
+    ----------
+    rounds : iterable of ContributionRound
+        The training rounds (those without ``fedsv`` are skipped).
+    num_clients : int
+        Registered clients C.
+
+    Returns
+    -------
+    (np.ndarray, np.ndarray) or None
+        Mean and CV per client (NaN for a client never valued); ``None`` when no round carries
+        FedSV values.
 
     Examples
     --------

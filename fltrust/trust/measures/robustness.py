@@ -229,6 +229,20 @@ def as_class_logits(model: nn.Module, sample: np.ndarray | torch.Tensor, nb_clas
     model is returned as it is (copied). ``sample`` (one or more rows) is used to read the output
     width.
 
+    Parameters
+    ----------
+    model : nn.Module
+        The classifier (not modified).
+    sample : np.ndarray or torch.Tensor
+        One or more input rows.
+    nb_classes : int
+        K, the number of classes.
+
+    Returns
+    -------
+    (nn.Module, int)
+        The copy and K.
+
     Raises
     ------
     RobustnessError

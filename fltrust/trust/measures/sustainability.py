@@ -56,6 +56,17 @@ METERED_CPU_MODES = frozenset({"intel_rapl", "intel_power_gadget", "windows_emi"
 def carbon_intensity(emissions_kg: float, energy_kwh: float) -> float:
     """Grid carbon intensity in g CO2eq per kWh: ``1000 * emissions / energy`` (NaN for no energy).
 
+    Parameters
+    ----------
+    emissions_kg : float
+        CO2-equivalent emissions in kg.
+    energy_kwh : float
+        Energy in kWh.
+
+    Returns
+    -------
+    float
+
     Examples
     --------
     >>> carbon_intensity(0.5, 2.0)

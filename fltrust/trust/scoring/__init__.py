@@ -1,7 +1,10 @@
 """FederatedTrust scoring: a FactSheet -> metric, notion, pillar and trust scores (trust spec 2-3, 7-9).
 
-Five modules, each importable on its own and cheap to import (no torch, no scipy):
+Six modules, each importable on its own and cheap to import (no torch, no scipy):
 
+- :mod:`fltrust.trust.scoring.registry` -- the operation and score-type registries and their
+  decorators (:func:`operation`, :func:`score_type`): a new operation or type is one decorated
+  function;
 - :mod:`fltrust.trust.scoring.operations` -- a metric's first step: its raw value from its
   factsheet fields (:func:`~fltrust.trust.scoring.operations.resolve_field`,
   ``check_properties``, the global privacy risk, ...);
@@ -32,10 +35,8 @@ from fltrust.trust.scoring.definitions import (
     EXTENDED_MODE,
     MODE_DEFAULTS,
     MODES,
-    OPERATION_ARITY,
     PILLAR_AGGREGATIONS,
     PROTOTYPE_PILLAR_WEIGHTS,
-    TYPE_PARAMETERS,
     Definitions,
     DefinitionsError,
     MetricDefinition,
@@ -48,7 +49,16 @@ from fltrust.trust.scoring.definitions import (
 from fltrust.trust.scoring.engine import PROVENANCE_SECTION, PROVENANCE_STATUSES, ROUNDINGS, score_factsheet
 from fltrust.trust.scoring.engine import _round2 as _round2  # the golden-vector tests check the rounding
 from fltrust.trust.scoring.engine import _weighted_sum as _weighted_sum  # and the accumulation order
-from fltrust.trust.scoring.fixes import CLEVER_RADIUS, FIXES, PARAM_COUNT_FIELD, Fix, apply_fixes, resolve_fixes
+from fltrust.trust.scoring.fixes import (
+    CLEVER_RADIUS,
+    FIXES,
+    PARAM_COUNT_FIELD,
+    Fix,
+    apply_fixes,
+    engine_switches,
+    resolve_fixes,
+)
+from fltrust.trust.scoring.registry import OPERATIONS, SCORE_TYPES, operation, score_type
 
 __all__ = [
     "ALL_MODES",
@@ -57,14 +67,14 @@ __all__ = [
     "FIXES",
     "MODES",
     "MODE_DEFAULTS",
-    "OPERATION_ARITY",
+    "OPERATIONS",
     "PARAM_COUNT_FIELD",
     "PILLAR_AGGREGATIONS",
     "PROTOTYPE_PILLAR_WEIGHTS",
     "PROVENANCE_SECTION",
     "PROVENANCE_STATUSES",
     "ROUNDINGS",
-    "TYPE_PARAMETERS",
+    "SCORE_TYPES",
     "Definitions",
     "DefinitionsError",
     "Fix",
@@ -74,7 +84,10 @@ __all__ = [
     "TrustScoringError",
     "apply_fixes",
     "definitions_from_dict",
+    "engine_switches",
     "load_definitions",
+    "operation",
     "resolve_fixes",
     "score_factsheet",
+    "score_type",
 ]

@@ -1,12 +1,25 @@
 """Metric definitions of the FederatedTrust scoring engine: the tree pillar -> notion -> metric.
 
 A *definitions* document (YAML or JSON; the packaged ones are ``fltrust/trust/definitions/*.yaml``)
-names, per metric, the FactSheet fields it reads, the *operation* applied to them
-(:mod:`fltrust.trust.scoring.operations`, :data:`OPERATION_ARITY`) and the score *type*
-(:mod:`fltrust.trust.scoring.normalization`, :data:`TYPE_PARAMETERS`), with optional weights (paper
-Table 2 metrics, Table 3 normalisations; trust spec sections 2-3). :func:`load_definitions` reads
-fltrust's layout or the prototype's own ``eval_metrics`` JSON and validates every key, so that a
-bad file fails with one line naming the file, the key and the fix (:class:`DefinitionsError`).
+names, per metric, the FactSheet fields it reads, the *operation* applied to them and the score
+*type*, with optional weights (paper Table 2 metrics, Table 3 normalisations; trust spec sections
+2-3). Operation and type names are those of the registries
+:data:`~fltrust.trust.scoring.registry.OPERATIONS` and :data:`~fltrust.trust.scoring.registry.SCORE_TYPES`
+(the packaged ones: :mod:`fltrust.trust.scoring.operations`, :mod:`fltrust.trust.scoring.normalization`).
+:func:`load_definitions` reads fltrust's layout or the prototype's own ``eval_metrics`` JSON and
+validates every key, so that a bad file fails with one line naming the file, the key and the fix
+(:class:`DefinitionsError`); an unknown operation or type names the metric and the registered names.
+
+A file may start from another one: ``extends: extended.yaml`` (a packaged file, or a path relative
+to the extending file) merges this file's pillars, notions and metrics into that tree by name --
+a new name is added at the end, a known one has its keys replaced (a metric as a whole). So a
+user's own metric is one entry in their own file:
+
+>>> tree = definitions_from_dict({"extends": "extended.yaml", "pillars": {"fairness": {"notions": {
+...     "performance_fairness": {"metrics": {"accuracy_range": {
+...         "inputs": ["fairness/test_acc_cv"], "operation": "get_value", "type": "true_score"}}}}}}})
+>>> [m.name for m in tree.pillars[2].notions[1].metrics], tree.use_provenance
+(['accuracy_variation', 'accuracy_range'], True)
 
 >>> tree = load_definitions(mode="paper")
 >>> tree.pillar_aggregation, len(tree.pillars)
@@ -34,6 +47,8 @@ import yaml
 
 from fltrust.names import EXTENDED_TRUST_MODE, PAPER_TREE_TRUST_MODES, TRUST_MODES, TRUST_SCORING_DEFAULTS, TrustMode
 from fltrust.trust.scoring import normalization as norm
+from fltrust.trust.scoring import operations as _operations  # noqa: F401 - registers the packaged operations
+from fltrust.trust.scoring.registry import METRIC_KEYS, OPERATIONS, SCORE_TYPES
 
 MODES = PAPER_TREE_TRUST_MODES
 """The modes that score the paper's implemented 20-metric tree (6 pillars)."""
@@ -56,36 +71,13 @@ PROTOTYPE_PILLAR_WEIGHTS = {
 """Pillar weights hard-coded in the prototype's metric.py (spec 2.5); applied only when a file in
 the prototype's own JSON format (no pillar weights in it) is loaded."""
 
-OPERATION_ARITY: dict[str, int | None] = {
-    "get_value": 1,
-    "check_properties": None,  # one or more
-    "get_global_privacy_risk": 3,
-    "get_uniform_entropy": 1,
-    "get_capped_value": 1,
-    "check_client_selector": 1,
-    "first_present": None,
-    "mean_of_present": None,
-}
-"""Operations a metric may name, with their number of inputs (None = any number >= 1)."""
-
-TYPE_PARAMETERS: dict[str, tuple[frozenset[str], frozenset[str]]] = {
-    # type: (required keys, optional keys)
-    "true_score": (frozenset(), frozenset({"direction"})),
-    "ranges": (frozenset({"ranges"}), frozenset({"direction"})),
-    "breakpoints": (frozenset({"ranges"}), frozenset({"direction"})),
-    "scaled_score": (frozenset({"scale"}), frozenset({"direction"})),
-    "score_mapping": (frozenset({"score_map"}), frozenset({"map_normalization"})),
-    "score_ranking": (frozenset({"score_map"}), frozenset({"direction"})),
-    "score_map_value": (frozenset({"score_map"}), frozenset()),
-    "property_check": (frozenset(), frozenset()),
-}
-"""Score types (see :mod:`fltrust.trust.scoring.normalization`) and the metric keys each one uses."""
-
-_TOP_KEYS = frozenset({"name", "description", "pillar_aggregation", "use_provenance", "pillars"})
+_TOP_KEYS = frozenset({"name", "description", "pillar_aggregation", "use_provenance", "pillars", "extends"})
 _PILLAR_KEYS = frozenset({"weight", "label", "description", "notions"})
 _NOTION_KEYS = frozenset({"weight", "label", "description", "metrics"})
 _METRIC_COMMON_KEYS = frozenset({"inputs", "operation", "type", "weight", "label", "description", "score_function"})
-_TYPE_KEYS = frozenset().union(*(req | opt for req, opt in TYPE_PARAMETERS.values()))
+_TYPE_KEYS = frozenset(METRIC_KEYS)
+_PACKAGED_FILES = ("prototype.yaml", "paper.yaml", "extended.yaml")
+_MAX_EXTENDS = 8
 
 
 class DefinitionsError(ValueError):
@@ -106,9 +98,9 @@ class MetricDefinition:
     inputs : tuple of str
         Factsheet field paths, passed to the operation as positional arguments.
     operation : str
-        A key of :data:`OPERATION_ARITY`.
+        A registered operation (:data:`~fltrust.trust.scoring.registry.OPERATIONS`).
     type : str
-        A key of :data:`TYPE_PARAMETERS`.
+        A registered score type (:data:`~fltrust.trust.scoring.registry.SCORE_TYPES`).
     direction : {"asc", "desc"}
     weight : float or None
         Weight within the notion (``use_weights=True`` only).
@@ -138,11 +130,13 @@ class MetricDefinition:
 
     def __post_init__(self) -> None:
         where = f"metric {self.name!r}"
-        if self.operation not in OPERATION_ARITY:
-            raise DefinitionsError(f"{where}: unknown operation {self.operation!r}; choose one of {sorted(OPERATION_ARITY)}")
-        if self.type not in TYPE_PARAMETERS:
-            raise DefinitionsError(f"{where}: unknown type {self.type!r}; choose one of {sorted(TYPE_PARAMETERS)}")
-        arity = OPERATION_ARITY[self.operation]
+        if self.operation not in OPERATIONS:
+            raise DefinitionsError(f"{where}: unknown operation {self.operation!r}; choose one of {OPERATIONS.names()} "
+                                   "(or register your own with fltrust.trust.scoring.registry.operation)")
+        if self.type not in SCORE_TYPES:
+            raise DefinitionsError(f"{where}: unknown type {self.type!r}; choose one of {SCORE_TYPES.names()} "
+                                   "(or register your own with fltrust.trust.scoring.registry.score_type)")
+        arity = OPERATIONS[self.operation].arity
         if not self.inputs or (arity is not None and len(self.inputs) != arity):
             wanted = "at least 1" if arity is None else str(arity)
             raise DefinitionsError(f"{where}: operation {self.operation!r} takes {wanted} input(s), got {len(self.inputs)}")
@@ -152,22 +146,22 @@ class MetricDefinition:
             raise DefinitionsError(
                 f"{where}: map_normalization={self.map_normalization!r}; choose one of {list(norm.MAP_NORMALIZATIONS)}"
             )
-        required, _ = TYPE_PARAMETERS[self.type]
-        for key in required:
+        kind = SCORE_TYPES[self.type]
+        for key in sorted(kind.required):
             if getattr(self, key) is None:
                 raise DefinitionsError(f"{where}: type {self.type!r} needs the key {key!r}")
         if self.ranges is not None:
-            if len(self.ranges) < (2 if self.type == "breakpoints" else 1):
+            if not self.ranges:
                 raise DefinitionsError(f"{where}: 'ranges' is too short for type {self.type!r}")
             if any(b <= a for a, b in zip(self.ranges, self.ranges[1:])):
                 raise DefinitionsError(f"{where}: 'ranges' must be strictly ascending, got {list(self.ranges)}")
         if self.scale is not None and (len(self.scale) != 2 or not self.scale[0] < self.scale[1]):
             raise DefinitionsError(f"{where}: 'scale' must be [low, high] with low < high, got {self.scale!r}")
-        if self.score_map is not None:
-            if not self.score_map:
-                raise DefinitionsError(f"{where}: 'score_map' is empty")
-            if self.type == "score_mapping" and self.map_normalization == "minmax" and len(set(self.score_map.values())) < 2:
-                raise DefinitionsError(f"{where}: a min-max 'score_map' needs two different values")
+        if self.score_map is not None and not self.score_map:
+            raise DefinitionsError(f"{where}: 'score_map' is empty")
+        problem = kind.check(self) if kind.check is not None else None
+        if problem:
+            raise DefinitionsError(f"{where}: {problem}")
 
 
 @dataclass(frozen=True)
@@ -217,7 +211,24 @@ class Definitions:
         raise KeyError(f"no metric {path!r} in definitions {self.name!r}")
 
     def replace_metric(self, path: str, **changes: Any) -> Definitions:
-        """A copy with the metric at ``path`` changed (fields as in :class:`MetricDefinition`)."""
+        """A copy with the metric at ``path`` changed (fields as in :class:`MetricDefinition`).
+
+        Parameters
+        ----------
+        path : str
+            ``pillar/notion/metric``.
+        **changes
+            New values of :class:`MetricDefinition` fields.
+
+        Returns
+        -------
+        Definitions
+
+        Raises
+        ------
+        KeyError
+            No metric at ``path``.
+        """
         found = False
         pillars = []
         for pillar in self.pillars:
@@ -280,9 +291,9 @@ def _parse_metric(name: str, data: Any, where: str, source: str) -> MetricDefini
         if key not in data:
             raise DefinitionsError(f"{source}: {where} needs the key {key!r}")
     kind = data["type"]
-    if kind in TYPE_PARAMETERS:
-        required, optional = TYPE_PARAMETERS[kind]
-        unused = sorted((set(data) & _TYPE_KEYS) - required - optional)
+    if kind in SCORE_TYPES:
+        entry = SCORE_TYPES[kind]
+        unused = sorted((set(data) & _TYPE_KEYS) - entry.required - entry.optional)
         if unused:
             raise DefinitionsError(f"{source}: {where}: key(s) {unused} are not used by type {kind!r}; remove them")
     inputs = data["inputs"]
@@ -332,23 +343,106 @@ def _is_prototype_json_layout(data: Mapping[str, Any]) -> bool:
     ) and bool(data)
 
 
+def _merge_tree(base: Mapping[str, Any], extension: Mapping[str, Any], source: str) -> dict[str, Any]:
+    """``base`` (a raw document) with ``extension``'s keys: pillars, notions and metrics merged by name."""
+    out = {key: value for key, value in base.items() if key != "extends"}
+    for key, value in extension.items():
+        if key in ("extends", "pillars"):
+            continue
+        out[key] = value
+    pillars = dict(out.get("pillars") or {})
+    extra = extension.get("pillars", {})
+    if not isinstance(extra, Mapping):
+        raise DefinitionsError(f"{source}: 'pillars' must be a mapping")
+    for pillar_name, pillar in extra.items():
+        _check_keys(pillar, _PILLAR_KEYS, f"pillars.{pillar_name}", source)
+        merged = dict(pillars.get(pillar_name) or {})
+        merged.update({k: v for k, v in pillar.items() if k != "notions"})
+        notions = dict(merged.get("notions") or {})
+        new_notions = pillar.get("notions") or {}
+        if not isinstance(new_notions, Mapping):
+            raise DefinitionsError(f"{source}: pillars.{pillar_name}.notions must be a mapping")
+        for notion_name, notion in new_notions.items():
+            where = f"pillars.{pillar_name}.notions.{notion_name}"
+            _check_keys(notion, _NOTION_KEYS, where, source)
+            if not isinstance(notion.get("metrics") or {}, Mapping):
+                raise DefinitionsError(f"{source}: {where}.metrics must be a mapping")
+            kept = dict(notions.get(notion_name) or {})
+            kept.update({k: v for k, v in notion.items() if k != "metrics"})
+            kept["metrics"] = {**dict(kept.get("metrics") or {}), **dict(notion.get("metrics") or {})}
+            notions[notion_name] = kept
+        merged["notions"] = notions
+        pillars[pillar_name] = merged
+    out["pillars"] = pillars
+    return out
+
+
+def _resolve_extends(data: Mapping[str, Any], source: str, depth: int = 0) -> Mapping[str, Any]:
+    """The document with its ``extends`` chain merged in (a packaged file name or a relative path)."""
+    target = data.get("extends")
+    if target is None:
+        return data
+    if depth >= _MAX_EXTENDS:
+        raise DefinitionsError(f"{source}: 'extends' is nested more than {_MAX_EXTENDS} levels deep (a cycle?)")
+    if not isinstance(target, str) or not target.strip():
+        raise DefinitionsError(f"{source}: extends={target!r} must name a definitions file, e.g. extends: extended.yaml")
+    if target in _PACKAGED_FILES:
+        text = importlib.resources.files("fltrust.trust").joinpath("definitions", target).read_text(encoding="utf-8")
+        base_source = f"fltrust/trust/definitions/{target}"
+    else:
+        here = Path(source).parent if Path(source).is_file() else Path.cwd()
+        path = (here / target).resolve()
+        if not path.is_file():
+            raise DefinitionsError(f"{source}: extends={target!r} is neither a packaged definitions file "
+                                   f"({list(_PACKAGED_FILES)}) nor an existing file ({path})")
+        text, base_source = path.read_text(encoding="utf-8"), str(path)
+    try:
+        base = json.loads(text) if base_source.endswith(".json") else yaml.safe_load(text)
+    except (yaml.YAMLError, json.JSONDecodeError) as exc:
+        raise DefinitionsError(f"{source}: extends={target!r} cannot be parsed: {exc}") from exc
+    if not isinstance(base, Mapping) or "pillars" not in base:
+        raise DefinitionsError(f"{source}: extends={target!r} is not a definitions file in fltrust's layout")
+    return _merge_tree(_resolve_extends(base, base_source, depth + 1), data, source)
+
+
 def definitions_from_dict(data: Mapping[str, Any], *, source: str = "<dict>", name: str | None = None) -> Definitions:
     """Build :class:`Definitions` from a parsed YAML/JSON document.
 
     Two layouts are accepted:
 
     - fltrust's (``prototype.yaml``): top-level ``name``, ``description``,
-      ``pillar_aggregation`` and ``pillars`` -> pillar {weight, label, notions -> notion
-      {weight, label, metrics -> metric}};
+      ``pillar_aggregation``, ``use_provenance``, ``extends`` and ``pillars`` -> pillar {weight,
+      label, notions -> notion {weight, label, metrics -> metric}}; ``extends`` merges the
+      document into another one (module docstring);
     - the prototype's ``eval_metrics_v1.json``: pillars at the top level, notions with
       ``weight`` and ``metrics``, inputs as ``{"source": "factsheet", "field_path": ...}``.
       Its pillar weights were hard-coded in code, so :data:`PROTOTYPE_PILLAR_WEIGHTS` is used.
       Its ``score_function`` key is accepted and ignored, as the prototype did.
 
-    Unknown keys, operations and types raise :class:`DefinitionsError` naming the key.
+    Parameters
+    ----------
+    data : mapping
+        The parsed document.
+    source : str
+        Where it comes from (its file path), named in every error; a relative ``extends`` is
+        resolved from its folder.
+    name : str or None
+        The tree's name when the document has none (default: the file's stem).
+
+    Returns
+    -------
+    Definitions
+
+    Raises
+    ------
+    DefinitionsError
+        Unknown keys, operations or types, naming the file and the key.
     """
     if not isinstance(data, Mapping) or not data:
         raise DefinitionsError(f"{source}: a definitions document must be a non-empty mapping")
+    if "extends" in data:
+        own_name = data.get("name") or name or Path(source).stem
+        data = {**_resolve_extends(data, source), "name": own_name}
     if _is_prototype_json_layout(data):
         data = {
             "name": name or Path(source).stem,

@@ -7,8 +7,9 @@ Table 2 metrics, Table 3 normalisations); trust spec sections 2-3 (engine and me
 The engine knows nothing about federated learning. A definitions tree
 (:mod:`fltrust.trust.scoring.definitions`) names, per metric, the factsheet fields it reads, the
 *operation* (:mod:`fltrust.trust.scoring.operations`) and the score *type*
-(:mod:`fltrust.trust.scoring.normalization`); the fixes of :mod:`fltrust.trust.scoring.fixes` change
-that tree or switch engine behaviours. Scores are then aggregated bottom-up:
+(:mod:`fltrust.trust.scoring.normalization`), both looked up by name in
+:mod:`fltrust.trust.scoring.registry`; the fixes of :mod:`fltrust.trust.scoring.fixes` change
+that tree or set the engine switches passed to the operations and types that take them. Scores are then aggregated bottom-up:
 
 .. math::
 
@@ -76,7 +77,8 @@ from fltrust.trust.scoring.definitions import (
     TrustScoringError,
     load_definitions,
 )
-from fltrust.trust.scoring.fixes import apply_fixes, resolve_fixes
+from fltrust.trust.scoring.fixes import apply_fixes, engine_switches, resolve_fixes
+from fltrust.trust.scoring.registry import OPERATIONS, SCORE_TYPES
 
 logger = logging.getLogger("fltrust.trust.scoring")
 """The package's logger (not this module's): the name the trust observer and the reproduction silence."""
@@ -89,45 +91,16 @@ def _round2(value: float) -> float:
     return float(np.round(np.float64(value), 2))
 
 
-def _run_operation(metric: MetricDefinition, values: list[Any], fixes: tuple[str, ...]) -> Any:
-    if metric.operation == "get_value":
-        return ops.get_value(*values)
-    if metric.operation == "check_properties":
-        return ops.check_properties(*values, missing="strict" if "nan_is_missing" in fixes else "prototype")
-    if metric.operation == "get_global_privacy_risk":
-        return ops.get_global_privacy_risk(*values, coerce_types="coerce_types" in fixes)
-    if metric.operation == "get_uniform_entropy":
-        return ops.get_uniform_entropy(*values)
-    if metric.operation == "get_capped_value":
-        return ops.get_capped_value(*values)
-    if metric.operation == "check_client_selector":
-        return ops.check_client_selector(*values)
-    if metric.operation == "first_present":
-        return ops.first_present(*values)
-    if metric.operation == "mean_of_present":
-        return ops.mean_of_present(*values)
-    raise AssertionError(metric.operation)  # pragma: no cover - validated by MetricDefinition
+def _run_operation(metric: MetricDefinition, values: list[Any], switches: Mapping[str, Any]) -> Any:
+    """The metric's raw value: its registered operation on its field values."""
+    operation = OPERATIONS[metric.operation]
+    return operation.function(*values, **{name: switches[name] for name in operation.switches})
 
 
-def _normalize(metric: MetricDefinition, raw: Any, fixes: tuple[str, ...]) -> float:
-    unknown = "zero" if "unknown_key_zero" in fixes else "prototype"
-    if metric.type == "true_score":
-        return norm.true_score(raw, metric.direction, coerce_types="coerce_types" in fixes)
-    if metric.type == "ranges":
-        return norm.range_score(raw, metric.ranges, metric.direction)
-    if metric.type == "breakpoints":
-        return norm.breakpoint_score(raw, metric.ranges, metric.direction)
-    if metric.type == "scaled_score":
-        return norm.scaled_score(raw, metric.scale[0], metric.scale[1], metric.direction)
-    if metric.type == "score_mapping":
-        return norm.mapped_score(raw, metric.score_map, normalization=metric.map_normalization, unknown=unknown)
-    if metric.type == "score_ranking":
-        return norm.ranked_score(raw, metric.score_map, metric.direction, unknown=unknown)
-    if metric.type == "score_map_value":
-        return norm.map_value_score(raw, metric.score_map, unknown=unknown)
-    if metric.type == "property_check":
-        return norm.property_score(raw)
-    raise AssertionError(metric.type)  # pragma: no cover - validated by MetricDefinition
+def _normalize(metric: MetricDefinition, raw: Any, switches: Mapping[str, Any]) -> float:
+    """The metric's score: its registered score type on the raw value."""
+    kind = SCORE_TYPES[metric.type]
+    return kind.function(raw, metric, **{name: switches[name] for name in kind.switches})
 
 
 def _is_nan(value: Any) -> bool:
@@ -173,7 +146,7 @@ def _applicable_sum(weights: list[float], items: list[Any]) -> tuple[float, bool
 
 
 def _score_metric(
-    metric: MetricDefinition, path: str, factsheet: Mapping[str, Any], fixes: tuple[str, ...], rounding: str,
+    metric: MetricDefinition, path: str, factsheet: Mapping[str, Any], switches: Mapping[str, Any], rounding: str,
     provenance: dict[str, Any] | None = None,
 ) -> MetricResult:
     if provenance is not None and provenance.get("status") == "n/a":
@@ -183,7 +156,7 @@ def _score_metric(
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         try:
-            raw = _run_operation(metric, [inputs[p] for p in metric.inputs], fixes)
+            raw = _run_operation(metric, [inputs[p] for p in metric.inputs], switches)
         except TypeError as exc:
             # The prototype turns a TypeError in the operation into a missing value (spec 2.2).
             notes.append(f"operation {metric.operation} failed ({exc}); treated as missing")
@@ -194,7 +167,7 @@ def _score_metric(
             normalized = 0.0
         else:
             try:
-                normalized = _normalize(metric, raw, fixes)
+                normalized = _normalize(metric, raw, switches)
             except norm.NormalizationError as exc:
                 raise TrustScoringError(f"metric {path} (inputs {list(inputs)}): {exc}") from None
             if math.isnan(normalized):
@@ -316,6 +289,7 @@ def score_factsheet(
     if not isinstance(factsheet, Mapping):
         raise TrustScoringError(f"factsheet must be a nested dict (mapping), got {type(factsheet).__name__}")
     fix_names = resolve_fixes(fixes, mode)
+    switches = engine_switches(fix_names)
     tree, report_notes = apply_fixes(load_definitions(definitions, mode=mode), fix_names)
     prototype_rounding = rounding == "prototype"
 
@@ -327,7 +301,7 @@ def score_factsheet(
             for metric in notion.metrics:
                 path = f"{pillar.name}/{notion.name}/{metric.name}"
                 provenance = _provenance_entry(factsheet, path) if tree.use_provenance else None
-                metric_results.append(_score_metric(metric, path, factsheet, fix_names, rounding, provenance))
+                metric_results.append(_score_metric(metric, path, factsheet, switches, rounding, provenance))
             weights = _weights(notion.metrics, use_weights, f"the metrics of notion {pillar.name}/{notion.name}")
             notion_score, notion_applicable = _applicable_sum(weights, metric_results)
             notion_results.append(

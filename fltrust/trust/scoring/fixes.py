@@ -1,8 +1,9 @@
 """The named corrections of the FederatedTrust prototype's scoring bugs (trust spec section 9).
 
 Each :class:`Fix` either changes metric definitions (:attr:`Fix.metric_changes`, applied by
-:func:`apply_fixes` to a copy of the tree) or switches a behaviour of the engine (missing values
-B2, unknown score-map keys B7, type coercion B14; read by :mod:`fltrust.trust.scoring.engine`).
+:func:`apply_fixes` to a copy of the tree) or sets an engine switch (:attr:`Fix.switch`: missing
+values B2, unknown score-map keys B7, type coercion B14; :func:`engine_switches` collects them for
+:mod:`fltrust.trust.scoring.engine`, which passes them to the operations and score types that take them).
 Fix B12 (round only the final outputs) is the engine's ``rounding`` argument. Which fixes a mode
 applies by default is :data:`fltrust.names.TRUST_SCORING_DEFAULTS`.
 
@@ -24,6 +25,7 @@ from typing import Any
 
 from fltrust.names import TrustFix
 from fltrust.trust.scoring.definitions import MODE_DEFAULTS, Definitions, TrustScoringError
+from fltrust.trust.scoring.registry import SWITCHES
 
 PARAM_COUNT_FIELD = "configuration/trainable_param_count"
 """Factsheet field with the SCALAR number of trainable parameters (fix B9, paper mode). The
@@ -48,12 +50,16 @@ class Fix:
     metric_changes : mapping
         ``pillar/notion/metric`` -> changed :class:`MetricDefinition` fields. Empty for fixes
         that change the engine (missing values, unknown keys, type coercion).
+    switch : (str, value) or None
+        The engine switch (:data:`~fltrust.trust.scoring.registry.SWITCHES`) the fix sets, and
+        its value; ``None`` for fixes that change metrics.
     """
 
     name: str
     bug: str
     summary: str
     metric_changes: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    switch: tuple[str, Any] | None = None
 
 
 _CV_METRICS = (
@@ -71,6 +77,7 @@ FIXES: dict[TrustFix, Fix] = {
             "B2",
             "check_properties counts None, NaN, '' and whitespace-only strings as missing; the prototype "
             "counts only None and '', so the template's NaN defaults (e.g. dp_epsilon) look filled in.",
+            switch=("missing", "strict"),
         ),
         Fix(
             "selector_not_random",
@@ -110,6 +117,7 @@ FIXES: dict[TrustFix, Fix] = {
             "B7",
             "A model or algorithm name missing from a score map scores 0 with a warning; in the prototype an "
             "unknown model gives NaN, which makes the explainability and trust scores NaN.",
+            switch=("unknown", "zero"),
         ),
         Fix(
             "raw_algorithm_value",
@@ -144,6 +152,7 @@ FIXES: dict[TrustFix, Fix] = {
             "B14",
             "numpy bools count as booleans (the prototype's 'is True' test fails for them, so np.True_ with "
             "direction desc scores 0 instead of 1).",
+            switch=("coerce_types", True),
         ),
     )
 }
@@ -186,8 +195,41 @@ def resolve_fixes(fixes: Iterable[str] | None, mode: str) -> tuple[str, ...]:
     return tuple(name for name in FIXES if name in names)  # canonical order
 
 
+def engine_switches(fixes: Iterable[str]) -> dict[str, Any]:
+    """The engine switches with the named fixes in force (:attr:`Fix.switch`).
+
+    Parameters
+    ----------
+    fixes : iterable of str
+        Names from :data:`FIXES` (checked by :func:`resolve_fixes`).
+
+    Returns
+    -------
+    dict
+        Every switch of :data:`~fltrust.trust.scoring.registry.SWITCHES`, with its value.
+
+    Examples
+    --------
+    >>> engine_switches(["nan_is_missing", "cap_cvs"])
+    {'missing': 'strict', 'coerce_types': False, 'unknown': 'prototype'}
+    """
+    switches = dict(SWITCHES)
+    for name in fixes:
+        if FIXES[name].switch is not None:
+            key, value = FIXES[name].switch
+            switches[key] = value
+    return switches
+
+
 def apply_fixes(definitions: Definitions, fixes: Iterable[str]) -> tuple[Definitions, list[str]]:
     """Apply the metric changes of the named fixes to a definitions tree.
+
+    Parameters
+    ----------
+    definitions : Definitions
+        The tree to change (not modified).
+    fixes : iterable of str
+        Names from :data:`FIXES`, in the order to apply them.
 
     Returns
     -------

@@ -19,6 +19,12 @@ type                score                                         prototype func
 ``property_check``  the fraction from ``check_properties``        ``get_true_score`` path
 ==================  ============================================  ==========================
 
+Each type is registered under its name (the table's first column) with
+:func:`~fltrust.trust.scoring.registry.score_type`, as a small function ``(raw, metric, **switches)``
+at the end of this module that reads the metric's keys and calls the function above; the engine
+dispatches through :data:`~fltrust.trust.scoring.registry.SCORE_TYPES`, and a user's own type is
+one more decorated function in their module.
+
 A ``None`` input never reaches these functions: the scorer gives it 0 with a warning (spec 2.4).
 NaN inputs score 0 in every numeric type (prototype behaviour). Problems that the prototype
 silently turned into a number (unknown map keys with ``unknown="zero"``) are reported with a
@@ -36,6 +42,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
+
+from fltrust.trust.scoring.registry import score_type
 
 DIRECTIONS = ("asc", "desc")
 MAP_NORMALIZATIONS = ("minmax", "l2")
@@ -351,3 +359,57 @@ def property_score(value: Any) -> float:
     if not 0.0 <= number <= 1.0:
         raise NormalizationError(f"property_check expects a fraction in [0, 1], got {number!r}")
     return number
+
+
+# -- the registered score types: a metric's keys -> the functions above ---------------------------
+
+
+@score_type("true_score", optional=("direction",), switches=("coerce_types",))
+def _true_score_type(raw: Any, metric: Any, *, coerce_types: bool) -> float:
+    return true_score(raw, metric.direction, coerce_types=coerce_types)
+
+
+@score_type("ranges", required=("ranges",), optional=("direction",))
+def _ranges_type(raw: Any, metric: Any) -> float:
+    return range_score(raw, metric.ranges, metric.direction)
+
+
+def _two_breakpoints(metric: Any) -> str | None:
+    return "'ranges' is too short for type 'breakpoints'" if len(metric.ranges) < 2 else None
+
+
+@score_type("breakpoints", required=("ranges",), optional=("direction",), check=_two_breakpoints)
+def _breakpoints_type(raw: Any, metric: Any) -> float:
+    return breakpoint_score(raw, metric.ranges, metric.direction)
+
+
+@score_type("scaled_score", required=("scale",), optional=("direction",))
+def _scaled_type(raw: Any, metric: Any) -> float:
+    return scaled_score(raw, metric.scale[0], metric.scale[1], metric.direction)
+
+
+def _two_map_values(metric: Any) -> str | None:
+    if metric.map_normalization == "minmax" and len(set(metric.score_map.values())) < 2:
+        return "a min-max 'score_map' needs two different values"
+    return None
+
+
+@score_type("score_mapping", required=("score_map",), optional=("map_normalization",), switches=("unknown",),
+            check=_two_map_values)
+def _mapping_type(raw: Any, metric: Any, *, unknown: str) -> float:
+    return mapped_score(raw, metric.score_map, normalization=metric.map_normalization, unknown=unknown)
+
+
+@score_type("score_ranking", required=("score_map",), optional=("direction",), switches=("unknown",))
+def _ranking_type(raw: Any, metric: Any, *, unknown: str) -> float:
+    return ranked_score(raw, metric.score_map, metric.direction, unknown=unknown)
+
+
+@score_type("score_map_value", required=("score_map",), switches=("unknown",))
+def _map_value_type(raw: Any, metric: Any, *, unknown: str) -> float:
+    return map_value_score(raw, metric.score_map, unknown=unknown)
+
+
+@score_type("property_check")
+def _property_check_type(raw: Any, metric: Any) -> float:
+    return property_score(raw)

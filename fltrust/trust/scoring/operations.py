@@ -5,6 +5,11 @@ reads them exactly as the prototype does, and the metric's operation is called w
 as positional arguments. If the operation raises ``TypeError`` (for example ``None - 1``), the
 scorer treats the raw value as missing (``None``), as the prototype does.
 
+Each operation below is registered under its name with
+:func:`~fltrust.trust.scoring.registry.operation` (a definitions file names it, the engine calls
+it through :data:`~fltrust.trust.scoring.registry.OPERATIONS`); a user's own operation is one more
+decorated function in their module.
+
 =============================  ====================================================  =========
 operation                      raw value                                             source
 =============================  ====================================================  =========
@@ -29,6 +34,8 @@ from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
+
+from fltrust.trust.scoring.registry import operation
 
 MISSING_POLICIES = ("prototype", "strict")
 
@@ -66,8 +73,20 @@ def resolve_field(factsheet: Mapping[str, Any], field_path: str) -> Any:
     return None if isinstance(value, Mapping) else value
 
 
+@operation("get_value", arity=1)
 def get_value(value: Any) -> Any:
-    """Return the field value unchanged (prototype ``get_value``)."""
+    """Return the field value unchanged (prototype ``get_value``).
+
+    Parameters
+    ----------
+    value : object
+        The metric's one FactSheet field value.
+
+    Returns
+    -------
+    object
+        ``value``.
+    """
     return value
 
 
@@ -102,6 +121,7 @@ def is_present(value: Any, missing: str = "prototype") -> bool:
     return True
 
 
+@operation("check_properties", arity=None, switches=("missing",))
 def check_properties(*values: Any, missing: str = "prototype") -> float:
     r"""Fraction of the given fields that are present (prototype ``check_properties``).
 
@@ -130,6 +150,7 @@ def _is_true(flag: Any, coerce_types: bool) -> bool:
     return flag is True
 
 
+@operation("get_global_privacy_risk", arity=3, switches=("coerce_types",))
 def get_global_privacy_risk(dp: Any, epsilon: Any, num_clients: Any, *, coerce_types: bool = False) -> float:
     r"""Worst-case probability that an adversary singles out the target client (paper Sec. 3.1).
 
@@ -171,6 +192,7 @@ def get_global_privacy_risk(dp: Any, epsilon: Any, num_clients: Any, *, coerce_t
     return 1.0 / (1.0 + (float(num_clients) - 1.0) * math.exp(-float(epsilon)))
 
 
+@operation("get_uniform_entropy", arity=1)
 def get_uniform_entropy(num_clients: Any) -> float:
     r"""Entropy (nats) of guessing the target uniformly among N clients (commit 5796d0b).
 
@@ -203,6 +225,7 @@ def get_uniform_entropy(num_clients: Any) -> float:
     return math.log(float(num_clients))
 
 
+@operation("get_capped_value", arity=1)
 def get_capped_value(value: Any) -> Any:
     """Cap a coefficient of variation at 1: ``min(v, 1)`` (fix B11).
 
@@ -224,6 +247,7 @@ def get_capped_value(value: Any) -> Any:
     return value if math.isnan(value) else min(float(value), 1.0)
 
 
+@operation("check_client_selector", arity=1)
 def check_client_selector(selector: Any) -> float:
     """1 if a client selector other than random sampling is used, else 0 (fix B3).
 
@@ -252,12 +276,23 @@ def _present_number(value: Any) -> bool:
     )
 
 
+@operation("first_present", arity=None)
 def first_present(*values: Any) -> Any:
     """The first input that is present: not ``None``, not NaN, not an empty string (extended mode).
 
     Lets a metric prefer a measured value and fall back to a declared one, e.g. poisoning
     defence = measured recovery, else "a Byzantine-robust aggregator is used". ``None`` when none
     is present (the metric then scores 0 as missing).
+
+    Parameters
+    ----------
+    *values : object
+        The metric's field values, in the order of its inputs (at least one).
+
+    Returns
+    -------
+    object or None
+        The first value that is present under the strict rule of :func:`is_present`.
 
     Examples
     --------
@@ -274,8 +309,18 @@ def first_present(*values: Any) -> Any:
     return None
 
 
+@operation("mean_of_present", arity=None)
 def mean_of_present(*values: Any) -> Any:
     """Mean of the inputs that are present numbers (extended mode); ``None`` when there is none.
+
+    Parameters
+    ----------
+    *values : object
+        The metric's field values (at least one); ``None``, NaN, bools and non-numbers are skipped.
+
+    Returns
+    -------
+    float or None
 
     Examples
     --------

@@ -585,10 +585,31 @@ def test_results_markdown_data_scale_table_per_condition():
     results = [with_scale, without]
     text = results_markdown(table3(results, REPORTED), results, quick=False, reported=REPORTED, misses={})
 
-    # Assert: the data scale section has one row per result, n/a for the old one
-    section = text.split("## Data scale")[1].split("## Not run")[0]
-    assert "| fedavg_nslkdd_100c_iid | faithful | 19,981 / 6,685 | 10 | 1798 (1798-1799) | 200 (200-200) | 2,000 |" in section
-    assert "| ditto_nslkdd_100c_niid | faithful | n/a | n/a | n/a | n/a | n/a |" in section
+    # Assert: the data scale section has one row per result: repeat 0's scale said so, n/a for the old one
+    section = text.split("## Data scale")[1].split("## Provenance")[0]
+    assert ("| fedavg_nslkdd_100c_iid | faithful | repeat 0 only | 19,981 / 6,685 | 10 | 1798 (1798-1799) | "
+            "200 (200-200) | 2,000 |") in section
+    assert "| ditto_nslkdd_100c_niid | faithful | n/a | n/a | n/a | n/a | n/a | n/a |" in section
+
+
+def test_results_markdown_data_scale_is_a_range_over_repeats():
+    # Prepare: three non-iid repeats, each with its own partition (repeat 2 also lost a test file)
+    def scale(median, low, high, test=6685):
+        return {"source_train_samples": 19981, "source_test_samples": test, "num_clients": 10,
+                "train_per_client": {"median": median, "min": low, "max": high},
+                "val_per_client": {"median": 20, "min": 4, "max": 31}, "aux_samples": 2000}
+
+    result = make_result("ditto_nslkdd_100c_niid", 0.5, repeats=3)
+    result["scale_per_repeat"] = [scale(1700, 400, 3000), scale(1650, 380, 3100), scale(1720, 500, 2900, test=6000)]
+
+    # Execute
+    text = results_markdown(table3([result], REPORTED), [result], quick=False, reported=REPORTED, misses={})
+
+    # Assert: medians 1650-1720 over repeats, smallest client 380, largest 3100; the test set 6,000-6,685
+    section = text.split("## Data scale")[1].split("## Provenance")[0]
+    assert ("| ditto_nslkdd_100c_niid | faithful | 3 | 19,981 / 6,000-6,685 | 10 | 1650-1720 (380-3100) | "
+            "20 (4-31) | 2,000 |") in section
+    assert "over its repeats" in section
 
 
 def test_quick_femnist_stand_in_gives_every_client_a_validation_row(tmp_path):

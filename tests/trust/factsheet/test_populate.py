@@ -7,6 +7,7 @@ import math
 import torch
 
 from fltrust.config import ExperimentConfig
+from fltrust.experiment import trust_inputs
 from fltrust.models import build_model
 from fltrust.trust.factsheet.io import get_field, missing_fields
 from fltrust.trust.factsheet.populate import populate_pre_training
@@ -31,7 +32,7 @@ def test_populate_pre_training_from_config_and_model() -> None:
     model = build_model("nsl_kdd_mlp", (122,), 2)
     summary = {"name": "synthetic_nsl_kdd", "synthetic": True, "source": {"generator": "synthetic_nsl_kdd", "seed": 4}}
     # Execute
-    fs = populate_pre_training(new_factsheet(), cfg, model, summary)
+    fs = populate_pre_training(new_factsheet(), trust_inputs(cfg), model, summary)
     # Assert
     assert get_field(fs, "project/overview") == "demo_run"
     assert get_field(fs, "participants/client_num") == 10
@@ -65,7 +66,7 @@ def test_populate_pre_training_copies_project_fields_and_names_files() -> None:
         "train_files": [{"path": "KDDTrain+.txt", "bytes": 1, "sha256": "x"}],
         "test_files": [{"path": "KDDTest+.txt", "bytes": 1, "sha256": "y"}], "scaling": "fit_train"}}
     # Execute
-    fs = populate_pre_training(new_factsheet(), cfg, torch.nn.Linear(3, 1), summary)
+    fs = populate_pre_training(new_factsheet(), trust_inputs(cfg), torch.nn.Linear(3, 1), summary)
     # Assert
     assert get_field(fs, "project/overview") == "IDS study"
     assert get_field(fs, "project/organisations") == ["Lab A", "Lab B"]

@@ -1,0 +1,201 @@
+"""RESULTS.md's provenance section: which code, BLAS, threads and libraries produced each result,
+and whether the training code has changed since.
+
+Both papers' writers (:mod:`fltrust.repro.fairness.report`, :mod:`fltrust.repro.trust.report`)
+hand :func:`provenance_frame` groups of results (the fairness paper: one per dataset; the trust paper:
+one per experiment) and render the table with the shared template ``templates/provenance.md.j2``.
+Each cell reads the provenance records the runs wrote (:func:`fltrust.runs.provenance.provenance`,
+kept in a result's ``provenance.runs``); a result written before provenance existed shows
+:data:`~fltrust.runs.provenance.NOT_RECORDED`. The last column lists the files of
+:data:`~fltrust.runs.provenance.TRAINING_PATHS` that differ between the recorded commit and this
+checkout's HEAD (:func:`~fltrust.runs.provenance.changed_since`), or says ``unknown`` when git cannot
+tell. The text depends only on the result files and the git state, never on the time or the
+machine that renders it (HEAD itself is not printed, so a commit that leaves the training code alone
+leaves the file unchanged).
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from fltrust.repro.markdown import DASH, lines, render
+from fltrust.repro.results import run_provenance
+from fltrust.runs.provenance import NOT_RECORDED, TRAINING_PATHS, changed_since, git_head, short_commit
+
+__all__ = ["COLUMNS", "MAX_FILES", "provenance_cells", "provenance_frame", "provenance_markdown", "provenance_section",
+           "result_records",
+           "training_code_cell"]
+
+COLUMNS = ("commit", "BLAS (numpy; torch)", "threads (torch, BLAS)", "torch / numpy", "device",
+           "training code since")
+"""The provenance columns of the table (after the group's own label columns)."""
+
+MAX_FILES = 3
+"""Changed files named in a cell; the rest are counted."""
+
+UNKNOWN = "unknown"
+
+
+def result_records(result: Mapping[str, Any], run_ids: Sequence[str] | None = None) -> list[dict[str, Any] | None]:
+    """The provenance record of each run of a result (None where the run has none).
+
+    Parameters
+    ----------
+    result : dict
+        A condition or experiment result.
+    run_ids : sequence of str, optional
+        The runs (default: the result's ``run_ids``, else its ``run_id``).
+
+    Returns
+    -------
+    list of dict or None
+    """
+    if run_ids is None:
+        run_ids = result.get("run_ids") or ([result["run_id"]] if result.get("run_id") else [])
+    return [run_provenance(result, run_id) for run_id in run_ids]
+
+
+@functools.cache
+def _changed(commit: str, root: str | None, head: str | None) -> tuple[str, ...] | None:
+    """:func:`changed_since` once per commit, checkout and HEAD (a render asks once per result)."""
+    files = changed_since(commit, root)
+    return None if files is None else tuple(files)
+
+
+def training_code_cell(records: Sequence[Mapping[str, Any] | None], root: str | Path | None = None) -> str:
+    """``unchanged``, ``changed: N file(s) (a, b, ... +k more)`` or ``unknown``: the training code of
+    the records' commits against HEAD (:func:`fltrust.runs.provenance.changed_since`).
+
+    Parameters
+    ----------
+    records : sequence of dict or None
+        Provenance records of a group's runs.
+    root : path-like, optional
+        The checkout whose HEAD is compared (default: the package's).
+
+    Returns
+    -------
+    str
+        ``unknown`` when a record is missing, names no commit, or git cannot compare.
+    """
+    if not records:
+        return UNKNOWN
+    files: set[str] = set()
+    head = git_head(root)
+    for record in records:
+        commit = ((record or {}).get("code") or {}).get("commit")
+        if not commit:
+            return UNKNOWN
+        changed = _changed(commit, None if root is None else str(root), head)
+        if changed is None:
+            return UNKNOWN
+        files.update(changed)
+    if not files:
+        return "unchanged"
+    names = sorted(files)
+    shown = ", ".join(f"`{n}`" for n in names[:MAX_FILES])
+    if len(names) > MAX_FILES:
+        shown += f" +{len(names) - MAX_FILES} more"
+    return f"**changed**: {len(names)} file(s) ({shown})"
+
+
+def _distinct(values: Sequence[str]) -> str:
+    return ", ".join(dict.fromkeys(sorted(values)))
+
+
+def provenance_cells(records: Sequence[Mapping[str, Any] | None], root: str | Path | None = None) -> list[str]:
+    """The :data:`COLUMNS` cells of a group of runs: each column's distinct values, sorted.
+
+    A run without a record contributes :data:`~fltrust.runs.provenance.NOT_RECORDED` to the commit
+    column and a dash to the others, and makes the training-code cell ``unknown``.
+
+    Parameters
+    ----------
+    records : sequence of dict or None
+        Provenance records of the group's runs.
+    root : path-like, optional
+        The checkout whose HEAD the training code is compared with.
+
+    Returns
+    -------
+    list of str
+        One cell per column of :data:`COLUMNS`.
+
+    Examples
+    --------
+    >>> provenance_cells([None])
+    ['not recorded', '–', '–', '–', '–', 'unknown']
+    """
+    def cell(record: Mapping[str, Any] | None, column: str) -> str:
+        if not record:
+            return NOT_RECORDED if column == "commit" else DASH
+        blas, threads = record.get("blas") or {}, record.get("threads") or {}
+        libraries, device = record.get("libraries") or {}, record.get("device") or {}
+        if column == "commit":
+            return short_commit(record)
+        if column == COLUMNS[1]:
+            return f"{blas.get('numpy')}; {blas.get('torch')} {blas.get('torch_cpu_capability')}"
+        if column == COLUMNS[2]:
+            return f"{threads.get('torch')}, {threads.get('blas')}"
+        if column == COLUMNS[3]:
+            return f"{libraries.get('torch')} / {libraries.get('numpy')}"
+        return str(device.get("name"))
+
+    records = list(records) or [None]
+    return [_distinct([cell(r, c) for r in records]) for c in COLUMNS[:-1]] + [training_code_cell(records, root)]
+
+
+def provenance_frame(
+    groups: Sequence[tuple[Sequence[str], Sequence[Mapping[str, Any]]]],
+    labels: Sequence[str],
+    *,
+    root: str | Path | None = None,
+) -> pd.DataFrame:
+    """One row per group and distinct provenance: the group's label cells, its results, then :data:`COLUMNS`.
+
+    Within a group, results whose runs give the same cells share one row, which names them.
+
+    Parameters
+    ----------
+    groups : sequence of (label cells, results)
+        E.g. ``(["NSL-KDD (100C)"], [result, ...])``; the label cells fill ``labels[:-1]``.
+    labels : sequence of str
+        Column labels: the group's label columns, then the column naming the results.
+    root : path-like, optional
+        The checkout whose HEAD the training code is compared with.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Display strings.
+    """
+    rows = []
+    for label_cells, results in groups:
+        by_cells: dict[tuple[str, ...], list[str]] = {}
+        for result in results:
+            cells = tuple(provenance_cells(result_records(result), root))
+            by_cells.setdefault(cells, []).append(str(result.get("condition") or result.get("experiment")))
+        for cells, names in sorted(by_cells.items(), key=lambda item: sorted(item[1])):
+            rows.append([*label_cells, ", ".join(sorted(names)), *cells])
+    return pd.DataFrame(rows, columns=[*labels, *COLUMNS])
+
+
+def provenance_markdown(frame: pd.DataFrame, *, command: str) -> list[str]:
+    """Lines of the provenance section (template ``provenance.md.j2``) for ``frame``
+    (:func:`provenance_frame`); ``command`` is the paper's ``fltrust repro verify`` example."""
+    return lines(render("provenance.md.j2", provenance=provenance_section(frame, command=command)))
+
+
+def provenance_section(frame: pd.DataFrame, *, command: str) -> dict[str, Any]:
+    """Variables of ``provenance.md.j2``: the table, the verify command and the training paths in words."""
+    included = [p for p in TRAINING_PATHS if not p.startswith(":")]
+    excluded = [p.removeprefix(":(exclude)") for p in TRAINING_PATHS if p.startswith(":(exclude)")]
+    paths = ", ".join(f"`{p}/`" if "." not in Path(p).name else f"`{p}`" for p in included)
+    if excluded:
+        paths += " except " + ", ".join(f"`{p}`" for p in excluded)
+    return {"table": frame, "command": command, "paths": paths}

@@ -1,0 +1,140 @@
+"""fltrust repro verify: a tiny synthetic condition rerun and compared round by round with its result."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import yaml
+
+from fltrust import cli
+from fltrust.config import ExperimentConfig
+from fltrust.repro.fairness import run as fairness_run
+from fltrust.repro.verify import VerifyError, compare_fields, likely_causes, verify
+
+NAME = "fedavg_synthetic_6c_iid"
+
+
+@pytest.fixture
+def committed(tmp_path, monkeypatch):
+    """A condition config (synthetic NSL-KDD, 6 clients, 3 rounds, fairness on) and its committed result,
+    in folders that stand in for papers_repro/fairness_analytics/configs and results."""
+    cfg = ExperimentConfig.tiny(metrics={"fairness": {"enabled": True}}, run={"name": NAME})
+    configs, results = tmp_path / "configs", tmp_path / "results"
+    configs.mkdir()
+    results.mkdir()
+    (configs / f"{NAME}.yaml").write_text(yaml.safe_dump(cfg.to_dict()))
+    monkeypatch.setattr(fairness_run, "CONFIG_DIR", configs)
+    monkeypatch.setattr(fairness_run, "RESULTS_DIR", results)
+    [config] = fairness_run.condition_configs(NAME, repeats=1, device="cpu", config_dir=configs)
+    from fltrust.experiment import run_experiment
+
+    record = run_experiment(config, out_dir=tmp_path / "runs")
+    path = fairness_run.write_result(results / f"{NAME}.json", fairness_run.condition_result(NAME, [record],
+                                                                                           quick=False))
+    return path
+
+
+def test_a_rerun_of_the_same_code_is_bit_identical(committed, tmp_path, capsys):
+    # Execute: the command line, as a user runs it
+    code = cli.main(["repro", "verify", NAME, "--out", str(tmp_path / "scratch")])
+
+    # Assert: exit 0, every model hash compared; progress lines on stderr
+    out, err = capsys.readouterr()
+    assert code == 0, out
+    assert "BIT-IDENTICAL: rounds 1-3" in out and "model_hash" in out
+    assert "round 3/3" in err
+
+
+def test_a_changed_value_is_named_with_its_round_and_field(committed, tmp_path, capsys):
+    # Prepare: round 2's F_T of the committed result edited
+    result = json.loads(committed.read_text())
+    position = result["per_round"]["round"].index(2)
+    result["per_round"]["F_T"][position] += 0.125
+    committed.write_text(json.dumps(result))
+
+    # Execute
+    code = cli.main(["repro", "verify", NAME, "--out", str(tmp_path / "scratch")])
+
+    # Assert: exit 1, the first differing round and the field with its largest difference
+    out = capsys.readouterr().out
+    assert code == 1
+    assert "DIFFERENT: first differing round 2" in out
+    line = next(line for line in out.splitlines() if line.strip().startswith("per_round.F_T"))
+    assert "0.125 (1 / 3, from round 2)" in line
+    assert "likely cause" in out
+
+
+def test_rounds_limits_the_comparison(committed, tmp_path):
+    # Prepare: round 3's model hash edited; rounds 1-2 untouched
+    result = json.loads(committed.read_text())
+    result["round_trace"][0]["model_hash"][3] = "0" * 64
+    committed.write_text(json.dumps(result))
+
+    # Execute
+    first_two = verify(NAME, rounds=2, out_dir=tmp_path / "a", device="cpu")
+    all_three = verify(NAME, out_dir=tmp_path / "b", device="cpu")
+
+    # Assert: the edit is outside --rounds 2; the full comparison finds it in round 3
+    assert first_two.bit_identical and first_two.rounds == 2
+    assert not all_three.identical and all_three.first_round == 3
+    [hashes] = [f for f in all_three.fields if f.field == "model_hash"]
+    assert hashes.differing == 1 and hashes.max_abs is None
+
+
+def test_an_old_result_without_round_trace_is_compared_to_its_digits(committed, tmp_path):
+    result = json.loads(committed.read_text())
+    del result["round_trace"], result["provenance"]
+    committed.write_text(json.dumps(result))
+
+    outcome = verify(NAME, out_dir=tmp_path / "scratch", device="cpu")
+
+    assert outcome.identical and not outcome.bit_identical
+    assert any("model hash chain" in line for line in outcome.not_compared)
+    assert "IDENTICAL to the stored digits" in "\n".join(outcome.lines())
+
+
+def test_unknown_names_and_bad_repeats_are_usage_errors(committed, capsys):
+    assert cli.main(["repro", "verify", "fedavg_nowhere_1c_iid"]) == 2
+    err = capsys.readouterr().err
+    assert NAME in err and "exp1" in err  # the known conditions and experiments are named
+    with pytest.raises(VerifyError, match="no repeat 4"):
+        verify(NAME, repeat=4)
+    assert cli.main(["repro", "verify", "exp2", "--repeat", "1"]) == 2
+
+
+def test_compare_fields_counts_values_and_keeps_the_first_round():
+    committed = {"per_client.s": {1: [0.1, 0.2], 2: [0.3, None]}, "model_hash": {0: "a", 1: "b"}}
+    rerun = {"per_client.s": {1: [0.1, 0.25], 2: [0.3, 0.1]}, "model_hash": {0: "a", 1: "c"}}
+
+    s, hashes = compare_fields(committed, rerun)
+
+    assert (s.compared, s.differing, s.first_round) == (4, 2, 1) and s.max_abs == pytest.approx(0.05)
+    assert (hashes.differing, hashes.first_round, hashes.max_abs) == (1, 1, None)
+
+
+def test_likely_causes_name_configuration_data_and_provenance(tmp_path):
+    recorded = {"code": {"commit": "a" * 40}, "blas": {"numpy": "openblas Haswell"}}
+    current = {"code": {"commit": "a" * 40}, "blas": {"numpy": "openblas SkylakeX"}}
+
+    causes = likely_causes(recorded, current, committed_run_id="x-1-s0-r0", rerun_run_id="x-2-s0-r0",
+                           result_path=tmp_path / "r.json", fingerprints=("f1", "f2"))
+
+    assert causes[0].startswith("other configuration: the committed run is x-1-s0-r0")
+    assert causes[1] == "other data: data fingerprint f1, now f2"
+    assert causes[2] == "other BLAS kernel: numpy BLAS openblas Haswell, now openblas SkylakeX"
+    unrecorded = likely_causes(None, current, committed_run_id="x", rerun_run_id="x", result_path=tmp_path / "r.json")
+    assert unrecorded[0].startswith("not recorded")
+
+
+def test_values_of_the_runs_duration_are_shown_but_not_in_the_verdict(tmp_path):
+    from fltrust.repro.verify import FieldDifference, Verification
+
+    outcome = Verification(target="exp4", paper="trust", repeat=0, rounds=20, result_path=tmp_path / "exp4.json",
+                           rerun_path=tmp_path / "run", committed_run_id="r", rerun_run_id="r",
+                           fields=[FieldDifference("modes.paper.trust_score", compared=1)],
+                           measured=[FieldDifference("modes.extended.trust_score", compared=1, differing=1,
+                                                     max_abs=0.01, values=(0.68, 0.67))])
+    text = "\n".join(outcome.lines())
+    assert outcome.identical and not outcome.bit_identical
+    assert "1 value(s) computed from the run's duration (energy, emissions), 1 of them different" in text
