@@ -13,17 +13,13 @@ STAMP       := $(VENV)/.fltrust-complete
 LINT_HASH   := $(shell cat requirements-lint.txt | sha256sum | cut -c1-12)
 LINT_VENV   ?= $(HOME)/.cache/fltrust/lint-$(LINT_HASH)
 LINT_STAMP  := $(LINT_VENV)/.fltrust-complete
-<<<<<<< HEAD
-LINT_PATHS  := fltrust tests benchmarks examples notebooks papers_repro
+LINT_PATHS  := fltrust tests benchmarks examples notebooks papers_repro setup.py
 # Sphinx and its extensions (requirements-docs.txt) in an environment of their own, keyed the same
 # way; it reads the pinned stack of $(VENV) through a .pth file, so autodoc imports fltrust's modules
 # without a second 6.7 GB install
 DOCS_HASH   := $(shell cat requirements-docs.txt requirements.txt constraints.txt | sha256sum | cut -c1-12)
 DOCS_VENV   ?= $(HOME)/.cache/fltrust/docs-$(DOCS_HASH)
 DOCS_STAMP  := $(DOCS_VENV)/.fltrust-complete
-=======
-LINT_PATHS  := fltrust tests benchmarks examples notebooks papers_repro setup.py
->>>>>>> main
 # Real data: $FLTRUST_DATA, else ../shared/datasets when it exists, else ./data (synthetic fallback).
 FLTRUST_DATA ?= $(shell if [ -d ../shared/datasets ]; then cd ../shared/datasets && pwd; else echo $(CURDIR)/data; fi)
 export FLTRUST_DATA
