@@ -23,6 +23,15 @@ mean-game control variate; P = 10, the default, and P = 20 up to 20 players). ``
 estimator with truncation (a walk stops once ``|U(S) - U(prefix)| <= tol |U(S)|``), re-run on
 the exact run's coalition utilities, so they show models and errors but no time.
 
+``--real``: instead, one real federated round of the CIFAR LeNet on CIFAR-10
+(``$FLTRUST_DATA/cifar10``, the npz's natural Dirichlet(0.3) clients): 10 clients with 300 to 600
+training images each, 3 FedAvg warm-up rounds (1 local epoch, SGD lr 0.05, batch 32), then the
+measured round from the warm model; aux set D: ``--aux`` test images. FedSV as
+``fltrust.flower.instrument`` computes it by default (``FairnessSettings.for_app()``: corrected,
+FedAvg-weighted coalition models, with the empty coalition; ``--mode faithful``: the authors'
+unweighted means without it, as the synthetic rows): ``exact``, the app default (``auto`` with its
+target error and coalition budget), and ``permutation`` with a fixed P.
+
 Columns: coalition models evaluated, wall seconds for the round's FedSV (coalition averaging,
 stacked evaluation on D, the estimator), CPU seconds / threads (on idle cores about the wall
 time; on a loaded machine both grow, so compare the rows of one run: a method's share of the
@@ -178,6 +187,107 @@ def bench(name: str, players: list[int], aux: int, seeds: int, threads: int) -> 
     return rows
 
 
+REAL_CLIENTS, REAL_WARMUP_ROUNDS, REAL_MIN_ROWS, REAL_MAX_ROWS = 10, 3, 300, 600
+
+
+def _sgd_epoch(model: nn.Module, x: torch.Tensor, y: torch.Tensor, seed: int) -> None:
+    """One local epoch: SGD lr 0.05, batch 32, shuffled by ``seed``."""
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.05)
+    order = torch.randperm(len(y), generator=torch.Generator().manual_seed(seed))
+    for start in range(0, len(y), 32):
+        batch = order[start:start + 32]
+        loss = nn.functional.cross_entropy(model(x[batch]), y[batch])
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+
+
+def real_round(aux: int, seed: int = 0):
+    """theta_k, the 10 clients' trained models, their sample counts and the aux set of one real CIFAR-10 round."""
+    from pathlib import Path
+
+    from fltrust.data.cifar10 import load_cifar10
+    from fltrust.metrics.shapley import average_params
+
+    bundle = load_cifar10(Path(os.environ.get("FLTRUST_DATA", "data")) / "cifar10")
+    train, test = bundle.train, bundle.test
+    sizes = np.bincount(train.groups)
+    chosen = [int(g) for g in np.flatnonzero(sizes >= REAL_MIN_ROWS)[:REAL_CLIENTS]]
+    clients = []
+    for g in chosen:
+        rows = np.flatnonzero(train.groups == g)[:REAL_MAX_ROWS]
+        clients.append((torch.from_numpy(train.x[rows]), torch.from_numpy(train.y[rows])))
+    rows = np.random.default_rng(seed).permutation(len(test.y))[:aux]
+    x_aux, y_aux = torch.from_numpy(test.x[rows]), torch.from_numpy(test.y[rows])
+    torch.manual_seed(seed)
+    model = build_model("cifar_cnn", bundle.input_shape, bundle.num_classes)
+    weights = [len(y) for _, y in clients]
+
+    def one_round(global_params, rnd):
+        trained = []
+        for n, (x, y) in enumerate(clients):
+            set_params(model, global_params)
+            _sgd_epoch(model, x, y, seed=1000 * rnd + n)
+            trained.append(get_params(model))
+        return trained
+
+    params = get_params(model)
+    for rnd in range(REAL_WARMUP_ROUNDS):
+        params = average_params(one_round(params, rnd), weights)
+    client_params = one_round(params, REAL_WARMUP_ROUNDS)
+    ref_loss = float(evaluate_many(model, [params], x_aux, y_aux)[0][0])
+    return model, client_params, weights, x_aux, y_aux, ref_loss, chosen
+
+
+def bench_real(aux: int, seeds: int, threads: int, mode: str) -> None:
+    """The real CIFAR-10 round's table (module docstring); ``mode`` "corrected" (the app default) or "faithful"."""
+    from fltrust.settings import FairnessSettings
+
+    app = FairnessSettings.for_app(mode=mode)
+    started = time.perf_counter()
+    model, params, weights, x, y, ref, chosen = real_round(aux)
+    print(f"real round: CIFAR-10 natural clients {chosen}, {[int(w) for w in weights]} training images, "
+          f"{REAL_WARMUP_ROUNDS} warm-up rounds; aux {len(y)} test images; prepared in "
+          f"{time.perf_counter() - started:.0f} s; FedSV mode {mode} (include_empty "
+          f"{app.shapley_include_empty}, {app.coalition_weighting} coalition models)")
+    ids = list(range(len(params)))
+    common = dict(ref_loss=ref, include_empty=app.shapley_include_empty, seed=0, exact_max_players=EXACT_UP_TO,
+                  weights=weights if app.coalition_weighting == "fedavg" else None)
+    rows = [("exact", {"method": "exact"}),
+            (f"auto, target {app.shapley_target_error:g}, budget {app.shapley_max_coalitions} (app)",
+             {"method": "auto", "target_error": app.shapley_target_error, "max_coalitions": app.shapley_max_coalitions}),
+            ("permutation P=10 (fixed)", {"method": "permutation", "num_permutations": 10}),
+            ("permutation P=30 (fixed)", {"method": "permutation", "num_permutations": 30})]
+    print("| method                                  | models |  wall s | err % | worst | SE % | stopped |")
+    print("|-----------------------------------------|--------|---------|-------|-------|------|---------|")
+    exact = None
+    for label, options in rows:
+        wall = time.perf_counter()
+        result = federated_shapley(model, ids, params, x, y, **common, **options)
+        wall = time.perf_counter() - wall
+        if exact is None:
+            exact = result
+        value_range = float(np.ptp(exact.phi))
+        err = worst = se = float("nan")
+        if result is not exact:
+            err = float(np.abs(result.phi - exact.phi).max())
+            budget = {k: v for k, v in options.items() if k in ("num_permutations", "target_error", "max_coalitions")}
+            worst = max(float(np.abs(permutation_shapley(ids, exact.utilities, seed=s, include_empty=app.shapley_include_empty,
+                                                        **budget).phi - exact.phi).max()) for s in range(seeds))
+            se = float(np.nanmax(result.stderr))
+        print(f"| {label:39s} | {len(result.utilities):6d} | {wall:7.2f} | {_percent(err, value_range)} "
+              f"| {_percent(worst, value_range)} | {_percent(se, value_range):>4s} | {result.stopped or '-':7s} |",
+              flush=True)
+    print(f"exact phi {np.round(exact.phi, 4).tolist()}; value range {np.ptp(exact.phi):.4f}; "
+          f"one aux evaluation {_one_evaluation(model, params[0], x, y):.3f} s; torch threads {threads}")
+
+
+def _one_evaluation(model: nn.Module, params, x: torch.Tensor, y: torch.Tensor) -> float:
+    started = time.perf_counter()
+    evaluate_many(model, [params], x, y)
+    return time.perf_counter() - started
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--models", nargs="+", default=["nsl_kdd_mlp", "cifar_cnn"], choices=sorted(TASKS))
@@ -185,9 +295,17 @@ def main() -> None:
     parser.add_argument("--aux", type=int, default=2000, help="aux-set samples (default 2000, as the CIFAR conditions)")
     parser.add_argument("--seeds", type=int, default=20, help="seeds for the worst-case error (default 20)")
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--real", action="store_true",
+                        help="one real CIFAR-10 round of the CIFAR LeNet, 10 clients, as an app's FedSV computes it")
+    parser.add_argument("--mode", choices=["corrected", "faithful"], default="corrected",
+                        help="--real: FedSV as FairnessSettings.for_app(mode=...) computes it (default corrected)")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     print(f"torch threads {args.threads}, aux set {args.aux} samples, load average {os.getloadavg()}")
+    if args.real:
+        bench_real(args.aux, args.seeds, args.threads, args.mode)
+        print(f"load average {os.getloadavg()}")
+        return
     print("| model       |   m | method                     | models |  wall s | cpu s/t | err % | worst | 2SE % |")
     print("|-------------|-----|----------------------------|--------|---------|---------|-------|-------|-------|")
     for name in args.models:

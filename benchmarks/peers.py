@@ -4,7 +4,7 @@ Usage::
 
     nice python benchmarks/peers.py [--rounds 5] [--repeats 1] [--systems pfl,flower,torch,fltrust,fltrust-seq]
 
-The workload (issue 20): NSL-KDD (KDDTrain+ from ``$FLTRUST_DATA/nsl_kdd``; without it fltrust's
+The workload: NSL-KDD (KDDTrain+ from ``$FLTRUST_DATA/nsl_kdd``; without it fltrust's
 synthetic stand-in of the same size, and the table says ``synthetic``), split by fltrust into 100
 iid clients (each trains on its 90 % training split, about 1,134 rows), 5 clients per round, 5
 local epochs, batch 32, Adam (learning rate 0.001, a new optimiser per client and round),
@@ -63,6 +63,7 @@ from __future__ import annotations
 
 import argparse
 import copy
+import dataclasses
 import importlib.util
 import json
 import logging
@@ -219,11 +220,12 @@ def run_torch(w: Workload, rounds: int, seed: int) -> dict:
 
 def run_fltrust(w: Workload, rounds: int, seed: int, vectorize: str) -> dict:
     from fltrust.core.evaluation import get_params
-    from fltrust.engines.inprocess import Engine
+    from fltrust.experiment import build_engine
 
     cfg = w.experiment.cfg.with_overrides({"training.vectorize": vectorize})
     clock = Clock()
-    engine = Engine(cfg, w.experiment.federation, copy.deepcopy(w.model), torch.device("cpu"))
+    engine = build_engine(dataclasses.replace(w.experiment, cfg=cfg, model=copy.deepcopy(w.model),
+                                              device=torch.device("cpu")))
     params = get_params(engine.model)
     aux = engine.evaluate_aux(params)
     clock.stamp()

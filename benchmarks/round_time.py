@@ -6,13 +6,13 @@ Usage::
 
 Columns: the same workload with ``training.vectorize: off`` (the sampled clients train one after
 another, per-client evaluations) and ``auto`` (they train side by side as one stacked model,
-evaluations batched; :mod:`fltrust.engines.vectorized`). Settings (issue 9):
+evaluations batched; :mod:`fltrust.engines.vectorized`). Settings:
 
 - ``nsl_kdd 100C/5PC/5E``: NSL-KDD (KDDTrain+), 100 iid clients, 5 per round, 5 local epochs,
-  batch 32, Adam -- 1 thread (target: vectorised <= 0.18 s/round and 5x pfl-research: issue 20;
+  batch 32, Adam -- 1 thread (target: vectorised <= 0.18 s/round and 5x faster than pfl-research;
   ``benchmarks/peers.py`` runs the peers side by side);
 - ``cifar10 10C/5PC/10E``: 20,000 CIFAR-10 training images (``data.max_train_samples``: the subset
-  issue 9 set the target on, whatever the data mirror holds; ~1,800 training + 200 validation
+  the target is set on, whatever the data mirror holds; ~1,800 training + 200 validation
   images per client), 10 iid clients, 5 per round, 10 local epochs, batch 32, Adam, cifar_cnn --
   2 threads (target: <= 6 s/round);
 - ``nsl_kdd condition e2e``: the Table 3 condition ``fedavg_nslkdd_100c_iid`` end to end (30
@@ -55,7 +55,7 @@ SETTINGS = {
     },
     "cifar10 10C/5PC/10E": {
         "spec": {
-            "data": {"name": "cifar10", "max_train_samples": 20_000},  # issue 9's workload, whatever the mirror holds
+            "data": {"name": "cifar10", "max_train_samples": 20_000},  # the target's workload, whatever the mirror holds
             "partition": {"num_clients": 10, "scheme": "iid"},
             "model": {"name": "cifar_cnn"},
             "strategy": {"name": "fedavg", "clients_per_round": 5},

@@ -12,7 +12,7 @@ with every scoring mode (prototype, paper, fixed, extended), then
 ``overhead`` is the call less the run: the FactSheet modes' scoring and replays, CLEVER, SHAP, the
 extended end-of-run measures, the reports and figures, building the engine (data, model, the DP
 noise calibration) and a companion run where the extended mode needs one (its own column; none
-since the extended observer runs in the run itself). Issue 20's
+since the extended observer runs in the run itself). The
 target: overhead <= run for every experiment at the CPU scale ``fltrust repro trust`` runs (each
 experiment's ``CpuScale``); ``--quick`` is the demo's 2-round smoke scale. Experiments 2 and 3
 take 20-40 minutes each at the CPU scale, so the default list is experiments 1, 4 and 5.

@@ -137,13 +137,27 @@ class AttackPlan:
     poisoned_rows: dict[int, int] = field(default_factory=dict)
 
     @classmethod
-    def from_config(cls, cfg: ExperimentConfig, num_clients: int) -> AttackPlan:
-        """The plan of ``cfg.attack`` (malicious ids drawn with ``cfg.effective_seed()``)."""
-        a = cfg.attack
+    def from_config(cls, attack: AttackConfig, num_clients: int, *, seed: int) -> AttackPlan:
+        """The plan of an ``attack`` section for a federation of ``num_clients`` clients.
+
+        Parameters
+        ----------
+        attack : AttackConfig
+            The ``attack`` section.
+        num_clients : int
+            The federation's clients.
+        seed : int
+            The run seed (``ExperimentConfig.effective_seed()``); the malicious ids are drawn with it.
+
+        Returns
+        -------
+        AttackPlan
+        """
+        a = attack
         target = a.target_label
         if a.kind == "backdoor" and target is None:
             target = 0
-        return cls(kind=a.kind, malicious=malicious_clients(a, num_clients, cfg.effective_seed()),
+        return cls(kind=a.kind, malicious=malicious_clients(a, num_clients, seed),
                    factor=update_factor(a), target_label=target, trigger_size=a.trigger_size,
                    trigger_value=a.trigger_value)
 
@@ -250,7 +264,7 @@ def poison_federation(federation: Any, cfg: ExperimentConfig) -> Any:
     partition summary (which describes the clean partition). Update-level attacks only attach the
     plan. ``federation`` is a :class:`fltrust.federation.Federation` (a new one is returned).
     """
-    plan = AttackPlan.from_config(cfg, federation.num_clients)
+    plan = AttackPlan.from_config(cfg.attack, federation.num_clients, seed=cfg.effective_seed())
     if not plan.active:
         return dataclasses.replace(federation, attack=plan)
     if plan.kind not in DATA_ATTACKS:

@@ -61,16 +61,28 @@ class UsageError(Exception):
     exit_code = 2
 
 
-def _cmd_run(args: argparse.Namespace) -> int:
-    from fltrust.compatibility import check_compatible
-    from fltrust.experiment import run_experiment
+def _import_components(modules: list[str]) -> None:
+    """Import the modules of ``--import`` (they register their strategies or privacy mechanisms)."""
+    import importlib
 
+    for name in modules:
+        try:
+            importlib.import_module(name)
+        except ImportError as exc:
+            raise UsageError(f"--import {name}: cannot import it ({exc}); name a module on the Python path "
+                             "(the current folder, or PYTHONPATH)") from None
+
+
+def _cmd_run(args: argparse.Namespace) -> int:
+    from fltrust.experiment import check_experiment, run_experiment
+
+    _import_components(args.imports or [])
     overrides = parse_overrides(args.set or [])
     if args.data_dir:
         overrides["data.root"] = args.data_dir
     try:
         cfg = load_config(args.config, overrides)
-        check_compatible(cfg)
+        check_experiment(cfg)
     except ConfigError as exc:
         if str(args.config) in str(exc):  # the message names the file already
             raise
@@ -210,6 +222,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--device", choices=["cpu", "cuda", "auto"], default=None,
                      help="overrides run.device (default auto: CUDA when available, else CPU)")
     run.add_argument("--force", action="store_true", help="rerun even if a complete record exists")
+    run.add_argument("--import", dest="imports", action="append", metavar="MODULE",
+                     help="import MODULE first, e.g. one that registers a strategy the config names "
+                          "(docs/extending.md); repeatable")
     run.add_argument("--strict", action="store_true", help=STRICT_HELP)
     run.set_defaults(func=_cmd_run)
 
@@ -355,6 +370,10 @@ def describe_error(exc: BaseException, args: argparse.Namespace | None = None) -
             return EXIT_FILESYSTEM, (f"error: cannot create the folder{where}: {blocker} is a regular file, "
                                      "not a folder; pass --out a folder path")
         if isinstance(exc, FileNotFoundError):
+            if _on_out_path(exc.filename, out):  # making --out or a folder in it: /proc, a vanished mount
+                return EXIT_FILESYSTEM, (f"error: cannot create {exc.filename}: no such file or folder (its parent does "
+                                         "not take new folders, e.g. under /proc, or was removed); pass --out a folder "
+                                         "on a writable disk")
             if exc.filename is None and _from_fltrust(exc):  # a deliberate message, e.g. "<run>/config.yaml is missing"
                 return EXIT_USAGE, f"error: {exc}"
             return EXIT_USAGE, f"error:{where}: no such file or folder" + (f" ({exc})" if _from_fltrust(exc) else "")
@@ -373,6 +392,17 @@ def _stdout_closed() -> bool:
     except (AttributeError, ValueError, OSError):  # no poll (Windows), or stdout is not a file (tests)
         return False
     return any(events & (select.POLLERR | select.POLLHUP) for _, events in poller.poll(0))
+
+
+def _on_out_path(filename: str | None, out: str | None) -> bool:
+    """Whether ``filename`` is ``out``, one of its parents or inside it (a folder or file being made)."""
+    if not filename or not out:
+        return False
+    try:
+        name, where = Path(os.path.abspath(filename)), Path(os.path.abspath(out))
+    except (TypeError, ValueError):
+        return False
+    return name == where or name in where.parents or where in name.parents
 
 
 def _is_input(filename: str | None, out: str | None) -> bool:

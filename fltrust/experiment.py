@@ -7,12 +7,15 @@
    plus any the caller passes;
 3. pick the run folder (the run id names the config, seed, repeat and -- for synthetic stand-ins --
    the data source), skip it when a complete record of the *same data* is there, else lock it;
-4. hand everything to the engine named by ``run.engine`` (``inprocess``: :mod:`fltrust.engines.inprocess`;
-   ``flower``: :mod:`fltrust.engines.flower.engine`), which feeds its rounds to a
-   :class:`~fltrust.runs.RunRecorder`.
+4. build the engine named by ``run.engine`` (``inprocess``: :mod:`fltrust.engines.inprocess`;
+   ``flower``: :mod:`fltrust.engines.flower.engine`) from its typed parts -- the strategy, the
+   privacy mechanism, the training and run settings, the attack plan -- and let it feed its
+   rounds to a :class:`~fltrust.runs.RunRecorder`.
 
-Engines never import metrics and metrics never import engines; this module is the only one that
-knows both.
+This is the one place that reads an :class:`~fltrust.config.ExperimentConfig` and builds the
+engine's parts from it (:func:`build_engine`; whether they fit each other is checked first,
+:func:`check_experiment`); no engine, strategy or mechanism takes the whole config. Engines
+never import metrics and metrics never import engines; this module is the only one that knows both.
 """
 
 from __future__ import annotations
@@ -31,14 +34,17 @@ import numpy as np
 import torch
 from torch import nn
 
+from fltrust import registry
+from fltrust.algorithms.privacy import PrivacyRun, build_privacy, privacy_mechanism
+from fltrust.algorithms.strategies import build_strategy
 from fltrust.compatibility import check_compatible
-from fltrust.config import ExperimentConfig
+from fltrust.config import ExperimentConfig, config_yaml
 from fltrust.core.observers import ObserverSet, RoundObserver
 from fltrust.core.records import RunInfo
 from fltrust.data.base import DatasetBundle
 from fltrust.federation import Federation, prepare_federation, resolve_device
 from fltrust.models import build_model
-from fltrust.names import ENGINES
+from fltrust.names import ENGINES as ENGINES  # the run.engine names (fltrust.engines.engine_class)
 from fltrust.runs import RunDiverged, RunFolder, RunRecord, RunRecorder, load_final_model, load_run, locked
 
 log = logging.getLogger("fltrust")
@@ -70,13 +76,12 @@ class Experiment:
 
 
 def build_experiment_model(cfg: ExperimentConfig, federation: Federation, device: torch.device) -> nn.Module:
-    """The configured architecture, initialised from the run seed (DP-compatible for local DP)."""
+    """The configured architecture, initialised from the run seed and prepared for the privacy
+    mechanism (:meth:`~fltrust.algorithms.privacy.PrivacyMechanism.prepare_model`; local DP:
+    BatchNorm -> GroupNorm)."""
     torch.manual_seed(cfg.effective_seed())
     model = build_model(cfg.model.name, federation.bundle.input_shape, federation.bundle.num_classes)
-    if cfg.privacy.mode == "local":
-        from opacus.validators import ModuleValidator
-
-        model = ModuleValidator.fix(model)  # BatchNorm -> GroupNorm for DP-SGD
+    model = privacy_mechanism(cfg.privacy.mode).prepare_model(model)
     return model.to(device)
 
 
@@ -136,12 +141,13 @@ def trust_inputs(cfg: ExperimentConfig, *, member_sampler: Any = None, sensitive
     from fltrust.trust.inputs import TrustInputs
     from fltrust.trust.measures.poisoning import is_byzantine_robust
 
-    dp = cfg.privacy.mode != "none"
+    dp = privacy_mechanism(cfg.privacy.mode).differential_privacy
+    strategy = registry.STRATEGIES[cfg.strategy.name]
     epsilon = cfg.privacy.target_epsilon
     project, data = cfg.project, cfg.data
     return TrustInputs(
         name=cfg.run.name, strategy=cfg.strategy.name, byzantine_robust=is_byzantine_robust(cfg.strategy.name),
-        personalized=cfg.strategy.name == "ditto", model=cfg.model.name, num_clients=cfg.partition.num_clients,
+        personalized=strategy.personalized, model=cfg.model.name, num_clients=cfg.partition.num_clients,
         clients_per_round=cfg.clients_per_round(), rounds=cfg.training.rounds,
         learning_rate=cfg.training.learning_rate, local_epochs=cfg.training.local_epochs,
         differential_privacy=dp, dp_epsilon=float(epsilon) if dp and epsilon is not None else float("nan"),
@@ -281,9 +287,9 @@ def prepare_experiment(
     ------
     ConfigError
         When the model does not take the dataset's inputs, or another part does not fit
-        (:func:`fltrust.compatibility.check_compatible`).
+        (:func:`check_experiment`).
     """
-    check_compatible(cfg)
+    check_experiment(cfg)  # the parts fit each other, before any data is loaded
     if cfg.run.torch_threads is not None:
         torch.set_num_threads(cfg.run.torch_threads)
     # Tiny feature values (NSL-KDD's fixed min-max table) drive Adam's moments into float
@@ -430,34 +436,112 @@ def _run_locked(experiment: Experiment, folder: RunFolder, run_id: str, fingerpr
     return load_run(folder.path)
 
 
+def check_experiment(cfg: ExperimentConfig) -> None:
+    """Check that the config's parts fit each other, before any data is loaded or run folder made.
+
+    First the model and the dataset (:func:`fltrust.compatibility.check_compatible`), then the
+    rules each component states about the others: the strategy builds from ``strategy`` (its
+    constructor's values and :meth:`~fltrust.algorithms.strategies.Strategy.check`, e.g. Krum's
+    ``m >= 2f + 3``); the privacy mechanism of ``privacy.mode`` accepts the strategy and
+    ``run.engine`` (:meth:`~fltrust.algorithms.privacy.PrivacyMechanism.check`); the engine runs
+    both (``check_components``: the Flower engine needs a Flower counterpart of the strategy, and
+    SecAgg+ a strategy it can aggregate). :func:`prepare_experiment` and ``fltrust run`` call it.
+
+    Parameters
+    ----------
+    cfg : ExperimentConfig
+
+    Raises
+    ------
+    ConfigError
+        One line naming the fields that do not fit.
+
+    Examples
+    --------
+    >>> check_experiment(ExperimentConfig.tiny(strategy={"name": "krum", "num_malicious_nodes": 1}))
+    ... # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    fltrust.config.checks.ConfigError: strategy.name='krum' with num_malicious_nodes=1 needs clients_per_round >= 2f + 3 ...
+    """
+    from fltrust.engines import engine_class
+
+    check_compatible(cfg)
+    strategy = type(build_strategy(cfg.strategy, local_epochs=cfg.training.local_epochs,
+                                   clients_per_round=cfg.clients_per_round()))
+    mechanism = privacy_mechanism(cfg.privacy.mode)
+    mechanism.check(cfg.privacy, strategy=strategy, engine=cfg.run.engine)
+    engine_class(cfg.run.engine).check_components(strategy=strategy, privacy=mechanism,
+                                                  secure_aggregation=cfg.privacy.secure_aggregation)
+
+
 def build_engine(experiment: Experiment):
-    """The engine named by ``run.engine``, bound to a prepared experiment."""
-    name = experiment.cfg.run.engine
-    if name == "inprocess":
-        from fltrust.engines.inprocess import Engine
+    """The engine named by ``run.engine``, built from the typed parts of a prepared experiment.
 
-        return Engine(experiment.cfg, experiment.federation, experiment.model, experiment.device)
-    if name == "flower":
-        from fltrust.engines.flower.engine import FlowerEngine
+    Here the config is read once for the engine: the strategy (:func:`~fltrust.algorithms.strategies.
+    build_strategy`), the privacy mechanism calibrated for the federation
+    (:func:`~fltrust.algorithms.privacy.build_privacy`), the attack plan, the training, run and
+    (Flower) ``flower`` / SecAgg+ settings.
 
-        return FlowerEngine(experiment.cfg, experiment.federation, experiment.model, experiment.device)
-    raise ValueError(f"run.engine={name!r}; choose one of {list(ENGINES)}")
+    Parameters
+    ----------
+    experiment : Experiment
+        The prepared experiment (config, device, federation, model).
+
+    Returns
+    -------
+    EngineBase
+        A :class:`fltrust.engines.inprocess.Engine` or :class:`fltrust.engines.flower.engine.FlowerEngine`.
+    """
+    from fltrust.attacks import AttackPlan
+    from fltrust.config import DATA_ATTACKS
+    from fltrust.engines import engine_class
+    from fltrust.engines.base import RunSettings
+
+    cfg, fed = experiment.cfg, experiment.federation
+    check_experiment(cfg)
+    per_round = cfg.clients_per_round()
+    strategy = build_strategy(cfg.strategy, local_epochs=cfg.training.local_epochs, clients_per_round=per_round)
+    facts = PrivacyRun(rounds=cfg.training.rounds, local_epochs=cfg.training.local_epochs,
+                       batch_size=cfg.training.batch_size, num_clients=fed.num_clients, clients_per_round=per_round,
+                       client_sizes=tuple(len(i) for i in fed.train_index), seed=cfg.effective_seed())
+    privacy = build_privacy(cfg.privacy, facts, experiment.model)
+    attack = getattr(fed, "attack", None)
+    if attack is None:
+        if cfg.attack.kind in DATA_ATTACKS:
+            raise ValueError(f"attack.kind={cfg.attack.kind!r} poisons training rows when the federation is "
+                             "built: build it with fltrust.federation.prepare_federation")
+        attack = AttackPlan.from_config(cfg.attack, fed.num_clients, seed=cfg.effective_seed())
+    run = RunSettings(name=cfg.run.name, seed=cfg.effective_seed(), config_yaml=config_yaml(cfg),
+                      identity={"config_hash": cfg.config_hash(), "seed": int(cfg.run.seed), "repeat": int(cfg.run.repeat)},
+                      checkpoint=cfg.run.checkpoint, progress=cfg.run.progress)
+    parts: dict[str, Any] = dict(strategy=strategy, privacy=privacy, training=cfg.training,
+                                 clients_per_round=per_round, run=run, device=experiment.device, attack=attack,
+                                 reliability=cfg.reliability)
+    engine = engine_class(cfg.run.engine)
+    if cfg.run.engine == "flower":
+        from fltrust.engines.flower.engine import SecAggPlus
+
+        p = cfg.privacy
+        secagg = None
+        if p.secure_aggregation == "secagg+":
+            secagg = SecAggPlus(num_shares=p.secagg_num_shares, reconstruction_threshold=p.secagg_reconstruction_threshold,
+                                clipping_range=p.secagg_clipping_range, quantization_range=p.secagg_quantization_range)
+        parts.update(flower=cfg.flower, secure_aggregation=secagg, torch_threads=cfg.run.torch_threads)
+    return engine(fed, experiment.model, **parts)
 
 
 # -- poisoning defences: the same attack, undefended and defended --------------------------------
 
-def _default_num_malicious_nodes(defence: str, cfg: ExperimentConfig) -> int:
-    """f for a robust rule: the expected malicious updates per round, ceil(m * M / C), capped so
-    that the rule's precondition holds (Krum: m >= 2f + 3, Bulyan: m >= 4f + 3)."""
+def _default_num_malicious_nodes(bound: int, cfg: ExperimentConfig) -> int:
+    """f for a robust rule: the expected malicious updates per round, ceil(m * M / C), capped by
+    ``bound``, the largest f the rule's precondition allows (Krum: m >= 2f + 3, Bulyan: m >= 4f + 3;
+    :meth:`~fltrust.algorithms.strategies.Strategy.max_malicious_nodes`)."""
     m, clients = cfg.clients_per_round(), cfg.partition.num_clients
     a = cfg.attack
     num_bad = len(a.malicious_clients) if a.malicious_clients is not None else a.num_malicious
     f = math.ceil(m * num_bad / clients) if clients else 0
-    if defence in ("krum", "multikrum"):
-        f = min(f, max(0, (m - 3) // 2))
-    elif defence == "bulyan":
-        f = min(f, max(0, (m - 3) // 4))
-    return int(f)
+    return int(min(f, bound))
 
 
 def defence_comparison(cfg: ExperimentConfig, defences: Sequence[str] = ("krum", "trimmedmean", "fedmedian"), *,
@@ -499,11 +583,13 @@ def defence_comparison(cfg: ExperimentConfig, defences: Sequence[str] = ("krum",
     clean_cfg = cfg.with_overrides({"attack": {}, "strategy.name": undefended})
     attacked_cfg = cfg.with_overrides({"strategy.name": undefended})
     defended_cfgs = {}
+    from fltrust.registry import STRATEGIES
+
     for name in defences:
         extra = {"strategy.name": name, **overrides.get(name, {})}
-        if name in ("krum", "multikrum", "bulyan") and "strategy.num_malicious_nodes" not in extra \
-                and cfg.strategy.num_malicious_nodes == 0:
-            extra["strategy.num_malicious_nodes"] = _default_num_malicious_nodes(name, cfg)
+        bound = STRATEGIES[name].max_malicious_nodes(cfg.clients_per_round()) if name in STRATEGIES else None
+        if bound is not None and "strategy.num_malicious_nodes" not in extra and cfg.strategy.num_malicious_nodes == 0:
+            extra["strategy.num_malicious_nodes"] = _default_num_malicious_nodes(bound, cfg)
         defended_cfgs[name] = cfg.with_overrides(extra)
 
     torch_device = resolve_device(device or cfg.run.device)

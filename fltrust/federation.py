@@ -4,8 +4,6 @@ Every engine (in-process, Flower) and every observer builder starts from the sam
 :class:`Federation`, so both engines train on identical client data -- including the poisoned
 training rows of a data-level attack (``attack.kind: label_flip | backdoor``, applied by
 :func:`fltrust.attacks.poison_federation`; ``Federation.attack`` holds the run's attack plan).
-
-Spec and bug references ("fairness spec §N", "trust spec §N", "Bn") are defined in ``docs/references.md``.
 """
 
 from __future__ import annotations
@@ -19,7 +17,7 @@ import torch
 from fltrust.config import ExperimentConfig
 from fltrust.data import load_dataset
 from fltrust.data.base import ArraySplit, DatasetBundle
-from fltrust.partition import build_client_splits
+from fltrust.partition import build_client_splits, resolve_partition_seed
 
 
 def resolve_device(name: str) -> torch.device:
@@ -66,9 +64,17 @@ class Federation:
 
 
 def prepare_federation(cfg: ExperimentConfig, device: torch.device) -> Federation:
-    """Load the dataset, partition it, select the auxiliary set and move everything to ``device``."""
+    """Load the dataset, partition it, select the auxiliary set and move everything to ``device``.
+
+    The partition seed (``partition.seed``, else the run seed) draws everything that decides which
+    samples exist and which a client holds: the dataset's own draws (a synthetic generator, the
+    ``data.pooled_train_samples`` redraw, a ``data.max_*_samples`` subsample), the partition, the
+    validation splits and the aux set. So repeats that share a ``partition.seed`` share their data
+    and differ only in model initialisation, client sampling and batch order (the fairness
+    authors' repeats, fairness spec 4; docs/references.md#fairness-4).
+    """
     seed = cfg.effective_seed()
-    bundle = load_dataset(cfg.data, seed=seed)
+    bundle = load_dataset(cfg.data, seed=resolve_partition_seed(cfg.partition, seed))
     splits = build_client_splits(bundle.train.y, bundle.train.groups, cfg.partition, seed,
                                  num_classes=bundle.num_classes, n_test=len(bundle.test))
     aux = splits.aux
@@ -120,7 +126,7 @@ def sample_clients(seed: int, round_: int, num_clients: int, per_round: int) -> 
 
 def onehot_layouts(order: str, train: ArraySplit, test: ArraySplit, train_index: list[np.ndarray],
                    val_index: list[np.ndarray], aux: np.ndarray) -> tuple[list[np.ndarray], list[np.ndarray], np.ndarray]:
-    """NSL-KDD column permutations of the fairness authors' one-hot bug (fairness spec 6.7).
+    """NSL-KDD column permutations of the authors' one-hot bug (fairness spec 6.7, docs/references.md#fairness-6-7).
 
     Returns the layout of each client's training rows, of each client's validation rows and of
     the auxiliary set (see :func:`fltrust.data.nsl_kdd.per_partition_column_order`):

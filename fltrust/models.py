@@ -16,11 +16,11 @@ name                architecture (source)                                       
 ``nbaiot_mlp_100_80_70_50``  115-100-80-70-50-2 (experiment 5)                  29,002
 ==================  ==========================================================  ============
 
+The sources: docs/references.md#fairness-6-1, #fairness-6-2, #fairness-6-3, #trust-7-1.
+
 Binary models with a single output emit one logit; the loss is BCE-with-logits and the
 prediction is ``logit > 0`` (the same as rounding the sigmoid at 0.5, as the authors did).
 All other models emit class logits and use cross-entropy.
-
-Spec and bug references ("fairness spec §N", "trust spec §N", "Bn") are defined in ``docs/references.md``.
 """
 
 from __future__ import annotations

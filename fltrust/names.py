@@ -17,13 +17,13 @@ Families
 :data:`TrustMode` (``metrics.trust.mode``, :class:`fltrust.settings.TrustSettings`, the scoring engine)
     ``prototype``: the FederatedTrust authors' released code (HEAD b67a59c, the golden vectors);
     ``paper``: the normalisations and statistics that best reproduce the paper's Figures 4-5;
-    ``fixed``: every bug fix of trust spec 9; ``extended``: all 36 taxonomy metrics plus the
-    sustainability pillar, measured from the run (:mod:`fltrust.trust.extended`).
+    ``fixed``: every bug fix of trust spec 9 (docs/references.md#trust-9); ``extended``: all 36 taxonomy metrics plus
+    the sustainability pillar, measured from the run (:mod:`fltrust.trust.extended`).
     :data:`PAPER_TREE_TRUST_MODES` are the first three: they score the paper's 20-metric tree and
     are compared with its figures.
 :data:`FairnessMode` (``metrics.fairness.mode``, :class:`fltrust.settings.FairnessSettings`)
     ``faithful``: exactly the Federated Fairness Analytics authors' computation behind Table 3;
-    ``corrected``: every correction of fairness spec 9.
+    ``corrected``: every correction of fairness spec 9 (docs/references.md#fairness-9).
 :data:`StrategyName` (``strategy.name``, :mod:`fltrust.algorithms.strategies`, :mod:`fltrust.engines.flower.strategies`)
     ``fedavg`` (McMahan et al. 2017), ``qfedavg`` (q-FFL, Li et al. 2020), ``ditto`` (Li et al.
     2021), ``fedprox`` (Li et al. 2020) and the Byzantine-robust rules :data:`RobustStrategy`:
@@ -55,11 +55,10 @@ Mode defaults
 :data:`TRUST_MODE_DEFAULTS` (the trust observer's statistic switches), :data:`TRUST_SCORING_DEFAULTS`
 (the scoring engine's definitions file, fixes and rounding) and :data:`FAIRNESS_MODE_DEFAULTS` (the
 fairness switches): the value a ``None`` switch takes in each mode. Whether a NaN FactSheet value
-counts as missing is one fact, fix B2: the observer's ``nan_is_missing`` switch is derived from
-the scoring fixes.
+counts as missing is one fact, fix B2 (docs/references.md#trust-b2): the observer's ``nan_is_missing`` switch is derived
+from the scoring fixes.
 
-This module imports nothing but :mod:`typing`. Spec and bug references ("fairness spec §N",
-"trust spec §N", "Bn") are defined in ``docs/references.md``.
+This module imports nothing but :mod:`typing`.
 
 Examples
 --------

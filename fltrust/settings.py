@@ -48,6 +48,7 @@ from fltrust.names import (
 )
 
 __all__ = [
+    "APP_FAIRNESS_DEFAULTS",
     "DECLARATIONS",
     "DeclarationError",
     "FAIRNESS_MODE_DEFAULTS",
@@ -134,6 +135,16 @@ AUTO_EXACT_PLAYERS = 6
 SAMPLER_PERMUTATIONS = 10
 
 
+APP_FAIRNESS_DEFAULTS: dict[str, Any] = {
+    "mode": "corrected", "shapley": "auto", "shapley_target_error": 0.05, "shapley_max_coalitions": 300,
+}
+""":meth:`FairnessSettings.for_app`: the defaults for a user's own app (:func:`fltrust.flower.instrument`).
+The corrected notions (a fairness judgement, not the authors' computation); FedSV exact up to
+``AUTO_EXACT_PLAYERS`` (6) participants, above it the guided sampler until every standard error
+is within 5 % of the round's value range or 300 coalition models are spent (exact needs 1,023
+at 10 participants; the measured errors: README, Flower section)."""
+
+
 @dataclass(frozen=True)
 class FairnessOptions:
     """The Federated Fairness Analytics settings an experiment config can set: each field once.
@@ -147,11 +158,12 @@ class FairnessOptions:
     ----------
     mode : {"faithful", "corrected"}
         ``"faithful"`` (default): exactly the authors' computation behind Table 3.
-        ``"corrected"``: every correction of spec 9 below.
+        ``"corrected"``: every correction of spec 9 (docs/references.md#fairness-9) below.
     shapley_include_empty : bool
         FedSV with the empty-coalition term (standard Shapley, ``U(empty) = 0``, efficiency
         holds) -- corrected ``True``. Faithful ``False``: the authors' power set drops the empty
-        coalition, so ``phi = standard - U({n})/m`` and ``l(theta_k; D)`` cancels (spec 3).
+        coalition, so ``phi = standard - U({n})/m`` and ``l(theta_k; D)`` cancels (spec 3,
+        docs/references.md#fairness-3).
     coalition_weighting : {"uniform", "fedavg"}
         Coalition model = plain mean of the members' models (faithful, paper Eq. 4 and code)
         or the FedAvg mean weighted by the clients' samples or batches (corrected; the weight
@@ -191,6 +203,15 @@ class FairnessOptions:
     shapley_truncation : float
         ``"permutation"``: a walk stops when the remaining gain ``|U(S) - U(prefix)|`` is at
         most this fraction of ``|U(S)|`` (0, default: never).
+    shapley_target_error : float
+        ``"permutation"``: 0 (default) walks exactly ``shapley_sampler_permutations`` orders; a
+        fraction in (0, 1) keeps walking m more orders at a time until every standard error is at
+        most this fraction of the round's value range ``max(phi) - min(phi)``, or the budget
+        ``shapley_max_coalitions`` is spent; the round's record says which
+        (``shapley_stopped``: ``"target"`` / ``"budget"``, ``shapley_error_ratio``).
+    shapley_max_coalitions : int or None
+        The coalition-model budget per round with ``shapley_target_error`` (``None``, default:
+        ``2^m - 1``, exact's count).
     notion_weights : dict of str to float
         Weights in F_T (paper Eqs. 12-13) by notion name, replacing the notions' registered
         default weights (:data:`fltrust.metrics.fairness.registry.NOTIONS`: the paper's f_j, f_g,
@@ -202,8 +223,8 @@ class FairnessOptions:
     sensitive_attributes : tuple of int or None
         Label values whose groups f_g compares (a list in the YAML). ``None``: an experiment
         config uses the authors' list for its dataset and strategy (fairness spec 4,
-        :func:`~fltrust.metrics.fairness.default_sensitive_attributes`); the observer on its own
-        (a Flower app) uses every label of the model's classes.
+        :func:`~fltrust.metrics.fairness.default_sensitive_attributes`; docs/references.md#fairness-4); the observer on
+        its own (a Flower app) uses every label of the model's classes.
     aux_batch_size : int or None
         Aux-set samples per forward pass of the FedSV coalition evaluation (all coalition models
         at once); ``None`` = automatic (about 32 MB of activations on CPU, 1 GB on CUDA). Speed
@@ -224,6 +245,8 @@ class FairnessOptions:
     shapley_auto_exact_players: int = AUTO_EXACT_PLAYERS
     shapley_sampler_permutations: int = SAMPLER_PERMUTATIONS
     shapley_truncation: float = 0.0
+    shapley_target_error: float = 0.0
+    shapley_max_coalitions: int | None = None
     notion_weights: dict[str, float] = field(default_factory=dict)
     sensitive_attributes: tuple[int, ...] | None = None
     aux_batch_size: int | None = None
@@ -267,6 +290,11 @@ class FairnessSettings(FairnessOptions):
         _positive(owner, "shapley_auto_exact_players", self.shapley_auto_exact_players)
         _positive(owner, "shapley_sampler_permutations", self.shapley_sampler_permutations)
         _positive(owner, "shapley_truncation", self.shapley_truncation, allow_zero=True)
+        _positive(owner, "shapley_target_error", self.shapley_target_error, allow_zero=True)
+        if self.shapley_target_error >= 1:
+            raise SettingsError(owner, "shapley_target_error", f"={show(self.shapley_target_error)} must be a fraction "
+                                "of the value range in [0, 1) (0 = a fixed number of permutations)")
+        _positive(owner, "shapley_max_coalitions", self.shapley_max_coalitions)
         _positive(owner, "aux_batch_size", self.aux_batch_size)
         if not isinstance(self.notion_weights, Mapping):
             raise SettingsError(owner, "notion_weights", f"={show(self.notion_weights)} must be a mapping notion name "
@@ -286,6 +314,34 @@ class FairnessSettings(FairnessOptions):
                 raise SettingsError(owner, "sensitive_attributes", f"={show(list(values))} must be a non-empty list "
                                     "of label values (integers), or None")
             object.__setattr__(self, "sensitive_attributes", values)
+
+    @classmethod
+    def for_app(cls, **changes: Any) -> FairnessSettings:
+        """The settings for a user's own app: :data:`APP_FAIRNESS_DEFAULTS` with ``changes`` on top.
+
+        What :func:`fltrust.flower.instrument` uses by default: the corrected notions, FedSV
+        exact up to 6 participants and sampled above, until the standard errors are within 5 % of
+        the round's value range or 300 coalition models are spent. The papers' reproductions set
+        their settings in their configs (``mode: faithful``) and never use this.
+
+        Parameters
+        ----------
+        **changes
+            Any field (``mode="faithful"``, ``reward="instantaneous"``, ...).
+
+        Returns
+        -------
+        FairnessSettings
+
+        Examples
+        --------
+        >>> s = FairnessSettings.for_app()
+        >>> s.mode, s.shapley, s.shapley_target_error, s.shapley_max_coalitions
+        ('corrected', 'auto', 0.05, 300)
+        >>> FairnessSettings.for_app(mode="faithful").nonpositive_policy
+        'raw'
+        """
+        return cls(**{**APP_FAIRNESS_DEFAULTS, **changes})
 
     def to_dict(self) -> dict[str, Any]:
         """Plain dict of every resolved switch (JSON-ready)."""
@@ -387,7 +443,7 @@ class TrustOptions:
     ----------
     mode : {"prototype", "paper", "fixed", "extended"}
         ``"prototype"`` (default): the authors' released code. ``"paper"``: the normalisations
-        that best reproduce the paper's Figures 4-5. ``"fixed"``: every spec-9 fix.
+        that best reproduce the paper's Figures 4-5. ``"fixed"``: every spec-9 (docs/references.md#trust-9) fix.
         ``"extended"``: all 36 taxonomy metrics plus nebula's sustainability pillar, measured
         where the kit can (see ``fltrust/trust/definitions/extended.yaml``), for an experiment
         (:func:`fltrust.experiment.trust_observer`) or a Flower app (:func:`fltrust.flower.instrument`).
@@ -396,7 +452,7 @@ class TrustOptions:
     clever_samples : int
         Test points for CLEVER (0 disables).
     clever_nb_batches, clever_batch_size, clever_radius, clever_norm, clever_pool_factor
-        ART ``clever_u`` parameters (defaults as in the prototype, trust spec 3.10).
+        ART ``clever_u`` parameters (defaults as in the prototype, trust spec 3.10; docs/references.md#trust-3-10).
     shap_background, shap_samples : int
         SHAP DeepExplainer background and explained sample counts (prototype: 8 and 2; 0 samples
         disables).

@@ -11,9 +11,6 @@ Real-data tests (marker ``realdata``) are deselected, with one summary line, whe
 no real dataset at all (a bare clone), and skip when only some files are missing, except on CI (``CI=true``):
 there a missing data root or data file FAILS the test, so that a CI machine without the data cannot
 pass silently. Deselect them explicitly with ``-m "not realdata"`` if that is what you want.
-
-Spec and bug references in the tests ("fairness spec §N", "trust spec §N", "Bn") are defined in
-``docs/references.md``.
 """
 
 from __future__ import annotations

@@ -69,12 +69,14 @@ def test_attack_config_validation_and_run_ids():
         config(attack={"kind": "sign_flip"})
     with pytest.raises(ConfigError, match="not client ids"):
         config(attack={"kind": "sign_flip", "malicious_clients": [6]})
-    with pytest.raises(ConfigError, match="target_label"):
-        config(attack={"kind": "backdoor", "num_malicious": 1, "target_label": 2})  # NSL-KDD: labels 0, 1
+    from fltrust.compatibility import check_compatible
+
+    with pytest.raises(ConfigError, match="target_label"):  # a dataset fact: checked above the config
+        check_compatible(config(attack={"kind": "backdoor", "num_malicious": 1, "target_label": 2}))  # NSL-KDD: 0, 1
     with pytest.raises(ConfigError, match="attack.kind"):
         config(attack={"kind": "gaussian", "num_malicious": 1})
     # the new sections change no existing run id: only non-default values enter the hash
-    assert ExperimentConfig().run_id() == "experiment-44136fa355-s0-r0"  # the id before issue 11
+    assert ExperimentConfig().run_id() == "experiment-44136fa355-s0-r0"  # the id before attacks existed
     assert config().run_id() == config(attack={}, reliability={}, privacy={"secure_aggregation": None}).run_id()
     assert config().run_id() != config(attack={"kind": "sign_flip", "num_malicious": 1}).run_id()
 

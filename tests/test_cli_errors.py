@@ -1,6 +1,6 @@
 """The CLI's fault table: every user-facing failure is one or two stderr lines and a documented code.
 
-Each test is one probe a newcomer hit (issue 7, parts 8-9). The exit codes are those of
+Each test is one probe a newcomer hit, with the one line it must get. The exit codes are those of
 ``fltrust.cli`` (2 usage/config/data, 3 filesystem, 4 run folder, 70 internal, 130 interrupted).
 """
 
@@ -124,6 +124,21 @@ def test_out_under_a_regular_file(tmp_path, capsys):
     assert f"{blocker} is a regular file, not a folder" in err and "--out" in err
 
 
+@pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="needs Linux's /proc")
+def test_out_under_proc_is_a_filesystem_error(tmp_path, capsys):
+    # before: exit 2 ("no such file or folder"), as if a usage error
+    code = main(["run", str(write_config(tmp_path)), "--out", "/proc/fltrust-nowhere/runs"])
+
+    assert code == 3
+    err = one_line_error(capsys)
+    assert "cannot create /proc/fltrust-nowhere" in err and "pass --out a folder on a writable disk" in err
+
+
+def test_a_missing_input_file_stays_a_usage_error(tmp_path, capsys):
+    assert main(["run", str(tmp_path / "absent.yaml"), "--out", str(tmp_path / "runs")]) == 2
+    one_line_error(capsys)
+
+
 @pytest.mark.parametrize("exc, words", [
     (PermissionError(errno.EACCES, "Permission denied", "/ro/runs/x/config.yaml"), "permission denied"),
     (OSError(errno.EROFS, "Read-only file system", "/ro/runs/x/config.yaml"), "read-only file system"),
@@ -214,9 +229,9 @@ def test_data_info_strict_fails_on_a_checksum_mismatch(tmp_path, capsys, officia
 # -- run folder -------------------------------------------------------------------------------
 
 def test_run_folder_errors_exit_4(tmp_path, capsys, monkeypatch):
-    from fltrust.runs import RunFolderError
+    from fltrust.runs import KEEP_THE_FOLDER, RunFolderError
 
-    message = f"{tmp_path}/runs/x/rounds.jsonl:3 is corrupt (JSONDecodeError); delete {tmp_path}/runs/x and rerun"
+    message = f"{tmp_path}/runs/x/rounds.jsonl:3 is corrupt (JSONDecodeError); {KEEP_THE_FOLDER}"
     fail_run_with(monkeypatch, RunFolderError(message))
 
     assert main(["run", str(write_config(tmp_path))]) == 4
@@ -311,7 +326,7 @@ def test_sigint_during_a_run_exits_130_with_one_line(tmp_path):
     assert err.strip().splitlines() == ["fltrust: interrupted; rerun the same command to resume"], err
 
 
-# -- files a user can be handed never run code (issue 18) --------------------------------------
+# -- files a user can be handed never run code -------------------------------------------------
 
 class PlantedPayload:
     """Unpickling it runs a shell command that creates ``marker``."""
@@ -394,7 +409,7 @@ def test_an_unreadable_audit_key_file_is_one_line(tmp_path, capsys, monkeypatch)
     assert f"FLTRUST_AUDIT_KEY_FILE={tmp_path / 'nope.key'}: cannot read the audit key file" in one_line_error(capsys)
 
 
-# -- hardening (issue 18, items 7 and 9-11): one line each, the right code ----------------------
+# -- hostile or broken input: one line each, the right code -------------------------------------
 
 def must_not_be_called(what: str):
     """A stand-in for a call the probe must never reach (it crashed or hung the old code)."""
@@ -709,3 +724,22 @@ def test_sigint_during_a_flower_run_exits_130_and_stops_ray(tmp_path):
     assert err.strip().splitlines()[-1] == "fltrust: interrupted; rerun the same command to resume", err
     _, alive = psutil.wait_procs(ray_processes, timeout=30)
     assert alive == [], [p.info for p in alive]
+
+
+@pytest.mark.parametrize(("overrides", "words"), [
+    # before: exit 70, "ValueError: The privacy budget is too low." from Opacus
+    (["privacy.mode=server", "privacy.target_epsilon=1e-300"], "privacy.target_epsilon=1e-300 with privacy.delta=1e-05"),
+    # before: exit 1, "training diverged at round 1: the aggregated model has NaN/inf parameters"
+    (["privacy.mode=nbafl", "privacy.target_epsilon=1e-300"], "NbAFL's upload noise std w_clip*T*c/(n_k*epsilon) would "
+                                                               "exceed 3.4e+38"),
+    # before: exit 70, numpy's "expected non-negative integer" / "Overflow when unpacking long long"
+    (["run.seed=-1"], "run.seed=-1 must be >= 0"),
+    (["run.seed=99999999999999999999"], "seed + repeat must be at most 4,294,967,295"),
+])
+def test_impossible_privacy_and_seed_settings_are_one_line_naming_the_field(tmp_path, capsys, overrides, words):
+    args = ["run", str(write_config(tmp_path)), "--out", str(tmp_path / "runs")]
+    for value in overrides:
+        args += ["--set", value]
+
+    assert main(args) == 2
+    assert words in one_line_error(capsys)

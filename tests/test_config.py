@@ -74,9 +74,12 @@ def test_missing_file():
         load_config("/nonexistent.yaml")
 
 
-def test_unsupported_privacy_combination():
-    with pytest.raises(ConfigError, match="fedprox"):
-        ExperimentConfig.from_dict({"privacy": {"mode": "local"}, "strategy": {"name": "fedprox"}})
+def test_unsupported_privacy_combination_is_refused_before_the_data_loads():
+    from fltrust.experiment import check_experiment
+
+    cfg = ExperimentConfig.from_dict({"privacy": {"mode": "local"}, "strategy": {"name": "fedprox"}})
+    with pytest.raises(ConfigError, match="privacy.mode='local' is not supported with strategy.name='fedprox'"):
+        check_experiment(cfg)
 
 
 @pytest.mark.parametrize("section, key, value", [
@@ -136,11 +139,11 @@ def test_malformed_override_value_names_the_override():
     ("femnist_cnn", "n_baiot", ["nbaiot_mlp_100_80_70_50", "nbaiot_mlp_50_50", "nsl_kdd_mlp"]),
 ])
 def test_model_must_fit_the_dataset(model, dataset, fitting):
-    from fltrust.compatibility import check_compatible
+    from fltrust.experiment import check_experiment
 
     cfg = ExperimentConfig.from_dict({"data": {"name": dataset}, "model": {"name": model}})  # each part is valid
     with pytest.raises(ConfigError) as info:
-        check_compatible(cfg)
+        check_experiment(cfg)
     assert f"model.name={model!r} does not fit data.name={dataset!r}" in str(info.value)
     assert str(info.value).endswith(f"choose one of {fitting}")
 
@@ -148,14 +151,14 @@ def test_model_must_fit_the_dataset(model, dataset, fitting):
 def test_model_probe_keeps_the_global_random_state():
     import torch
 
-    from fltrust.compatibility import check_compatible
+    from fltrust.experiment import check_experiment
     from fltrust.models import model_fits
 
     model_fits.cache_clear()
     torch.manual_seed(0)
     expected = torch.rand(3)
     torch.manual_seed(0)
-    check_compatible(ExperimentConfig.from_dict({"data": {"name": "synthetic_femnist"}, "model": {"name": "convnet2"}}))
+    check_experiment(ExperimentConfig.from_dict({"data": {"name": "synthetic_femnist"}, "model": {"name": "convnet2"}}))
     assert torch.equal(torch.rand(3), expected)
 
 
@@ -178,7 +181,7 @@ def test_config_hash_of_a_committed_paper_result_is_pinned():
     assert result["run_ids"][0] == f"fedavg_nslkdd_100c_iid-{cfg.config_hash()}-s0-r0"
 
 
-# -- hardening (issue 18, item 11) ------------------------------------------------------------
+# -- hardening: duplicate keys, bounded values, short error lines -----------------------------
 
 def test_config_loader_rejects_duplicate_keys_at_any_depth_and_keeps_merge_keys():
     from fltrust.config import ConfigLoader
@@ -242,3 +245,15 @@ def test_every_committed_config_and_generated_condition_passes_the_new_bounds():
     names += [cfg.run.name for c in all_conditions() for cfg in condition_configs(condition_name(*c), repeats=1)]
     names += [experiment_config(name).run.name for name in EXPERIMENTS]
     assert all(1 <= len(name) <= 100 for name in names)
+
+
+@pytest.mark.parametrize("privacy", [
+    {"target_epsilon": 1e-300}, {"nbafl_constant": 1e300}, {"nbafl_w_clip": 1e200},
+])
+def test_nbafl_settings_whose_noise_no_model_can_hold_are_rejected(privacy):
+    # before: the run started and "training diverged at round 1: the aggregated model has NaN/inf parameters"
+    with pytest.raises(ConfigError, match=r"privacy\.target_epsilon=.* with privacy\.nbafl_w_clip=.* and "
+                                          r"privacy\.nbafl_constant=.*: NbAFL's upload noise std .* would exceed 3\.4e\+38"):
+        PrivacyConfig(mode="nbafl", **privacy)
+    PrivacyConfig(mode="none", **privacy)  # unused outside NbAFL
+    PrivacyConfig(mode="nbafl", target_epsilon=1e-9)  # large noise, but representable: the run reports it

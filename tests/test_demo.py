@@ -63,7 +63,9 @@ def _fairness_result(condition, F_T, *, synthetic=True):
 def _trust_result(name, scores, *, synthetic=True):
     return {"experiment": name, "title": name, "figure": "Fig. 4", "dataset": "femnist", "paper_dataset": "FEMNIST",
             "synthetic": synthetic, "quick": True, "complete": True, "run_id": f"{name}-x", "elapsed_s": 1.0,
-            "run_wall_time_s": 1.0, "settings": {}, "deviations": [],
+            "run_wall_time_s": 1.0, "deviations": [],
+            "settings": {"num_clients": 4, "clients_per_round": 2, "rounds": 2, "paper_rounds": 5, "privacy": "none",
+                         "epsilon": None, "strategy": "fedavg", "model": "convnet2"},
             "modes": {mode: {"trust_score": score, "pillars": {}, "metrics": {}} for mode, score in scores.items()}}
 
 

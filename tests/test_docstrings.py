@@ -1,11 +1,14 @@
-"""The public functions of ``fltrust.algorithms``, ``fltrust.engines``, ``fltrust.core``, ``fltrust.flower`` and
-``fltrust.trust`` document their parameters.
+"""The public functions of ``fltrust.algorithms``, ``fltrust.engines``, ``fltrust.core``, ``fltrust.flower``,
+``fltrust.metrics`` and ``fltrust.trust`` document their parameters.
 
 Public means: not starting with ``_``, defined in the module (not imported into it) and, where the
 module has ``__all__``, listed there; methods count when their class is public and they are defined
 in that class. A function with two or more parameters (``self``/``cls`` not counted) needs a
 numpy-style ``Parameters`` section naming each of them; a section never names a parameter the
-signature lacks; every public function and method of ``fltrust.flower`` has a docstring.
+signature lacks; every public function and method of ``fltrust.flower`` has a docstring. The
+papers' metrics (:data:`STRICT`) hold the full rule: a docstring on every public function, a
+``Parameters`` section for every parameter, and a ``Returns`` (or ``Yields``) section whenever the
+return annotation is not ``None``.
 Docstrings are read with :func:`inspect.getdoc`, so an override without one inherits its base's.
 """
 
@@ -20,8 +23,11 @@ from types import ModuleType
 
 import pytest
 
-PACKAGES = ("fltrust.algorithms", "fltrust.engines", "fltrust.core", "fltrust.flower", "fltrust.trust")
+PACKAGES = ("fltrust.algorithms", "fltrust.engines", "fltrust.core", "fltrust.flower", "fltrust.metrics", "fltrust.trust")
+STRICT = ("fltrust.metrics", "fltrust.trust")
+"""Packages whose every public function documents all its parameters and what it returns."""
 SECTION = re.compile(r"^Parameters\n-+\n(?P<body>.*?)(?=^\S[^\n]*\n-+\n|\Z)", re.M | re.S)
+RETURNS = re.compile(r"^(?:Returns|Yields)\n-+\n\S", re.M)
 
 
 def modules(package: str) -> list[ModuleType]:
@@ -54,6 +60,12 @@ def parameter_names(function: Callable) -> list[str]:
     return names[1:] if names and names[0] in ("self", "cls") else names
 
 
+def returns_something(function: Callable) -> bool:
+    """Whether the return annotation is neither absent nor ``None`` (``-> None`` documents itself)."""
+    annotation = inspect.signature(inspect.unwrap(function)).return_annotation
+    return annotation not in (inspect.Signature.empty, None, "None")
+
+
 def documented_names(doc: str) -> set[str] | None:
     """The names a numpy-style ``Parameters`` section lists (``a, b : int`` lists two); None without one."""
     found = SECTION.search(doc)
@@ -73,10 +85,13 @@ def problems(package: str, found_modules: list[ModuleType]) -> list[str]:
             doc = inspect.getdoc(function) or ""
             params = parameter_names(function)
             documented = documented_names(doc)
-            if package == "fltrust.flower" and not doc:
+            strict = package in STRICT
+            if (package == "fltrust.flower" or strict) and not doc:
                 found.append(f"{qualname}: no docstring")
-            if len(params) >= 2 and documented is None:
+            if len(params) >= (1 if strict else 2) and documented is None:
                 found.append(f"{qualname}: no Parameters section for {', '.join(params)}")
+            if strict and returns_something(function) and not RETURNS.search(doc):
+                found.append(f"{qualname}: no Returns section")
             elif documented is not None:
                 missing = [p for p in params if p not in documented]
                 stale = sorted(documented - set(params))
@@ -156,6 +171,31 @@ def test_problems_names_an_undocumented_parameter():
         "fltrust.engines.fake.partial: Parameters names z, not in the signature",
         "fltrust.engines.fake.bare: no Parameters section for x, y",
     ]
+
+
+def test_problems_asks_the_metrics_for_every_parameter_and_the_return_value():
+    module = ModuleType("fltrust.metrics.fake")
+
+    def one(x) -> float:
+        """Half.
+
+        Parameters
+        ----------
+        x : float
+            A number.
+        """
+
+    def none(x) -> None:
+        """Nothing."""
+
+    for function in (one, none):
+        function.__module__ = module.__name__
+        setattr(module, function.__name__, function)
+    assert problems("fltrust.metrics", [module]) == [
+        "fltrust.metrics.fake.one: no Returns section",
+        "fltrust.metrics.fake.none: no Parameters section for x",
+    ]
+    assert problems("fltrust.core", [module]) == []
 
 
 def test_problems_asks_flower_for_a_docstring():

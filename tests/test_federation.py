@@ -1,4 +1,4 @@
-"""fltrust.federation: the authors' NSL-KDD one-hot layouts (fairness spec 6.7), by hand."""
+"""fltrust.federation: the authors' NSL-KDD one-hot layouts (docs/references.md#fairness-6-7), by hand."""
 
 import numpy as np
 import pytest
@@ -64,3 +64,31 @@ def test_aux_from_the_client_pool_holds_client_rows():
     rows = {tuple(r.tolist()) for r in fed.x_train[pool]}
     assert len(fed.y_aux) == 40 and fed.partition["aux_source"] == "client_pool"
     assert all(tuple(r.tolist()) in rows for r in fed.x_aux)
+
+
+def test_a_shared_partition_seed_gives_repeats_the_same_client_data():
+    # Prepare: synthetic data pooled and redrawn (as CIFAR-10 and FEMNIST iid), a Dirichlet partition
+    import torch
+
+    from fltrust.config import ExperimentConfig
+    from fltrust.federation import prepare_federation
+
+    def federation(repeat: int, partition_seed: int | None):
+        cfg = ExperimentConfig.tiny(data={"pooled_train_samples": 500},
+                                    partition={"scheme": "dirichlet", "alpha": 0.5, "seed": partition_seed},
+                                    run={"repeat": repeat})
+        return prepare_federation(cfg, torch.device("cpu"))
+
+    def client_rows(fed):
+        return [fed.x_train[i].sum().item() for i in fed.train_index] + [fed.x_aux.sum().item()]
+
+    # Execute
+    shared = [federation(r, 7) for r in (0, 1)]
+    own = [federation(r, None) for r in (0, 1)]
+    seed_zero = federation(0, 0)
+
+    # Assert: one partition seed -> the same pool, partition and aux set; no partition seed -> each repeat its own
+    assert shared[0].bundle.source["pooled"]["seed"] == shared[1].bundle.source["pooled"]["seed"] == 7
+    assert client_rows(shared[0]) == client_rows(shared[1])
+    assert client_rows(own[0]) != client_rows(own[1])
+    assert client_rows(seed_zero) == client_rows(own[0])  # partition.seed 0 = repeat 0's own draw

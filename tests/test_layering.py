@@ -18,7 +18,7 @@ import pytest
 PACKAGE = Path(__file__).resolve().parents[1] / "fltrust"
 
 LAYERS: list[tuple[str, ...]] = [
-    ("fltrust", "names", "settings", "core", "blas"),  # names, typed settings, plain records
+    ("fltrust", "names", "registry", "settings", "core", "blas"),  # names and their registries, typed settings, plain records
     ("metrics", "trust", "runs"),                        # both papers' metrics; run folders
     ("config",),                                         # the YAML sections, typed
     ("data", "partition", "models"),                     # the components

@@ -10,10 +10,10 @@ from fltrust.models import build_model
 @pytest.mark.parametrize(
     "name, shape, classes, params, tensors",
     [
-        ("cifar_cnn", (3, 32, 32), 10, 62_006, 10),  # fairness spec 6.1
-        ("femnist_cnn", (1, 28, 28), 62, 1_741_862, 8),  # fairness spec 6.2
-        ("nsl_kdd_mlp", (122,), 2, 45_141, 8),  # fairness spec 6.3 (one logit)
-        ("convnet2", (1, 28, 28), 62, 6_603_902, 12),  # trust spec 7.1
+        ("cifar_cnn", (3, 32, 32), 10, 62_006, 10),  # fairness spec 6.1 (docs/references.md#fairness-6-1)
+        ("femnist_cnn", (1, 28, 28), 62, 1_741_862, 8),  # fairness spec 6.2 (docs/references.md#fairness-6-2)
+        ("nsl_kdd_mlp", (122,), 2, 45_141, 8),  # fairness spec 6.3 (one logit; docs/references.md#fairness-6-3)
+        ("convnet2", (1, 28, 28), 62, 6_603_902, 12),  # trust spec 7.1 (docs/references.md#trust-7-1)
         ("nbaiot_mlp_50_50", (115,), 2, 8_452, 6),  # trust spec 7.1, exp 4
         ("nbaiot_mlp_100_80_70_50", (115,), 2, 29_002, 10),  # exp 5
     ],

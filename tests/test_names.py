@@ -36,7 +36,7 @@ def test_every_mode_has_its_defaults():
     assert list(names.FAIRNESS_MODE_DEFAULTS) == list(names.FAIRNESS_MODES)
     for defaults in names.TRUST_SCORING_DEFAULTS.values():
         assert set(defaults["fixes"]) <= set(names.TRUST_FIXES)
-    # fix B2 is one fact: the observer's report and the score treat a NaN value alike
+    # fix B2 (docs/references.md#trust-b2) is one fact: the observer's report and the score treat a NaN value alike
     assert [d["nan_is_missing"] for d in names.TRUST_MODE_DEFAULTS.values()] == [False, True, True, True]
     assert names.TRUST_MODE_DEFAULTS["extended"] == names.TRUST_MODE_DEFAULTS["fixed"]
 
@@ -83,9 +83,12 @@ def test_every_strategy_builds_a_flower_strategy():
     pytest.importorskip("flwr")
     from fltrust.engines.flower.strategies import build_flower_strategy
 
+    from fltrust.algorithms.strategies import build_strategy
+
     for name in names.STRATEGIES:
         cfg = ExperimentConfig.tiny(strategy={"name": name})
-        assert build_flower_strategy(cfg, central_loss=lambda r, a: 0.0) is not None, name
+        strategy = build_strategy(cfg.strategy, local_epochs=1, clients_per_round=cfg.clients_per_round())
+        assert build_flower_strategy(strategy, clients_per_round=3, seed=0, central_loss=lambda r, a: 0.0), name
 
 
 def test_every_strategy_has_default_sensitive_attributes_on_every_fairness_dataset():

@@ -5,13 +5,18 @@ Docstrings, comments, notebooks and reports cite the project's re-implementation
 the word is left out) and the FederatedTrust prototype bugs as "B1" ... "B16". Each citation
 must resolve to an anchor of ``docs/references.md`` (``#fairness-6-6``, ``#trust-7-3``,
 ``#fairness-9-item-3``, ``#trust-b11``), and no file may point at the notes' old location outside
-the repository.
+the repository. A module's comments and docstrings link every entry they cite at least once
+(``trust spec §3.10 (docs/references.md#trust-3-10)``), so a reader can follow a citation from the
+module itself; no module carries a general pointer to the page instead. Citations of the data
+mirror's provenance name a section of ``data/PROVENANCE.md`` (``data/PROVENANCE.md#n-baiot-a1``).
 """
 
 from __future__ import annotations
 
+import io
 import json
 import re
+import tokenize
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -47,6 +52,14 @@ BUG = re.compile(r"\bB(?P<bug>\d{1,2})\b")
 OUTSIDE = re.compile(r"shared/specs|specs/(?:federatedtrust|fairness_analytics)|\b(?:federatedtrust|fairness_analytics)\.md\b")
 """The notes' old location beside the checkout (``../shared/specs/...``)."""
 ANCHOR = re.compile(r'<a id="(?P<id>[a-z0-9-]+)"></a>')
+LINK = re.compile(r"docs/references\.md#(?P<first>[a-z0-9-]+)(?P<more>(?:,[ \t]*\n?[ \t]*#[a-z0-9-]+)*)")
+"""A link to entries of the page: ``docs/references.md#trust-3-10``, ``docs/references.md#fairness-6-5, #fairness-6-7``."""
+BOILERPLATE = re.compile(r"Spec and bug references\b.{0,80}are defined in", re.DOTALL)
+"""The line modules used to carry instead of linking their citations."""
+DATA_PAGE = REPO / "data" / "PROVENANCE.md"
+DATA_CITATION = re.compile(r"(?P<path>[\w./]*)PROVENANCE(?![_\w])(?P<md>\.md)?(?:#(?P<anchor>[a-z0-9-]+))?")
+"""A citation of the data mirror's provenance: ``data/PROVENANCE.md#n-baiot-a1`` (a bare ``PROVENANCE``
+or a ``PROVENANCE.md`` elsewhere is a file the kit's users do not have)."""
 
 
 def default_paper(path: Path) -> str | None:
@@ -157,6 +170,42 @@ def source_texts(path: Path) -> list[tuple[str, str]]:
     return [(f"{rel} cell {i}", "".join(cell["source"])) for i, cell in enumerate(cells, 1)]
 
 
+def linked(text: str) -> set[str]:
+    """The anchors ``text`` links, a section counted as linked with one of its items.
+
+    >>> sorted(linked("spec 6.7 and 9, item 7 (docs/references.md#fairness-6-7, #fairness-9-item-7)"))
+    ['fairness-6-7', 'fairness-9', 'fairness-9-item-7']
+    """
+    out = set()
+    for match in LINK.finditer(text):
+        out.add(match["first"])
+        out.update(re.findall(r"#([a-z0-9-]+)", match["more"]))
+    return out | {name.split("-item-")[0] for name in out if "-item-" in name}
+
+
+def prose_lines(text: str) -> set[int]:
+    """Line numbers of a Python source's comments and docstrings (not its other strings: a program's output).
+
+    >>> sorted(prose_lines("\'\'\'Doc,\\nmore.\'\'\'\\nx = 'B3'  # B4\\ny = 1\\n"))
+    [1, 2, 3]
+    """
+    tokens = [t for t in tokenize.generate_tokens(io.StringIO(text).readline) if t.type != tokenize.NL]
+    lines = set()
+    for i, token in enumerate(tokens):
+        starts_line = i == 0 or tokens[i - 1].type in (tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT)
+        after = tokens[i + 1].type if i + 1 < len(tokens) else tokenize.ENDMARKER
+        ends_line = after in (tokenize.NEWLINE, tokenize.ENDMARKER, tokenize.COMMENT)
+        if token.type == tokenize.COMMENT or (token.type == tokenize.STRING and starts_line and ends_line):
+            lines.update(range(token.start[0], token.end[0] + 1))
+    return lines
+
+
+def unlinked(text: str, path: Path) -> set[str]:
+    """The entries a Python module's comments and docstrings cite but the module never links."""
+    prose = prose_lines(text)
+    return {name for line, name in citations(text, default_paper(path)) if line in prose} - linked(text)
+
+
 def defined_anchors() -> set[str]:
     return set(ANCHOR.findall(PAGE.read_text(encoding="utf-8")))
 
@@ -191,6 +240,58 @@ def test_every_citation_is_defined() -> None:
         "citations without an entry in docs/references.md (add the entry, or write 'fairness spec' / "
         "'trust spec' where the paper is '?'):\n" + "\n".join(missing)
     )
+
+
+def test_every_link_is_defined() -> None:
+    # Arrange
+    defined = defined_anchors()
+    # Act
+    bad = [f"{where}: #{name}" for path in scanned_files(SCANNED) for where, text in source_texts(path)
+           for name in sorted(linked(text) - defined)]
+    # Assert
+    assert not bad, "links to entries docs/references.md does not have:\n" + "\n".join(bad)
+
+
+def test_every_module_links_the_entries_it_cites() -> None:
+    # Arrange: a module's reader follows its citations from the module itself (its comments and docstrings;
+    # the strings it prints or logs are output)
+    modules = [p for p in scanned_files(SCANNED) if p.suffix == ".py"]
+    # Act
+    offenders = []
+    for path in modules:
+        missing = unlinked(path.read_text(encoding="utf-8"), path)
+        if missing:
+            offenders.append(f"{path.relative_to(REPO)}: {', '.join(sorted(missing))}")
+    # Assert
+    assert modules
+    assert not offenders, (
+        "cite as 'trust spec §3.10 (docs/references.md#trust-3-10)' at least once per module:\n" + "\n".join(offenders)
+    )
+
+
+def test_an_unlinked_citation_is_caught() -> None:
+    # Arrange: the first citation of B7 links it, the second need not; B4 is never linked; "B9" is output
+    module = REPO / "fltrust" / "trust" / "_probe_not_a_module.py"
+    text = (
+        '"""Unknown keys (B7, docs/references.md#trust-b7) and entropy (B4)."""\n\n'
+        '# B7 again\n'
+        'NOTE = "fix B9"\n'
+    )
+    # Act
+    missing = unlinked(text, module)
+    # Assert
+    assert missing == {"trust-b4"}
+
+
+def test_no_module_points_readers_to_the_page_in_general() -> None:
+    # Arrange
+    carriers = []
+    # Act
+    for path in scanned_files(("fltrust", "tests", "benchmarks", "examples", "papers_repro")):
+        if path.suffix == ".py" and BOILERPLATE.search(path.read_text(encoding="utf-8")):
+            carriers.append(str(path.relative_to(REPO)))
+    # Assert
+    assert not carriers, "link each citation instead of the general pointer:\n" + "\n".join(carriers)
 
 
 def test_an_undefined_citation_is_caught() -> None:
@@ -242,3 +343,37 @@ def test_no_reference_points_outside_the_repository() -> None:
                 offenders.append(f"{path.relative_to(REPO)}:{lineno}: {text.strip()[:100]}")
     # Assert
     assert not offenders, "cite docs/references.md instead:\n" + "\n".join(offenders)
+
+
+def data_citation_problems(text: str, markdown: bool, defined: set[str]) -> list[tuple[int, str]]:
+    """``(line, problem)`` of each provenance citation in ``text`` that a reader of the kit cannot follow.
+
+    Code must name a section (``data/PROVENANCE.md#femnist``); a Markdown page may link the whole page.
+    A quoted ``"PROVENANCE.md"`` is a file name in code (opening the page), not a citation.
+
+    >>> data_citation_problems("(data/PROVENANCE.md#femnist) 'PROVENANCE.md'", False, {"femnist"})
+    []
+    >>> data_citation_problems("see PROVENANCE A1\\nits PROVENANCE.md\\ndata/PROVENANCE.md#n-baiot-a9", False, {"femnist"})
+    [(1, "'PROVENANCE'"), (2, "'PROVENANCE.md'"), (3, "'data/PROVENANCE.md#n-baiot-a9': no such section")]
+    """
+    out = []
+    for match in DATA_CITATION.finditer(text):
+        line = text.count("\n", 0, match.start()) + 1
+        if match[0] == "PROVENANCE.md" and text[match.start() - 1:match.start()] in ("'", '"'):
+            continue
+        if match["path"] not in ("data/", "../data/") or not match["md"] or (match["anchor"] is None and not markdown):
+            out.append((line, repr(match[0])))
+        elif match["anchor"] is not None and match["anchor"] not in defined:
+            out.append((line, f"{match[0]!r}: no such section"))
+    return out
+
+
+def test_every_data_provenance_citation_resolves() -> None:
+    # Arrange
+    defined = set(ANCHOR.findall(DATA_PAGE.read_text(encoding="utf-8")))
+    # Act
+    bad = [f"{where}:{line}: {problem}" for path in scanned_files(SCANNED) for where, text in source_texts(path)
+           for line, problem in data_citation_problems(text, path.suffix in (".md", ".ipynb"), defined)]
+    # Assert
+    assert defined >= {"cifar10", "femnist", "nsl-kdd", "n-baiot", "ffa-results"}
+    assert not bad, "cite a section of data/PROVENANCE.md (data/PROVENANCE.md#<id>):\n" + "\n".join(bad)

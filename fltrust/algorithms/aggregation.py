@@ -37,8 +37,6 @@ Where ours and Flower's differ (``tests/algorithms/test_robust_aggregation.py`` 
   averages in the arrays' dtype, we average in float64 (float32-rounding differences).
 - Bulyan's second stage (mean of the beta values closest to the median) runs in the arrays' own
   dtype, exactly as Flower's: bit-identical results.
-
-Spec and bug references ("fairness spec §N", "trust spec §N", "Bn") are defined in ``docs/references.md``.
 """
 
 from __future__ import annotations
@@ -67,8 +65,8 @@ def weighted_average(param_sets: list[Params], weights: list[float] | np.ndarray
     r"""FedAvg: :math:`\theta = \sum_n b_n w_n / \sum_n b_n` (McMahan et al. 2017, Alg. 1).
 
     ``weights`` are samples per client (the FedAvg paper) or mini-batches per client (what the
-    fairness authors returned as ``num_examples``, fairness spec 1/2c). Equal weights give the
-    plain mean used for Shapley coalition models.
+    fairness authors returned as ``num_examples``, fairness spec 1/2c; docs/references.md#fairness-1). Equal weights
+    give the plain mean used for Shapley coalition models.
 
     Parameters
     ----------
@@ -127,8 +125,8 @@ def qffl_aggregate(
 
     ``losses`` holds one value per client: the client's own loss of :math:`\theta` (the q-FFL
     paper), or the same central loss for everybody (Flower's legacy ``QFedAvg``, which the fairness
-    authors ran, fairness spec 5.2). ``1e-10`` is added to every loss as Flower does. The norm runs
-    over all arrays of the model, buffers included.
+    authors ran, fairness spec 5.2; docs/references.md#fairness-5-2). ``1e-10`` is added to every loss as Flower does.
+    The norm runs over all arrays of the model, buffers included.
 
     Parameters
     ----------

@@ -1,16 +1,27 @@
-"""Differential privacy bookkeeping: noise calibration and the epsilon actually spent.
+"""Differential privacy: the mechanisms an engine runs, their noise calibration and the epsilon spent.
 
-Three mechanisms (``privacy.mode``):
+A mechanism is one :class:`PrivacyMechanism` object that the engine holds for the whole run. It
+prepares the model (:meth:`~PrivacyMechanism.prepare_model`), may change what the clients receive
+(:meth:`~PrivacyMechanism.broadcast`), wraps a client's local training
+(:meth:`~PrivacyMechanism.train`), may replace the server's aggregation
+(:meth:`~PrivacyMechanism.aggregate`), reports the epsilon spent and its round metrics, describes
+itself for the run summary, says whether the round's clients may train side by side
+(:meth:`~PrivacyMechanism.sequential_reason`) and checks the strategy and the engine it is asked
+to run with (:meth:`~PrivacyMechanism.check`). The mechanisms register under their
+``privacy.mode`` name in :data:`fltrust.registry.PRIVACY_MECHANISMS` (as Opacus keeps its
+accountants in a registry by name); :func:`build_privacy` is the one place a mode name is read.
 
-- ``"local"``: DP-SGD on every client with Opacus (Abadi et al. 2016). The noise multiplier is
+The four built-ins (``privacy.mode``): ``"none"`` (:class:`NoPrivacy`) and
+
+- ``"local"`` (:class:`LocalDPSGD`): DP-SGD on every client with Opacus (Abadi et al. 2016). The noise multiplier is
   calibrated once so that a client selected in *every* round (``rounds * local_epochs`` epochs at
   sampling rate ``batch_size / n_client``) spends at most ``target_epsilon``; each client's
   accountant history is kept, and the record reports the largest epsilon any client spent.
-- ``"server"``: each client update is clipped to ``clipping_norm``, the mean of the clipped updates
+- ``"server"`` (:class:`ServerSideDP`): each client update is clipped to ``clipping_norm``, the mean of the clipped updates
   gets Gaussian noise with standard deviation ``noise_multiplier * clipping_norm / m``
   (Flower's ``DifferentialPrivacyServerSideFixedClipping``, McMahan et al. 2018). Epsilon is the
   RDP bound of the subsampled Gaussian mechanism with sampling rate ``m / C`` over the rounds run.
-- ``"nbafl"``: noising before model aggregation (Wei et al. 2020) exactly as FederatedScope runs it,
+- ``"nbafl"`` (:class:`NbAFLMechanism`): noising before model aggregation (Wei et al. 2020) exactly as FederatedScope runs it,
   where the FederatedTrust prototype ran; see :class:`NbAFL`. No accounting: the record reports the
   nominal ``target_epsilon`` that the noise scales are derived from.
 
@@ -20,16 +31,24 @@ The accounting of ``local`` and ``server`` uses Opacus's RDP accountant.
 from __future__ import annotations
 
 import functools
+import logging
 import math
 import warnings
 from dataclasses import dataclass
+from typing import Any, ClassVar, Protocol
 
 import numpy as np
 from torch import nn
 
-from fltrust.config import PrivacyConfig
-from fltrust.core.records import Params
+from fltrust import registry
 from fltrust.algorithms.aggregation import clip_update
+from fltrust.config import ConfigError, PrivacyConfig
+from fltrust.core.records import Params
+
+log = logging.getLogger("fltrust")
+
+NBAFL_NOISE_OFFSET = 1000
+"""Seed offset of a client's NbAFL upload noise (training streams use offsets 0 and 1)."""
 
 
 def calibrate_noise(target_epsilon: float, delta: float, sample_rate: float, steps: int) -> float:
@@ -54,15 +73,20 @@ def calibrate_noise(target_epsilon: float, delta: float, sample_rate: float, ste
     """
     from opacus.accountants.utils import get_noise_multiplier
 
-    return float(
-        get_noise_multiplier(
-            target_epsilon=target_epsilon,
-            target_delta=delta,
-            sample_rate=min(1.0, sample_rate),
-            steps=max(1, steps),
-            accountant="rdp",
+    try:
+        return float(
+            get_noise_multiplier(
+                target_epsilon=target_epsilon,
+                target_delta=delta,
+                sample_rate=min(1.0, sample_rate),
+                steps=max(1, steps),
+                accountant="rdp",
+            )
         )
-    )
+    except ValueError as exc:  # Opacus: "The privacy budget is too low."
+        raise ValueError(f"privacy.target_epsilon={target_epsilon:g} with privacy.delta={delta:g} over {max(1, steps)} "
+                         f"noisy steps: no noise multiplier reaches it ({exc}); raise privacy.target_epsilon or "
+                         f"privacy.delta") from None
 
 
 def epsilon_from_history(history: list[list[float]], delta: float) -> float:
@@ -379,21 +403,606 @@ def _add_noise(params: Params, trainable: list[bool], std: float, rng: np.random
     return out
 
 
-def describe(privacy: PrivacyConfig) -> str:
-    """One-line description for logs and FactSheets."""
-    if privacy.mode == "none":
+# --------------------------------------------------------------------------------------------
+# The mechanisms
+# --------------------------------------------------------------------------------------------
+@dataclass
+class LocalDP:
+    """Opacus DP-SGD settings for one client run (noise fixed for the whole run)."""
+
+    noise_multiplier: float
+    max_grad_norm: float
+
+
+@dataclass(frozen=True)
+class PrivacyRun:
+    """The facts of a run a mechanism calibrates its noise from (built by :mod:`fltrust.experiment`).
+
+    Attributes
+    ----------
+    rounds : int
+        T, ``training.rounds``.
+    local_epochs, batch_size : int
+        ``training.local_epochs`` and ``training.batch_size``.
+    num_clients : int
+        N, the federation's clients.
+    clients_per_round : int
+        K (or m), the clients sampled per round.
+    client_sizes : tuple of int
+        Every client's training rows.
+    seed : int
+        The run seed (``ExperimentConfig.effective_seed()``); the server-side noise derives from it.
+    """
+
+    rounds: int
+    local_epochs: int
+    batch_size: int
+    num_clients: int
+    clients_per_round: int
+    client_sizes: tuple[int, ...]
+    seed: int
+
+
+@dataclass(frozen=True)
+class CentralNoise:
+    """Server-side fixed clipping plus Gaussian noise on the mean (McMahan et al. 2018), as an engine
+    implements it: each update clipped to ``clipping_norm``, equal client weights, noise std
+    ``noise_multiplier * clipping_norm / m`` (the Flower engine wraps its strategy in Flower's
+    ``DifferentialPrivacyServerSideFixedClipping``)."""
+
+    clipping_norm: float
+    noise_multiplier: float
+
+
+class StrategyTraits(Protocol):
+    """What a mechanism's :meth:`~PrivacyMechanism.check` reads of a strategy class
+    (:class:`fltrust.algorithms.strategies.Strategy`)."""
+
+    name: str
+    local_proximal_term: bool
+
+    @classmethod
+    def aggregates_by_mean(cls) -> bool: ...
+
+
+class TrainingClient(Protocol):
+    """What a mechanism's :meth:`~PrivacyMechanism.train` uses of a client
+    (:class:`fltrust.engines.client.SimulatedClient`)."""
+
+    client_id: int
+    num_samples: int
+    x: Any
+    y: Any
+    trainer: Any  # fltrust.engines.training.LocalTrainer
+
+    def seed(self, offset: int = 0) -> int: ...
+
+    def fit(self, params: Params, *, seed_offset: int = 0, **kwargs: Any) -> tuple[Params, float]:
+        """Plain local training on the client's data (no privacy).
+
+        Parameters
+        ----------
+        params : Params
+            The model training starts from.
+        seed_offset : int
+            The client's random stream this round.
+        **kwargs
+            :meth:`fltrust.engines.training.LocalTrainer.train` keywords.
+
+        Returns
+        -------
+        tuple of (Params, float)
+        """
+
+
+class PrivacyMechanism:
+    """Base class of the privacy mechanisms; on its own it changes nothing (``privacy.mode: none``).
+
+    A subclass sets :attr:`name` (its ``privacy.mode``), registers with
+    ``@registry.PRIVACY_MECHANISMS.register`` and overrides the hooks it needs. The engine calls
+    them in this order in every round: :meth:`broadcast` (the model the clients receive),
+    :meth:`train` (each client's local training, where the strategy asks for private training),
+    :meth:`aggregate` (the new global model), :meth:`epsilon` and :meth:`round_metrics` (the round's
+    server metrics).
+
+    Attributes
+    ----------
+    name : str
+        The ``privacy.mode`` it registers under.
+    engines : tuple of str
+        The ``run.engine`` values it runs on (a mechanism that changes the broadcast or the
+        aggregation runs in-process only unless an engine implements it).
+    sequential : str or None
+        Why the round's clients must train one after another, for a mechanism that overrides
+        :meth:`train` (see :meth:`sequential_reason`).
+    differential_privacy : bool
+        Whether the mechanism is differentially private (the FactSheet's
+        ``configuration/differential_privacy``; then ``target_epsilon`` is its budget).
+    """
+
+    name: ClassVar[str] = "none"
+    engines: ClassVar[tuple[str, ...]] = ("inprocess",)
+    sequential: ClassVar[str | None] = None
+    differential_privacy: ClassVar[bool] = False
+
+    # -- construction and checks ----------------------------------------------------------------
+    @classmethod
+    def from_settings(cls, settings: PrivacyConfig, run: PrivacyRun, model: nn.Module) -> PrivacyMechanism:
+        """The mechanism of a run, calibrated from its ``privacy`` section and the run's facts.
+
+        Parameters
+        ----------
+        settings : PrivacyConfig
+            The ``privacy`` section.
+        run : PrivacyRun
+            Rounds, clients, client sizes, seed.
+        model : torch.nn.Module
+            The (prepared, :meth:`prepare_model`) model the run trains.
+
+        Returns
+        -------
+        PrivacyMechanism
+        """
+        return cls()
+
+    @classmethod
+    def check(cls, settings: PrivacyConfig, *, strategy: StrategyTraits, engine: str) -> None:
+        """Raise :class:`~fltrust.config.ConfigError` when the mechanism cannot run with this
+        strategy or engine (the base class: only the engines of :attr:`engines`).
+
+        Parameters
+        ----------
+        settings : PrivacyConfig
+            The ``privacy`` section.
+        strategy : type
+            The strategy class (its ``name``, ``local_proximal_term`` and ``aggregates_by_mean()``).
+        engine : str
+            ``run.engine``.
+        """
+        if engine not in cls.engines:
+            raise ConfigError(f"privacy.mode={cls.name!r} runs on run.engine {list(cls.engines)} only; "
+                              f"set run.engine={cls.engines[0]}")
+
+    @classmethod
+    def prepare_model(cls, model: nn.Module) -> nn.Module:
+        """The model the run trains, adapted to the mechanism (the base class: ``model`` itself).
+
+        Parameters
+        ----------
+        model : torch.nn.Module
+            The architecture as built.
+
+        Returns
+        -------
+        torch.nn.Module
+        """
+        return model
+
+    # -- what it tells the engine -------------------------------------------------------------
+    def sequential_reason(self) -> str | None:
+        """Why the round's clients must train one after another (``None``: they may train side by
+        side, :mod:`fltrust.engines.vectorized`). A mechanism that wraps a client's training
+        (overrides :meth:`train`) trains clients one by one: the stacked path does not run it.
+
+        Returns
+        -------
+        str or None
+        """
+        if type(self).train is PrivacyMechanism.train:
+            return None
+        return self.sequential or f"{type(self).__name__} wraps each client's training (sequential path)"
+
+    @property
+    def central_noise(self) -> CentralNoise | None:
+        """Server-side clipping and noise an engine applies around its aggregation (``None``: none)."""
+        return None
+
+    def describe(self) -> str:
+        """One line for logs and the run summary (``summary.json``'s ``privacy``)."""
         return "no differential privacy"
-    if privacy.mode == "local":
-        return (
-            f"local DP-SGD (Opacus, RDP accountant), target epsilon {privacy.target_epsilon}, "
-            f"delta {privacy.delta}, max grad norm {privacy.max_grad_norm}"
-        )
-    if privacy.mode == "nbafl":
-        return (
-            f"NbAFL as in FederatedScope (weights clipped to {privacy.nbafl_w_clip}, proximal mu "
-            f"{privacy.nbafl_mu}, Gaussian noise with constant {privacy.nbafl_constant}), epsilon {privacy.target_epsilon}"
-        )
-    return (
-        f"server-side fixed clipping (norm {privacy.clipping_norm}) + Gaussian noise, "
-        f"target epsilon {privacy.target_epsilon}, delta {privacy.delta}"
-    )
+
+    # -- one round ------------------------------------------------------------------------------
+    def broadcast(self, params: Params, round_: int) -> Params:
+        """The model the round's clients receive (the base class: ``params`` itself, not copied).
+
+        Parameters
+        ----------
+        params : Params
+            The global model.
+        round_ : int
+            The round (seeds any noise, with the run seed).
+
+        Returns
+        -------
+        Params
+        """
+        return params
+
+    def train(self, client: TrainingClient, params: Params, *, seed_offset: int = 0,
+              **kwargs: Any) -> tuple[Params, float]:
+        """A client's private local training (the base class: plain training, ``client.fit``).
+
+        Parameters
+        ----------
+        client : TrainingClient
+            The client (its data, seeds and trainer).
+        params : Params
+            The model training starts from (not modified).
+        seed_offset : int
+            Selects the client's random stream this round.
+        **kwargs
+            :meth:`fltrust.engines.training.LocalTrainer.train` keywords (``epochs`` required).
+
+        Returns
+        -------
+        tuple of (Params, float)
+            The model the client sends and its last-epoch mean training loss.
+        """
+        return client.fit(params, seed_offset=seed_offset, **kwargs)
+
+    def aggregate(self, strategy: Any, global_params: Params, results: list, server_loss: float,
+                  round_: int) -> Params:
+        """The round's new global model (the base class: the strategy's aggregation).
+
+        Parameters
+        ----------
+        strategy : fltrust.algorithms.strategies.Strategy
+            The run's strategy.
+        global_params : Params
+            The model the clients received.
+        results : list of ClientResult
+            The updates that arrived.
+        server_loss : float
+            The loss of ``global_params`` on the server's auxiliary set.
+        round_ : int
+            The round (seeds any noise, with the run seed).
+
+        Returns
+        -------
+        Params
+        """
+        return strategy.aggregate(global_params, results, server_loss)
+
+    def epsilon(self, rounds_done: int) -> float | None:
+        """The privacy budget spent after ``rounds_done`` rounds (``None``: no differential privacy).
+
+        Parameters
+        ----------
+        rounds_done : int
+
+        Returns
+        -------
+        float or None
+        """
+        return None
+
+    def round_metrics(self, received: Params, new: Params, num_samples: list[int]) -> dict[str, float]:
+        """The mechanism's server metrics of a round (the base class: none).
+
+        Parameters
+        ----------
+        received : Params
+            The model the clients received (:meth:`broadcast`'s result).
+        new : Params
+            The aggregated model.
+        num_samples : list of int
+            The training rows of each of the round's clients.
+
+        Returns
+        -------
+        dict of str to float
+        """
+        return {}
+
+    # -- accounting state (local DP: each client's accountant history) ---------------------------
+    def accounting(self, client_id: int) -> list[list[float]]:
+        """One client's accounting entries (``[noise, rate, steps]``; the base class keeps none)."""
+        return []
+
+    def add_accounting(self, client_id: int, entries: list[list[float]]) -> None:
+        """Merge a client's accounting entries (its own training, or a Flower client's reply).
+
+        Parameters
+        ----------
+        client_id : int
+        entries : list of [float, float, int]
+            Accountant entries ``[noise_multiplier, sample_rate, steps]``.
+        """
+        return None
+
+    def state_dict(self) -> dict[str, Any]:
+        """What a checkpoint keeps (the base class: ``{}``)."""
+        return {}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Restore :meth:`state_dict` (``{}`` clears the accounting)."""
+        return None
+
+
+@registry.PRIVACY_MECHANISMS.register
+class NoPrivacy(PrivacyMechanism):
+    """No differential privacy (``privacy.mode: none``)."""
+
+    name = "none"
+    engines = ("inprocess", "flower")
+
+
+@registry.PRIVACY_MECHANISMS.register
+class LocalDPSGD(PrivacyMechanism):
+    """DP-SGD on every client with Opacus (``privacy.mode: local``; Abadi et al. 2016).
+
+    :meth:`from_settings` calibrates the noise so that a client selected in every round
+    (``rounds * local_epochs`` epochs at sampling rate ``batch_size / n_min``, n_min the smallest
+    client) spends at most ``target_epsilon``. :meth:`train` runs Opacus for ``epochs`` epochs on
+    the client's stream 0 (proximal terms are not supported) and merges the accountant's entries
+    into the client's history; :meth:`epsilon` is the largest epsilon any client spent.
+
+    Parameters
+    ----------
+    noise_multiplier : float
+        The calibrated noise multiplier (:meth:`from_settings`).
+    max_grad_norm : float
+        Per-sample gradient clipping norm.
+    delta : float
+        The target delta of the accounting.
+    target_epsilon : float
+        The budget the noise was calibrated to (for :meth:`describe`).
+    """
+
+    name = "local"
+    differential_privacy = True
+    engines = ("inprocess", "flower")
+    sequential = "local DP-SGD (Opacus) trains one client at a time"
+
+    def __init__(self, *, noise_multiplier: float, max_grad_norm: float, delta: float, target_epsilon: float) -> None:
+        self.dp = LocalDP(noise_multiplier=noise_multiplier, max_grad_norm=max_grad_norm)
+        self.delta = float(delta)
+        self.target_epsilon = float(target_epsilon)
+        self.histories: dict[str, list[list[float]]] = {}
+
+    @classmethod
+    def from_settings(cls, settings: PrivacyConfig, run: PrivacyRun, model: nn.Module) -> LocalDPSGD:
+        rate = min(1.0, run.batch_size / max(1, min(run.client_sizes)))
+        steps = int(np.ceil(1 / rate)) * run.local_epochs * run.rounds
+        noise = calibrate_noise(settings.target_epsilon, settings.delta, rate, steps)
+        log.info("local DP: noise multiplier %.4f for epsilon %.3g", noise, settings.target_epsilon)
+        return cls(noise_multiplier=noise, max_grad_norm=settings.max_grad_norm, delta=settings.delta,
+                   target_epsilon=settings.target_epsilon)
+
+    @classmethod
+    def check(cls, settings: PrivacyConfig, *, strategy: StrategyTraits, engine: str) -> None:
+        if strategy.local_proximal_term:  # Opacus's private training has no proximal term
+            raise ConfigError(f"privacy.mode='local' is not supported with strategy.name={strategy.name!r}; "
+                              "use fedavg or fedmedian")
+        super().check(settings, strategy=strategy, engine=engine)
+
+    @classmethod
+    def prepare_model(cls, model: nn.Module) -> nn.Module:
+        """``opacus.validators.ModuleValidator.fix``: BatchNorm -> GroupNorm for DP-SGD."""
+        from opacus.validators import ModuleValidator
+
+        return ModuleValidator.fix(model)
+
+    def describe(self) -> str:
+        return (f"local DP-SGD (Opacus, RDP accountant), target epsilon {self.target_epsilon}, "
+                f"delta {self.delta}, max grad norm {self.dp.max_grad_norm}")
+
+    def train(self, client: TrainingClient, params: Params, *, seed_offset: int = 0,
+              **kwargs: Any) -> tuple[Params, float]:
+        new, loss, history = client.trainer.train_private(params, client.x, client.y, epochs=kwargs["epochs"],
+                                                          seed=client.seed(), dp=self.dp)
+        self.add_accounting(client.client_id, history)
+        return new, loss
+
+    def epsilon(self, rounds_done: int) -> float | None:
+        eps = [epsilon_from_history(h, self.delta) for h in self.histories.values()]
+        return max(eps) if eps else 0.0
+
+    def accounting(self, client_id: int) -> list[list[float]]:
+        return self.histories.get(str(client_id), [])
+
+    def add_accounting(self, client_id: int, entries: list[list[float]]) -> None:
+        key = str(client_id)
+        self.histories[key] = merge_history(self.histories.get(key, []), entries)
+
+    def state_dict(self) -> dict[str, Any]:
+        """Every client's accountant history, ``{str(client_id): [[noise, rate, steps], ...]}``."""
+        return dict(self.histories)
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.histories = dict(state)
+
+
+@registry.PRIVACY_MECHANISMS.register
+class ServerSideDP(PrivacyMechanism):
+    """Server-side fixed clipping plus Gaussian noise on the mean (``privacy.mode: server``;
+    :func:`server_dp_aggregate`, McMahan et al. 2018).
+
+    :meth:`from_settings` takes ``privacy.noise_multiplier``, else calibrates it to
+    ``target_epsilon`` over the run's rounds at sampling rate m / C. :meth:`aggregate` replaces the
+    strategy's rule: each update clipped, equal weights, noise drawn from ``(seed, round, 13)``.
+    :meth:`epsilon` is the RDP bound of the subsampled Gaussian mechanism over the rounds done.
+
+    Parameters
+    ----------
+    clipping_norm : float
+        Each update's clipping norm.
+    noise_multiplier : float
+        Noise std relative to ``clipping_norm`` (given, or calibrated by :meth:`from_settings`).
+    delta, target_epsilon : float
+        The accounting's delta and the budget (for :meth:`describe`).
+    sample_rate : float
+        m / C, the subsampling rate of the accounting.
+    seed : int
+        The run seed (the noise of round k is drawn from ``(seed, k, 13)``).
+    """
+
+    name = "server"
+    differential_privacy = True
+    engines = ("inprocess", "flower")
+
+    def __init__(self, *, clipping_norm: float, noise_multiplier: float, delta: float, target_epsilon: float,
+                 sample_rate: float, seed: int) -> None:
+        self.clipping_norm = float(clipping_norm)
+        self.noise_multiplier = float(noise_multiplier)
+        self.delta = float(delta)
+        self.target_epsilon = float(target_epsilon)
+        self.sample_rate = float(sample_rate)
+        self.seed = int(seed)
+
+    @classmethod
+    def from_settings(cls, settings: PrivacyConfig, run: PrivacyRun, model: nn.Module) -> ServerSideDP:
+        rate = run.clients_per_round / run.num_clients
+        noise = settings.noise_multiplier
+        if noise is None:
+            noise = calibrate_noise(settings.target_epsilon, settings.delta, rate, run.rounds)
+        return cls(clipping_norm=settings.clipping_norm, noise_multiplier=noise, delta=settings.delta,
+                   target_epsilon=settings.target_epsilon, sample_rate=rate, seed=run.seed)
+
+    @classmethod
+    def check(cls, settings: PrivacyConfig, *, strategy: StrategyTraits, engine: str) -> None:
+        if not strategy.aggregates_by_mean():
+            raise ConfigError(f"privacy.mode='server' clips and averages updates (FedAvg); it cannot wrap "
+                              f"strategy.name={strategy.name!r}")
+        if settings.secure_aggregation == "secagg+":
+            raise ConfigError("privacy.secure_aggregation='secagg+' hides the individual updates that "
+                              "privacy.mode='server' clips; use privacy.mode=local or none")
+        super().check(settings, strategy=strategy, engine=engine)
+
+    @property
+    def central_noise(self) -> CentralNoise:
+        return CentralNoise(self.clipping_norm, self.noise_multiplier)
+
+    def describe(self) -> str:
+        return (f"server-side fixed clipping (norm {self.clipping_norm}) + Gaussian noise, "
+                f"target epsilon {self.target_epsilon}, delta {self.delta}")
+
+    def aggregate(self, strategy: Any, global_params: Params, results: list, server_loss: float,
+                  round_: int) -> Params:
+        new, _ = server_dp_aggregate(global_params, [r.params for r in results], clipping_norm=self.clipping_norm,
+                                     noise_multiplier=self.noise_multiplier,
+                                     rng=np.random.default_rng([self.seed, round_, 13]))
+        return new
+
+    def epsilon(self, rounds_done: int) -> float | None:
+        return epsilon_from_history([[self.noise_multiplier, self.sample_rate, rounds_done]], self.delta)
+
+
+@registry.PRIVACY_MECHANISMS.register
+class NbAFLMechanism(PrivacyMechanism):
+    """NbAFL as FederatedScope runs it (``privacy.mode: nbafl``; the noise scales: :class:`NbAFL`).
+
+    :meth:`broadcast` clips the global model (and, when ``T > sqrt(N) K``, noises it; noise from
+    ``(seed, round, 14)``); :meth:`train` adds NbAFL's proximal term to the client's training, then
+    upload noise (the client's stream ``1000 + seed_offset``); :meth:`round_metrics` reports the
+    expected upload and aggregate noise norms against the norms of the model and of its change;
+    :meth:`epsilon` is the configured epsilon the noise scales derive from (no accounting).
+
+    Parameters
+    ----------
+    nbafl : NbAFL
+        The noise scales of the run.
+    trainable : list of bool
+        Per ``state_dict`` entry of the model: is it a trainable parameter (:func:`trainable_mask`)?
+    seed : int
+        The run seed (the broadcast noise of round k is drawn from ``(seed, k, 14)``).
+    """
+
+    name = "nbafl"
+    differential_privacy = True
+    engines = ("inprocess",)
+    sequential = "NbAFL's proximal term and upload noise are added client by client (sequential path)"
+
+    def __init__(self, *, nbafl: NbAFL, trainable: list[bool], seed: int) -> None:
+        self.nbafl = nbafl
+        self.trainable = list(trainable)
+        self.seed = int(seed)
+
+    @classmethod
+    def from_settings(cls, settings: PrivacyConfig, run: PrivacyRun, model: nn.Module) -> NbAFLMechanism:
+        nbafl = nbafl_from_config(settings, rounds=run.rounds, num_clients=run.num_clients,
+                                  clients_per_round=run.clients_per_round, local_epochs=run.local_epochs,
+                                  client_sizes=list(run.client_sizes))
+        return cls(nbafl=nbafl, trainable=trainable_mask(model), seed=run.seed)
+
+    @classmethod
+    def check(cls, settings: PrivacyConfig, *, strategy: StrategyTraits, engine: str) -> None:
+        if strategy.local_proximal_term:
+            raise ConfigError("privacy.mode='nbafl' has its own proximal term (privacy.nbafl_mu); "
+                              f"use strategy.name=fedavg instead of {strategy.name}")
+        if engine not in cls.engines:
+            raise ConfigError("privacy.mode='nbafl' runs in the in-process engine only; set run.engine=inprocess")
+
+    def describe(self) -> str:
+        nb = self.nbafl
+        return (f"NbAFL as in FederatedScope (weights clipped to {nb.w_clip}, proximal mu {nb.mu}, Gaussian "
+                f"noise with constant {nb.constant}), epsilon {nb.epsilon}")
+
+    def broadcast(self, params: Params, round_: int) -> Params:
+        return self.nbafl.broadcast(params, self.trainable, np.random.default_rng([self.seed, round_, 14]))
+
+    def train(self, client: TrainingClient, params: Params, *, seed_offset: int = 0,
+              **kwargs: Any) -> tuple[Params, float]:
+        new, loss = client.fit(params, seed_offset=seed_offset, **kwargs, **self.nbafl.train_kwargs(params))
+        rng = np.random.default_rng(client.seed(NBAFL_NOISE_OFFSET + seed_offset))
+        return self.nbafl.perturb_upload(new, self.trainable, client.num_samples, rng), loss
+
+    def epsilon(self, rounds_done: int) -> float | None:
+        return self.nbafl.epsilon
+
+    def round_metrics(self, received: Params, new: Params, num_samples: list[int]) -> dict[str, float]:
+        pairs = [(r, n) for r, n, t in zip(received, new, self.trainable) if t]
+        entries = int(sum(n.size for _, n in pairs))
+        norms = self.nbafl.noise_norms(num_samples, entries)
+        return {"nbafl_upload_noise_norm": norms["upload"], "nbafl_aggregate_noise_norm": norms["aggregate"],
+                "weight_norm": float(math.sqrt(sum(float(np.sum(np.square(n, dtype=np.float64))) for _, n in pairs))),
+                "update_norm": float(math.sqrt(sum(float(np.sum(np.square(n - r, dtype=np.float64)))
+                                                   for r, n in pairs)))}
+
+
+def privacy_mechanism(mode: str) -> type[PrivacyMechanism]:
+    """The mechanism class registered under ``privacy.mode`` -- the one place a mode name is read.
+
+    Parameters
+    ----------
+    mode : str
+        A registered ``privacy.mode``.
+
+    Returns
+    -------
+    type of PrivacyMechanism
+
+    Raises
+    ------
+    ConfigError
+        If no mechanism is registered under ``mode``.
+
+    Examples
+    --------
+    >>> privacy_mechanism("nbafl").__name__
+    'NbAFLMechanism'
+    """
+    try:
+        return registry.PRIVACY_MECHANISMS[mode]
+    except KeyError as exc:
+        raise ConfigError(exc.args[0]) from None
+
+
+def build_privacy(settings: PrivacyConfig, run: PrivacyRun, model: nn.Module) -> PrivacyMechanism:
+    """The calibrated mechanism of ``settings.mode`` for a run.
+
+    Parameters
+    ----------
+    settings : PrivacyConfig
+        The ``privacy`` section.
+    run : PrivacyRun
+        The run's facts.
+    model : torch.nn.Module
+        The model the run trains (already :meth:`~PrivacyMechanism.prepare_model`-ed).
+
+    Returns
+    -------
+    PrivacyMechanism
+    """
+    return privacy_mechanism(settings.mode).from_settings(settings, run, model)
+

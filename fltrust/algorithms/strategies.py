@@ -32,20 +32,28 @@ mean of the ``num_nodes_to_select`` lowest scores), ``trimmedmean`` (Yin et al. 
 at each end of every coordinate), ``bulyan`` (El Mhamdi et al. 2018; recursive Krum selection, then
 the mean of the values closest to the coordinate median).
 
-Spec and bug references ("fairness spec §N", "trust spec §N", "Bn") are defined in ``docs/references.md``.
+**Adding a strategy.** A strategy is one class: a subclass of :class:`Strategy` with a ``name``,
+registered with ``@registry.STRATEGIES.register`` (:data:`fltrust.registry.STRATEGIES`), whose
+constructor takes the parameters it uses as keyword arguments. :func:`build_strategy` binds each
+keyword to the run fact of that name (``local_epochs``, ``clients_per_round``), else to
+``strategy.options[<name>]``, else to the ``strategy`` field of that name, else leaves its default; ``strategy.name:
+<name>`` then selects it in a YAML file (``docs/extending.md``, "A new aggregation strategy").
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any, Protocol
+import inspect
+import logging
+from dataclasses import dataclass, field, fields
+from typing import Any, ClassVar, Protocol
 
-
-from fltrust.config import ExperimentConfig, StrategyConfig
-from fltrust.core.records import Params
-from fltrust.algorithms.aggregation import coordinate_median, qffl_aggregate, weighted_average
+from fltrust import registry
 from fltrust.algorithms import aggregation as robust
+from fltrust.algorithms.aggregation import coordinate_median, qffl_aggregate, weighted_average
+from fltrust.config import ConfigError, StrategyConfig
+from fltrust.core.records import Params
 
+log = logging.getLogger("fltrust")
 
 
 class ClientHandle(Protocol):
@@ -108,40 +116,68 @@ class ClientResult:
 
 
 class Strategy:
-    """Base class: plain local training, FedAvg aggregation."""
+    """Base class: plain local training, FedAvg aggregation.
 
-    name = "base"
+    Parameters
+    ----------
+    local_epochs : int
+        Epochs of local training per round (``training.local_epochs``).
+    weighting : {"samples", "batches"}
+        The weights of the mean (:meth:`aggregation_weights`).
 
-    def __init__(self, settings: StrategyConfig, *, local_epochs: int, clients_per_round: int) -> None:
-        """A strategy takes its own section of the config and two training facts, not the whole config.
+    Attributes
+    ----------
+    name : str
+        ``strategy.name``; a subclass registers under it (``@registry.STRATEGIES.register``).
+    local_proximal_term : bool
+        Whether the training that leaves the client adds a proximal term of its own (FedProx),
+        which client-side privacy mechanisms that bring their own local objective refuse.
+    personalized : bool
+        Whether each client's performance is measured with a personal model (Ditto; the
+        FactSheet's ``configuration/personalization``).
+    """
 
-        Parameters
-        ----------
-        settings : StrategyConfig
-            The ``strategy`` section (weighting, q, Ditto and robust-aggregation settings).
-        local_epochs : int
-            ``training.local_epochs``: epochs of local training per round.
-        clients_per_round : int
-            Clients sampled per round (:meth:`~fltrust.config.ExperimentConfig.clients_per_round`;
-            Multi-Krum's default selection is this minus f).
-        """
-        self.settings = settings
+    name: ClassVar[str] = "base"
+    local_proximal_term: ClassVar[bool] = False
+    personalized: ClassVar[bool] = False
+
+    def __init__(self, *, local_epochs: int = 1, weighting: str = "samples") -> None:
+        if weighting not in ("samples", "batches"):
+            raise ConfigError(f"strategy.weighting={weighting!r} is not allowed; choose one of ['samples', 'batches']")
         self.local_epochs = int(local_epochs)
-        self.clients_per_round = int(clients_per_round)
+        self.weighting = weighting
 
     @classmethod
-    def from_config(cls, cfg: ExperimentConfig) -> Strategy:
-        """This strategy with the settings it uses from an experiment config.
+    def aggregates_by_mean(cls) -> bool:
+        """Whether the aggregation is the base class's weighted mean (what server-side DP and
+        secure aggregation can replace or wrap): true unless the class overrides :meth:`aggregate`."""
+        return cls.aggregate is Strategy.aggregate
+
+    @classmethod
+    def max_malicious_nodes(cls, clients_per_round: int) -> int | None:
+        """The largest f the rule tolerates among ``clients_per_round`` updates (``None``: the
+        rule takes no f); ``fltrust.experiment.defence_comparison`` caps its default f by it.
 
         Parameters
         ----------
-        cfg : ExperimentConfig
+        clients_per_round : int
 
         Returns
         -------
-        Strategy
+        int or None
         """
-        return cls(cfg.strategy, local_epochs=cfg.training.local_epochs, clients_per_round=cfg.clients_per_round())
+        return None
+
+    def check(self, *, clients_per_round: int) -> None:
+        """Raise :class:`~fltrust.config.ConfigError` when the rule's preconditions fail for rounds
+        of ``clients_per_round`` updates (the base class has none).
+
+        Parameters
+        ----------
+        clients_per_round : int
+            m, the clients sampled per round.
+        """
+        return None
 
     def local_update(self, client: ClientHandle, global_params: Params) -> LocalResult:
         """One client's local work in a round (the base class: ``local_epochs`` epochs from the
@@ -220,7 +256,7 @@ class Strategy:
     def aggregation_weights(self, results: list[ClientResult]) -> list[float]:
         """Each result's weight in a weighted mean: its ``num_batches`` when
         ``strategy.weighting`` is ``"batches"``, else its ``num_samples``."""
-        key = "num_batches" if self.settings.weighting == "batches" else "num_samples"
+        key = "num_batches" if self.weighting == "batches" else "num_samples"
         return [float(getattr(r, key)) for r in results]
 
     def aggregate(self, global_params: Params, results: list[ClientResult], server_loss: float) -> Params:
@@ -253,63 +289,102 @@ class Strategy:
         return None
 
 
+@registry.STRATEGIES.register
 class FedAvg(Strategy):
     """Federated averaging (McMahan et al. 2017)."""
 
     name = "fedavg"
 
 
+@registry.STRATEGIES.register
 class FedProx(Strategy):
-    """FedProx: proximal local objective (Li et al. 2020), FedAvg aggregation."""
+    """FedProx: proximal local objective (Li et al. 2020), FedAvg aggregation.
+
+    Parameters
+    ----------
+    proximal_mu : float
+        mu of the local term ``mu/2 ||w - theta||^2``.
+    local_epochs, weighting
+        As :class:`Strategy`.
+    """
 
     name = "fedprox"
+    local_proximal_term = True
+
+    def __init__(self, *, proximal_mu: float = 0.01, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.proximal_mu = float(proximal_mu)
 
     def local_update(self, client: ClientHandle, global_params: Params) -> LocalResult:
         params, loss = client.train(
             global_params,
             epochs=self.local_epochs,
             proximal_center=global_params,
-            proximal_mu=self.settings.proximal_mu,
+            proximal_mu=self.proximal_mu,
         )
         return LocalResult(params, loss)
 
     def local_updates_grouped(self, clients: list[ClientHandle], global_params: Params, group: Any) -> list[LocalResult]:
         params, losses = group.train(global_params, epochs=self.local_epochs,
-                                     proximal_center=global_params, proximal_mu=self.settings.proximal_mu)
+                                     proximal_center=global_params, proximal_mu=self.proximal_mu)
         return [LocalResult(p, loss) for p, loss in zip(params, losses)]
 
 
+@registry.STRATEGIES.register
 class QFedAvg(Strategy):
-    """q-FedAvg (Li et al. 2020, q-FFL); see :func:`fltrust.algorithms.aggregation.qffl_aggregate`."""
+    """q-FedAvg (Li et al. 2020, q-FFL); see :func:`fltrust.algorithms.aggregation.qffl_aggregate`.
+
+    Parameters
+    ----------
+    q : float
+        The fairness exponent.
+    qffl_learning_rate : float
+        The step 1/L.
+    qfedavg_variant : {"flower_legacy", "qffl"}
+        One central loss for every client (Flower 1.7's legacy q-FedAvg) or each client's own loss.
+    local_epochs, weighting
+        As :class:`Strategy`.
+    """
 
     name = "qfedavg"
 
+    def __init__(self, *, q: float = 0.2, qffl_learning_rate: float = 0.1, qfedavg_variant: str = "flower_legacy",
+                 **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        if qfedavg_variant not in ("flower_legacy", "qffl"):
+            raise ConfigError(f"strategy.qfedavg_variant={qfedavg_variant!r} is not allowed; "
+                              "choose one of ['flower_legacy', 'qffl']")
+        self.q = float(q)
+        self.qffl_learning_rate = float(qffl_learning_rate)
+        self.qfedavg_variant = qfedavg_variant
+
     def local_update(self, client: ClientHandle, global_params: Params) -> LocalResult:
         extra = {}
-        if self.settings.qfedavg_variant == "qffl":
+        if self.qfedavg_variant == "qffl":
             extra["qffl_loss"] = client.train_loss_of(global_params)
         params, loss = client.train(global_params, epochs=self.local_epochs)
         return LocalResult(params, loss, extra=extra)
 
     def local_updates_grouped(self, clients: list[ClientHandle], global_params: Params, group: Any) -> list[LocalResult]:
         extras: list[dict[str, float]] = [{} for _ in clients]
-        if self.settings.qfedavg_variant == "qffl":  # each client's loss of the received model
+        if self.qfedavg_variant == "qffl":  # each client's loss of the received model
             for extra, loss in zip(extras, group.train_loss_of(global_params)):
                 extra["qffl_loss"] = loss
         params, losses = group.train(global_params, epochs=self.local_epochs)
         return [LocalResult(p, loss, extra=e) for p, loss, e in zip(params, losses, extras)]
 
     def aggregate(self, global_params: Params, results: list[ClientResult], server_loss: float) -> Params:
-        s = self.settings
-        if s.qfedavg_variant == "flower_legacy":
+        if self.qfedavg_variant == "flower_legacy":
             losses = [server_loss] * len(results)
         else:
             losses = [r.extra["qffl_loss"] for r in results]
-        return qffl_aggregate(global_params, [r.params for r in results], losses, q=s.q, learning_rate=s.qffl_learning_rate)
+        return qffl_aggregate(global_params, [r.params for r in results], losses, q=self.q,
+                              learning_rate=self.qffl_learning_rate)
 
 
+@registry.STRATEGIES.register
 class Ditto(Strategy):
-    """Ditto (Li et al. 2021) as the fairness authors ran it (fairness spec 5.3).
+    """Ditto (Li et al. 2021) as the fairness authors ran it (fairness spec 5.3, docs/references.md#fairness-5-3).
 
     Global track: ``local_epochs`` epochs from the received model -> w_n, sent to the server.
     Personal track: the client's stored personal model v_n (initialised to the global model at the
@@ -317,16 +392,35 @@ class Ditto(Strategy):
     ``loss(v) + lambda/2 ||v - anchor||^2``, i.e. ``v <- v - eta (grad + lambda (v - anchor))``,
     with anchor = w_n (``ditto_anchor="local"``, the authors' code) or the received global model
     (``"global"``, the Ditto paper). The client's performance is measured with v_n.
+
+    Parameters
+    ----------
+    ditto_lambda, ditto_lr : float
+        lambda of the personal objective and the personal learning rate eta.
+    ditto_epochs : int
+        Personal epochs per round (0: the personal model stays as initialised).
+    ditto_anchor : {"local", "global"}
+        The proximal anchor of the personal update.
+    local_epochs, weighting
+        As :class:`Strategy`.
     """
 
     name = "ditto"
+    personalized = True
 
-    def __init__(self, settings: StrategyConfig, *, local_epochs: int, clients_per_round: int) -> None:
-        super().__init__(settings, local_epochs=local_epochs, clients_per_round=clients_per_round)
+    def __init__(self, *, ditto_lambda: float = 0.8, ditto_lr: float = 0.01, ditto_epochs: int = 10,
+                 ditto_anchor: str = "local", **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        if ditto_anchor not in ("local", "global"):
+            raise ConfigError(f"strategy.ditto_anchor={ditto_anchor!r} is not allowed; choose one of ['local', 'global']")
+        self.ditto_lambda = float(ditto_lambda)
+        self.ditto_lr = float(ditto_lr)
+        self.ditto_epochs = int(ditto_epochs)
+        self.ditto_anchor = ditto_anchor
         self.personal: dict[int, Params] = {}
 
     def local_update(self, client: ClientHandle, global_params: Params) -> LocalResult:
-        s = self.settings
+        s = self
         params, loss = client.train(global_params, epochs=self.local_epochs)
         personal = self.personal.get(client.client_id, [p.copy() for p in global_params])
         anchor = params if s.ditto_anchor == "local" else global_params
@@ -345,7 +439,7 @@ class Ditto(Strategy):
         return LocalResult(params, loss, eval_params=personal)
 
     def local_updates_grouped(self, clients: list[ClientHandle], global_params: Params, group: Any) -> list[LocalResult]:
-        s = self.settings
+        s = self
         params, losses = group.train(global_params, epochs=self.local_epochs)
         personal = [self.personal.get(c.client_id, [p.copy() for p in global_params]) for c in clients]
         if s.ditto_epochs > 0:
@@ -366,6 +460,7 @@ class Ditto(Strategy):
         self.personal = {int(k): v for k, v in state.get("personal", {}).items()}
 
 
+@registry.STRATEGIES.register
 class FedMedian(Strategy):
     """Coordinate-wise median aggregation (Yin et al. 2018)."""
 
@@ -375,60 +470,214 @@ class FedMedian(Strategy):
         return coordinate_median([r.params for r in results])
 
 
+@registry.STRATEGIES.register
 class Krum(Strategy):
     """Krum (Blanchard et al. 2017): the update with the lowest Krum score becomes the global
-    model (:func:`fltrust.algorithms.aggregation.krum`; f = ``strategy.num_malicious_nodes``)."""
+    model (:func:`fltrust.algorithms.aggregation.krum`).
+
+    Parameters
+    ----------
+    num_malicious_nodes : int
+        f, the Byzantine updates the rule assumes among a round's updates (needs m >= 2f + 3).
+    local_epochs, weighting
+        As :class:`Strategy`.
+    """
 
     name = "krum"
 
+    def __init__(self, *, num_malicious_nodes: int = 0, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.num_malicious_nodes = int(num_malicious_nodes)
+
+    @classmethod
+    def max_malicious_nodes(cls, clients_per_round: int) -> int | None:
+        return max(0, (clients_per_round - 3) // 2)
+
+    def check(self, *, clients_per_round: int) -> None:
+        f = self.num_malicious_nodes
+        if clients_per_round < 2 * f + 3:
+            raise ConfigError(f"strategy.name={self.name!r} with num_malicious_nodes={f} needs clients_per_round >= "
+                              f"2f + 3 = {2 * f + 3} (Blanchard et al. 2017), got {clients_per_round}")
+
     def aggregate(self, global_params: Params, results: list[ClientResult], server_loss: float) -> Params:
-        return robust.krum([r.params for r in results], self.settings.num_malicious_nodes)
+        return robust.krum([r.params for r in results], self.num_malicious_nodes)
 
 
-class MultiKrum(Strategy):
-    """Multi-Krum (Blanchard et al. 2017): weighted mean (``strategy.weighting``, as Flower's
-    MultiKrum) of the ``num_nodes_to_select`` lowest-scoring updates (default m - f)."""
+@registry.STRATEGIES.register
+class MultiKrum(Krum):
+    """Multi-Krum (Blanchard et al. 2017): weighted mean (``weighting``, as Flower's MultiKrum) of
+    the ``num_nodes_to_select`` lowest-scoring updates.
+
+    Parameters
+    ----------
+    num_malicious_nodes : int
+        f, as :class:`Krum`.
+    num_nodes_to_select : int or None
+        The updates averaged; ``None``: ``clients_per_round - f`` (Blanchard et al.'s m = n - f), at least 1.
+    clients_per_round : int
+        m, the clients sampled per round.
+    local_epochs, weighting
+        As :class:`Strategy`.
+    """
 
     name = "multikrum"
 
+    def __init__(self, *, num_malicious_nodes: int = 0, num_nodes_to_select: int | None = None,
+                 clients_per_round: int, **kwargs: Any) -> None:
+        super().__init__(num_malicious_nodes=num_malicious_nodes, **kwargs)
+        self.requested_nodes_to_select = num_nodes_to_select
+        self.num_nodes_to_select = int(num_nodes_to_select or max(1, clients_per_round - self.num_malicious_nodes))
+
+    def check(self, *, clients_per_round: int) -> None:
+        super().check(clients_per_round=clients_per_round)
+        k = self.requested_nodes_to_select
+        if k is not None and k > clients_per_round:
+            raise ConfigError(f"strategy.num_nodes_to_select={k} exceeds clients_per_round={clients_per_round}")
+
     def aggregate(self, global_params: Params, results: list[ClientResult], server_loss: float) -> Params:
-        s = self.settings
-        k = s.num_nodes_to_select or max(1, self.clients_per_round - s.num_malicious_nodes)
-        return robust.multikrum([r.params for r in results], s.num_malicious_nodes, k, self.aggregation_weights(results))
+        return robust.multikrum([r.params for r in results], self.num_malicious_nodes, self.num_nodes_to_select,
+                                self.aggregation_weights(results))
 
 
+@registry.STRATEGIES.register
 class TrimmedMean(Strategy):
-    """Coordinate-wise trimmed mean (Yin et al. 2018), ``strategy.beta`` cut at each end."""
+    """Coordinate-wise trimmed mean (Yin et al. 2018).
+
+    Parameters
+    ----------
+    beta : float
+        The fraction cut at each end of every coordinate, in [0, 0.5).
+    local_epochs, weighting
+        As :class:`Strategy`.
+    """
 
     name = "trimmedmean"
 
+    def __init__(self, *, beta: float = 0.2, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.beta = float(beta)
+
     def aggregate(self, global_params: Params, results: list[ClientResult], server_loss: float) -> Params:
-        return robust.trimmed_mean([r.params for r in results], self.settings.beta)
+        return robust.trimmed_mean([r.params for r in results], self.beta)
 
 
-class Bulyan(Strategy):
+@registry.STRATEGIES.register
+class Bulyan(Krum):
     """Bulyan over recursive Krum (El Mhamdi et al. 2018). A round with fewer than 4f + 3
-    updates (drop-outs) keeps the global model, as Flower's Bulyan does."""
+    updates (drop-outs) keeps the global model, as Flower's Bulyan does.
+
+    Parameters
+    ----------
+    num_malicious_nodes : int
+        f (needs m >= 4f + 3).
+    local_epochs, weighting
+        As :class:`Strategy`.
+    """
 
     name = "bulyan"
 
-    def aggregate(self, global_params: Params, results: list[ClientResult], server_loss: float) -> Params:
-        f = self.settings.num_malicious_nodes
-        if len(results) < 4 * f + 3:
-            import logging
+    @classmethod
+    def max_malicious_nodes(cls, clients_per_round: int) -> int | None:
+        return max(0, (clients_per_round - 3) // 4)
 
-            logging.getLogger("fltrust").warning("Bulyan needs 4f + 3 = %d updates, got %d: the global model is kept",
-                                                 4 * f + 3, len(results))
+    def check(self, *, clients_per_round: int) -> None:
+        f = self.num_malicious_nodes
+        if clients_per_round < 4 * f + 3:
+            raise ConfigError(f"strategy.name='bulyan' with num_malicious_nodes={f} needs clients_per_round >= "
+                              f"4f + 3 = {4 * f + 3} (El Mhamdi et al. 2018), got {clients_per_round}")
+
+    def aggregate(self, global_params: Params, results: list[ClientResult], server_loss: float) -> Params:
+        f = self.num_malicious_nodes
+        if len(results) < 4 * f + 3:
+            log.warning("Bulyan needs 4f + 3 = %d updates, got %d: the global model is kept", 4 * f + 3, len(results))
             return [p.copy() for p in global_params]
         return robust.bulyan([r.params for r in results], f)
 
 
-STRATEGY_CLASSES: dict[str, type[Strategy]] = {
-    cls.name: cls for cls in (FedAvg, FedProx, QFedAvg, Ditto, FedMedian, Krum, MultiKrum, TrimmedMean, Bulyan)
-}
+STRATEGY_CLASSES = registry.STRATEGIES
+"""``strategy.name`` -> strategy class: :data:`fltrust.registry.STRATEGIES` (the built-ins above and
+any class registered at run time)."""
+
+_FACTS = ("local_epochs", "clients_per_round")
 
 
-def build_strategy(cfg: ExperimentConfig) -> Strategy:
-    """The strategy named by ``cfg.strategy.name``, built from the settings it uses
-    (:meth:`Strategy.from_config`)."""
-    return STRATEGY_CLASSES[cfg.strategy.name].from_config(cfg)
+def _keywords(cls: type) -> dict[str, inspect.Parameter]:
+    """The keyword parameters ``cls(...)`` takes: its constructor's, and -- while a constructor
+    passes ``**kwargs`` on -- those of the constructors above it."""
+    out: dict[str, inspect.Parameter] = {}
+    for klass in cls.__mro__:
+        if "__init__" not in klass.__dict__ or klass is object:
+            continue
+        passes_on = False
+        for name, p in inspect.signature(klass.__init__).parameters.items():
+            if p.kind is p.VAR_KEYWORD:
+                passes_on = True
+            elif name != "self" and p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD):
+                out.setdefault(name, p)
+        if not passes_on:
+            break
+    return out
+
+
+def build_strategy(settings: StrategyConfig, *, local_epochs: int, clients_per_round: int) -> Strategy:
+    """The strategy named by ``settings.name``, built with the keyword arguments its constructor takes.
+
+    Each keyword of the class's constructor gets, in this order: the run fact of that name
+    (``local_epochs``, ``clients_per_round`` -- the resolved m); ``settings.options[<keyword>]``;
+    the ``strategy`` field of that name (``num_malicious_nodes``, ``beta``, ...); or its default.
+    Then the rule's preconditions are checked (:meth:`Strategy.check`).
+
+    Parameters
+    ----------
+    settings : StrategyConfig
+        The ``strategy`` section.
+    local_epochs : int
+        ``training.local_epochs``.
+    clients_per_round : int
+        m, the clients sampled per round (:meth:`~fltrust.config.ExperimentConfig.clients_per_round`).
+
+    Returns
+    -------
+    Strategy
+
+    Raises
+    ------
+    ConfigError
+        For an unregistered name, an option the constructor does not take, a required keyword
+        nothing provides, a value the constructor refuses, or a failed precondition.
+
+    Examples
+    --------
+    >>> krum = build_strategy(StrategyConfig(name="krum", num_malicious_nodes=1), local_epochs=2, clients_per_round=5)
+    >>> type(krum).__name__, krum.num_malicious_nodes, krum.local_epochs
+    ('Krum', 1, 2)
+    """
+    try:
+        cls = registry.STRATEGIES[settings.name]
+    except KeyError as exc:
+        raise ConfigError(exc.args[0]) from None
+    facts = {"local_epochs": local_epochs, "clients_per_round": clients_per_round}
+    config_fields = {f.name for f in fields(StrategyConfig)} - {"name", "options"}
+    params = _keywords(cls)
+    unknown = sorted(set(settings.options) - (set(params) - set(_FACTS)))
+    if unknown:
+        raise ConfigError(f"strategy.options {unknown} are not parameters of strategy.name={settings.name!r}; "
+                          f"its parameters: {sorted(set(params) - set(_FACTS))}")
+    kwargs: dict[str, Any] = {}
+    for name, p in params.items():
+        if name in facts:
+            kwargs[name] = facts[name]
+        elif name in settings.options:
+            kwargs[name] = settings.options[name]
+        elif name in config_fields:
+            kwargs[name] = getattr(settings, name)
+        elif p.default is inspect.Parameter.empty:
+            raise ConfigError(f"strategy.name={settings.name!r} needs strategy.options.{name}")
+    try:
+        strategy = cls(**kwargs)
+    except ConfigError:
+        raise
+    except (TypeError, ValueError) as exc:
+        raise ConfigError(f"strategy.name={settings.name!r}: {exc}") from None
+    strategy.check(clients_per_round=clients_per_round)
+    return strategy

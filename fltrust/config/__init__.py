@@ -48,8 +48,6 @@ Modules
 Every name below is importable from ``fltrust.config``; the modules import only
 :mod:`fltrust.names`, :mod:`fltrust.settings` and each other (the models, data specs, trust
 declarations and atomic writer lazily, where used), never an engine or the experiment runner.
-
-Spec and bug references ("fairness spec §N", "trust spec §N", "Bn") are defined in ``docs/references.md``.
 """
 
 from fltrust.config.checks import ConfigError

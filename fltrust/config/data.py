@@ -1,7 +1,4 @@
-"""The ``data``, ``partition`` and ``model`` sections: which dataset, how it becomes clients, which model.
-
-Spec and bug references ("fairness spec §N", "trust spec §N", "Bn") are defined in ``docs/references.md``.
-"""
+"""The ``data``, ``partition`` and ``model`` sections: which dataset, how it becomes clients, which model."""
 
 from __future__ import annotations
 
@@ -33,9 +30,9 @@ class DataConfig:
     onehot_order : str
         NSL-KDD categorical columns: ``"global"`` (one fixed order, the correct default),
         ``"per_split"`` (what the fairness authors ran: each client's train split, each client's
-        validation split and the auxiliary set one-hot encoded on its own, fairness spec 6.7) or
-        ``"per_partition"`` (a client's train and validation rows encoded together; an earlier
-        reading of the authors' code, kept for comparison).
+        validation split and the auxiliary set one-hot encoded on its own, fairness spec 6.7;
+        docs/references.md#fairness-6-7) or ``"per_partition"`` (a client's train and validation rows encoded together;
+        an earlier reading of the authors' code, kept for comparison).
     scaling : str
         NSL-KDD continuous columns: ``"fit_train"`` (min-max fitted on the training data, the
         default) or ``"fixed"`` (the fairness authors' fixed maxima table, fairness spec 6.7).
@@ -132,12 +129,15 @@ class PartitionConfig:
         Cap on |D|.
     aux_source : {"test", "client_pool"}
         Where D is drawn from. ``"test"`` (default): the test split, disjoint from every client's
-        data (fairness spec 9). ``"client_pool"``: the clients' own data (training and
+        data (fairness spec 9, docs/references.md#fairness-9). ``"client_pool"``: the clients' own data (training and
         validation rows of all clients; ``aux_fraction`` is then a share of that pool), the
         overlap of the authors' FEMNIST iid builder (fairness spec 6.6: ~60 % of client samples
-        also lie in D). A switch for experiments on that leakage; no Table 3 config uses it.
+        also lie in D; docs/references.md#fairness-6-6). A switch for experiments on that leakage; no Table 3 config
+        uses it.
     seed : int or None
-        Partition seed; ``None`` = ``run.seed``.
+        Partition seed; ``None`` = the run's seed (``run.seed`` + ``run.repeat``). It also seeds the
+        dataset's own draws (``data.pooled_train_samples``, ``data.max_*_samples``, a synthetic
+        generator), so repeats with one ``partition.seed`` share all their data.
     """
 
     num_clients: int = 10

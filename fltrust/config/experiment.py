@@ -3,7 +3,11 @@ them), its run id and config hash, and building it from nested dicts and YAML fi
 
 Building (:func:`_build`) checks keys and coerces values against the sections' type hints; every
 float is checked finite there (:func:`_check_finite` for direct construction). Whether the model
-takes the dataset's inputs is checked one layer up, by :func:`fltrust.compatibility.check_compatible`.
+takes the dataset's inputs, and the rules that tie a component to the rest of the run -- a
+strategy's preconditions (Krum's ``m >= 2f + 3``), the strategies and engines a privacy mechanism
+works with, the strategies SecAgg+ can aggregate -- belong to the components and are checked
+above them, by :func:`fltrust.compatibility.check_compatible` and
+:func:`fltrust.experiment.check_experiment`.
 """
 
 from __future__ import annotations
@@ -24,7 +28,6 @@ from fltrust.config.learning import PrivacyConfig, StrategyConfig, TrainingConfi
 from fltrust.config.loading import apply_overrides, read_config_file
 from fltrust.config.paper_metrics import MetricsConfig, ProjectConfig
 from fltrust.config.run import AttackConfig, FlowerConfig, ReliabilityConfig, RunConfig
-from fltrust.names import ROBUST_STRATEGIES
 from fltrust.settings import show
 
 
@@ -53,32 +56,8 @@ class ExperimentConfig:
                 f"strategy.clients_per_round={per_round} exceeds partition.num_clients={self.partition.num_clients}"
             )
 
-        if self.privacy.mode == "local" and self.strategy.name == "fedprox":
-            raise ConfigError("privacy.mode='local' is not supported with strategy.name='fedprox'; use fedavg or fedmedian")
-        if self.privacy.mode == "server" and self.strategy.name in ("qfedavg", *ROBUST_STRATEGIES):
-            raise ConfigError(
-                f"privacy.mode='server' clips and averages updates (FedAvg); it cannot wrap strategy.name={self.strategy.name!r}"
-            )
-        if self.privacy.mode == "nbafl" and self.strategy.name == "fedprox":
-            raise ConfigError("privacy.mode='nbafl' has its own proximal term (privacy.nbafl_mu); "
-                              "use strategy.name=fedavg instead of fedprox")
-        if self.privacy.mode == "nbafl" and self.run.engine == "flower":
-            raise ConfigError("privacy.mode='nbafl' runs in the in-process engine only; set run.engine=inprocess")
-        self._check_robust(per_round)
         self._check_attack()
         self._check_secure_aggregation()
-
-    def _check_robust(self, per_round: int) -> None:
-        s = self.strategy
-        f = s.num_malicious_nodes
-        if s.name in ("krum", "multikrum") and per_round < 2 * f + 3:
-            raise ConfigError(f"strategy.name={s.name!r} with num_malicious_nodes={f} needs clients_per_round >= 2f + 3 = "
-                              f"{2 * f + 3} (Blanchard et al. 2017), got {per_round}")
-        if s.name == "bulyan" and per_round < 4 * f + 3:
-            raise ConfigError(f"strategy.name='bulyan' with num_malicious_nodes={f} needs clients_per_round >= 4f + 3 = "
-                              f"{4 * f + 3} (El Mhamdi et al. 2018), got {per_round}")
-        if s.name == "multikrum" and s.num_nodes_to_select is not None and s.num_nodes_to_select > per_round:
-            raise ConfigError(f"strategy.num_nodes_to_select={s.num_nodes_to_select} exceeds clients_per_round={per_round}")
 
     def _check_attack(self) -> None:
         a = self.attack
@@ -92,17 +71,9 @@ class ExperimentConfig:
             raise ConfigError(f"attack.num_malicious={a.num_malicious} exceeds partition.num_clients={clients}")
 
     def _check_secure_aggregation(self) -> None:
-        if self.privacy.secure_aggregation != "secagg+":
-            return
-        if self.run.engine != "flower":
+        if self.privacy.secure_aggregation == "secagg+" and self.run.engine != "flower":
             raise ConfigError("privacy.secure_aggregation='secagg+' runs Flower's SecAgg+ protocol, which the in-process "
                               "engine does not have: set run.engine=flower")
-        if self.strategy.name not in ("fedavg", "fedprox"):
-            raise ConfigError(f"privacy.secure_aggregation='secagg+' reveals only the weighted sum of the updates; "
-                              f"strategy.name={self.strategy.name!r} needs the individual updates: use fedavg or fedprox")
-        if self.privacy.mode == "server":
-            raise ConfigError("privacy.secure_aggregation='secagg+' hides the individual updates that privacy.mode='server' "
-                              "clips; use privacy.mode=local or none")
 
     # -- derived values -------------------------------------------------------------------
     def clients_per_round(self) -> int:

@@ -1,14 +1,13 @@
-"""The ``strategy``, ``training`` and ``privacy`` sections: how the clients learn and the server aggregates.
-
-Spec and bug references ("fairness spec §N", "trust spec §N", "Bn") are defined in ``docs/references.md``.
-"""
+"""The ``strategy``, ``training`` and ``privacy`` sections: how the clients learn and the server aggregates."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
+from fltrust import registry
 from fltrust.config.checks import ConfigError, choice, fraction, positive
-from fltrust.names import PRIVACY_MODES, STRATEGIES, PrivacyMode, StrategyName
+from fltrust.names import PrivacyMode, StrategyName
 
 
 @dataclass(frozen=True)
@@ -18,7 +17,8 @@ class StrategyConfig:
     Attributes
     ----------
     name : str
-        One of ``STRATEGIES``.
+        A registered strategy (:data:`fltrust.registry.STRATEGIES`): the built-ins of
+        :data:`fltrust.names.STRATEGIES`, or one registered at run time before the config is built.
     fraction_fit : float or None
         Share of clients sampled per round; Flower rounds ``int(C * fraction)`` down (min 1).
     clients_per_round : int or None
@@ -30,8 +30,8 @@ class StrategyConfig:
         q-FedAvg fairness exponent and step ``1/L``.
     qfedavg_variant : str
         ``"flower_legacy"``: one central loss L(theta_k; D) for all clients (what the fairness
-        authors ran, fairness spec 5.2); ``"qffl"``: each client's own loss of theta_k on its
-        training data (Li et al. 2020, the q-FFL paper).
+        authors ran, fairness spec 5.2; docs/references.md#fairness-5-2); ``"qffl"``: each client's own loss of theta_k
+        on its training data (Li et al. 2020, the q-FFL paper).
     ditto_lambda, ditto_lr, ditto_epochs : float, float, int
         Ditto personalisation strength, personal learning rate and personal epochs.
     ditto_anchor : str
@@ -50,6 +50,11 @@ class StrategyConfig:
     beta : float
         TrimmedMean: fraction cut at *each* end of every coordinate, ``int(beta * n)`` values per
         side (Flower's ``FedTrimmedAvg(beta)``, scipy's ``trim_mean``; Yin et al. 2018), in [0, 0.5).
+    options : dict of str to Any
+        Further keyword arguments of the strategy's constructor, for a strategy whose parameters
+        have no field above (``{"norm_bound": 0.5}``); the strategy checks them when it is built
+        (:func:`fltrust.algorithms.strategies.build_strategy`). Empty by default, so it enters no
+        config hash.
     """
 
     name: StrategyName = "fedavg"
@@ -67,9 +72,12 @@ class StrategyConfig:
     num_malicious_nodes: int = 0
     num_nodes_to_select: int | None = None
     beta: float = 0.2
+    options: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        choice("strategy", "name", self.name, STRATEGIES)
+        choice("strategy", "name", self.name, registry.STRATEGIES.names())
+        if not isinstance(self.options, dict) or not all(isinstance(k, str) for k in self.options):
+            raise ConfigError(f"strategy.options={self.options!r} must be a mapping of option names to values")
         positive("strategy", "num_malicious_nodes", self.num_malicious_nodes, allow_zero=True)
         positive("strategy", "num_nodes_to_select", self.num_nodes_to_select)
         if not 0.0 <= self.beta < 0.5:
@@ -149,7 +157,8 @@ class PrivacyConfig:
     Attributes
     ----------
     mode : str
-        ``"none"``; ``"local"`` = DP-SGD on every client with Opacus, noise calibrated so that
+        A registered privacy mechanism (:data:`fltrust.registry.PRIVACY_MECHANISMS`,
+        :mod:`fltrust.algorithms.privacy`): ``"none"``; ``"local"`` = DP-SGD on every client with Opacus, noise calibrated so that
         a client that trains in every round spends at most ``target_epsilon``; ``"server"`` =
         server-side fixed clipping of client updates plus Gaussian noise on their mean;
         ``"nbafl"`` = NbAFL as FederatedScope implements it (:class:`fltrust.algorithms.privacy.NbAFL`):
@@ -203,7 +212,7 @@ class PrivacyConfig:
     secagg_quantization_range: int = 4194304
 
     def __post_init__(self) -> None:
-        choice("privacy", "mode", self.mode, PRIVACY_MODES)
+        choice("privacy", "mode", self.mode, registry.PRIVACY_MECHANISMS.names())
         choice("privacy", "secure_aggregation", self.secure_aggregation, (None, "none", "secagg+"))
         fraction("privacy", "secagg_num_shares", self.secagg_num_shares)
         fraction("privacy", "secagg_reconstruction_threshold", self.secagg_reconstruction_threshold)
@@ -217,3 +226,25 @@ class PrivacyConfig:
         positive("privacy", "nbafl_mu", self.nbafl_mu, allow_zero=True)
         positive("privacy", "nbafl_w_clip", self.nbafl_w_clip)
         positive("privacy", "nbafl_constant", self.nbafl_constant)
+        if self.mode == "nbafl":
+            self._check_nbafl_noise()
+
+    def _check_nbafl_noise(self) -> None:
+        """Reject NbAFL settings whose upload noise no float32 model can hold.
+
+        The upload noise std is ``w_clip * T * c / (n_k * epsilon)`` (:class:`fltrust.fl.privacy.NbAFL`),
+        at least ``w_clip * c / epsilon / 2**31`` for T >= 1 rounds and n_k < 2**31 rows. When that
+        bound passes float32's largest value (3.4e38), every model is NaN/inf after the first upload.
+        """
+        scale = self.nbafl_w_clip * self.nbafl_constant / self.target_epsilon
+        if not scale / 2**31 <= NBAFL_MAX_NOISE_STD:
+            raise ConfigError(
+                f"privacy.target_epsilon={self.target_epsilon:g} with privacy.nbafl_w_clip={self.nbafl_w_clip:g} and "
+                f"privacy.nbafl_constant={self.nbafl_constant:g}: NbAFL's upload noise std w_clip*T*c/(n_k*epsilon) "
+                f"would exceed {NBAFL_MAX_NOISE_STD:.3g} (float32's largest value) for any client of fewer than 2^31 "
+                f"rows; raise privacy.target_epsilon or lower privacy.nbafl_constant / privacy.nbafl_w_clip"
+            )
+
+
+NBAFL_MAX_NOISE_STD = 3.4028234663852886e38
+"""float32's largest value: an NbAFL noise std above it turns every weight into inf (:class:`PrivacyConfig`)."""

@@ -5,8 +5,6 @@ observers' typed settings (:mod:`fltrust.settings`), whose checks are the only o
 sections derive from the fields they share with the settings (:class:`~fltrust.settings.FairnessOptions`,
 :class:`~fltrust.settings.TrustOptions`: each key and its doc is written there) and add ``enabled``.
 ``project`` holds the user-supplied fields of the FederatedTrust FactSheet.
-
-Spec and bug references ("fairness spec §N", "trust spec §N", "Bn") are defined in ``docs/references.md``.
 """
 
 from __future__ import annotations

@@ -162,6 +162,9 @@ def _check_ray_address(address: str | None) -> None:
 RUN_NAME_MAX = 100
 RUN_NAME = re.compile(rf"[A-Za-z0-9][A-Za-z0-9._-]{{0,{RUN_NAME_MAX - 1}}}")
 """Allowed ``run.name``: it starts every run folder's name, so no separators, spaces, control characters."""
+SEED_MAX = 2**32 - 1
+"""Largest ``run.seed + run.repeat``: numpy's legacy ``np.random.seed`` (CLEVER's sampling) takes 32 bits."""
+
 TORCH_THREADS_MAX = 1024
 """Largest ``run.torch_threads`` (far more threads make torch's thread pool crash)."""
 
@@ -213,7 +216,11 @@ class RunConfig:
     def __post_init__(self) -> None:
         choice("run", "device", self.device, ("cpu", "cuda", "auto"))
         choice("run", "engine", self.engine, ENGINES)
+        positive("run", "seed", self.seed, allow_zero=True)
         positive("run", "repeat", self.repeat, allow_zero=True)
+        if self.seed + self.repeat > SEED_MAX:
+            raise ConfigError(f"run.seed={self.seed} with run.repeat={self.repeat} is too large: seed + repeat must be "
+                              f"at most {SEED_MAX:,} (numpy's legacy seeding, used for CLEVER, takes 32 bits)")
         positive("run", "torch_threads", self.torch_threads)
         at_most("run", "torch_threads", self.torch_threads, TORCH_THREADS_MAX, "CPU threads of one process")
         if not RUN_NAME.fullmatch(self.name):

@@ -4,8 +4,8 @@ Loss conventions (``loss_scaling``):
 
 - ``"mean"``: mean per-sample loss.
 - ``"per_batch_sum"``: the fairness authors' ``test`` function -- sum over mini-batches of the
-  batch-mean loss, divided by the number of samples (fairness spec 6.4); about mean / batch size.
-  It depends on the batch size, so every batched evaluation below still groups the per-sample
+  batch-mean loss, divided by the number of samples (fairness spec 6.4, docs/references.md#fairness-6-4); about mean /
+  batch size. It depends on the batch size, so every batched evaluation below still groups the per-sample
   losses in mini-batches of ``batch_size``; only the forward block size is free.
 
 :func:`evaluate_many` evaluates a list of parameter sets (for example the 31 coalition models of a
@@ -14,8 +14,6 @@ models are not evaluated one at a time; loss and predictions are computed on the
 :func:`evaluate_datasets` (one model, several datasets: the clients' rewards, the aux set) and
 :func:`evaluate_stacked` (model k on dataset k: the clients' performances) batch the engine's
 per-client evaluations the same way, with one device-to-host transfer per call.
-
-Spec and bug references ("fairness spec §N", "trust spec §N", "Bn") are defined in ``docs/references.md``.
 """
 
 from __future__ import annotations

@@ -34,6 +34,12 @@ number of samples (``"per_batch_sum"``, about mean / batch_size).
 ``client_confusion`` holds each client's validation confusion matrix, shape
 ``(m, K, K)``, rows = true label, columns = predicted label (the model that produced
 ``accuracy``). Every group statistic the papers use can be computed from it.
+
+``rejected`` lists the replies the server left out of the round because their report failed
+its checks (:mod:`fltrust.flower.validation`), one entry each:
+``{"node": node id, "client_id": the id claimed (an int) or None, "reasons": [{"field": ...,
+"reason": ...}, ...]}``. Rejected clients are not in ``client_ids``; no per-client value of
+theirs is kept. Empty (and absent from the JSON line) when nothing was rejected.
 """
 
 from __future__ import annotations
@@ -77,6 +83,9 @@ class RoundRecord:
         The aggregated model (theta_{k+1}). Transient.
     observations : dict
         Values that observers returned for this round, keyed by observer name. Persisted.
+    rejected : list of dict
+        Replies left out of the round because their report failed the server's checks (module
+        docstring); persisted when not empty.
     """
 
     round: int
@@ -88,6 +97,7 @@ class RoundRecord:
     global_params_before: Params | None = field(default=None, repr=False)
     global_params_after: Params | None = field(default=None, repr=False)
     observations: dict[str, Any] = field(default_factory=dict)
+    rejected: list[dict[str, Any]] = field(default_factory=list)
 
     def client_value(self, key: str, client_id: int) -> float:
         """Value of ``client_metrics[key]`` for one participating client.
@@ -115,8 +125,8 @@ class RoundRecord:
         return float(self.client_metrics[key][int(positions[0])])
 
     def to_json(self) -> dict[str, Any]:
-        """JSON-serialisable form (transient model parameters are dropped)."""
-        return {
+        """JSON-serialisable form (transient model parameters are dropped; ``rejected`` only when not empty)."""
+        data = {
             "round": int(self.round),
             "client_ids": [int(c) for c in self.client_ids],
             "client_metrics": {k: np.asarray(v).tolist() for k, v in self.client_metrics.items()},
@@ -126,6 +136,9 @@ class RoundRecord:
             "server_metrics": {k: to_plain(v) for k, v in self.server_metrics.items()},
             "observations": to_plain(self.observations),
         }
+        if self.rejected:
+            data["rejected"] = to_plain(self.rejected)
+        return data
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> RoundRecord:
@@ -138,6 +151,7 @@ class RoundRecord:
             client_confusion=None if confusion is None else np.asarray(confusion, dtype=np.int64),
             server_metrics=dict(data.get("server_metrics", {})),
             observations=dict(data.get("observations", {})),
+            rejected=list(data.get("rejected", [])),
         )
 
 

@@ -16,15 +16,14 @@ Two layouts are read from ``<data root>/cifar10/``:
     sorted name order, and the parts are concatenated split by split; client ids are global, so one
     client may have rows in several parts. The shared mirror has three parts of one federated PFLlib
     partition (clients 0-49, clients 50-99, and a fill of client 75's train images): 59,799 of the
-    60,000 real images, NOT the official train/test split (see its PROVENANCE.md).
+    60,000 real images, NOT the official train/test split (data/PROVENANCE.md#cifar10).
 
 The official batches win when both are present. ``train_files`` may pick npz parts
 (``["name.npz", ...]``) or name the batch files to read (with ``test_files``, default ``test_batch``).
 
 Pixels are scaled as torchvision's ``ToTensor`` + ``Normalize(0.5, 0.5)`` did for the fairness
-authors (fairness spec 6.5): :math:`x' = (x/255 - 0.5)/0.5 \\in [-1, 1]` (the paper says [0, 1]).
-
-Spec and bug references ("fairness spec §N", "trust spec §N", "Bn") are defined in ``docs/references.md``.
+authors (fairness spec 6.5, docs/references.md#fairness-6-5): :math:`x' = (x/255 - 0.5)/0.5 \\in [-1, 1]` (the paper
+says [0, 1]).
 """
 
 from __future__ import annotations

@@ -34,7 +34,8 @@ h5 files is kept once, from whichever copy is larger.
 Output
 ------
 - x: float32 (N, 1, 28, 28), pixel values exactly as stored by LEAF (in [0, 1]; LEAF's images
-  are inverted, background near 1). No normalisation, as the fairness authors (fairness spec 6.6).
+  are inverted, background near 1). No normalisation, as the fairness authors (fairness spec 6.6,
+  docs/references.md#fairness-6-6).
 - y: int64 in 0..61: 0-9 digits, 10-35 ``A``-``Z``, 36-61 ``a``-``z`` (:data:`CLASS_NAMES`).
 - groups: writer index, the same index in train and test; ``group_names`` are the writer ids.
   Writers are numbered in order of first appearance, reading the train shards and then the test
@@ -44,7 +45,17 @@ Output
 Parsing the JSON is slow (tens of MB of decimal text), so each split is parsed once and cached
 (:mod:`fltrust.data.cache`).
 
-Spec and bug references ("fairness spec §N", "trust spec §N", "Bn") are defined in ``docs/references.md``.
+Hostile files
+-------------
+- A writer in a shard's ``user_data`` but not in its ``users`` list is an error naming the shard and
+  the writer ids. LEAF's ``preprocess.sh`` writes ``users`` and the keys of ``user_data`` alike (all
+  shards of the shared mirror do), and LEAF's own reader (``models/utils/model_utils.py``) trains on
+  the keys of ``user_data``; skipping such a writer would silently train on less data than LEAF.
+- A gzipped shard is inflated in 1 MiB chunks and refused once it passes :data:`MAX_DECODED_BYTES`
+  (a gzip bomb fails before its bytes fill memory).
+- In the h5 files, links to other files (external or soft links), datasets stored in other files
+  (external storage, virtual datasets) and a writer whose pixels would take more than
+  :data:`MAX_DECODED_BYTES` in memory are refused, naming the file and the writer.
 """
 
 from __future__ import annotations
@@ -54,6 +65,7 @@ import gzip
 import json
 import re
 import string
+import zlib
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -75,6 +87,12 @@ def _natural_key(path: Path) -> list[Any]:
 
 
 SHARD_SUFFIXES = (".json", ".json.gz")
+MAX_DECODED_BYTES = 512 * 1024**2
+"""Most bytes a gzipped LEAF shard may inflate to, and a TFF h5 writer's pixels may take in memory
+(as float64): 512 MiB. The largest real shard here inflates to 4.2 MB (``all_data_29_..._train_9.json``;
+the largest gzipped one, ``slz_all_data_3_..._train_9.json.gz``, to 4.2 MB); an unsampled LEAF shard
+(about 22,000 samples at about 5.4 KB of JSON each) is about 120 MB, and the largest TFF writer holds a
+few hundred images (512 MiB is 85,598)."""
 TFF_H5_FILES = {"train": "fed_emnist_train.h5", "test": "fed_emnist_test.h5"}
 """TensorFlow Federated's federated EMNIST (62 classes) by split, in the ``femnist`` folder itself."""
 
@@ -103,14 +121,29 @@ def shard_files(folder: Path, split: str) -> list[Path]:
     return paths
 
 
+def _inflate(path: Path, max_bytes: int) -> bytearray:
+    """The content of a gzip file, read in 1 MiB chunks; refused once it passes ``max_bytes``."""
+    data = bytearray()
+    with gzip.open(path, "rb") as handle:
+        while chunk := handle.read(1 << 20):
+            data += chunk
+            if len(data) > max_bytes:
+                raise DatasetError(
+                    f"{path}: inflates to more than {max_bytes:,} bytes (femnist.MAX_DECODED_BYTES); refused "
+                    f"as a possible gzip bomb: a LEAF shard is far smaller (the largest known about 120 MB)"
+                )
+    return data
+
+
 def _read_shard(path: Path) -> Any:
     try:
         if path.name.endswith(".gz"):
-            with gzip.open(path, "rt", encoding="utf-8") as handle:
-                return json.load(handle)
+            return json.loads(_inflate(path, MAX_DECODED_BYTES))
         with open(path, encoding="utf-8") as handle:
             return json.load(handle)
-    except (OSError, EOFError, ValueError) as exc:  # gzip.BadGzipFile is an OSError
+    except (OSError, EOFError, ValueError, zlib.error) as exc:  # gzip.BadGzipFile is an OSError
+        if isinstance(exc, DatasetError):
+            raise
         raise unreadable(path, f"not readable LEAF JSON ({exc})", "femnist") from exc
 
 
@@ -153,11 +186,24 @@ def _leaf_users(path: Path) -> Iterator[tuple[str, int | None, np.ndarray, np.nd
             f"({len(counts) if isinstance(counts, list) else 'no list'} counts for "
             f"{len(users) if isinstance(users, list) else 'no list of'} users)"
         )
+    if not all(isinstance(u, str) for u in users):
+        bad = next(u for u in users if not isinstance(u, str))
+        raise DatasetError(f"{path.name}: 'users' must list writer ids (strings), found {str(bad)[:40]}")
     repeated = [u for u in dict.fromkeys(users) if users.count(u) > 1]
     if repeated:
         raise DatasetError(f"{path.name}: user {repeated[0]!r} is listed {users.count(repeated[0])} times in 'users'")
+    user_data = shard["user_data"]
+    if not isinstance(user_data, dict):
+        raise DatasetError(f"{path.name}: 'user_data' must map each writer id to its 'x' and 'y'")
+    unlisted = [u for u in user_data if u not in set(users)]
+    if unlisted:
+        shown = ", ".join(repr(u[:40]) for u in unlisted[:5]) + (f" and {len(unlisted) - 5} more" if len(unlisted) > 5 else "")
+        raise DatasetError(
+            f"{path.name}: user_data holds {len(unlisted)} writer(s) missing from 'users' ({shown}); LEAF lists "
+            f"every writer in both: add them to 'users' (and their counts to 'num_samples') or remove their data"
+        )
     for user, count in zip(users, counts):
-        record = shard["user_data"].get(user)
+        record = user_data.get(user)
         if not isinstance(record, dict) or "x" not in record or "y" not in record:
             raise DatasetError(f"{path.name}: user_data[{user!r}] must hold 'x' and 'y'")
         try:
@@ -194,22 +240,38 @@ def _tff_h5_writers(path: Path) -> Iterator[tuple[Any, Any]]:
     except OSError as exc:
         raise unreadable(path, f"not a readable HDF5 file ({exc})", "femnist") from exc
     with handle:
+        _refuse_link(h5py, path, handle, "examples")
         examples = handle.get("examples")
         if not isinstance(examples, h5py.Group):
             raise DatasetError(f"{path.name}: no group 'examples'; {TFF_LAYOUT}")
 
         def datasets(user: str) -> tuple[Any, Any]:
+            _refuse_link(h5py, path, examples, user, "examples/")
             group = examples[user]
+            for name in ("pixels", "label"):
+                if isinstance(group, h5py.Group):
+                    _refuse_link(h5py, path, group, name, f"examples/{user}/")
             pixels = group.get("pixels") if isinstance(group, h5py.Group) else None
             label = group.get("label") if isinstance(group, h5py.Group) else None
             if not isinstance(pixels, h5py.Dataset) or not isinstance(label, h5py.Dataset):
                 raise DatasetError(f"{path.name}: examples/{user} lacks the dataset 'pixels' or 'label'; {TFF_LAYOUT}")
+            for name, data in (("pixels", pixels), ("label", label)):
+                if data.external or data.is_virtual:
+                    raise DatasetError(f"{path.name}: examples/{user}/{name} keeps its data in other files "
+                                       f"({'virtual dataset' if data.is_virtual else 'external storage'}); "
+                                       f"TFF's files hold their data themselves: re-fetch them")
             if pixels.dtype.kind not in "iuf" or label.dtype.kind not in "iuf":
                 raise DatasetError(
                     f"{path.name}: user {user!r} pixels and label must be numeric, got {pixels.dtype} and {label.dtype}"
                 )
             if pixels.ndim != 3 or pixels.shape[1:] != INPUT_SHAPE[1:]:
                 raise DatasetError(f"{path.name}: user {user!r} pixels must be n x 28 x 28 images, got shape {pixels.shape}")
+            if len(pixels) * PIXELS * 8 > MAX_DECODED_BYTES:
+                raise DatasetError(
+                    f"{path.name}: user {user!r} declares {len(pixels):,} images, more than "
+                    f"{MAX_DECODED_BYTES // (PIXELS * 8):,} (femnist.MAX_DECODED_BYTES of pixels in memory); "
+                    f"a FEMNIST writer holds a few hundred: the file is not TFF's"
+                )
             if label.shape not in {(len(pixels),), (len(pixels), 1)}:
                 raise DatasetError(
                     f"{path.name}: user {user!r} has {len(pixels)} images but labels of shape {label.shape}; they must agree"
@@ -217,6 +279,15 @@ def _tff_h5_writers(path: Path) -> Iterator[tuple[Any, Any]]:
             return pixels, label
 
         yield examples, datasets
+
+
+def _refuse_link(h5py: Any, path: Path, group: Any, name: str, where: str = "") -> None:
+    """Refuse ``group[name]`` when it is a soft or external link (it would read another object or file)."""
+    link = group.get(name, getlink=True)
+    if link is not None and not isinstance(link, h5py.HardLink):
+        target = f"{link.filename}:{link.path}" if isinstance(link, h5py.ExternalLink) else link.path
+        raise DatasetError(f"{path.name}: {where}{name} is a link to {str(target)[:80]}, not data stored in the file; "
+                           f"TFF's files hold no links: re-fetch them")
 
 
 def check_tff_h5(path: Path) -> dict[str, int]:

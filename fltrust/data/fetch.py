@@ -1,13 +1,35 @@
 """``fltrust data fetch NAME``: get a real dataset's (or a published file set's) files from its public source.
 
+dataset        how
+=============  ==========================================================================
+``cifar10``    download the official python tarball from the University of Toronto,
+               check its SHA-256 and size, extract ``cifar-10-batches-py/``
+``n_baiot``    download the UCI archive (dataset 442; no published checksum, so the SHA-256
+               is only printed), unzip it (each member at most
+               :data:`~fltrust.data.n_baiot.MAX_ZIP_MEMBER_BYTES`, all together at most
+               :data:`~fltrust.data.n_baiot.MAX_ZIP_TOTAL_BYTES`: checked on the declared sizes
+               before anything is written and on the bytes written, as they stream), extract
+               the per-device ``.rar`` attack archives with ``unrar``, ``7z`` or ``bsdtar``
+               when one is installed
+``nsl_kdd``    manual: the UNB site sits behind a form
+``femnist``    download TensorFlow Federated's federated EMNIST (3,400 writers), check the
+               SHA-256 that TFF's loader checked, extract ``fed_emnist_train.h5`` and
+               ``fed_emnist_test.h5``, which the FEMNIST loader reads as they are, and check
+               their layout (no conversion: see below)
+=============  ==========================================================================
+=======
 ===============  ==========================================================================
 dataset          how
 ===============  ==========================================================================
 ``cifar10``      download the official python tarball from the University of Toronto,
                  check its SHA-256 and size, extract ``cifar-10-batches-py/``
 ``n_baiot``      download the UCI archive (dataset 442; no published checksum, so the SHA-256
-                 is only reported), unzip it, extract the per-device ``.rar`` attack archives
-                 with ``unrar``, ``7z`` or ``bsdtar`` when one is installed
+                 is only printed), unzip it (each member at most
+                 :data:`~fltrust.data.n_baiot.MAX_ZIP_MEMBER_BYTES`, all together at most
+                 :data:`~fltrust.data.n_baiot.MAX_ZIP_TOTAL_BYTES`: checked on the declared sizes
+                 before anything is written and on the bytes written, as they stream), extract
+                 the per-device ``.rar`` attack archives with ``unrar``, ``7z`` or ``bsdtar``
+                 when one is installed
 ``nsl_kdd``      manual: the UNB site sits behind a form
 ``femnist``      download TensorFlow Federated's federated EMNIST (3,400 writers), check the
                  SHA-256 that TFF's loader checked, extract ``fed_emnist_train.h5`` and
@@ -22,7 +44,8 @@ dataset          how
 When the files are already in place, known checksums are verified and the folder is returned.
 When offline, or for a manual dataset, :class:`~fltrust.data.base.DatasetError` says exactly which
 files to place in which folder. Downloads use :mod:`urllib` with a short socket timeout and go to
-a ``.part`` file that is renamed only when complete. A published file set
+a ``.part`` file that is renamed only when complete. The archive's SHA-256 is printed before it is
+extracted, with whether it matches the published one. A published file set
 (:data:`~fltrust.data.registry.REFERENCE_SPECS`) is fetched by :func:`fetch_file_set`: a file is
 renamed into place only when its SHA-256 is the committed one, and what could not be fetched is
 one line per file (missing: the folder and the source URL; wrong: both hashes). After the first
@@ -44,7 +67,8 @@ import tarfile
 import urllib.error
 import urllib.request
 import zipfile
-from pathlib import Path
+import zlib
+from pathlib import Path, PurePosixPath
 
 from fltrust.data import cifar10, femnist, n_baiot, nsl_kdd
 from fltrust.data.base import DatasetError
@@ -235,19 +259,21 @@ def fetch_file_set(spec: FileSetSpec, root: str | os.PathLike[str] | None = None
 
 
 def _check_archive(spec: DatasetSpec, archive: Path, where: str) -> None:
+    """Check the archive's size and published SHA-256 (removing it on a mismatch); print its SHA-256."""
     size = archive.stat().st_size
     if spec.archive_bytes is not None and size != spec.archive_bytes:
         archive.unlink()
         raise DatasetError(
             f"{archive.name}: {size} bytes, expected {spec.archive_bytes} (incomplete download?); retry, or {where}"
         )
-    if spec.archive_sha256 is not None:
-        digest = file_sha256(archive)
-        if digest != spec.archive_sha256:
-            archive.unlink()
-            raise DatasetError(
-                f"{archive.name}: sha256 {digest} differs from the published {spec.archive_sha256}; retry, or {where}"
-            )
+    digest = file_sha256(archive)
+    if spec.archive_sha256 is not None and digest != spec.archive_sha256:
+        archive.unlink()
+        raise DatasetError(
+            f"{archive.name}: sha256 {digest} differs from the published {spec.archive_sha256}; retry, or {where}"
+        )
+    verdict = "matches the published one" if spec.archive_sha256 else "no published checksum: keep it to compare later copies"
+    print(f"{archive}: sha256 {digest} ({verdict})")
 
 
 def _extract(name: str, archive: Path, folder: Path, where: str) -> None:
@@ -256,13 +282,84 @@ def _extract(name: str, archive: Path, folder: Path, where: str) -> None:
             with tarfile.open(archive, "r:bz2" if archive.name.endswith(".bz2") else "r:gz") as tar:
                 tar.extractall(folder, filter="data")
         elif archive.suffix == ".zip":
-            with zipfile.ZipFile(archive) as zipped:
-                zipped.extractall(folder)
-    except (tarfile.TarError, zipfile.BadZipFile, OSError, EOFError) as exc:
+            extract_zip(archive, folder)
+    except (tarfile.TarError, zipfile.BadZipFile, OSError, EOFError, zlib.error) as exc:
         raise DatasetError(f"{archive.name}: cannot extract ({exc}); {where}") from exc
     if name == "n_baiot":
         _lift_device_folders(folder)
         _extract_rars(folder, where)
+
+
+def extract_zip(archive: Path, folder: Path, *, max_member: int | None = None, max_total: int | None = None) -> int:
+    """Extract a zip into ``folder`` within size caps; returns the bytes written.
+
+    The declared sizes are checked before anything is written, and the bytes written as they
+    stream (a member is written to ``<name>.part`` and renamed when complete; an over-size one is
+    removed). A member whose name is absolute or climbs out of ``folder`` (``..``) is refused.
+
+    Parameters
+    ----------
+    archive : Path
+        The zip file.
+    folder : Path
+        Where its members go.
+    max_member, max_total : int, optional
+        Most bytes of one member, and of all members together (default
+        :data:`~fltrust.data.n_baiot.MAX_ZIP_MEMBER_BYTES` and :data:`~fltrust.data.n_baiot.MAX_ZIP_TOTAL_BYTES`).
+
+    Returns
+    -------
+    int
+        Bytes written.
+
+    Raises
+    ------
+    DatasetError
+        A member over a cap or with an unsafe name (the message names the archive, the member and the cap).
+    """
+    max_member = n_baiot.MAX_ZIP_MEMBER_BYTES if max_member is None else max_member
+    max_total = n_baiot.MAX_ZIP_TOTAL_BYTES if max_total is None else max_total
+
+    def over(member: str, size: int, cap: int, what: str) -> DatasetError:
+        which = "n_baiot.MAX_ZIP_MEMBER_BYTES per member" if cap == max_member else "n_baiot.MAX_ZIP_TOTAL_BYTES in all"
+        return DatasetError(f"{archive}: member {member[:100]} {what} {size:,} bytes, over the cap of {cap:,} "
+                            f"({which}); refused as a possible zip bomb: it is not the UCI archive; delete it and "
+                            f"fetch again")
+
+    with zipfile.ZipFile(archive) as zipped:
+        members, declared = zipped.infolist(), 0
+        for info in members:
+            parts = PurePosixPath(info.filename).parts
+            if not parts or info.filename.startswith(("/", "\\")) or ".." in parts or ":" in parts[0]:
+                raise DatasetError(f"{archive}: member {info.filename[:100]!r} would be written outside {folder}; "
+                                   f"refused: delete the archive and fetch again")
+            declared += info.file_size
+            if info.file_size > max_member:
+                raise over(info.filename, info.file_size, max_member, "declares")
+            if declared > max_total:
+                raise over(info.filename, declared, max_total, "brings the declared total to")
+        written = 0
+        for info in members:
+            target = folder.joinpath(*PurePosixPath(info.filename).parts)
+            if info.is_dir():
+                target.mkdir(parents=True, exist_ok=True)
+                continue
+            target.parent.mkdir(parents=True, exist_ok=True)
+            part, size = target.with_name(target.name + ".part"), 0
+            try:
+                with zipped.open(info) as source, open(part, "wb") as sink:
+                    while chunk := source.read(1 << 20):
+                        size, written = size + len(chunk), written + len(chunk)
+                        if size > max_member:
+                            raise over(info.filename, size, max_member, "inflates to at least")
+                        if written > max_total:
+                            raise over(info.filename, written, max_total, "brings the bytes written to at least")
+                        sink.write(chunk)
+            except BaseException:
+                part.unlink(missing_ok=True)
+                raise
+            os.replace(part, target)
+    return written
 
 
 def _lift_device_folders(folder: Path) -> None:

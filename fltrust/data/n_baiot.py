@@ -15,7 +15,8 @@ Output
 - y: 0 = benign, 1 = attack (any gafgyt or mirai file); ``extras["attack"]`` holds ``"benign"`` or
   ``"<family>.<attack>"`` (for example ``"gafgyt.udp"``).
 - groups: device index among the devices found (in :data:`DEVICES` order); ``group_names`` the
-  device names. A device is a natural client (FederatedTrust experiments 4 and 5, trust spec 7.1).
+  device names. A device is a natural client (FederatedTrust experiments 4 and 5, trust spec 7.1;
+  docs/references.md#trust-7-1).
 - Train/test: a seeded stratified split per device and class, 80/20 by default.
 - ``balance=True``: before the split, each device keeps all rows of its minority class and an equal,
   seeded random draw of its majority class (50/50 benign/attack per client, trust experiment 5).
@@ -25,7 +26,7 @@ Output
 Partial real files (``real_partial/``)
 --------------------------------------
 ``<n_baiot folder>/real_partial/`` may hold real 115-feature files of single devices that are not a
-complete UCI archive (the shared mirror: devices 1, 3 and 5, see its PROVENANCE.md).
+complete UCI archive (the project's mirror: devices 1, 3 and 5, data/PROVENANCE.md#n-baiot-real-partial).
 :func:`load_n_baiot` never reads them: they are too few devices for the federated experiments, and
 configurations that fall back to the synthetic stand-in must keep doing so.
 :func:`load_n_baiot_real_partial` reads them as raw rows (no split, no scaling), for ``fltrust data
@@ -38,8 +39,6 @@ identity, device number n = 1..9:
 - ``<n>.<traffic>.csv``: the same CSV, uncompressed;
 - ``<n>.benign+<family>.<attack>[.<note>].csv``: a labelled CSV, the 115 features then a column
   ``Normal`` (1 = benign row, 0 = attack row of that attack).
-
-Spec and bug references ("fairness spec §N", "trust spec §N", "Bn") are defined in ``docs/references.md``.
 """
 
 from __future__ import annotations
@@ -178,10 +177,23 @@ def _read_numeric_csv(
     except ValueError:  # a non-numeric field or a ragged row
         values = None
     if values is None or not np.isfinite(values).all():
-        raise _first_bad_value(open_source(), name, columns)
+        raise _ragged_line(open_source(), name, columns) or _first_bad_value(open_source(), name, columns)
     if not len(values):  # a header alone would silently drop a class (benign, or one attack)
         raise DatasetError(f"{name}: has the N-BaIoT header but no rows; every traffic file needs at least one row")
     return values
+
+
+def _ragged_line(source: Path | IO[bytes], name: str, columns: tuple[str, ...]) -> DatasetError | None:
+    """The first line of a rejected CSV with another number of fields than the header (pandas would
+    take a longer first row's extra field as an index and blame the next line)."""
+    handle = open(source, "rb") if isinstance(source, Path) else source
+    with handle:
+        for number, line in enumerate(handle, start=1):
+            fields = line.count(b",") + 1
+            if line.strip() and fields != len(columns):
+                return DatasetError(f"{name} line {number}: {fields} comma-separated fields, expected {len(columns)} "
+                                    f"(the header's); fix or remove that line")
+    return None
 
 
 def _first_bad_value(
@@ -324,8 +336,17 @@ REAL_PARTIAL_DIR = "real_partial"
 """Subfolder of the N-BaIoT folder with partial real files (module docstring)."""
 
 MAX_ZIP_MEMBER_BYTES = 512 * 1024**2
-"""Largest uncompressed CSV read from a zip (512 MiB; the largest UCI CSV is far below it, the
-mirror's gafgyt tcp/udp members are about 58 MB)."""
+"""Largest uncompressed member read or extracted from an N-BaIoT zip: 512 MiB. Used by the
+``real_partial/`` reader and by ``fltrust data fetch n_baiot`` (:mod:`fltrust.data.fetch`). UCI CSVs
+hold about 563 bytes per row (the mirror's gafgyt tcp/udp members: 57-59 MB for about 104,000 rows),
+so the largest UCI CSV (Danmini_Doorbell mirai udp, 237,665 rows) is about 134 MB and the largest
+benign file (Philips_B120N10_Baby_Monitor, 175,240 rows) about 99 MB; the archive's per-device
+``.rar`` files are compressed and smaller than the CSVs they hold."""
+
+MAX_ZIP_TOTAL_BYTES = 8 * 1024**3
+"""Most bytes ``fltrust data fetch n_baiot`` extracts from the UCI archive in all: 8 GiB. Every one of
+the 7,062,606 UCI rows as CSV is about 4.0 GB, so the archive (benign CSVs and compressed ``.rar`` files)
+is well below it."""
 
 LABEL_COLUMN = "Normal"
 """Label column of a labelled CSV: 1 = benign, 0 = attack."""

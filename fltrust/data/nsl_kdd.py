@@ -8,7 +8,7 @@ The official text release of the Canadian Institute for Cybersecurity (UNB): ``K
 features (:data:`KDD_COLUMNS`), the attack label (``normal`` or an attack name) and the difficulty
 level (0-21, dropped). Several files given for one split are concatenated in the given order; the
 fairness authors' Hugging Face copy equals ``KDDTrain+ + KDDTrain+_20Percent`` and
-``KDDTest+ + KDDTest-21`` (fairness spec 6.7).
+``KDDTest+ + KDDTest-21`` (fairness spec 6.7, docs/references.md#fairness-6-7).
 
 Features (122, float32)
 -----------------------
@@ -44,16 +44,14 @@ The authors' column-order bug
 The fairness authors one-hot encoded every partition separately with ``pandas.get_dummies``, so
 the dummy columns of a partition are the categories present in it, sorted, followed by the absent
 ones appended as all-zero columns; feature positions therefore differ between clients and the
-server's auxiliary set (fairness spec 6.7 and 9, item 7). Their ``apply_transforms`` ran separately
-on the auxiliary set, on each client's train split and on each client's validation split, so a
-client's validation rows are laid out differently even from its own training rows.
+server's auxiliary set (fairness spec 6.7 and 9, item 7; docs/references.md#fairness-9-item-7). Their
+``apply_transforms`` ran separately on the auxiliary set, on each client's train split and on each client's validation
+split, so a client's validation rows are laid out differently even from its own training rows.
 :func:`per_partition_column_order` reproduces that layout for one set of rows. It is a
 faithful-only option (``data.onehot_order="per_split"``, what produced the published numbers;
 ``"per_partition"`` encodes a client's train and validation rows together); the loader itself
 always returns the global order, and :func:`fltrust.federation.prepare_federation` applies the
 permutation to each encoded set.
-
-Spec and bug references ("fairness spec §N", "trust spec §N", "Bn") are defined in ``docs/references.md``.
 """
 
 from __future__ import annotations
@@ -211,15 +209,25 @@ def _bad_cell(path: Path, mask: np.ndarray, what: str) -> DatasetError:
     row, column = (int(i) for i in np.argwhere(mask)[0])
     number, fields = _line_of_row(path, row)
     raw = fields[column].strip() if column < len(fields) else ""
-    return DatasetError(f"{path.name} line {number}: field {column + 1} ({FILE_COLUMNS[column]}) = {raw!r} {what}; "
+    return DatasetError(f"{path.name} line {number}: field {column + 1} ({FILE_COLUMNS[column]}) = {_shown(raw)} {what}; "
                         f"fix or remove that line")
+
+
+def _shown(text: str) -> str:
+    """A field as a message shows it: quoted, at most 40 characters."""
+    return repr(text) if len(text) <= 40 else repr(text[:37]) + "..."
 
 
 def _first_bad_line(path: Path) -> DatasetError | None:
     """Scan a file that pandas rejected and describe its first malformed line."""
     numeric = {i for i, c in enumerate(FILE_COLUMNS) if c not in CATEGORICAL_COLUMNS + ("label",)}
-    with open(path, encoding="utf-8", errors="replace") as handle:
-        for number, line in enumerate(handle, start=1):
+    with open(path, "rb") as handle:
+        for number, raw in enumerate(handle, start=1):
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                return DatasetError(f"{path.name} line {number}: not UTF-8 text (byte 0x{raw[exc.start]:02x} at column "
+                                    f"{exc.start + 1}); the official files are ASCII: re-fetch it or fix that line")
             if not line.strip():
                 continue
             fields = line.rstrip("\r\n").split(",")
@@ -233,12 +241,12 @@ def _first_bad_line(path: Path) -> DatasetError | None:
                     value = float(fields[i])
                 except ValueError:
                     return DatasetError(
-                        f"{path.name} line {number}: field {i + 1} ({FILE_COLUMNS[i]}) = {fields[i]!r} "
+                        f"{path.name} line {number}: field {i + 1} ({FILE_COLUMNS[i]}) = {_shown(fields[i])} "
                         f"is not a number"
                     )
                 if not np.isfinite(value):
                     return DatasetError(
-                        f"{path.name} line {number}: field {i + 1} ({FILE_COLUMNS[i]}) = {fields[i]!r} "
+                        f"{path.name} line {number}: field {i + 1} ({FILE_COLUMNS[i]}) = {_shown(fields[i])} "
                         f"is not a finite number; fix or remove that line"
                     )
     return None

@@ -165,7 +165,7 @@ SPECS: dict[str, DatasetSpec] = {
             "(optional client_train, client_test) in {folder}/ (every *.npz there is read)"
         ),
         known_sha256={
-            # The project's shared mirror of one PFLlib partition (datasets/cifar10/PROVENANCE.md):
+            # The project's mirror of one PFLlib partition (data/PROVENANCE.md#cifar10):
             # clients 0-49 (26,666 images), clients 50-99 (32,199), and 934 recovered client-75 train images.
             "cifar10_subset.npz": "07d4bcbc21085ab7b22368283d79ddcbc0a7b89536d4e8a0e4575628c492eb39",
             "cifar10_subset_part2.npz": "2df52ab8fd947721a9bcf4fba44e2c9a632141adc6eb891341ed5cfe8ca7acdb",
@@ -196,7 +196,7 @@ SPECS: dict[str, DatasetSpec] = {
             "&& cd leaf/data/femnist && ./preprocess.sh -s niid --sf 0.05 -k 0 -t sample --tf 0.9) and copy "
             "leaf/data/femnist/data/train/*.json to {folder}/train/ and leaf/data/femnist/data/test/*.json to {folder}/test/"
         ),
-        # the shared mirror's 120 shards (three LEAF runs), as its PROVENANCE.md lists them
+        # the project's mirror: 120 shards of three LEAF runs (data/PROVENANCE.md#femnist)
         known_sha256=read_known_sums("femnist"),
     ),
     "nsl_kdd": DatasetSpec(
@@ -233,7 +233,7 @@ SPECS: dict[str, DatasetSpec] = {
             "(for example with unrar or 7z)"
         ),
         known_sha256={
-            # The shared mirror's partial real files (datasets/n_baiot/PROVENANCE.md, addendum 2026-12-01),
+            # The project's mirror's partial real files (data/PROVENANCE.md#n-baiot-real-partial),
             # read by n_baiot.load_n_baiot_real_partial, never by load_n_baiot.
             "real_partial/1.benign+gafgyt.scan.Danmini_Doorbell.csv":
                 "b6103be32edebeb7c32558046bc7f34c749ea5c6d27be86dceaf75ce6c1278f7",

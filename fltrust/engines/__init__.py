@@ -17,4 +17,41 @@ metrics: the fairness and trust observers receive the records of :mod:`fltrust.c
   :mod:`~fltrust.engines.batched_evaluation` (per-client evaluations batched across clients);
 - :mod:`fltrust.engines.flower` -- ``run.engine: flower``: the same experiment as a Flower ServerApp
   and ClientApp on Flower's Simulation Runtime (Ray).
+
+:func:`engine_class` maps a ``run.engine`` name to its class (imported on use: the Flower engine
+needs Flower).
 """
+
+from __future__ import annotations
+
+from fltrust.config import ConfigError
+from fltrust.names import ENGINES
+
+
+def engine_class(name: str) -> type:
+    """The engine class of ``run.engine`` -- the one place an engine name is read.
+
+    Parameters
+    ----------
+    name : str
+        ``run.engine``.
+
+    Returns
+    -------
+    type
+        :class:`fltrust.engines.inprocess.Engine` or :class:`fltrust.engines.flower.engine.FlowerEngine`.
+
+    Raises
+    ------
+    ConfigError
+        For a name that is not an engine.
+    """
+    if name == "inprocess":
+        from fltrust.engines.inprocess import Engine
+
+        return Engine
+    if name == "flower":
+        from fltrust.engines.flower.engine import FlowerEngine
+
+        return FlowerEngine
+    raise ConfigError(f"run.engine={name!r}; choose one of {list(ENGINES)}")

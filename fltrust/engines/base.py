@@ -3,38 +3,71 @@
 :class:`EngineBase` is the small interface behind ``run.engine``: the in-process engine
 (:class:`fltrust.engines.inprocess.Engine`, fltrust's own round loop) and the Flower engine
 (:class:`fltrust.engines.flower.engine.FlowerEngine`, Flower's Simulation Runtime) are its two subclasses,
-and neither imports the other. It holds what a run is made of -- the config, the federation, the
-model, the local trainer, the strategy, the DP set-up (local DP-SGD calibration, server noise,
-NbAFL), the attack plan -- and the pieces both engines use: the seeded client sampling, the
-evaluation on the server's auxiliary set, the epsilon accounting, the run folder's start and the
-summary written at its end. An engine adds :meth:`EngineBase.run`. The simulated client both
-engines train is :class:`fltrust.engines.client.SimulatedClient`.
+and neither imports the other. It holds what a run is made of -- the federation, the model, the
+local trainer, the strategy, the privacy mechanism, the attack plan, the training and run
+settings -- and the pieces both engines use: the seeded client sampling, the evaluation on the
+server's auxiliary set, the run folder's start and the summary written at its end. An engine adds
+:meth:`EngineBase.run`. The simulated client both engines train is
+:class:`fltrust.engines.client.SimulatedClient`.
 
-The engines know nothing about metrics: :mod:`fltrust.experiment` builds the federation, the
-model and the observers and hands them to an engine (:func:`fltrust.experiment.build_engine`).
+An engine takes the parts it uses, each typed, never the whole config: :mod:`fltrust.experiment`
+reads the config and builds them (:func:`fltrust.experiment.build_engine`). The engines know
+nothing about metrics.
 """
 
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import torch
 from torch import nn
 
-from fltrust.config import ExperimentConfig, config_yaml
+from fltrust.algorithms.privacy import PrivacyMechanism
+from fltrust.algorithms.strategies import Strategy
+from fltrust.attacks import AttackPlan
+from fltrust.config import ReliabilityConfig, TrainingConfig
 from fltrust.core.evaluation import set_params
-from fltrust.core.records import Params, RoundRecord, RunInfo
-from fltrust.federation import Federation, sample_clients
-from fltrust.algorithms.privacy import NbAFL, calibrate_noise, epsilon_from_history, nbafl_from_config, trainable_mask
-from fltrust.algorithms.strategies import build_strategy
-from fltrust.engines.training import LocalDP, LocalTrainer
-from fltrust.engines.batched_evaluation import BatchedEvaluator
 from fltrust.core.params import count_parameters
+from fltrust.core.records import Params, RoundRecord, RunInfo
+from fltrust.engines.batched_evaluation import BatchedEvaluator
+from fltrust.engines.training import LocalTrainer
+from fltrust.federation import Federation, sample_clients
 from fltrust.runs import RunRecorder
 
 log = logging.getLogger("fltrust")
+
+
+@dataclass(frozen=True)
+class RunSettings:
+    """What an engine needs of the run's identity and switches (built by :mod:`fltrust.experiment`).
+
+    Attributes
+    ----------
+    name : str
+        ``run.name`` (the progress bar's label).
+    seed : int
+        The run seed of this repeat (``ExperimentConfig.effective_seed()``); every random stream
+        derives from it.
+    config_yaml : str
+        The config as written to the run folder's ``config.yaml``.
+    identity : dict
+        What a checkpoint must match to be resumed, beside the run id and the data fingerprint:
+        ``config_hash``, ``seed`` (``run.seed``) and ``repeat``.
+    checkpoint : bool
+        Write ``checkpoint.pt`` after every round (``run.checkpoint``).
+    progress : bool
+        Show a progress bar (``run.progress``).
+    """
+
+    name: str
+    seed: int
+    config_yaml: str
+    identity: dict[str, Any]
+    checkpoint: bool = True
+    progress: bool = False
 
 
 class EngineBase:
@@ -46,50 +79,75 @@ class EngineBase:
 
     Parameters
     ----------
-    cfg : ExperimentConfig
     federation : Federation
         Client data, auxiliary and test sets, on ``device``.
     model : nn.Module
         The architecture (initial parameters = round 0's global model), on ``device``.
+    strategy : Strategy
+        The local update and the aggregation (:func:`fltrust.algorithms.strategies.build_strategy`).
+    privacy : PrivacyMechanism
+        The run's privacy mechanism (:func:`fltrust.algorithms.privacy.build_privacy`).
+    training : TrainingConfig
+        Rounds, local epochs, batch size, optimiser, ``vectorize``.
+    clients_per_round : int
+        m, the clients sampled per round.
+    run : RunSettings
+        Seed, identity and switches of the run.
     device : torch.device
+    attack : AttackPlan, optional
+        The run's attack (default: none).
+    reliability : ReliabilityConfig, optional
+        Injected drop-outs, failures and time-outs (default: none).
 
     Attributes
     ----------
     seed : int
-        The run seed (``cfg.effective_seed()``); every random stream derives from it.
+        The run seed of this repeat (``run.seed``); every random stream derives from it.
     trainer : LocalTrainer
         Local training and evaluation of one client.
-    strategy : fltrust.algorithms.strategies.Strategy
-        The configured strategy (local update and aggregation).
     per_round : int
         Clients sampled per round.
-    local_dp, server_noise, nbafl
-        The calibrated privacy mechanism of ``privacy.mode`` (``None`` for the others).
-    dp_history : dict of str to list
-        Each client's DP-SGD accounting history (local DP), merged round after round.
     evaluator : BatchedEvaluator or None
         Batched evaluation (``training.vectorize`` not ``off``), else ``None``.
     """
 
     name = "base"
 
-    def __init__(self, cfg: ExperimentConfig, federation: Federation, model: nn.Module, device: torch.device) -> None:
-        self.cfg = cfg
-        self.seed = cfg.effective_seed()
-        self.device = device
+    def __init__(self, federation: Federation, model: nn.Module, *, strategy: Strategy, privacy: PrivacyMechanism,
+                 training: TrainingConfig, clients_per_round: int, run: RunSettings, device: torch.device,
+                 attack: AttackPlan | None = None, reliability: ReliabilityConfig | None = None) -> None:
         self.fed = federation
         self.model = model
-        self.trainer = LocalTrainer(self.model, cfg.training, self.fed.bundle.num_classes, self.device)
-        self.strategy = build_strategy(cfg)
-        self.per_round = cfg.clients_per_round()
-        self.local_dp = self._local_dp()
-        self.server_noise = self._server_noise()
-        self.nbafl = self._nbafl()
-        self.trainable = trainable_mask(model)
-        self.dp_history: dict[str, list[list[float]]] = {}
+        self.strategy = strategy
+        self.privacy = privacy
+        self.training = training
+        self.per_round = int(clients_per_round)
+        self.settings = run
+        self.seed = run.seed
+        self.device = device
+        self.attack_plan = attack if attack is not None else AttackPlan()
+        self.reliability = reliability if reliability is not None else ReliabilityConfig()
+        self.trainer = LocalTrainer(self.model, training, self.fed.bundle.num_classes, self.device)
         self.evaluator = None
-        if cfg.training.vectorize != "off":
-            self.evaluator = BatchedEvaluator(self.model, cfg.training, self.fed.bundle.num_classes, self.device)
+        if training.vectorize != "off":
+            self.evaluator = BatchedEvaluator(self.model, training, self.fed.bundle.num_classes, self.device)
+
+    @classmethod
+    def check_components(cls, *, strategy: type[Strategy], privacy: type[PrivacyMechanism],
+                         secure_aggregation: str | None) -> None:
+        """Raise :class:`~fltrust.config.ConfigError` when this engine cannot run the strategy or the
+        privacy mechanism (the base class runs any; the Flower engine needs a Flower counterpart).
+
+        Parameters
+        ----------
+        strategy : type of Strategy
+            The strategy class.
+        privacy : type of PrivacyMechanism
+            The privacy mechanism class.
+        secure_aggregation : str or None
+            ``privacy.secure_aggregation``.
+        """
+        return None
 
     # -- the run: what an engine implements, and the pieces of it every engine shares -----
     def run(self, recorder: RunRecorder, info: RunInfo, *, resume: bool = True,
@@ -130,8 +188,8 @@ class EngineBase:
         dataset_extra : dict, optional
             Further entries for ``dataset.json``.
         """
-        recorder.start(info, config_yaml(self.cfg), {"dataset": self.fed.bundle.summary(),
-                                                     "partition": self.fed.partition, **(dataset_extra or {})})
+        recorder.start(info, self.settings.config_yaml, {"dataset": self.fed.bundle.summary(),
+                                                         "partition": self.fed.partition, **(dataset_extra or {})})
 
     def finish_run(self, recorder: RunRecorder, global_params: Params, wall: float, final_aux: tuple[float, float], *,
                    engine_fields: dict[str, Any] | None = None,
@@ -157,63 +215,19 @@ class EngineBase:
         -------
         dict of str to Any
             ``seconds_per_round``, ``device``, ``final_aux_loss``, ``final_aux_accuracy``,
-            ``epsilon``, ``engine_fields``, ``extra_summary`` and the attack / reliability blocks.
+            ``epsilon``, ``privacy`` (the mechanism's description), ``engine_fields``,
+            ``extra_summary`` and the attack / reliability blocks.
         """
-        rounds = self.cfg.training.rounds
+        rounds = self.training.rounds
         set_params(self.model, global_params)
         fields = {"seconds_per_round": wall / max(1, rounds), "device": str(self.device),
                   "final_aux_loss": final_aux[0], "final_aux_accuracy": final_aux[1],
-                  "epsilon": self.epsilon_spent(rounds), **(engine_fields or {}), **(extra_summary or {})}
+                  "epsilon": self.privacy.epsilon(rounds), "privacy": self.privacy.describe(),
+                  **(engine_fields or {}), **(extra_summary or {})}
         fields.update(self.robustness_summary(recorder.records, final_aux[1]))  # attack / reliability blocks
         recorder.finish(global_params, self.model.state_dict(), wall, self.system(recorder.records, global_params),
                         fields)
         return fields
-
-    # -- set-up ---------------------------------------------------------------------------
-    def _local_dp(self) -> LocalDP | None:
-        p = self.cfg.privacy
-        if p.mode != "local":
-            return None
-        sizes = [len(i) for i in self.fed.train_index]
-        rate = min(1.0, self.cfg.training.batch_size / max(1, min(sizes)))
-        steps = int(np.ceil(1 / rate)) * self.cfg.training.local_epochs * self.cfg.training.rounds
-        noise = calibrate_noise(p.target_epsilon, p.delta, rate, steps)
-        log.info("local DP: noise multiplier %.4f for epsilon %.3g", noise, p.target_epsilon)
-        return LocalDP(noise_multiplier=noise, max_grad_norm=p.max_grad_norm)
-
-    def _server_noise(self) -> float | None:
-        p = self.cfg.privacy
-        if p.mode != "server":
-            return None
-        if p.noise_multiplier is not None:
-            return p.noise_multiplier
-        rate = self.per_round / self.fed.num_clients
-        return calibrate_noise(p.target_epsilon, p.delta, rate, self.cfg.training.rounds)
-
-    def _nbafl(self) -> NbAFL | None:
-        if self.cfg.privacy.mode != "nbafl":
-            return None
-        t = self.cfg.training
-        return nbafl_from_config(self.cfg.privacy, rounds=t.rounds, num_clients=self.fed.num_clients,
-                                 clients_per_round=self.per_round, local_epochs=t.local_epochs,
-                                 client_sizes=[len(i) for i in self.fed.train_index])
-
-
-    # -- privacy --------------------------------------------------------------------------
-    def epsilon_spent(self, rounds_done: int) -> float | None:
-        """The privacy budget spent after ``rounds_done`` rounds: the largest client epsilon (local
-        DP), the server mechanism's epsilon (server DP), NbAFL's target epsilon, or None without DP."""
-        p = self.cfg.privacy
-        if p.mode == "local":
-            eps = [epsilon_from_history(h, p.delta) for h in self.dp_history.values()]
-            return max(eps) if eps else 0.0
-        if p.mode == "server":
-            rate = self.per_round / self.fed.num_clients
-            return epsilon_from_history([[self.server_noise, rate, rounds_done]], p.delta)
-        if p.mode == "nbafl":  # no accounting: the epsilon NbAFL's noise scales are derived from
-            return p.target_epsilon
-        return None
-
 
     # -- one round ------------------------------------------------------------------------
     def sample_clients(self, round_: int) -> np.ndarray:
@@ -246,25 +260,7 @@ class EngineBase:
         """
         return system_figures(self.model, records, params)
 
-    # -- attacks and injected failures (fltrust.attacks, fltrust.faults; issue 11) ---------------
-    @property
-    def attack_plan(self):
-        """The run's :class:`fltrust.attacks.AttackPlan` (built by ``prepare_federation``)."""
-        plan = getattr(self, "_attack_plan", None)
-        if plan is None:
-            from fltrust.attacks import AttackPlan
-            from fltrust.config import DATA_ATTACKS
-
-            plan = getattr(self.fed, "attack", None)
-            if plan is None:
-                if self.cfg.attack.kind in DATA_ATTACKS:
-                    raise ValueError(f"attack.kind={self.cfg.attack.kind!r} poisons training rows when the federation is "
-                                     "built: build it with fltrust.federation.prepare_federation")
-                plan = AttackPlan.from_config(self.cfg, self.fed.num_clients)
-            self._attack_plan = plan
-        return plan
-
-
+    # -- attacks and injected failures (fltrust.attacks, fltrust.faults) -------------------------
     def robustness_summary(self, records: list[RoundRecord], final_aux_accuracy: float | None) -> dict[str, Any]:
         """The summary's ``attack`` and ``reliability`` blocks (only those that apply); ``self.model``
         must hold the final global model.
@@ -288,8 +284,8 @@ class EngineBase:
         if self.attack_plan.active:
             out["attack"] = attack_summary(self.attack_plan, self.model, self.fed.x_test, self.fed.y_test, records,
                                            final_aux_accuracy=final_aux_accuracy)
-        if self.cfg.reliability.active:
-            out["reliability"] = reliability_summary(records, self.cfg.reliability)
+        if self.reliability.active:
+            out["reliability"] = reliability_summary(records, self.reliability)
         return out
 
 

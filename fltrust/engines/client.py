@@ -14,11 +14,7 @@ import numpy as np
 
 from fltrust.core.records import Params
 from fltrust.engines.base import EngineBase
-from fltrust.algorithms.privacy import merge_history
 from fltrust.engines.training import num_batches
-
-NBAFL_NOISE_OFFSET = 1000
-"""Seed offset of a client's NbAFL upload noise (training streams use offsets 0 and 1)."""
 
 
 class SimulatedClient:
@@ -27,8 +23,8 @@ class SimulatedClient:
     Parameters
     ----------
     engine : EngineBase
-        The experiment's set-up: federation, trainer, seed and privacy mechanism. Local DP
-        training appends to its ``dp_history``.
+        The experiment's set-up: federation, trainer, seed and privacy mechanism (whose
+        :meth:`~fltrust.algorithms.privacy.PrivacyMechanism.train` wraps the client's private training).
     cid : int
         The client id (its index in the federation).
     round_ : int
@@ -38,6 +34,8 @@ class SimulatedClient:
     ----------
     x, y, x_val, y_val : torch.Tensor
         The client's training and validation data, on the engine's device.
+    trainer : LocalTrainer
+        The engine's trainer.
     num_samples, num_batches : int
         The client's training rows and batches per epoch.
     """
@@ -45,8 +43,9 @@ class SimulatedClient:
     def __init__(self, engine: EngineBase, cid: int, round_: int) -> None:
         self.engine, self.client_id, self.round = engine, cid, round_
         self.x, self.y, self.x_val, self.y_val = engine.fed.client_tensors(cid)
+        self.trainer = engine.trainer
         self.num_samples = len(self.y)
-        self.num_batches = num_batches(self.num_samples, engine.cfg.training.batch_size)
+        self.num_batches = num_batches(self.num_samples, engine.training.batch_size)
 
     def seed(self, offset: int = 0) -> int:
         """The seed of the client's random stream ``offset`` this round (run seed, round, client id, offset).
@@ -64,7 +63,7 @@ class SimulatedClient:
         return int(np.random.default_rng([self.engine.seed, self.round, self.client_id, offset]).integers(2**31))
 
     def train(self, params: Params, *, seed_offset: int = 0, private: bool = True, **kwargs: Any) -> tuple[Params, float]:
-        """Train on the client's data: local DP-SGD or NbAFL when configured and ``private``.
+        """Train on the client's data, through the run's privacy mechanism when ``private``.
 
         Parameters and return value as :meth:`fltrust.algorithms.strategies.ClientHandle.train`.
 
@@ -75,7 +74,8 @@ class SimulatedClient:
         seed_offset : int
             Selects the random stream among the client's streams of this round (default 0).
         private : bool
-            Whether the configured client-side privacy applies (default True).
+            Whether the run's client-side privacy applies (default True:
+            :meth:`fltrust.algorithms.privacy.PrivacyMechanism.train`).
         **kwargs
             :meth:`fltrust.engines.training.LocalTrainer.train` keywords (``epochs`` required).
 
@@ -84,20 +84,28 @@ class SimulatedClient:
         tuple of (Params, float)
             The trained model and its last-epoch mean training loss.
         """
-        engine = self.engine
-        if engine.local_dp is not None and private:
-            new, loss, history = engine.trainer.train_private(
-                params, self.x, self.y, epochs=kwargs["epochs"], seed=self.seed(), dp=engine.local_dp
-            )
-            key = str(self.client_id)
-            engine.dp_history[key] = merge_history(engine.dp_history.get(key, []), history)
-            return new, loss
-        if engine.nbafl is not None and private:  # NbAFL: proximal term, then noise on the upload
-            new, loss = engine.trainer.train(params, self.x, self.y, seed=self.seed(seed_offset),
-                                             **kwargs, **engine.nbafl.train_kwargs(params))
-            rng = np.random.default_rng(self.seed(NBAFL_NOISE_OFFSET + seed_offset))
-            return engine.nbafl.perturb_upload(new, engine.trainable, self.num_samples, rng), loss
-        return engine.trainer.train(params, self.x, self.y, seed=self.seed(seed_offset), **kwargs)
+        if private:
+            return self.engine.privacy.train(self, params, seed_offset=seed_offset, **kwargs)
+        return self.fit(params, seed_offset=seed_offset, **kwargs)
+
+    def fit(self, params: Params, *, seed_offset: int = 0, **kwargs: Any) -> tuple[Params, float]:
+        """Plain local training on the client's data with its stream ``seed_offset`` (no privacy).
+
+        Parameters
+        ----------
+        params : Params
+            The model training starts from (not modified).
+        seed_offset : int
+            Selects the random stream (default 0).
+        **kwargs
+            :meth:`fltrust.engines.training.LocalTrainer.train` keywords (``epochs`` required).
+
+        Returns
+        -------
+        tuple of (Params, float)
+            The trained model and its last-epoch mean training loss.
+        """
+        return self.trainer.train(params, self.x, self.y, seed=self.seed(seed_offset), **kwargs)
 
     def train_loss_of(self, params: Params) -> float:
         """Loss of ``params`` on the client's training data (q-FFL's F_n(theta)).
@@ -112,4 +120,4 @@ class SimulatedClient:
         float
             The mean loss over the client's training rows.
         """
-        return self.engine.trainer.evaluate(params, self.x, self.y).loss
+        return self.trainer.evaluate(params, self.x, self.y).loss

@@ -1,12 +1,13 @@
 """The in-process FL engine: one round loop for every strategy, fed to engine-neutral observers.
 
-Round k (1..T), as the fairness authors' Flower runs executed it (fairness spec 1):
+Round k (1..T), as the fairness authors' Flower runs executed it (fairness spec 1, docs/references.md#fairness-1):
 
 1. sample ``m`` clients uniformly without replacement (seeded per round);
 2. evaluate the received model theta_k on the server's auxiliary set D (``aux_loss_before``);
 3. every sampled client: reward = accuracy of theta_k on its validation set, local update
    (strategy), performance = accuracy of the resulting model (Ditto: personal) on the validation set;
-4. aggregate (strategy; server-side DP noise if configured) -> theta_{k+1};
+4. aggregate (the privacy mechanism's :meth:`~fltrust.algorithms.privacy.PrivacyMechanism.aggregate`:
+   the strategy's rule, or server-side DP around it) -> theta_{k+1};
 5. evaluate theta_{k+1} on D (``aux_loss`` / ``aux_accuracy``);
 6. build a :class:`~fltrust.core.records.RoundRecord` and hand it to the run's
    :class:`~fltrust.runs.RunRecorder` (observers, persistence), then checkpoint.
@@ -22,29 +23,21 @@ The engine knows nothing about metrics: :mod:`fltrust.experiment` builds the fed
 model and the observers and hands them to an engine (this one, or :mod:`fltrust.flower`). Both
 engines subclass :class:`fltrust.engines.base.EngineBase` (the experiment's set-up, sampling, auxiliary
 evaluation, epsilon accounting, summary) and train :class:`fltrust.engines.client.SimulatedClient`.
-
-Spec and bug references ("fairness spec §N", "trust spec §N", "Bn") are defined in ``docs/references.md``.
 """
 
 from __future__ import annotations
 
 import logging
-import math
 import time
 from typing import Any
 
 import numpy as np
-import torch
-from torch import nn
 
-from fltrust.config import ExperimentConfig
+from fltrust.algorithms.strategies import ClientResult
 from fltrust.core.evaluation import get_params
 from fltrust.core.records import Params, RoundRecord, RunInfo
-from fltrust.federation import Federation
-from fltrust.engines.base import EngineBase
+from fltrust.engines.base import EngineBase, RunSettings
 from fltrust.engines.client import SimulatedClient
-from fltrust.algorithms.privacy import server_dp_aggregate
-from fltrust.algorithms.strategies import ClientResult
 from fltrust.engines.vectorized import ClientGroup, VectorTrainer, vectorize_reason
 from fltrust.runs import RunFolderError, RunRecorder, read_checkpoint, write_checkpoint
 
@@ -54,61 +47,27 @@ log = logging.getLogger("fltrust")
 class Engine(EngineBase):
     """Runs one prepared experiment in this process (fltrust's own round loop).
 
-    Parameters
-    ----------
-    cfg : ExperimentConfig
-    federation : Federation
-        Client data, auxiliary and test sets, on ``device``.
-    model : nn.Module
-        The architecture (initial parameters = round 0's global model), on ``device``.
-    device : torch.device
+    Parameters are :class:`~fltrust.engines.base.EngineBase`'s.
     """
 
     name = "inprocess"
 
-    def __init__(self, cfg: ExperimentConfig, federation: Federation, model: nn.Module, device: torch.device) -> None:
-        super().__init__(cfg, federation, model, device)
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
         self.vector = self._vector_trainer()
 
     def _vector_trainer(self) -> VectorTrainer | None:
         """Side-by-side training of a round's clients (``training.vectorize``), where it applies."""
-        mode = self.cfg.training.vectorize
+        mode = self.training.vectorize
         if mode == "off":
             return None
-        reason = vectorize_reason(self.cfg, self.model, self.per_round)
+        reason = vectorize_reason(self.training, self.privacy, self.model, self.per_round)
         if reason is not None:
             if mode == "on":
                 raise ValueError(f"training.vectorize=on, but vectorised training does not apply: {reason}")
             log.info("training the sampled clients one after another: %s", reason)
             return None
-        return VectorTrainer(self.model, self.cfg.training, self.fed.bundle.num_classes, self.device)
-
-    # -- privacy --------------------------------------------------------------------------
-    def nbafl_norms(self, received: Params, new: Params, num_samples: list[int]) -> dict[str, float]:
-        """NbAFL's expected upload and aggregate noise norms, the norm of the aggregated model's
-        trainable entries and of the round's change to them (``server_metrics``).
-
-        Parameters
-        ----------
-        received : Params
-            The global model the clients received this round.
-        new : Params
-            The aggregated model.
-        num_samples : list of int
-            The training rows of each of the round's clients (NbAFL's noise scales with them).
-
-        Returns
-        -------
-        dict of str to float
-            ``nbafl_upload_noise_norm``, ``nbafl_aggregate_noise_norm``, ``weight_norm`` and
-            ``update_norm`` (L2 norms over the trainable entries).
-        """
-        pairs = [(r, n) for r, n, t in zip(received, new, self.trainable) if t]
-        entries = int(sum(n.size for _, n in pairs))
-        norms = self.nbafl.noise_norms(num_samples, entries)
-        return {"nbafl_upload_noise_norm": norms["upload"], "nbafl_aggregate_noise_norm": norms["aggregate"],
-                "weight_norm": float(math.sqrt(sum(float(np.sum(np.square(n, dtype=np.float64))) for _, n in pairs))),
-                "update_norm": float(math.sqrt(sum(float(np.sum(np.square(n - r, dtype=np.float64))) for r, n in pairs)))}
+        return VectorTrainer(self.model, self.training, self.fed.bundle.num_classes, self.device)
 
     # -- one round ------------------------------------------------------------------------
     def run_round(self, round_: int, global_params: Params, aux_before: tuple[float, float]) -> RoundRecord:
@@ -133,9 +92,7 @@ class Engine(EngineBase):
         ids, faults = self.inject_faults(round_, ids, global_params)  # drop-outs, failures (fltrust.faults)
         if not len(ids):
             return self.empty_round(round_, global_params, aux_before, faults)
-        if self.nbafl is not None:  # NbAFL: the clients receive the clipped (and maybe noised) model
-            global_params = self.nbafl.broadcast(global_params, self.trainable,
-                                                 np.random.default_rng([self.seed, round_, 14]))
+        global_params = self.privacy.broadcast(global_params, round_)  # NbAFL: clipped (and maybe noised)
         model_bytes = int(sum(p.nbytes for p in global_params))
         start = time.perf_counter()
         clients = [SimulatedClient(self, int(cid), round_) for cid in ids]
@@ -174,20 +131,15 @@ class Engine(EngineBase):
             "bytes_sent": [int(sum(p.nbytes for p in u.params)) for u in updates],
         }
         rows.update(self.attack_rows(ids))
-        if self.server_noise is not None:
-            new_params, _ = server_dp_aggregate(
-                global_params, [r.params for r in results], clipping_norm=self.cfg.privacy.clipping_norm,
-                noise_multiplier=self.server_noise, rng=np.random.default_rng([self.seed, round_, 13]))
-        else:
-            new_params = self.strategy.aggregate(global_params, results, aux_before[0])
+        new_params = self.privacy.aggregate(self.strategy, global_params, results, aux_before[0], round_)
         aux_loss, aux_acc = self.evaluate_aux(new_params)
         server = {"aux_loss_before": aux_before[0], "aux_accuracy_before": aux_before[1],
                   "aux_loss": aux_loss, "aux_accuracy": aux_acc}
-        eps = self.epsilon_spent(round_)
+        eps = self.privacy.epsilon(round_)
         if eps is not None:
             server["epsilon"] = eps
-        if self.nbafl is not None:  # how much noise this round added, against the size of the model
-            server.update(self.nbafl_norms(global_params, new_params, [c.num_samples for c in clients]))
+        # the mechanism's own figures (NbAFL: how much noise this round added, against the model's size)
+        server.update(self.privacy.round_metrics(global_params, new_params, [c.num_samples for c in clients]))
         server.update(self.round_extras(faults, ids))
         return RoundRecord(
             round=round_, client_ids=ids, client_metrics={k: np.asarray(v, dtype=float) for k, v in rows.items()},
@@ -225,17 +177,16 @@ class Engine(EngineBase):
             The summary fields the engine wrote: ``seconds_per_round``, ``device``, the final aux
             loss and accuracy, ``epsilon``, ``extra_summary`` and the attack / reliability blocks.
         """
-        cfg = self.cfg
         folder = recorder.folder
         start_time = time.perf_counter()
-        identity = checkpoint_identity(cfg, info, (dataset_extra or {}).get("fingerprint"))
+        identity = checkpoint_identity(self.settings, info, (dataset_extra or {}).get("fingerprint"))
         state = None
         if resume and folder.checkpoint.is_file():
             state = _load_checkpoint(folder.checkpoint, identity)
         if state is not None and recorder.resume(info, state):  # the records are read back from rounds.jsonl
             global_params = state["global_params"]
             self.strategy.load_state_dict(state["strategy"])
-            self.dp_history = state["dp_history"]
+            self.privacy.load_state_dict(state["dp_history"])
             elapsed_before = state["wall_time_s"]
             log.info("resuming %s after round %d", info.run_id, recorder.records[-1].round)
         else:
@@ -249,17 +200,17 @@ class Engine(EngineBase):
         last = recorder.records[-1]
         aux_before = (last.server_metrics["aux_loss"], last.server_metrics["aux_accuracy"])
         first = last.round + 1
-        progress = _progress(cfg, first)
+        progress = _progress(self.settings, self.training.rounds, first)
         try:
-            for round_ in range(first, cfg.training.rounds + 1):
+            for round_ in range(first, self.training.rounds + 1):
                 record = self.run_round(round_, global_params, aux_before)
                 recorder.record_round(record)
                 global_params = record.global_params_after
                 aux_before = (record.server_metrics["aux_loss"], record.server_metrics["aux_accuracy"])
-                if cfg.run.checkpoint:
-                    write_checkpoint(folder.checkpoint, {
+                if self.settings.checkpoint:
+                    write_checkpoint(folder.checkpoint, {  # "dp_history": the mechanism's accounting state
                         "format": CHECKPOINT_FORMAT, "identity": identity, "global_params": global_params,
-                        "strategy": self.strategy.state_dict(), "dp_history": self.dp_history,
+                        "strategy": self.strategy.state_dict(), "dp_history": self.privacy.state_dict(),
                         "wall_time_s": elapsed_before + time.perf_counter() - start_time,
                         **recorder.state_dict(),
                     })
@@ -271,7 +222,7 @@ class Engine(EngineBase):
         wall = elapsed_before + time.perf_counter() - start_time
         return self.finish_run(recorder, global_params, wall, aux_before, extra_summary=extra_summary)
 
-    # -- attacks and injected failures (fltrust.attacks, fltrust.faults; issue 11) ---------------
+    # -- attacks and injected failures (fltrust.attacks, fltrust.faults) -------------------------
     def inject_faults(self, round_: int, ids: np.ndarray, global_params: Params):
         """Drop-outs and failures of the sampled clients (:mod:`fltrust.faults`).
 
@@ -296,7 +247,7 @@ class Engine(EngineBase):
         """
         from fltrust.faults import InjectedFailure, failing_train, plan_round
 
-        plan = plan_round(self.seed, round_, ids, self.cfg.reliability)
+        plan = plan_round(self.seed, round_, ids, self.reliability)
         if not plan.active:
             return ids, plan
         for cid in plan.failed:
@@ -408,7 +359,7 @@ class Engine(EngineBase):
         log.warning("round %d: no client update arrived; the global model is kept", round_)
         server = {"aux_loss_before": aux_before[0], "aux_accuracy_before": aux_before[1],
                   "aux_loss": aux_before[0], "aux_accuracy": aux_before[1]}
-        eps = self.epsilon_spent(round_)
+        eps = self.privacy.epsilon(round_)
         if eps is not None:
             server["epsilon"] = eps
         server.update(self.round_extras(faults, np.zeros(0, dtype=np.int64)))
@@ -423,15 +374,15 @@ CHECKPOINT_FORMAT = 2
 ``torch.load(weights_only=True)``. Checkpoints of format 1 pickled numpy arrays and are not resumed."""
 
 
-def checkpoint_identity(cfg: ExperimentConfig, info: RunInfo, data_fingerprint: str | None) -> dict[str, Any]:
+def checkpoint_identity(run: RunSettings, info: RunInfo, data_fingerprint: str | None) -> dict[str, Any]:
     """Everything that makes a run, stored in its checkpoint and compared before resuming: the
     run id (name, config hash, seed, repeat), the config hash, seed and repeat, and the data
     fingerprint. A checkpoint copied from another seed, repeat, config or data is not resumed.
 
     Parameters
     ----------
-    cfg : ExperimentConfig
-        The run's configuration.
+    run : RunSettings
+        The run's settings (its ``identity``: config hash, seed, repeat).
     info : RunInfo
         The run's info (its ``run_id``).
     data_fingerprint : str or None
@@ -442,8 +393,8 @@ def checkpoint_identity(cfg: ExperimentConfig, info: RunInfo, data_fingerprint: 
     dict of str to Any
         ``run_id``, ``config_hash``, ``seed``, ``repeat`` and ``data_fingerprint``.
     """
-    return {"run_id": info.run_id, "config_hash": cfg.config_hash(), "seed": int(cfg.run.seed),
-            "repeat": int(cfg.run.repeat), "data_fingerprint": data_fingerprint}
+    return {"run_id": info.run_id, "config_hash": run.identity["config_hash"], "seed": int(run.identity["seed"]),
+            "repeat": int(run.identity["repeat"]), "data_fingerprint": data_fingerprint}
 
 
 def _load_checkpoint(path, identity: dict[str, Any]) -> dict | None:
@@ -466,8 +417,7 @@ def _load_checkpoint(path, identity: dict[str, Any]) -> dict | None:
     return state
 
 
-def _progress(cfg: ExperimentConfig, first: int):
+def _progress(run: RunSettings, rounds: int, first: int):
     from tqdm.auto import tqdm
 
-    return tqdm(total=cfg.training.rounds, initial=first - 1, desc=cfg.run.name, unit="round",
-                disable=not cfg.run.progress, leave=False)
+    return tqdm(total=rounds, initial=first - 1, desc=run.name, unit="round", disable=not run.progress, leave=False)

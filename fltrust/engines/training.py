@@ -19,23 +19,14 @@ from __future__ import annotations
 import copy
 import math
 import warnings
-from dataclasses import dataclass
 
 import torch
 from torch import nn
 
+from fltrust.algorithms.privacy import LocalDP
 from fltrust.config import TrainingConfig
 from fltrust.core.evaluation import EvalResult, evaluate, get_params, loss_per_sample, set_params
 from fltrust.core.records import Params
-
-
-
-@dataclass
-class LocalDP:
-    """Opacus DP-SGD settings for one client run (noise fixed for the whole run)."""
-
-    noise_multiplier: float
-    max_grad_norm: float
 
 
 class LocalTrainer:

@@ -9,7 +9,7 @@ update on a flat ``(m, num_params)`` buffer. ReLU MLPs skip autograd: their pass
 (:meth:`VectorTrainer._train_mlp`) into buffers allocated once per local training, so that a step is
 about 40 tensor operations and no allocation. On CPU with numpy's OpenBLAS the eight batched
 matrix products of an NSL-KDD step go to numpy instead, in layouts OpenBLAS multiplies fastest
-(:meth:`VectorTrainer._train_mlp_numpy`; one thread of a Zen 5 core, issue 20: 0.62 ms per step
+(:meth:`VectorTrainer._train_mlp_numpy`; one thread of a Zen 5 core: 0.62 ms per step
 with ``torch.bmm``, 0.38 ms with OpenBLAS's AVX-512 kernels).
 
 This module holds when the path applies (:func:`vectorize_reason`), the trainer
@@ -52,10 +52,10 @@ What is kept identical to the sequential path (``tests/engines/test_vectorized.p
 Where it does not apply (:func:`vectorize_reason`; ``training.vectorize: auto`` then trains
 sequentially, ``on`` raises):
 
-- local DP-SGD (``privacy.mode: local``): Opacus trains one client at a time with per-sample
-  gradients and Poisson sampling;
-- NbAFL (``privacy.mode: nbafl``): the client's proximal term and upload noise are added by the
-  sequential path (:class:`fltrust.algorithms.privacy.NbAFL`);
+- a privacy mechanism that wraps each client's training
+  (:meth:`fltrust.algorithms.privacy.PrivacyMechanism.sequential_reason`): local DP-SGD, where
+  Opacus trains one client at a time with per-sample gradients and Poisson sampling, and NbAFL,
+  whose proximal term and upload noise the sequential path adds;
 - models with BatchNorm buffers (``convnet2``): batch statistics and running-stat updates per
   client are not replayed here (evaluation of such models is still batched);
 - ``clients_per_round == 1`` (nothing to stack);
@@ -80,7 +80,8 @@ import torch.nn.functional as F
 from torch import nn
 
 from fltrust.blas import blas_threads_as_torch
-from fltrust.config import ExperimentConfig, TrainingConfig
+from fltrust.algorithms.privacy import PrivacyMechanism
+from fltrust.config import TrainingConfig
 from fltrust.core.records import Params
 from fltrust.core.stacked import UnsupportedModel, has_buffers, stacked_loss_pred, stacked_net
 from fltrust.engines.batched_evaluation import MLP_EVAL_ROWS, MLP_GEMMS, BatchedEvaluator, mlp_layers
@@ -97,13 +98,16 @@ __all__ = ["MLP_EVAL_ROWS", "MLP_GEMMS", "VECTORIZE_MODES", "BatchSchedule", "Ba
 # --------------------------------------------------------------------------------------------
 # When it applies
 # --------------------------------------------------------------------------------------------
-def vectorize_reason(cfg: ExperimentConfig, model: nn.Module, clients_per_round: int) -> str | None:
+def vectorize_reason(training: TrainingConfig, privacy: PrivacyMechanism, model: nn.Module,
+                     clients_per_round: int) -> str | None:
     """Why the vectorised training path does not apply to this run (``None`` when it does).
 
     Parameters
     ----------
-    cfg : ExperimentConfig
-        The run's configuration (``training.vectorize``, ``privacy.mode``).
+    training : TrainingConfig
+        The ``training`` section (``vectorize``).
+    privacy : PrivacyMechanism
+        The run's privacy mechanism (:meth:`~fltrust.algorithms.privacy.PrivacyMechanism.sequential_reason`).
     model : torch.nn.Module
         The architecture (buffers, whether :mod:`fltrust.core.stacked` can train it).
     clients_per_round : int
@@ -114,13 +118,11 @@ def vectorize_reason(cfg: ExperimentConfig, model: nn.Module, clients_per_round:
     str or None
         The first reason that applies, as a phrase for a log line or an error.
     """
-    mode = getattr(cfg.training, "vectorize", "auto")
-    if mode == "off":
+    if training.vectorize == "off":
         return "training.vectorize is off"
-    if cfg.privacy.mode == "local":
-        return "local DP-SGD (Opacus) trains one client at a time"
-    if cfg.privacy.mode == "nbafl":
-        return "NbAFL's proximal term and upload noise are added client by client (sequential path)"
+    reason = privacy.sequential_reason()
+    if reason is not None:
+        return reason
     if clients_per_round < 2:
         return "one client per round"
     if has_buffers(model):

@@ -30,6 +30,7 @@ so that float sums do not depend on arrival order.
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
@@ -44,6 +45,7 @@ from fltrust.flower.legacy import ObservedLegacyStrategy
 from fltrust.flower.partitions import discover_partitions, partition_query_reply
 from fltrust.flower.records import CLIENT_ID_KEY, CONFUSION_KEY, FLTRUST_KEY, arrays_to_params, cast_like, confusion_from_metric
 from fltrust.flower.sinks import AUX_ACCURACY, AUX_LOSS, ClientRow, ObserverSink, RoundBuilder, RoundSink
+from fltrust.flower.validation import ClientIds, Problem, Rejection, ReportRejected, ReportSchema, RoundFacts, check_reply
 
 log = logging.getLogger("fltrust")
 
@@ -123,6 +125,11 @@ class ObservedStrategy(Strategy):
         :mod:`fltrust.faults`); the wrapped strategy and the observers see only what it keeps.
     strict : bool
         Raise when a client reply is an error (default: log it and observe the others).
+    schema : ReportSchema, optional
+        Check every reply against it (:mod:`fltrust.flower.validation`): a reply that fails is
+        rejected for its round -- named in the log and in ``RoundRecord.rejected``, withheld from
+        the wrapped strategy and from the observers -- instead of stopping the run. Default none:
+        replies are trusted (fltrust's own Flower engine, whose ClientApp is fltrust's).
 
     Run it with :meth:`start` (Flower's ``Strategy.start``): the ``evaluate_fn`` you pass (e.g.
     :func:`aux_evaluate_fn` on the server's auxiliary set) is wrapped so that each round is
@@ -134,8 +141,12 @@ class ObservedStrategy(Strategy):
                  node_partitions: Mapping[int, int] | None = None, keep_extra_metrics: bool = True,
                  server_metrics_fn: Callable[[int], Mapping[str, float]] | None = None,
                  reply_hook: Callable[[int, list[ClientRow]], None] | None = None, strict: bool = False,
-                 reply_filter: Callable[[int, list[Message]], list[Message]] | None = None) -> None:
+                 reply_filter: Callable[[int, list[Message]], list[Message]] | None = None,
+                 schema: ReportSchema | None = None) -> None:
         self.strategy = strategy
+        self.schema = schema
+        self.client_ids = ClientIds()
+        self._names: tuple[str, ...] = ()
         self.sampler = sampler
         self.node_partitions = dict(node_partitions) if node_partitions else None
         self.reply_hook = reply_hook
@@ -198,6 +209,7 @@ class ObservedStrategy(Strategy):
                                    f"(known partitions: {sorted(by_client)[:10]}...)")
             target = _SubsetGrid(grid, [by_client[c] for c in ids])
         messages = list(self.strategy.configure_train(server_round, arrays, config, target))
+        self._names = tuple(arrays.keys())
         self.builder.begin(server_round, arrays_to_params(arrays))
         return messages
 
@@ -210,7 +222,9 @@ class ObservedStrategy(Strategy):
             The round, from 1.
         replies : iterable of flwr.app.Message
             The nodes' training replies. Error replies are logged and not observed (``strict``:
-            raise); the wrapped strategy gets the others in client-id order, then the errors.
+            raise); with a ``schema``, replies that fail it are rejected (logged, recorded in
+            ``RoundRecord.rejected``, withheld from the wrapped strategy). The wrapped strategy
+            gets the others in client-id order, then the errors.
 
         Returns
         -------
@@ -222,7 +236,7 @@ class ObservedStrategy(Strategy):
         RuntimeError
             With ``strict``, if a reply is an error.
         ValueError
-            If a reply lacks an ArrayRecord, a MetricRecord or its ``partition-id``.
+            Without a ``schema``: if a reply lacks an ArrayRecord, a MetricRecord or its ``partition-id``.
         """
         replies = list(replies)
         if self.reply_filter is not None:
@@ -234,7 +248,10 @@ class ObservedStrategy(Strategy):
             if self.strict:
                 raise RuntimeError(f"round {server_round}: {len(failed)} client(s) failed: {reasons}")
             log.warning("round %d: %d client(s) failed and are not observed: %s", server_round, len(failed), reasons)
-        rows = [self._row(m) for m in ok]
+        if self.schema is None:
+            rows, rejected = [self._row(m) for m in ok], []
+        else:
+            rows, ok, rejected = self._checked_rows(server_round, ok)
         order = np.argsort([r.client_id for r in rows], kind="stable")
         rows = [rows[i] for i in order]
         ok = [ok[i] for i in order]
@@ -248,9 +265,67 @@ class ObservedStrategy(Strategy):
             arrays = ArrayRecord(dict(zip(arrays.keys(), (_array(p) for p in params))))
         if pending is not None and pending.round == server_round:
             pending.rows = rows
+            pending.rejected = [r.to_json() for r in rejected]
         return arrays, metrics
 
+    def _report(self, message: Message) -> tuple[dict[str, Any] | None, Any]:
+        """The reply's report and its ArrayRecord; the ``"fltrust"`` ConfigRecord is removed from the
+        reply (the wrapped strategy aggregates the MetricRecord only)."""
+        content = message.content
+        key = getattr(self.strategy, "arrayrecord_key", "arrays")
+        record = content.array_records.get(key) or next(iter(content.array_records.values()), None)
+        if FLTRUST_KEY in content.config_records:  # the report beside the metrics (fltrust's ClientApp)
+            values = dict(content[FLTRUST_KEY])
+            del content[FLTRUST_KEY]
+            return values, record
+        metric_records = list(content.metric_records.values())
+        return (dict(metric_records[0]) if metric_records else None), record
+
+    def _fallback_id(self, node: int) -> int | None:
+        """The client id of a node whose report names none (``node_partitions``)."""
+        return None if not self.node_partitions or node not in self.node_partitions else int(self.node_partitions[node])
+
+    def _accepted(self, server_round: int, rows: list[ClientRow], checked: list) -> None:
+        """Called with the round's accepted rows and their :class:`~fltrust.flower.validation.CheckedReport`."""
+
+    def _checked_rows(self, server_round: int, replies: list[Message]) -> tuple[list[ClientRow], list[Message], list[Rejection]]:
+        """Check every reply against :attr:`schema`: the accepted rows and replies, and the rejections."""
+        pending = self.builder.pending
+        facts = RoundFacts(self._names, list(self.builder.reference or []),
+                           time.perf_counter() - pending.started if pending is not None else 0.0)
+        passed, rejected = [], []
+        for message in replies:
+            node = int(message.metadata.src_node_id)
+            values, record = self._report(message)
+            try:
+                report = check_reply(values, record, self.schema, facts)
+            except ReportRejected as exc:
+                rejected.append(Rejection(node, exc.client_id, tuple(exc.problems)))
+                continue
+            cid = report.client_id if report.client_id is not None else self._fallback_id(node)
+            if cid is None:
+                rejected.append(Rejection(node, None, (Problem(CLIENT_ID_KEY, (
+                    f"the report names no client id and node {node} was not connected at the start; report "
+                    "the node config's partition-id (client_report(..., context=context))")),)))
+                continue
+            passed.append((message, node, cid, report))
+        verdicts = self.client_ids.admit(server_round, [(node, cid) for _, node, cid, _ in passed])
+        rows, kept, checked = [], [], []
+        for (message, node, cid, report), reason in zip(passed, verdicts):
+            if reason is not None:
+                rejected.append(Rejection(node, cid, (Problem(CLIENT_ID_KEY, reason),)))
+                continue
+            rows.append(ClientRow(cid, node, report.params, report.values, report.confusion))
+            kept.append(message)
+            checked.append(report)
+        for rejection in rejected:
+            log.warning("fltrust: round %d: rejected the report of %s -- not aggregated, left out of the round's "
+                        "metrics", server_round, rejection.describe())
+        self._accepted(server_round, rows, checked)
+        return rows, kept, rejected
+
     def _row(self, message: Message) -> ClientRow:
+        """One reply as a :class:`ClientRow`, trusted as it is (no ``schema``)."""
         content = message.content
         key = getattr(self.strategy, "arrayrecord_key", "arrays")
         record = content.array_records.get(key) or next(iter(content.array_records.values()), None)

@@ -49,8 +49,10 @@ import copy
 import hashlib
 import json
 import logging
+import math
 import os
 import re
+import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -68,18 +70,12 @@ from fltrust.core.observers import ObserverSet
 from fltrust.core.records import AppFacts, Params, RunInfo
 from fltrust.flower.adapter import ObservedStrategy
 from fltrust.flower.client import ClientReport
-from fltrust.flower.records import (
-    CLIENT_ID_KEY,
-    CONFUSION_KEY,
-    FLTRUST_KEY,
-    LABEL_COUNTS_KEY,
-    arrays_to_params,
-    cast_like,
-    confusion_from_metric,
-)
+from fltrust.flower.records import CLIENT_ID_KEY, FLTRUST_KEY, arrays_to_params
 from fltrust.flower.sinks import ClientRow
 from fltrust.flower.tensors import as_tensors, model_device, model_num_classes, read_labels
+from fltrust.flower.validation import ClientIds, ReportSchema
 from fltrust.metrics.fairness.registry import GENERAL_FAIRNESS, NotionKeys
+from fltrust.metrics.shapley.federated import resolve_method
 from fltrust.names import EXTENDED_TRUST_MODE
 from fltrust.settings import FairnessSettings, TrustSettings
 
@@ -99,6 +95,45 @@ _EPOCH_KEYS = ("local-epochs", "local_epochs", "epochs")
 
 def _fail(argument: str, message: str) -> ValueError:
     return ValueError(f"fltrust.flower.instrument: {argument}= {message}")
+
+
+def _app_folder(frame: Any) -> Path | None:
+    """The folder of the module whose code called ``instrument`` (the app's), or None (interactive)."""
+    name = (frame.f_globals.get("__file__") if frame is not None else None) or ""
+    return Path(name).resolve().parent if name and Path(name).is_file() else None
+
+
+def _resolve_out_dir(out_dir: str | Path, app_folder: Path | None) -> Path:
+    """An absolute ``out_dir``; a relative one is taken in the app's folder (never the process's
+    working directory, which under Flower's runtimes is the SuperLink's)."""
+    path = Path(out_dir).expanduser()
+    if path.is_absolute():
+        return path.resolve()
+    if app_folder is None:
+        return path.resolve()  # interactive: the working directory is the only folder there is
+    from flwr.common.constant import APP_DIR
+    from flwr.supercore.utils import get_flwr_home
+
+    installed = (get_flwr_home() / APP_DIR).resolve()
+    if app_folder.is_relative_to(installed):
+        raise _fail("out_dir", f"{str(out_dir)!r} is relative, and this ServerApp runs from Flower's installed copy "
+                               f"of the app ({app_folder}), not from your project: pass an absolute path, e.g. "
+                               "flwr run ... --run-config \"out-dir='$PWD/runs'\"")
+    return (app_folder / path).resolve()
+
+
+def _stated(name: str, keys: tuple[str, ...], sources: list[tuple[str, dict[str, Any]]], cast: type) -> Any:
+    """The first of ``keys`` in the sources (``train_config`` first, then the run config), cast."""
+    for where, values in sources:
+        for key in keys:
+            if key in values:
+                try:
+                    return cast(values[key])
+                except (TypeError, ValueError):
+                    log.warning("fltrust: %s[%r] = %r is not a %s; the FactSheet leaves the %s missing",
+                                where, key, values[key], cast.__name__, name)
+                    return None
+    return None
 
 
 # --------------------------------------------------------------------------------------------
@@ -194,7 +229,7 @@ class InstrumentedStrategy(ObservedStrategy):
     def __init__(self, strategy: Strategy, *, model: nn.Module, aux: tuple[torch.Tensor, torch.Tensor] | None,
                  test: tuple[torch.Tensor, torch.Tensor] | None, out_dir: Path, name: str,
                  fairness: FairnessSettings | None, trust: TrustSettings | None, facts: dict[str, Any],
-                 num_clients: int | None, seed: int) -> None:
+                 num_clients: int | None, seed: int, run_config: dict[str, Any] | None = None) -> None:
         super().__init__(strategy, None, keep_extra_metrics=False)
         self.model = model
         self.device = model_device(model)
@@ -204,43 +239,43 @@ class InstrumentedStrategy(ObservedStrategy):
         self.facts = facts
         self.num_clients = num_clients
         self.seed = int(seed)
+        self.run_config = dict(run_config or {})
         self.run_folder: Path | None = None
         self.info: RunInfo | None = None
         self._eval_model = copy.deepcopy(model).to(self.device)
         self._num_classes = facts["num_classes"]
-        self._warned_fedsv = False
+        self._eval_seconds: float | None = None  # one evaluation of the model on the aux set
+        self._told_fedsv_cost = self._warned_exact = self._warned_signed = False
 
     # -- replies -------------------------------------------------------------------------------
-    def _row(self, message: Message) -> ClientRow:
-        """Read the client's fltrust report (and remove it, so the app's strategy never sees it)."""
+    def _report(self, message: Message) -> tuple[dict[str, Any] | None, Any]:
+        """The client's fltrust report (removed from the reply, so the app's strategy never sees it)
+        and its ArrayRecord; ``None`` for a reply without the report (it is rejected)."""
         content = message.content
-        node = int(message.metadata.src_node_id)
-        if FLTRUST_KEY not in content.config_records:
-            raise ValueError(f"node {node} replied without fltrust's report: in the ClientApp call "
-                             "report = fltrust.flower.client_report(model, train, val, context=context) before "
-                             "training and return Message(report.attach(content), reply_to=msg)")
-        values = dict(content[FLTRUST_KEY])
-        del content[FLTRUST_KEY]
         key = getattr(self.strategy, "arrayrecord_key", "arrays")
         record = content.array_records.get(key) or next(iter(content.array_records.values()), None)
-        if record is None:
-            raise ValueError(f"node {node} replied without an ArrayRecord")
-        cid = int(values[CLIENT_ID_KEY]) if CLIENT_ID_KEY in values else self.node_partitions.get(node)
-        if cid is None or not 0 <= cid < self.info.num_clients:
-            raise ValueError(f"node {node} reports client id {cid}, outside 0..{self.info.num_clients - 1}: "
-                             f"{self.info.num_clients} SuperNodes were connected at the start; pass num_clients= "
-                             "to fltrust.flower.instrument when more join later")
-        self.info.record_client(cid, values.pop(LABEL_COUNTS_KEY))
-        params = [cast_like(p, ref) for p, ref in zip(arrays_to_params(record), self.builder.reference)]
-        confusion = confusion_from_metric(values[CONFUSION_KEY])
-        return ClientRow(cid, node, params, values, confusion)
+        if FLTRUST_KEY not in content.config_records:
+            return None, record
+        values = dict(content[FLTRUST_KEY])
+        del content[FLTRUST_KEY]
+        return values, record
+
+    def _accepted(self, server_round: int, rows: list[ClientRow], checked: list) -> None:
+        """Record the accepted clients' training label counts (rejected ones never reach RunInfo) and
+        say what the round's FedSV will cost, before it runs."""
+        for row, report in zip(rows, checked):
+            self.info.record_client(row.client_id, report.label_counts)
+        self._fedsv_cost(server_round, len(rows))
 
     # -- server evaluation --------------------------------------------------------------------
     def _aux_metrics(self, arrays: ArrayRecord) -> dict[str, float]:
         if self.aux is None:
             return {}
         set_params(self._eval_model, arrays_to_params(arrays))
+        started = time.perf_counter()
         result = evaluate(self._eval_model, *self.aux, num_classes=self._num_classes, batch_size=EVAL_BATCH_SIZE)
+        if self._eval_seconds is None:
+            self._eval_seconds = time.perf_counter() - started
         return {"aux_loss": result.loss, "aux_accuracy": result.accuracy}
 
     def _returned(self, record) -> dict[str, float]:
@@ -254,13 +289,51 @@ class InstrumentedStrategy(ObservedStrategy):
                 out[f"fltrust.{key}"] = float("nan") if value is None else float(value)
         return out
 
-    def _warn_fedsv_cost(self, record) -> None:
-        m = len(record.client_ids)
-        if self._warned_fedsv or self.fairness is None or self.fairness.shapley != "exact" or m < 8:
+    def _fedsv_cost(self, server_round: int, m: int) -> None:
+        """Before a round's FedSV: its method and cost, coalition models x one aux evaluation (measured
+        at round 0). Once per run as an info line; a warning the first time exact FedSV runs on
+        more participants than ``shapley="auto"`` would take exactly."""
+        settings = self.fairness
+        if settings is None or m == 0 or (self._told_fedsv_cost and self._warned_exact):
             return
-        self._warned_fedsv = True
-        log.warning("fltrust: exact FedSV evaluates 2^%d - 1 = %d coalition models per round on the aux set; with many "
-                    "participants use FairnessSettings(shapley=...) sampling (README, Flower section)", m, 2 ** m - 1)
+        method = resolve_method(settings.shapley, m, auto_exact_players=settings.shapley_auto_exact_players)
+        if method == "exact" and m > settings.exact_max_players:
+            method = "monte_carlo"  # what the observer runs, with its own warning
+        first = m + 1 + settings.shapley_sampler_permutations * (m - 2)  # the sampler's first walks, at most
+        most = {"exact": 2 ** m - 1, "monte_carlo": 1 + settings.shapley_permutations * (m - 1),
+                "permutation": max(first, settings.shapley_max_coalitions or 2 ** m - 1)
+                if settings.shapley_target_error > 0 else first}[method]
+        models = f"{most:,}" if method == "exact" else f"up to {min(most, 2 ** m - 1):,}"
+        each = self._eval_seconds if self._eval_seconds is not None else float("nan")
+        line = (f"fltrust: round {server_round}: FedSV of {m} participants, {method}: {models} coalition models "
+                f"x {each:.3f} s per aux-set evaluation = about {min(most, 2 ** m - 1) * each:,.0f} s per round")
+        if method == "exact" and m > settings.shapley_auto_exact_players and not self._warned_exact:
+            self._warned_exact = self._told_fedsv_cost = True
+            log.warning("%s; FairnessSettings.for_app() (shapley='auto') samples above %d participants "
+                        "(README, Flower section)", line, settings.shapley_auto_exact_players)
+        elif not self._told_fedsv_cost:
+            self._told_fedsv_cost = True
+            log.info("%s", line)
+
+    def _warn_signed_fedsv(self, record) -> None:
+        """Once per run: faithful f_j / f_r below 1/m because signed cumulative FedSV entered Jain's index."""
+        fairness = record.observations.get("fairness") or {}
+        if self._warned_signed or self.fairness is None or self.fairness.nonpositive_policy != "raw" or not fairness:
+            return
+        m = len(fairness.get("s") or [])
+        nonpositive = sum(1 for v in fairness.get("s") or [] if v is not None and v <= 0)
+        low = {k: fairness.get(k) for k in ("f_j", "f_r")
+               if fairness.get(k) is not None and math.isfinite(fairness[k]) and fairness[k] < 1 / m}
+        if not nonpositive or not low:
+            return
+        self._warned_signed = True
+        shown = " and ".join(f"{k} = {v:.3f}" for k, v in low.items())
+        log.warning("fltrust: round %d: %s below 1/m = %.3f, the least Jain's index of %d non-negative values, because "
+                    "%d of the %d participants' cumulative FedSV are <= 0 and mode='faithful' uses them signed, as "
+                    "the authors' code does: these numbers reproduce the authors' computation, not a fairness "
+                    "judgement of your app; FairnessSettings.for_app() (mode='corrected', the default of "
+                    "instrument) leaves such participants out of f_j and f_r", record.round, shown, 1 / m, m,
+                    nonpositive, m)
 
     # -- the run ------------------------------------------------------------------------------
     def _wait_for_nodes(self, grid: Grid, timeout: float, settle_s: float = 0.5) -> list[int]:
@@ -317,9 +390,10 @@ class InstrumentedStrategy(ObservedStrategy):
 
         The app's ``evaluate_fn`` (its own test set, say) runs as in Flower; its metrics are
         returned as they are, next to fltrust's ``fltrust.*`` values, and stored in the round's
-        server metrics as ``app.<key>`` (never taken for the aux loss). ``train_config`` keys
-        ``lr`` / ``learning-rate`` and ``local-epochs`` / ``epochs`` are the FactSheet's learning
-        rate and local epochs when present.
+        server metrics as ``app.<key>`` (never taken for the aux loss). The keys ``lr`` /
+        ``learning-rate`` / ``learning_rate`` and ``local-epochs`` / ``local_epochs`` /
+        ``epochs`` of ``train_config``, else of the run config (``instrument(context=...)``), are
+        the FactSheet's learning rate and local epochs.
 
         Parameters
         ----------
@@ -356,13 +430,15 @@ class InstrumentedStrategy(ObservedStrategy):
         nodes = self._wait_for_nodes(grid, timeout)
         num_clients = self.num_clients or len(nodes)
         self.node_partitions = {node: i for i, node in enumerate(nodes)}
-        config = dict(train_config or {})
+        self.schema = ReportSchema(num_classes=self._num_classes, num_clients=num_clients, label_counts=True)
+        self.client_ids = ClientIds()
+        sources = [("train_config", dict(train_config or {})), ("run_config", self.run_config)]
         facts = AppFacts(
             name=self.name, model=type(self.model).__name__, strategy=type(self.strategy).__name__,
             strategy_params=_public_params(self.strategy), dataset_name=self.facts["dataset_name"],
             dataset_description=self.facts["dataset_description"], preprocessing=self.facts["preprocessing"],
-            learning_rate=next((float(config[k]) for k in _LR_KEYS if k in config), None),
-            local_epochs=next((int(config[k]) for k in _EPOCH_KEYS if k in config), None),
+            learning_rate=_stated("learning rate", _LR_KEYS, sources, float),
+            local_epochs=_stated("local epochs", _EPOCH_KEYS, sources, int),
         )
         description = {"app": facts.to_dict(), "rounds": int(num_rounds), "clients": int(num_clients),
                        "fairness": None if self.fairness is None else self.fairness.to_dict(),
@@ -384,7 +460,7 @@ class InstrumentedStrategy(ObservedStrategy):
                 own = {k: v for k, v in dict(result or {}).items() if not isinstance(v, (list, str, bytes))}
                 server = {**self._aux_metrics(arrays), **{f"app.{k}": v for k, v in own.items()}}
                 record = self.end_round(server_round, arrays, server)
-                self._warn_fedsv_cost(record)
+                self._warn_signed_fedsv(record)
                 return MetricRecord({**dict(result or {}), **self._returned(record)})
 
             started = time.perf_counter()
@@ -445,11 +521,12 @@ def instrument(
     dataset_name: str | None = None,
     dataset_description: str = "",
     preprocessing: str = "",
-    fairness: FairnessSettings | None = FairnessSettings(),
+    fairness: FairnessSettings | None = FairnessSettings.for_app(),
     trust: TrustSettings | None = TrustSettings(),
     batch_keys: tuple[str, str] | None = None,
     num_clients: int | None = None,
     seed: int = 0,
+    context: Any = None,
 ) -> InstrumentedStrategy:
     """Wrap a Flower strategy so that it records both papers' metrics every round.
 
@@ -466,7 +543,11 @@ def instrument(
     test : DataLoader or (x, y)
         Test data for FederatedTrust's CLEVER and SHAP samples; required unless ``trust=None``.
     out_dir : str or Path
-        Folder of run folders; each run gets a new ``<name>-<time>-<hash>`` folder in it.
+        Folder of run folders; each run gets a new ``<name>-<time>-<hash>`` folder in it. A
+        relative path is taken in the folder of the app's module that calls ``instrument``
+        (``app.py``'s folder), not in the working directory, which under ``flwr run`` is the
+        SuperLink's; when that module is Flower's installed copy of the app (``flwr run``), a
+        relative path is an error: pass an absolute one.
     name : str
         The run's name (letters, digits, ``.``, ``_``, ``-``).
     dataset_name : str
@@ -475,6 +556,11 @@ def instrument(
         What the data is and how the app preprocesses it (FactSheet; empty = reported missing).
     fairness : FairnessSettings or None
         Federated Fairness Analytics settings; ``None`` switches the fairness metrics off.
+        Default :meth:`FairnessSettings.for_app() <fltrust.settings.FairnessSettings.for_app>`:
+        the corrected notions, FedSV exact up to 6 participants and sampled above until its
+        standard errors are within 5 % of the round's value range or 300 coalition models are
+        spent. ``FairnessSettings.for_app(mode="faithful")`` gives the authors' computation;
+        a plain ``FairnessSettings(...)`` starts from the papers' defaults (faithful, exact).
     trust : TrustSettings or None
         FederatedTrust settings; ``None`` switches FederatedTrust off. ``mode="extended"`` scores
         the 36-metric taxonomy and sustainability from the app's strategy, its models and the
@@ -487,6 +573,10 @@ def instrument(
         begins (it waits for the strategy's ``min_available_nodes``).
     seed : int
         Seed of fltrust's sampling (Monte Carlo FedSV, CLEVER/SHAP samples).
+    context : flwr.app.Context or None
+        The ServerApp's context: its ``run_config`` (``flwr run``'s ``[tool.flwr.app.config]``)
+        gives the FactSheet's learning rate and local epochs when ``train_config`` does not
+        (``lr``, ``local-epochs``, ... as in :meth:`InstrumentedStrategy.start`).
 
     Returns
     -------
@@ -507,6 +597,7 @@ def instrument(
         raise _fail("model", f"must be a torch.nn.Module of the app's architecture, got {type(model).__name__}")
     if out_dir is None:
         raise _fail("out_dir", "is required: the folder in which each run gets its own run folder")
+    out = _resolve_out_dir(out_dir, _app_folder(sys._getframe(1)))
     if not name or not isinstance(name, str) or not _NAME.match(name):
         raise _fail("name", f"is required: letters, digits, '.', '_' or '-' (it starts the run folder's name), got {name!r}")
     if not dataset_name or not isinstance(dataset_name, str):
@@ -530,6 +621,10 @@ def instrument(
             x, y = as_tensors(data, what=f"fltrust.flower.instrument: {argument}=", batch_keys=batch_keys)
         except ValueError as exc:
             raise ValueError(str(exc)) from None
+        if x.is_floating_point() and not bool(torch.isfinite(x).all()):
+            row = int(torch.nonzero(~torch.isfinite(x.reshape(len(x), -1)).all(dim=1))[0])
+            raise _fail(argument, f"holds NaN/inf in its inputs at row {row} (of {len(x)}); training would be "
+                                  "blamed for it: clean or drop those rows")
         tensors[argument] = (x.to(model_device(model)), y.to(model_device(model)))
     probe = tensors.get("aux", tensors.get("test"))
     if probe is None:
@@ -539,14 +634,21 @@ def instrument(
     except Exception as exc:  # noqa: BLE001 - the model cannot take the data
         raise _fail("model", f"cannot evaluate the {'aux' if 'aux' in tensors else 'test'} data "
                              f"({type(exc).__name__}: {exc}); pass data shaped as the model's input") from None
+    for argument, (_, y) in tensors.items():
+        outside = torch.nonzero((y < 0) | (y >= num_classes))
+        if len(outside):
+            row = int(outside[0])
+            raise _fail(argument, f"holds label {int(y[row])} at row {row}, outside the model's classes 0..{num_classes - 1} "
+                                  "(an inf label, or another label set); pass the labels the model predicts")
     if "aux" in tensors:
         _check_aux(tensors["aux"][1].cpu(), num_classes)
     facts = {"dataset_name": dataset_name, "dataset_description": dataset_description,
              "preprocessing": preprocessing, "num_classes": num_classes,
              "trust_inputs": _trust_inputs(strategy, model, name, dataset_name, seed)}
     return InstrumentedStrategy(strategy, model=model, aux=tensors.get("aux"), test=tensors.get("test"),
-                                out_dir=Path(out_dir).expanduser().resolve(), name=name, fairness=fairness,
-                                trust=trust, facts=facts, num_clients=num_clients, seed=seed)
+                                out_dir=out, name=name, fairness=fairness, trust=trust, facts=facts,
+                                num_clients=num_clients, seed=seed,
+                                run_config=dict(getattr(context, "run_config", None) or {}))
 
 
 __all__ = ["InstrumentedStrategy", "as_tensors", "client_report", "instrument"]

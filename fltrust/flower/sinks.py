@@ -123,6 +123,7 @@ class _Pending:
     round: int
     before: Params | None
     rows: list[ClientRow] = field(default_factory=list)
+    rejected: list[dict[str, Any]] = field(default_factory=list)
     started: float = field(default_factory=time.perf_counter)
 
 
@@ -226,4 +227,5 @@ class RoundBuilder:
             round=pending.round, client_ids=np.asarray([r.client_id for r in rows], dtype=np.int64),
             client_metrics=metrics, client_confusion=confusion, server_metrics=server,
             client_params=[r.params for r in rows], global_params_before=pending.before, global_params_after=params,
+            rejected=list(pending.rejected),
         )

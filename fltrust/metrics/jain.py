@@ -2,12 +2,10 @@
 
 Federated Fairness Analytics (paper Eq. 2) measures uniformity with Jain's fairness index
 (JFI). Higher is more uniform: ``1`` means all values are equal. The index is used as it was
-coded (fairness spec 2.1): no clipping and no sign handling.
+coded (fairness spec 2.1, docs/references.md#fairness-2-1): no clipping and no sign handling.
 
 This module also holds :class:`MetricInputError`, the error every function of
 :mod:`fltrust.metrics` raises on bad input.
-
-Spec and bug references ("fairness spec §N", "trust spec §N", "Bn") are defined in ``docs/references.md``.
 """
 
 from __future__ import annotations
@@ -48,7 +46,7 @@ def jain_index(
     all_zero : float, default NaN
         Value returned when every value is exactly zero (``0/0``). The authors' code has no
         guard here (NaN, the faithful default); the corrected metrics pass ``1.0`` (all
-        clients equal, fairness spec 9).
+        clients equal, fairness spec 9; docs/references.md#fairness-9).
 
     Returns
     -------

@@ -1,7 +1,4 @@
-"""Label-skewed partitioning with per-class Dirichlet proportions (Hsu et al. 2019).
-
-Spec and bug references ("fairness spec §N", "trust spec §N", "Bn") are defined in ``docs/references.md``.
-"""
+"""Label-skewed partitioning with per-class Dirichlet proportions (Hsu et al. 2019)."""
 
 from __future__ import annotations
 
@@ -57,8 +54,8 @@ class DirichletPartitioner(Partitioner):
     Self-balancing is not in Hsu et al. (2019); it comes from the code of Yurochkin et al.
     (2019), "Bayesian Nonparametric Federated Learning of Neural Networks" (arXiv:1905.12022),
     which Flower Datasets copied, and the fairness authors used it (``self_balancing=True``,
-    fairness spec 6.5 and 6.7). It makes classes late in the label order sparser than
-    :math:`\\alpha` alone suggests, because large clients stop receiving samples.
+    fairness spec 6.5 and 6.7; docs/references.md#fairness-6-5, #fairness-6-7). It makes classes late in the label order
+    sparser than :math:`\\alpha` alone suggests, because large clients stop receiving samples.
 
     Flower Datasets allows 11 draws (it raises on the 11th failure) and visits classes in
     order of first appearance in the shuffled dataset; here the classes are visited in

@@ -1,7 +1,4 @@
-"""IID partitioning: shuffle, then cut into C contiguous near-equal shards.
-
-Spec and bug references ("fairness spec §N", "trust spec §N", "Bn") are defined in ``docs/references.md``.
-"""
+"""IID partitioning: shuffle, then cut into C contiguous near-equal shards."""
 
 from __future__ import annotations
 
@@ -18,7 +15,7 @@ class IidPartitioner(Partitioner):
     what Flower Datasets' ``IidPartitioner`` does on a dataset that ``FederatedDataset`` has
     shuffled first (Hugging Face ``Dataset.shard(contiguous=True)``), the setting of the
     fairness paper (fairness spec 6.5, 6.7: NSL-KDD 151,165 rows over 100 clients gives
-    1,511-1,512 rows each).
+    1,511-1,512 rows each; docs/references.md#fairness-6-5, #fairness-6-7).
 
     Parameters
     ----------

@@ -1,7 +1,4 @@
-"""Natural partitioning: one client per natural group (FEMNIST writer, N-BaIoT device).
-
-Spec and bug references ("fairness spec §N", "trust spec §N", "Bn") are defined in ``docs/references.md``.
-"""
+"""Natural partitioning: one client per natural group (FEMNIST writer, N-BaIoT device)."""
 
 from __future__ import annotations
 
@@ -22,7 +19,7 @@ class NaturalPartitioner(Partitioner):
     - C = G: client ``c`` holds the samples of the ``c``-th smallest group id;
     - C < G: C groups are drawn uniformly without replacement (seeded), then sorted; the
       chosen ids are stored in :attr:`selected_groups_` and logged (the fairness paper picks
-      205 random FEMNIST writers, fairness spec 6.6);
+      205 random FEMNIST writers, fairness spec 6.6; docs/references.md#fairness-6-6);
     - C > G: :class:`~fltrust.partition.base.PartitionError`.
 
     Each client's indices are in dataset order. Samples of unchosen groups belong to no client.

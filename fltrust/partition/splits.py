@@ -4,9 +4,9 @@
 and the training labels into what the FL engine needs: per-client training and validation
 indices (into the *training* split) and the per-client label counts. The server's auxiliary set
 D is drawn from the *test* split (:func:`select_aux`), so it never shares a sample with any
-client (fairness spec 9, recommendation "FEMNIST aux set disjoint from client data"). The
-authors' FEMNIST-iid overlap of D and the clients (fairness spec 6.6) is available as the
-experiment switch ``partition.aux_source: client_pool`` (D drawn from the clients' own rows).
+client (fairness spec 9, recommendation "FEMNIST aux set disjoint from client data"; docs/references.md#fairness-9). The
+authors' FEMNIST-iid overlap of D and the clients (fairness spec 6.6, docs/references.md#fairness-6-6) is available as
+the experiment switch ``partition.aux_source: client_pool`` (D drawn from the clients' own rows).
 
 Seeds
 -----
@@ -14,9 +14,7 @@ One partition seed ``s`` (``partition.seed``, or the run seed when that is ``Non
 everything: the partitioner uses ``np.random.default_rng(s)``, the per-client validation
 splits ``np.random.default_rng([s, 1])`` (clients in order) and the aux draw
 ``np.random.default_rng([s, 2])``. The fairness authors left the validation splits and the
-NSL-KDD aux draw unseeded (fairness spec 4); here they are reproducible.
-
-Spec and bug references ("fairness spec §N", "trust spec §N", "Bn") are defined in ``docs/references.md``.
+NSL-KDD aux draw unseeded (fairness spec 4, docs/references.md#fairness-4); here they are reproducible.
 """
 
 from __future__ import annotations
@@ -86,8 +84,8 @@ def train_val_split(
 
     The validation size is :math:`n_{val} = \\lceil f \\cdot n \\rceil` (Hugging Face
     ``Dataset.train_test_split(test_size=f)``, which the fairness authors called on every client,
-    fairness spec 6.5 and 6.7), reduced when needed so that at least one training sample
-    remains. As in Hugging Face, a permutation ``p`` of the client's samples is drawn and the
+    fairness spec 6.5 and 6.7; docs/references.md#fairness-6-5, #fairness-6-7), reduced when needed so that at least one
+    training sample remains. As in Hugging Face, a permutation ``p`` of the client's samples is drawn and the
     first :math:`n_{val}` go to validation, the rest to training.
 
     Parameters

@@ -39,11 +39,13 @@ data, and the ``.pt`` files are loaded with torch's restricted unpickler
 Modules
 -------
 - :mod:`~fltrust.runs.folder` -- :class:`RunFolder` (the paths), :class:`RunRecord` and
-  :func:`load_run` (reloading), :func:`locked`, :func:`check_finite`, :class:`RunFolderError`,
+  :func:`load_run` (reloading; a cut last line of ``rounds.jsonl`` or an edited ``summary.json`` is a
+  :class:`RecordIntegrityWarning`), :func:`locked`, :func:`check_finite`, :class:`RunFolderError`,
   :class:`RunDiverged`.
 - :mod:`~fltrust.runs.recorder` -- :class:`RunRecorder`, the one writer, and :func:`strip`.
-- :mod:`~fltrust.runs.audit` -- the record chain (:func:`record_link`, :func:`field_digests`,
-  :func:`audit_key`) and :func:`audit_run`.
+- :mod:`~fltrust.runs.chain` -- the record chain's primitives (:func:`record_link`,
+  :func:`field_digests`, :func:`audit_key`, :func:`summary_edits`), which read no run folder.
+- :mod:`~fltrust.runs.audit` -- :func:`audit_run`, which recomputes both chains over a run folder.
 - :mod:`~fltrust.runs.checkpoint` -- plain-data ``.pt`` files: :func:`read_plain_torch`,
   :func:`write_checkpoint`, :func:`read_checkpoint`, :func:`load_final_model`.
 - :mod:`~fltrust.runs.provenance` -- :func:`provenance`, the record of the code (commit, dirty
@@ -66,9 +68,22 @@ from fltrust.runs.audit import (
     canonical_json,
     field_digests,
     record_link,
+    summary_edits,
 )
 from fltrust.runs.checkpoint import load_final_model, read_checkpoint, read_plain_torch, write_checkpoint
-from fltrust.runs.folder import RunDiverged, RunFolder, RunFolderError, RunRecord, check_finite, load_run, locked
+from fltrust.runs.folder import (
+    KEEP_THE_FOLDER,
+    RecordIntegrityWarning,
+    RunDiverged,
+    RunFolder,
+    RunFolderError,
+    RunRecord,
+    check_finite,
+    cut_line_message,
+    load_run,
+    locked,
+    read_round_lines,
+)
 from fltrust.runs.provenance import TRAINING_PATHS, changed_since, provenance
 from fltrust.runs.recorder import RunRecorder, strip
 
@@ -76,8 +91,10 @@ __all__ = [
     "AUDIT_KEY_ENV",
     "AUDIT_KEY_FILE_ENV",
     "INTEGRITY",
+    "KEEP_THE_FOLDER",
     "UNHASHED_FILES",
     "AuditResult",
+    "RecordIntegrityWarning",
     "RunDiverged",
     "RunFolder",
     "RunFolderError",
@@ -90,6 +107,7 @@ __all__ = [
     "chain_hash",
     "changed_since",
     "check_finite",
+    "cut_line_message",
     "field_digests",
     "load_final_model",
     "load_run",
@@ -98,7 +116,9 @@ __all__ = [
     "provenance",
     "read_checkpoint",
     "read_plain_torch",
+    "read_round_lines",
     "record_link",
     "strip",
+    "summary_edits",
     "write_checkpoint",
 ]

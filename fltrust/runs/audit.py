@@ -4,22 +4,40 @@ Every ``rounds.jsonl`` line and ``summary.json`` carry an ``integrity`` entry: a
 chain (:func:`record_link`, an HMAC with the optional :func:`audit_key`) and short per-field
 digests (:func:`field_digests`) that name what an edit changed. :class:`~fltrust.runs.RunRecorder`
 writes them; :func:`audit_run` recomputes them and the model hash chain (what that proves is in
-its docstring).
+its docstring). The chain's primitives live in :mod:`fltrust.runs.chain`.
 """
 
 from __future__ import annotations
 
 import hashlib
-import hmac
 import json
-import os
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from fltrust.core.params import chain_hash, params_hash
+from fltrust.runs.chain import (
+    AUDIT_KEY_ENV,
+    AUDIT_KEY_FILE_ENV,
+    INTEGRITY,
+    _algorithm,
+    audit_key,
+    canonical_json,
+    edited_fields,
+    field_digests,
+    record_link,
+    summary_edits,
+)
 from fltrust.runs.checkpoint import load_final_model
-from fltrust.runs.folder import RunFolder, RunFolderError, load_run
+from fltrust.runs.folder import (
+    RecordIntegrityWarning,
+    RunFolder,
+    RunFolderError,
+    cut_line_message,
+    load_run,
+    read_round_lines,
+)
 
 __all__ = [
     "AUDIT_KEY_ENV",
@@ -32,100 +50,13 @@ __all__ = [
     "canonical_json",
     "field_digests",
     "record_link",
+    "summary_edits",
 ]
 
-
-AUDIT_KEY_ENV = "FLTRUST_AUDIT_KEY"
-"""Environment variable holding an optional audit key (its text): the record chain becomes an HMAC."""
-
-AUDIT_KEY_FILE_ENV = "FLTRUST_AUDIT_KEY_FILE"
-"""Environment variable naming a file whose content (surrounding whitespace stripped) is the audit key."""
-
-INTEGRITY = "integrity"
-"""Key of the record-chain entry in every ``rounds.jsonl`` line and in ``summary.json``."""
 
 UNHASHED_FILES = ("summary.json", "rounds.jsonl", "checkpoint.pt", "log.txt")
 """Files of a run folder that ``summary.json``'s file hashes leave out (rounds.jsonl is chained
 round by round, the log grows on every rerun); dot files (lock, holder, temporaries) too."""
-
-
-def audit_key() -> bytes | None:
-    """The optional audit key: ``$FLTRUST_AUDIT_KEY``, else the content of ``$FLTRUST_AUDIT_KEY_FILE``.
-
-    Returns
-    -------
-    bytes or None
-        None when neither is set (the record chain is then a plain SHA-256 chain).
-
-    Raises
-    ------
-    ValueError
-        Both are set, or the key file is unreadable or empty.
-    """
-    text, file = os.environ.get(AUDIT_KEY_ENV), os.environ.get(AUDIT_KEY_FILE_ENV)
-    if text and file:
-        raise ValueError(f"set {AUDIT_KEY_ENV} or {AUDIT_KEY_FILE_ENV}, not both")
-    if file:
-        try:
-            key = Path(file).expanduser().read_bytes().strip()
-        except OSError as exc:
-            raise ValueError(f"{AUDIT_KEY_FILE_ENV}={file}: cannot read the audit key file "
-                             f"({exc.strerror or exc})") from None
-        if not key:
-            raise ValueError(f"{AUDIT_KEY_FILE_ENV}={file}: the audit key file is empty")
-        return key
-    return text.encode() if text else None
-
-
-def canonical_json(value: Any) -> bytes:
-    """The bytes a record is hashed as: JSON with sorted keys and no spaces.
-
-    >>> canonical_json({"b": [1, 0.5], "a": None})
-    b'{"a":null,"b":[1,0.5]}'
-    """
-    return json.dumps(value, sort_keys=True, separators=(",", ":")).encode()
-
-
-def record_link(previous: str, content: Any, key: bytes | None = None) -> str:
-    """One link of the record chain: ``sha256(previous link + sha256(canonical JSON of content))``,
-    an HMAC-SHA256 with ``key`` when one is given. Round 0 starts from the empty string.
-
-    >>> record_link("", {"round": 0}) == record_link("", {"round": 0}) != record_link("", {"round": 1})
-    True
-    """
-    message = (previous + hashlib.sha256(canonical_json(content)).hexdigest()).encode()
-    if key is None:
-        return hashlib.sha256(message).hexdigest()
-    return hmac.new(key, message, hashlib.sha256).hexdigest()
-
-
-def field_digests(content: dict[str, Any], depth: int = 3) -> dict[str, str]:
-    """Short SHA-256 (8 hex digits) of every field, nested mappings down to ``depth`` levels
-    (``server_metrics.aux_accuracy``).
-
-    Stored beside each link only to NAME what an edit changed; the link covers the full content.
-
-    >>> sorted(field_digests({"round": 1, "server_metrics": {"aux_loss": 0.5}}))
-    ['round', 'server_metrics.aux_loss']
-    """
-    out: dict[str, str] = {}
-    for name, value in content.items():
-        if isinstance(value, dict) and value and depth > 1:
-            out.update({f"{name}.{k}": v for k, v in field_digests(value, depth - 1).items()})
-        else:
-            out[name] = hashlib.sha256(canonical_json(value)).hexdigest()[:8]
-    return out
-
-
-def _edited_fields(content: dict[str, Any], recorded: Any) -> list[str]:
-    """Names of the fields whose digest differs from the recorded ones (added and removed fields too)."""
-    now = field_digests(content)
-    recorded = recorded if isinstance(recorded, dict) else {}
-    return sorted(name for name in set(now) | set(recorded) if now.get(name) != recorded.get(name))
-
-
-def _algorithm(key: bytes | None) -> str:
-    return "sha256" if key is None else "hmac-sha256"
 
 
 def _file_sha256(path: Path) -> str:
@@ -140,13 +71,6 @@ def _covered_files(folder: Path) -> dict[str, str]:
     """SHA-256 of every file the run wrote besides the chained and growing ones (:data:`UNHASHED_FILES`)."""
     return {p.name: _file_sha256(p) for p in sorted(folder.iterdir())
             if p.is_file() and not p.name.startswith(".") and p.name not in UNHASHED_FILES}
-
-
-def _summary_link(head: str, body: dict[str, Any], files: dict[str, str], algorithm: str,
-                  key: bytes | None) -> str:
-    """The summary's link: chains the summary (without its integrity entry) and the file hashes
-    onto the head of the record chain."""
-    return record_link(head, {"summary": body, "files": files, "algorithm": algorithm}, key)
 
 
 @dataclass
@@ -194,7 +118,9 @@ def audit_run(path: str | Path) -> AuditResult:
     ValueError
         A bad audit key setting (:func:`audit_key`).
     """
-    record = load_run(path)
+    with warnings.catch_warnings():  # what load_run warns about, the audit reports as failed checks
+        warnings.simplefilter("ignore", RecordIntegrityWarning)
+        record = load_run(path)
     folder = RunFolder(record.path)
     key = audit_key()
     diverged = record.status == "diverged"
@@ -246,7 +172,9 @@ def audit_run(path: str | Path) -> AuditResult:
 
 def _audit_records(folder: RunFolder, summary: dict[str, Any], key: bytes | None) -> tuple[bool, list[str]]:
     """The record-chain half of :func:`audit_run`: ``(ok, lines)``."""
-    raw = [json.loads(line) for line in folder.rounds.read_text().splitlines() if line.strip()]  # load_run parsed them
+    lines, cut = read_round_lines(folder.rounds)
+    raw = [json.loads(line) for line in lines if line.strip()]  # load_run parsed them
+    cut_problem = [cut_line_message(folder.rounds, cut, len(lines), finished=folder.summary.is_file())] if cut else []
     closing = summary.get(INTEGRITY)
     if closing is None and not any(INTEGRITY in d for d in raw):
         return True, ["rounds.jsonl and summary.json carry no record hashes (written before record hashing): the "
@@ -262,7 +190,7 @@ def _audit_records(folder: RunFolder, summary: dict[str, Any], key: bytes | None
                        "key, or rewritten by someone who does not have it"]
     kind = "keyed, hmac-sha256" if key else "unkeyed sha256: integrity against accidents and casual edits, not " \
                                             "against someone who recomputes it"
-    problems, previous = [], ""
+    problems, previous = list(cut_problem), ""
     for data in raw:
         integrity = data.pop(INTEGRITY, None)
         where = f"rounds.jsonl round {data.get('round')}"
@@ -270,7 +198,7 @@ def _audit_records(folder: RunFolder, summary: dict[str, Any], key: bytes | None
             problems.append(f"{where}: no record hash (the line was replaced)")
             continue
         if record_link(previous, data, key) != integrity.get("link"):
-            edited = _edited_fields(data, integrity.get("fields"))
+            edited = edited_fields(data, integrity.get("fields"))
             problems.append(f"{where}: edited after the run: {_names(edited)}" if edited else
                             f"{where}: record chain broken (a round removed, reordered or inserted, or another key)")
         previous = str(integrity.get("link"))
@@ -278,13 +206,12 @@ def _audit_records(folder: RunFolder, summary: dict[str, Any], key: bytes | None
         problems.append(f"{folder.summary.name}: missing or without record hashes: the run is not finished, or its "
                         "summary was replaced")
     else:
-        body = {k: v for k, v in summary.items() if k != INTEGRITY}
         files = closing.get("files") if isinstance(closing.get("files"), dict) else {}
         if closing.get("record_chain") != previous:
             problems.append(f"{folder.summary.name}: does not close the record chain (rounds removed or added after "
                             "the run)")
-        if _summary_link(str(closing.get("record_chain")), body, files, algorithm, key) != closing.get("link"):
-            edited = _edited_fields(body, closing.get("fields"))
+        edited = summary_edits(summary, key)
+        if edited is not None:
             problems.append(f"{folder.summary.name}: edited after the run: {_names(edited)}" if edited else
                             f"{folder.summary.name}: its integrity entry was edited")
         for name, digest in files.items():

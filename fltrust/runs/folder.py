@@ -14,6 +14,7 @@ import logging
 import os
 import socket
 import time
+import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,14 +25,26 @@ import yaml
 
 from fltrust.core.io import atomic_write_json, remove_stale_temporaries
 from fltrust.core.records import Params, RoundRecord
+from fltrust.runs.chain import summary_edits
 
-__all__ = ["RunDiverged", "RunFolder", "RunFolderError", "RunRecord", "check_finite", "load_run", "locked"]
+__all__ = ["KEEP_THE_FOLDER", "RecordIntegrityWarning", "RunDiverged", "RunFolder", "RunFolderError", "RunRecord",
+           "check_finite", "cut_line_message", "load_run", "locked", "read_round_lines"]
 
 log = logging.getLogger("fltrust")
 
 
 class RunFolderError(RuntimeError):
     """A run folder cannot be used (locked by another process, or a file in it is corrupt)."""
+
+
+class RecordIntegrityWarning(UserWarning):
+    """A run folder's file does not match the record hashes the run wrote (it was edited after the
+    run), or ``rounds.jsonl`` ends in a cut line; the message names the file."""
+
+
+KEEP_THE_FOLDER = ("keep the folder as it is (it is the record of what the run did; `fltrust audit` names what "
+                   "changed) and rerun into a new folder (--out elsewhere)")
+"""The advice of every corrupt-run-folder message: a run folder is evidence, never to be deleted."""
 
 
 class RunDiverged(RuntimeError):
@@ -207,50 +220,165 @@ def _finite(params: Params | None) -> bool:
 
 
 def check_finite(record: RoundRecord) -> None:
-    """Raise :class:`RunDiverged` when a round's models or losses are not finite."""
+    """Raise :class:`RunDiverged` when a round's models or losses are not finite.
+
+    The message says what is not finite and, where the round shows it, why: the clients whose
+    models (``client_params``) are not finite or whose training loss is not, and the expected norm
+    of the noise NbAFL added to every client model (``server_metrics["nbafl_upload_noise_norm"]``),
+    which extreme ``privacy.*`` settings make enormous.
+    """
+    losses = record.client_metrics.get("train_loss")
+    bad_loss = [] if losses is None else [int(c) for c, v in zip(record.client_ids, losses) if not np.isfinite(v)]
+    bad_model = [int(c) for c, p in zip(record.client_ids, record.client_params or []) if not _finite(p)]
+    causes = []
+    if bad_model:
+        causes.append(f"client(s) {bad_model[:10]} sent a model with NaN/inf parameters in round {record.round}")
+    if bad_loss:
+        causes.append(f"client(s) {bad_loss[:10]} reached a non-finite training loss in round {record.round}")
+    noise = record.server_metrics.get("nbafl_upload_noise_norm")
+    if noise is not None:
+        causes.append(f"NbAFL added noise of expected norm {noise:.3g} to each client model (std "
+                      "w_clip*T*c/(n_k*epsilon)): if that is large against the weights, each clipped to "
+                      "privacy.nbafl_w_clip, raise privacy.target_epsilon or lower privacy.nbafl_constant")
+    why = "".join(f"; {c}" for c in causes)
     if not _finite(record.global_params_after):
-        raise RunDiverged(record.round, "the aggregated model has NaN/inf parameters")
+        raise RunDiverged(record.round, f"the aggregated model has NaN/inf parameters{why}")
     for key in ("aux_loss",):
         value = record.server_metrics.get(key)
         if value is not None and not np.isfinite(value):
-            raise RunDiverged(record.round, f"the aggregated model's {key} is {value}")
-    losses = record.client_metrics.get("train_loss")
-    if losses is not None and not np.all(np.isfinite(losses)):
-        bad = [int(c) for c, v in zip(record.client_ids, losses) if not np.isfinite(v)]
-        raise RunDiverged(record.round, f"client(s) {bad} reached a non-finite training loss")
+            raise RunDiverged(record.round, f"the aggregated model's {key} is {value}{why}")
+    if bad_loss:
+        raise RunDiverged(record.round, "; ".join(causes))
+
+
+def read_round_lines(path: Path) -> tuple[list[str], int | None]:
+    """The lines of ``rounds.jsonl`` and the number of a cut last line.
+
+    A last line without its newline that is not valid JSON is *cut*: a write that did not finish
+    (the disk filled up, the process was killed). It is left out of the lines, and its 1-based
+    number is returned (None when the file ends cleanly).
+
+    Parameters
+    ----------
+    path : Path
+        The ``rounds.jsonl`` file.
+
+    Returns
+    -------
+    lines, cut : list of str, int or None
+        Every complete line (``lines[k]`` is line ``k + 1``), and the number of the cut line.
+
+    Raises
+    ------
+    RunFolderError
+        A complete line is not UTF-8 text (the message names the file, line and byte).
+    """
+    raw = path.read_bytes().split(b"\n")
+    tail = raw.pop()  # what follows the last newline: b"" when the file ends cleanly
+    cut = None
+    if tail.strip():
+        try:
+            json.loads(tail)
+            raw.append(tail)  # a complete last line that only lacks its newline
+        except ValueError:  # includes a UTF-8 sequence cut in half
+            cut = len(raw) + 1
+    lines = []
+    for number, line in enumerate(raw, start=1):
+        try:
+            lines.append(line.decode("utf-8"))
+        except UnicodeDecodeError as exc:
+            raise RunFolderError(f"{path}:{number} is not UTF-8 text (byte 0x{line[exc.start]:02x} at column "
+                                 f"{exc.start + 1}): it was damaged or edited after the run; {KEEP_THE_FOLDER}") from None
+    return lines, cut
+
+
+def cut_line_message(path: Path, number: int, complete: int, *, finished: bool = False,
+                     resuming_after: int | None = None) -> str:
+    """The one line that says ``rounds.jsonl`` ends in a cut line and how it is handled.
+
+    Parameters
+    ----------
+    path : Path
+        The ``rounds.jsonl`` file.
+    number : int
+        The cut line's number (1-based).
+    complete : int
+        How many complete lines precede it.
+    finished : bool
+        Whether the run has a ``summary.json`` (then the line was cut after the run: damage).
+    resuming_after : int, optional
+        The round a resume continues after (the message then says so).
+
+    Returns
+    -------
+    str
+    """
+    where = (f"{path}: line {number}, the last, is cut (a write that did not finish: a full disk or a killed "
+             f"process); the {complete} complete line(s) before it are read")
+    if resuming_after is not None:
+        return f"{where}; resuming after round {resuming_after}, the checkpoint's, and dropping the cut line"
+    if finished:
+        return f"{where}; the run has a summary.json, so the file was damaged after the run: {KEEP_THE_FOLDER}"
+    return f"{where}, and rerunning the same command resumes after the last round its checkpoint holds, dropping the cut line"
 
 
 def load_run(path: str | Path) -> RunRecord:
     """Reload a run folder written by the engine.
 
+    A cut last line of ``rounds.jsonl`` (:func:`read_round_lines`) is left out with a
+    :class:`RecordIntegrityWarning`; so is a ``summary.json`` that does not match the record hash
+    the run wrote into it (edited after the run; checked when its chain is unkeyed or the audit
+    key is set, see :func:`fltrust.runs.chain.summary_edits`).
+
     Raises
     ------
     FileNotFoundError
         If the folder has no ``config.yaml`` or ``rounds.jsonl``.
+    RunFolderError
+        A file is not parseable (the message names the file, and the line of ``rounds.jsonl``).
     """
     folder = RunFolder(Path(path))
     for needed in (folder.config, folder.rounds):
         if not needed.is_file():
             raise FileNotFoundError(f"{needed} is missing: {folder.path} is not a (finished) fltrust run folder")
+    lines, cut = read_round_lines(folder.rounds)
+    if cut is not None:
+        warnings.warn(cut_line_message(folder.rounds, cut, len(lines), finished=folder.summary.is_file()),
+                      RecordIntegrityWarning, stacklevel=2)
     rounds = []
-    for number, line in enumerate(folder.rounds.read_text().splitlines(), start=1):
+    for number, line in enumerate(lines, start=1):
         if line.strip():
             try:
                 rounds.append(RoundRecord.from_json(json.loads(line)))
-            except (json.JSONDecodeError, KeyError, TypeError, ValueError) as exc:
-                raise RunFolderError(f"{folder.rounds}:{number} is corrupt ({type(exc).__name__}); delete "
-                                     f"{folder.path} and rerun the same command") from exc
+            except (json.JSONDecodeError, KeyError, TypeError, ValueError, AttributeError) as exc:
+                raise RunFolderError(f"{folder.rounds}:{number} is corrupt ({_why(exc)}); {KEEP_THE_FOLDER}") from exc
     summary = _read_json(folder.summary) if folder.summary.is_file() else {}
     dataset = _read_json(folder.dataset) if folder.dataset.is_file() else {}
     try:
-        config = yaml.safe_load(folder.config.read_text())
-    except yaml.YAMLError as exc:
-        raise RunFolderError(f"{folder.config} is corrupt; delete {folder.path} and rerun") from exc
+        config = yaml.safe_load(folder.config.read_bytes().decode("utf-8"))
+    except (yaml.YAMLError, UnicodeDecodeError) as exc:
+        raise RunFolderError(f"{folder.config} is corrupt ({_why(exc)}); {KEEP_THE_FOLDER}") from exc
+    if summary:
+        edited = summary_edits(summary)
+        if edited is not None:
+            what = f"field(s) {', '.join(edited[:6])}{' ...' if len(edited) > 6 else ''}" if edited else "its integrity entry"
+            warnings.warn(f"{folder.summary}: edited after the run ({what} do not match the record hash the run wrote); "
+                          f"the values shown are not the run's: `fltrust audit {folder.path}` checks every file",
+                          RecordIntegrityWarning, stacklevel=2)
     return RunRecord(folder.path, config, rounds, summary, dataset)
+
+
+def _why(exc: BaseException) -> str:
+    """A short reason for a parse error: the type and the first line of its message."""
+    text = str(exc).strip().splitlines()[0][:120] if str(exc).strip() else ""
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
 def _read_json(path: Path) -> dict[str, Any]:
     try:
-        return json.loads(path.read_text())
-    except json.JSONDecodeError as exc:
-        raise RunFolderError(f"{path} is corrupt ({exc.msg}); delete {path.parent} and rerun") from exc
+        data = json.loads(path.read_bytes().decode("utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise RunFolderError(f"{path} is corrupt ({_why(exc)}); {KEEP_THE_FOLDER}") from exc
+    if not isinstance(data, dict):
+        raise RunFolderError(f"{path} is corrupt (a JSON {type(data).__name__}, not an object); {KEEP_THE_FOLDER}")
+    return data

@@ -8,6 +8,7 @@ entry from :mod:`fltrust.runs.audit`).
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 from collections.abc import Iterable
@@ -19,8 +20,9 @@ from fltrust.core.io import atomic_torch_save, atomic_write_json, atomic_write_t
 from fltrust.core.observers import ObserverSet, RoundObserver
 from fltrust.core.params import chain_hash, params_hash
 from fltrust.core.records import Params, RoundRecord, RunInfo, RunSummary
-from fltrust.runs.audit import INTEGRITY, _algorithm, _covered_files, _summary_link, audit_key, field_digests, record_link
-from fltrust.runs.folder import RunDiverged, RunFolder, check_finite
+from fltrust.runs.audit import _covered_files
+from fltrust.runs.chain import INTEGRITY, _algorithm, _summary_link, audit_key, field_digests, record_link
+from fltrust.runs.folder import RunDiverged, RunFolder, RunFolderError, check_finite, cut_line_message, read_round_lines
 from fltrust.runs.provenance import provenance
 
 __all__ = ["RunRecorder", "strip"]
@@ -30,8 +32,7 @@ log = logging.getLogger("fltrust")
 
 def strip(record: RoundRecord) -> RoundRecord:
     """Copy of a record without model parameters (what is kept in memory and on disk)."""
-    return RoundRecord(record.round, record.client_ids, record.client_metrics, record.client_confusion,
-                       record.server_metrics, observations=record.observations)
+    return dataclasses.replace(record, client_params=[], global_params_before=None, global_params_after=None)
 
 
 class RunRecorder:
@@ -75,19 +76,23 @@ class RunRecorder:
         """Continue after the round of a checkpoint's ``state`` (:meth:`state_dict`).
 
         The records of rounds 0..``state["round"]`` are read back from ``rounds.jsonl`` (later
-        lines, written after the checkpoint, are dropped) and their chain is recomputed; it must
+        lines, written after the checkpoint, are dropped; so is a cut last line, a write that did not
+        finish, with a warning naming its file and line) and their chain is recomputed; it must
         end in the checkpoint's ``record_chain``. When it does not (the records were edited, the
-        audit key changed, a line is cut), nothing is touched, a warning names the reason and
-        False is returned: the caller starts from round 0.
+        audit key changed, a line before the checkpoint's round is cut), nothing is touched, a
+        warning names the reason and False is returned: the caller starts from round 0.
         """
         last, head = state.get("round"), state.get("record_chain")
         last = last if isinstance(last, int) else -1
         kept: list[str] = []
         problem = None
+        cut = None
         try:
-            lines = self.folder.rounds.read_text().splitlines()
+            lines, cut = read_round_lines(self.folder.rounds)
         except OSError as exc:
             lines, problem = [], f"cannot read it ({exc.strerror or exc})"
+        except RunFolderError:
+            lines, problem = [], "a line is not UTF-8 text (damaged or edited after the run)"
         previous = ""
         for line in lines[:last + 1]:
             try:
@@ -114,7 +119,9 @@ class RunRecorder:
             log.warning("%s does not continue %s: %s; starting the run from round 0", self.folder.rounds,
                         self.folder.checkpoint.name, problem)
             return False
-        if len(lines) != len(kept):  # rounds written after the checkpoint, or a line cut by a kill
+        if cut is not None:
+            log.warning("%s", cut_line_message(self.folder.rounds, cut, len(lines), resuming_after=last))
+        if len(lines) != len(kept) or cut is not None:  # rounds written after the checkpoint, or a cut line
             atomic_write_text(self.folder.rounds, "".join(line + "\n" for line in kept))
         self.info = info
         self.observers.run_start(info)

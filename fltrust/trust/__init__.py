@@ -1,7 +1,7 @@
 """FederatedTrust: trustworthiness scores of a federated run (Sanchez Sanchez et al., FederatedTrust).
 
-A run's FactSheet (a nested dict, trust spec 4) is scored against a tree of pillars, notions and
-metrics (paper Table 2) with the normalisations of paper Table 3 / the authors' prototype:
+A run's FactSheet (a nested dict, trust spec 4; docs/references.md#trust-4) is scored against a tree of pillars, notions
+and metrics (paper Table 2) with the normalisations of paper Table 3 / the authors' prototype:
 
 >>> from fltrust.trust import score_factsheet
 >>> report = score_factsheet(factsheet, mode="prototype")      # doctest: +SKIP
@@ -34,8 +34,6 @@ The metric definitions ship as YAML in ``fltrust/trust/definitions/`` (``prototy
   the FactSheet from any engine's round records, with :mod:`fltrust.trust.describe` (an app's
   description), :mod:`fltrust.trust.model_fields` (CLEVER and SHAP on the model) and
   :mod:`fltrust.trust.extended` (its extended-mode hooks).
-
-Spec and bug references ("fairness spec §N", "trust spec §N", "Bn") are defined in ``docs/references.md``.
 """
 
 from fltrust.trust.report import (

@@ -26,13 +26,25 @@ log = logging.getLogger("fltrust")
 
 
 def model_family(model: torch.nn.Module) -> str:
-    """The algorithmic-transparency name of a torch model (``configuration/training_model``).
+    """Return the algorithmic-transparency name of a torch model (``configuration/training_model``).
 
     ``"CNN"`` when it has a convolution, ``"MLPClassifier"`` when its only parametrised layers
     are linear ones (scikit-learn's name for a multilayer perceptron, as
     :data:`~fltrust.trust.factsheet.TRAINING_MODEL_MAP` uses), else its class name (which the
     packaged definitions do not rate: it scores 0, with a warning in the report).
 
+    Parameters
+    ----------
+    model : torch.nn.Module
+        The model a run trains.
+
+    Returns
+    -------
+    str
+        ``"CNN"``, ``"MLPClassifier"`` or the model's class name.
+
+    Examples
+    --------
     >>> model_family(torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.ReLU(), torch.nn.Linear(4, 2)))
     'MLPClassifier'
     >>> model_family(torch.nn.Conv2d(1, 2, 3))

@@ -169,7 +169,7 @@ class ExtendedMetrics:
             self.tracker.start()
 
     def round_end(self, record: RoundRecord) -> dict[str, Any] | None:
-        """Reference losses of the returned models and the round's model versions.
+        """Measure the reference losses of the returned models and the round's model versions.
 
         Parameters
         ----------
@@ -203,7 +203,7 @@ class ExtendedMetrics:
         return entry
 
     def state_dict(self) -> dict[str, Any]:
-        """The per-round state so far (JSON-serialisable; the observer's checkpoint).
+        """Return the per-round state so far (JSON-serialisable; the observer's checkpoint).
 
         Returns
         -------

@@ -29,7 +29,7 @@ MODEL_FIELDS = ("performance/test_clever", "performance/test_feature_importance_
 
 
 class _Once(logging.Filter):
-    """Let a warning that starts with ``prefix`` through once (SHAP's explainer fallback)."""
+    """Let a log line that starts with ``prefix`` through once (SHAP's explainer fallback)."""
 
     def __init__(self, prefix: str) -> None:
         super().__init__()
@@ -68,12 +68,19 @@ class ModelFields:
         self.settings = settings
         self.x_test = x_test
         self.seed = int(seed)
-        self._shap_once = _Once("SHAP DeepExplainer failed")
+        self._shap_once = _Once("SHAP: DeepExplainer cannot take this model")
         self._clever_warned = False
 
     def sample_index(self) -> np.ndarray:
-        """The test rows in the seeded draw order: CLEVER takes the first ``clever_samples``, SHAP
-        the first ``shap_background + shap_samples``."""
+        """Return the test rows in the seeded draw order.
+
+        CLEVER takes the first ``clever_samples``, SHAP the first ``shap_background + shap_samples``.
+
+        Returns
+        -------
+        numpy.ndarray
+            A permutation of the test-row indices, the same for every call (seed ``[seed, 7]``).
+        """
         rng = np.random.default_rng([self.seed, 7])
         return rng.permutation(len(self.x_test))
 

@@ -33,6 +33,8 @@ cap_fi                     no (HEAD)            no (5796d0b)               yes (
 nan_is_missing (report)    no (B2)              yes                        yes
 =========================  ===================  =========================  =========================
 
+The bugs behind the switches: docs/references.md#trust-b2, #trust-b10, #trust-b11.
+
 ``"extended"`` uses the fixed statistics and, in addition, measures the 16 taxonomy metrics the
 prototype left out and nebula's sustainability pillar (:mod:`fltrust.trust.extended`: membership
 inference, ART FGSM/PGD, discrimination index, client reputation and data quality, system
@@ -44,11 +46,11 @@ settings' own definitions). What the run states beyond its records comes in its
 a Flower app: :func:`fltrust.flower.instrument`).
 
 "prototype" is the authors' HEAD code. "paper" is what best reproduces the paper's Figures 4-5
-(trust spec 7.3): the 5796d0b-era statistics with uncapped CVs, which the paper-mode definitions
-bin (the paper's selection 0.08 and feature importance 0.92 need CVs above 1), and the paper's
+(trust spec 7.3, docs/references.md#trust-7-3): the 5796d0b-era statistics with uncapped CVs, which the paper-mode
+definitions bin (the paper's selection 0.08 and feature importance 0.92 need CVs above 1), and the paper's
 Eq. 1 entropy (client identification, p proportional to data size; the paper-mode definitions
 score ln N instead, so it only counts for completeness). "fixed" applies the spec's bug fixes
-(B4, B10, B11) and matches the scoring engine's ``"fixed"`` mode.
+(B4, B10, B11; docs/references.md#trust-b4, #trust-b10, #trust-b11) and matches the scoring engine's ``"fixed"`` mode.
 
 **What the FactSheet describes.** For anyone's app, ``RunInfo.app``
 (:class:`~fltrust.core.records.AppFacts`: the app's model class, strategy and its parameters,
@@ -79,7 +81,8 @@ Choices where the papers leave freedom (documented, not invented):
   model that the last round's participants received, on their own validation sets (one
   aggregation step before the final model, and only that round's participants); engines that
   do not record them fall back to the post-training ``accuracy`` / ``loss``. The loss is the
-  per-sample mean of the run's evaluation convention (B12), not the prototype's summed loss.
+  per-sample mean of the run's evaluation convention (B12, docs/references.md#trust-b12), not the prototype's summed
+  loss.
 - CLEVER and SHAP samples are a seeded random draw from the test split passed in (the
   prototype took the first batch of a shuffled test loader). No clip values are used for CLEVER
   (:class:`~fltrust.trust.model_fields.ModelFields`).
@@ -89,8 +92,6 @@ Choices where the papers leave freedom (documented, not invented):
   registered client; FederatedScope's average also counted the server).
 - ``configuration/dp_epsilon`` is the configured target epsilon; the spent epsilon is reported
   in the run-end output when the engine records it.
-
-Spec and bug references ("fairness spec §N", "trust spec §N", "Bn") are defined in ``docs/references.md``.
 """
 
 from __future__ import annotations
@@ -284,7 +285,13 @@ class TrustObserver(BaseObserver):
             raise TrustObserverError("on_run_start(info) must be called before rounds are reported")
 
     def selection_counts(self) -> np.ndarray:
-        """Times each registered client was sampled so far (rounds >= 1)."""
+        """Count the times each registered client was sampled so far (rounds >= 1).
+
+        Returns
+        -------
+        numpy.ndarray
+            float array of length C, indexed by client id.
+        """
         counts = np.zeros(self.num_clients)
         for ids in self._selected.values():
             counts[np.asarray(ids, dtype=np.int64)] += 1
@@ -306,7 +313,7 @@ class TrustObserver(BaseObserver):
         return out
 
     def _model_with(self, params: list[np.ndarray]) -> torch.nn.Module:
-        """The observer's one evaluation copy of the model, loaded with ``params``."""
+        """Load ``params`` into the observer's one evaluation copy of the model and return it."""
         if self._eval_model is None:
             self._eval_model = copy.deepcopy(self.model)
         set_params(self._eval_model, params)
@@ -321,7 +328,7 @@ class TrustObserver(BaseObserver):
         set_field(fs, "fairness/class_imbalance_raw", class_imbalance(counts, method=method, cap=False))
 
     def _fill_run_facts(self, fs: dict[str, Any]) -> None:
-        """The fields an app's run reveals as it goes: reported label counts, clients per round."""
+        """Return the fields an app's run reveals as it goes: reported label counts, clients per round."""
         if not self._counts_at_start:
             counts = np.asarray(self.info.client_class_counts, dtype=float)
             reported = counts[counts.sum(axis=1) > 0] if counts.ndim == 2 and counts.shape[1] else counts[:0]
@@ -333,10 +340,20 @@ class TrustObserver(BaseObserver):
 
     # -- hooks --------------------------------------------------------------------------------------
     def on_run_start(self, info: RunInfo) -> None:
-        """Pre-training fields, class distributions, entropies; selection map at 0 (Alg. 1 3-10).
+        """Fill the pre-training fields, class distributions and entropies; selection map at 0 (Alg. 1 3-10).
 
         ``info.client_class_counts`` may have no columns yet (shape ``(C, 0)``) when the clients
         report their label counts during the run (:meth:`RunInfo.record_client`).
+
+        Parameters
+        ----------
+        info : RunInfo
+            The run: configuration, client count C, per-client class counts (C x K), model metadata.
+
+        Raises
+        ------
+        TrustObserverError
+            ``info.client_class_counts`` is not a C x K array.
         """
         self.info = info
         counts = np.asarray(info.client_class_counts, dtype=float)
@@ -375,8 +392,27 @@ class TrustObserver(BaseObserver):
         self._definitions = load_definitions(self.settings.metrics_file, mode=self.mode)
 
     def on_round_end(self, record: RoundRecord) -> Mapping[str, Any] | None:
-        """Who was sampled, the round's mean client accuracy / loss (Alg. 1 11-21), and the
-        score of the FactSheet so far (``trust_score``, ``pillars``; see the module docstring)."""
+        """Record who was sampled and the round's mean client accuracy / loss (Alg. 1 11-21).
+
+        Also scores the FactSheet so far (``trust_score``, ``pillars``; see the module docstring).
+
+        Parameters
+        ----------
+        record : RoundRecord
+            The round: ``client_ids``, the clients' metrics (accuracy, loss, traffic), the server's.
+
+        Returns
+        -------
+        Mapping or None
+            ``selection_cv``, ``mean_accuracy`` and ``mean_loss`` so far, with ``trust_score`` and
+            ``pillars`` (``score_every_round``) or, in extended mode, ``extended`` (the round's
+            reputation and data-quality inputs); ``None`` for round 0.
+
+        Raises
+        ------
+        TrustObserverError
+            A client id outside 0..C-1, or the run was not started.
+        """
         extended = self.extended.round_end(record) if self.extended is not None else None
         if record.round < 1:
             return None
@@ -411,12 +447,17 @@ class TrustObserver(BaseObserver):
         return out
 
     def score_so_far(self, record: RoundRecord) -> dict[str, Any]:
-        """Score of the FactSheet after ``record``'s round, as if the run ended now.
+        """Score the FactSheet after ``record``'s round, as if the run ended now.
 
         A copy of the FactSheet dict is filled from the rounds seen so far (performance of the
         global model this round's participants received, CVs, traffic and time so far) and
         scored; the observer's state is not touched. The model measurements
         (:data:`MODEL_FIELDS`) are left missing unless ``model_metrics_every_round``.
+
+        Parameters
+        ----------
+        record : RoundRecord
+            The round just ended (its participants' received-model performance).
 
         Returns
         -------
@@ -478,7 +519,25 @@ class TrustObserver(BaseObserver):
         set_field(fs, "fairness/selection_cv_raw", self._selection_cv(cap=False))
 
     def on_run_end(self, summary: RunSummary) -> Mapping[str, Any] | None:
-        """Post-training fields, ``factsheet.json``, score and report (Alg. 1 24-27)."""
+        """Fill the post-training fields, write ``factsheet.json``, score it and write the report (Alg. 1 24-27).
+
+        Parameters
+        ----------
+        summary : RunSummary
+            The finished run: its rounds, final parameters and system figures.
+
+        Returns
+        -------
+        Mapping or None
+            ``trust_score``, ``pillars``, ``factsheet`` (its path, or ``None`` without a run folder),
+            ``missing_fields``, ``performance_source``, ``epsilon_spent`` (with DP), ``extended``
+            (extended mode), and ``provenance`` and ``metric_status`` when the definitions track provenance.
+
+        Raises
+        ------
+        TrustObserverError
+            The run was not started.
+        """
         self._require_started()
         if self.extended is not None:
             self.extended.stop_energy()  # the energy of the rounds, not of the post-training metrics
@@ -555,7 +614,14 @@ class TrustObserver(BaseObserver):
 
     # -- resume -------------------------------------------------------------------------------------
     def state_dict(self) -> dict[str, Any]:
-        """Selections, per-round series and traffic so far (JSON-serialisable)."""
+        """Return the selections, per-round series and traffic so far (JSON-serialisable).
+
+        Returns
+        -------
+        dict
+            ``selected`` (round -> client ids), ``series`` (round -> mean accuracy / loss, aux
+            accuracy / loss), ``traffic`` (bytes sent and received) and, in extended mode, ``extended``.
+        """
         state = {
             "selected": {str(r): list(ids) for r, ids in self._selected.items()},
             "series": {str(r): dict(v) for r, v in self._series.items()},
@@ -566,7 +632,13 @@ class TrustObserver(BaseObserver):
         return state
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
-        """Restore :meth:`state_dict` (call after ``on_run_start``, as the engine does)."""
+        """Restore :meth:`state_dict` (call after ``on_run_start``, as the engine does).
+
+        Parameters
+        ----------
+        state : dict
+            What :meth:`state_dict` returned; missing keys keep their current values.
+        """
         self._selected = {int(r): [int(i) for i in ids] for r, ids in state.get("selected", {}).items()}
         self._series = {int(r): dict(v) for r, v in state.get("series", {}).items()}
         self._traffic = {k: float(v) for k, v in state.get("traffic", self._traffic).items()}

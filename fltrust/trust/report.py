@@ -5,7 +5,7 @@ metric, the factsheet inputs it read, the raw value, the normalised score and th
 the aggregation (rounded to 2 decimals under prototype rounding), plus the weights, the mode,
 the definitions and the bug fixes that were applied, so that every number can be traced.
 
-Outputs (fix B13: one file per run, overwritten, ``null`` instead of NaN):
+Outputs (fix B13: one file per run, overwritten, ``null`` instead of NaN; docs/references.md#trust-b13):
 
 - :meth:`TrustReport.to_json` / :meth:`TrustReport.from_json`: the full report;
 - :meth:`TrustReport.to_prototype_dict`: the prototype's ``federatedtrust_results.json`` layout;
@@ -19,8 +19,6 @@ whether the raw value was ``measured`` by the kit, ``declared`` (configuration o
 statement), ``missing`` (not computed; scores 0) or ``n/a`` (not applicable, with the reason;
 left out of the means). :meth:`TrustReport.provenance_rows` lists them, :meth:`format_table` and
 :meth:`to_frame` show them, and :meth:`provenance_summary` counts them.
-
-Spec and bug references ("fairness spec §N", "trust spec §N", "Bn") are defined in ``docs/references.md``.
 """
 
 from __future__ import annotations
@@ -41,7 +39,7 @@ REPORT_PNG = "trust_report.png"
 
 
 def _score(value: Any) -> float:
-    """A score read back from JSON: ``null`` means NaN."""
+    """Read a score back from JSON: ``null`` means NaN."""
     return math.nan if value is None else float(value)
 
 
@@ -98,7 +96,13 @@ class MetricResult:
         return "" if self.provenance is None else str(self.provenance.get("status", "unknown"))
 
     def to_dict(self) -> dict[str, Any]:
-        """Plain JSON-ready dict (``provenance`` / ``applicable`` only when set)."""
+        """Return the metric as a plain JSON-ready dict (``provenance`` / ``applicable`` only when set).
+
+        Returns
+        -------
+        dict
+            The fields by name; :meth:`from_dict` reads it back.
+        """
         out = {
             "name": self.name,
             "label": self.label,
@@ -121,7 +125,17 @@ class MetricResult:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> MetricResult:
-        """Inverse of :meth:`to_dict` (NaN values come back as ``None`` inputs / NaN scores)."""
+        """Rebuild a metric from :meth:`to_dict` (NaN values come back as ``None`` inputs / NaN scores).
+
+        Parameters
+        ----------
+        data : Mapping
+            What :meth:`to_dict` returned (or its JSON, read back).
+
+        Returns
+        -------
+        MetricResult
+        """
         return cls(
             name=data["name"],
             label=data["label"],
@@ -155,7 +169,14 @@ class NotionResult:
     applicable: bool = True
 
     def to_dict(self) -> dict[str, Any]:
-        """Plain JSON-ready dict."""
+        """Return the notion as a plain JSON-ready dict.
+
+        Returns
+        -------
+        dict
+            ``name``, ``label``, ``weight``, ``score``, ``metrics`` (each :meth:`MetricResult.to_dict`)
+            and ``applicable: false`` for a notion left out of the means.
+        """
         out = {
             "name": self.name,
             "label": self.label,
@@ -169,7 +190,17 @@ class NotionResult:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> NotionResult:
-        """Inverse of :meth:`to_dict`."""
+        """Rebuild a notion from :meth:`to_dict`.
+
+        Parameters
+        ----------
+        data : Mapping
+            What :meth:`to_dict` returned.
+
+        Returns
+        -------
+        NotionResult
+        """
         return cls(
             name=data["name"],
             label=data["label"],
@@ -195,12 +226,24 @@ class PillarResult:
     applicable: bool = True
 
     def metrics(self) -> Iterator[MetricResult]:
-        """All metrics of the pillar, in definition order."""
+        """Iterate over all metrics of the pillar, in definition order.
+
+        Yields
+        ------
+        MetricResult
+        """
         for notion in self.notions:
             yield from notion.metrics
 
     def to_dict(self) -> dict[str, Any]:
-        """Plain JSON-ready dict."""
+        """Return the pillar as a plain JSON-ready dict.
+
+        Returns
+        -------
+        dict
+            ``name``, ``label``, ``weight``, ``score``, ``notions`` (each :meth:`NotionResult.to_dict`)
+            and ``applicable: false`` for a pillar left out of the trust score.
+        """
         out = {
             "name": self.name,
             "label": self.label,
@@ -214,7 +257,17 @@ class PillarResult:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> PillarResult:
-        """Inverse of :meth:`to_dict`."""
+        """Rebuild a pillar from :meth:`to_dict`.
+
+        Parameters
+        ----------
+        data : Mapping
+            What :meth:`to_dict` returned.
+
+        Returns
+        -------
+        PillarResult
+        """
         return cls(
             name=data["name"],
             label=data["label"],
@@ -232,7 +285,8 @@ class TrustReport:
     Attributes
     ----------
     trust_score : float
-        Mean (or weighted sum) of the pillar scores; NaN if a metric was NaN (prototype B7).
+        Mean (or weighted sum) of the pillar scores; NaN if a metric was NaN (prototype B7;
+        docs/references.md#trust-b7).
     pillars : list of PillarResult
         In definition order.
     mode : str
@@ -246,7 +300,7 @@ class TrustReport:
     use_weights : bool
     rounding : str
         ``"prototype"`` (metric and pillar scores rounded to 2 decimals before aggregation,
-        trust rounded) or ``"final"`` (no rounding; round for display only; fix B12).
+        trust rounded) or ``"final"`` (no rounding; round for display only; fix B12; docs/references.md#trust-b12).
     fixes : list of str
         Names of the bug fixes applied (see ``fltrust.trust.scoring.FIXES``).
     warnings : list of str
@@ -266,14 +320,44 @@ class TrustReport:
 
     # -- lookup ---------------------------------------------------------------------------------
     def pillar(self, name: str) -> PillarResult:
-        """The pillar called ``name``."""
+        """Return the pillar called ``name``.
+
+        Parameters
+        ----------
+        name : str
+            A pillar name (``"robustness"``, ...).
+
+        Returns
+        -------
+        PillarResult
+
+        Raises
+        ------
+        KeyError
+            No pillar has that name.
+        """
         for pillar in self.pillars:
             if pillar.name == name:
                 return pillar
         raise KeyError(f"no pillar {name!r}; pillars are {[p.name for p in self.pillars]}")
 
     def notion(self, name: str) -> NotionResult:
-        """The notion called ``name`` (``"pillar/notion"`` if the name is not unique)."""
+        """Return the notion called ``name`` (``"pillar/notion"`` if the name is not unique).
+
+        Parameters
+        ----------
+        name : str
+            A notion name, or ``"pillar/notion"``.
+
+        Returns
+        -------
+        NotionResult
+
+        Raises
+        ------
+        KeyError
+            No notion, or more than one, matches.
+        """
         matches = [
             n for p in self.pillars for n in p.notions if name in (n.name, f"{p.name}/{n.name}")
         ]
@@ -282,10 +366,24 @@ class TrustReport:
         return matches[0]
 
     def metric(self, name: str) -> MetricResult:
-        """The metric called ``name``, or at ``pillar/notion/metric``, or ``pillar/metric``.
+        """Return the metric called ``name``, or at ``pillar/notion/metric``, or ``pillar/metric``.
 
         Metric names repeat across pillars (``performance`` is a robustness metric and an
         accountability metric), so a plain name must be unique or it raises ``KeyError``.
+
+        Parameters
+        ----------
+        name : str
+            ``metric``, ``pillar/metric`` or ``pillar/notion/metric``.
+
+        Returns
+        -------
+        MetricResult
+
+        Raises
+        ------
+        KeyError
+            No metric, or more than one, matches.
         """
         matches = []
         for pillar in self.pillars:
@@ -298,13 +396,26 @@ class TrustReport:
         return matches[0]
 
     def metrics(self) -> Iterator[MetricResult]:
-        """All metrics in definition order."""
+        """Iterate over all metrics in definition order.
+
+        Yields
+        ------
+        MetricResult
+        """
         for pillar in self.pillars:
             yield from pillar.metrics()
 
     # -- serialisation --------------------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
-        """Plain JSON-ready dict (NaN -> ``None``)."""
+        """Return the report as a plain JSON-ready dict (NaN -> ``None``).
+
+        Returns
+        -------
+        dict
+            ``trust_score``, the scoring settings (``mode``, ``definitions``, ``definitions_source``,
+            ``pillar_aggregation``, ``use_weights``, ``rounding``, ``fixes``), ``warnings`` and
+            ``pillars`` (each :meth:`PillarResult.to_dict`).
+        """
         return {
             "trust_score": to_plain(self.trust_score),
             "mode": self.mode,
@@ -319,12 +430,32 @@ class TrustReport:
         }
 
     def to_json(self, indent: int | None = 2) -> str:
-        """Standard JSON text (never the ``NaN`` token; missing values are ``null``)."""
+        """Return the report as standard JSON text (never the ``NaN`` token; missing values are ``null``).
+
+        Parameters
+        ----------
+        indent : int or None, default 2
+            :func:`json.dumps`' indent; ``None`` for one line.
+
+        Returns
+        -------
+        str
+        """
         return json.dumps(self.to_dict(), indent=indent, allow_nan=False)
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> TrustReport:
-        """Inverse of :meth:`to_dict`."""
+        """Rebuild a report from :meth:`to_dict`.
+
+        Parameters
+        ----------
+        data : Mapping
+            What :meth:`to_dict` returned.
+
+        Returns
+        -------
+        TrustReport
+        """
         return cls(
             trust_score=_score(data["trust_score"]),
             pillars=[PillarResult.from_dict(p) for p in data["pillars"]],
@@ -340,11 +471,27 @@ class TrustReport:
 
     @classmethod
     def from_json(cls, text: str) -> TrustReport:
-        """Read a report written by :meth:`to_json`."""
+        """Read a report written by :meth:`to_json`.
+
+        Parameters
+        ----------
+        text : str
+            The JSON text (``trust_report.json``'s content).
+
+        Returns
+        -------
+        TrustReport
+        """
         return cls.from_dict(json.loads(text))
 
     def to_prototype_dict(self) -> dict[str, Any]:
-        """The prototype's output layout (trust spec 2.6), for comparison with its result files."""
+        """Return the prototype's output layout, for comparison with its result files (docs/references.md#trust-2-6).
+
+        Returns
+        -------
+        dict
+            ``{"trust_score": ..., "pillars": [{pillar: {"score", "notions": [{notion: {"score", "metrics"}}]}}]}``.
+        """
         return to_plain(
             {
                 "trust_score": self.trust_score,
@@ -369,6 +516,10 @@ class TrustReport:
         Columns: pillar, notion, metric, label, raw_value, normalized, score, metric_weight,
         notion_score, notion_weight, pillar_score, pillar_weight, type, operation, direction;
         extended mode adds status, applicable and method.
+
+        Returns
+        -------
+        pandas.DataFrame
         """
         import pandas as pd
 
@@ -407,6 +558,16 @@ class TrustReport:
 
         Metric lines also show the raw value, and in extended mode whether it was measured or
         declared (``[n/a]`` metrics are left out of the means). Scores are rounded for display only.
+
+        Parameters
+        ----------
+        decimals : int, default 2
+            Decimals of the scores shown.
+
+        Returns
+        -------
+        str
+            The table, one line per trust score, pillar, notion and metric.
         """
 
         def fmt(value: float) -> str:
@@ -446,7 +607,13 @@ class TrustReport:
         return any(m.provenance is not None for m in self.metrics())
 
     def provenance_rows(self) -> list[dict[str, Any]]:
-        """One row per metric: path, label, status, method, reason, score (extended mode)."""
+        """Return one row per metric: path, label, status, method, reason, score (extended mode).
+
+        Returns
+        -------
+        list of dict
+            Keys ``path``, ``label``, ``status``, ``method``, ``reason``, ``score``, ``applicable``.
+        """
         return [
             {"path": m.path, "label": m.label, "status": m.status, "method": (m.provenance or {}).get("method", ""),
              "reason": (m.provenance or {}).get("reason", ""), "score": m.score, "applicable": m.applicable}
@@ -454,7 +621,13 @@ class TrustReport:
         ]
 
     def provenance_summary(self) -> dict[str, int]:
-        """How many metrics were measured, declared, missing, n/a (and unknown)."""
+        """Count the metrics that were measured, declared, missing, n/a (and unknown).
+
+        Returns
+        -------
+        dict
+            Status -> count, in that order, statuses with no metric left out.
+        """
         counts: dict[str, int] = {}
         for metric in self.metrics():
             counts[metric.status or "unknown"] = counts.get(metric.status or "unknown", 0) + 1
@@ -462,6 +635,7 @@ class TrustReport:
         return {k: counts[k] for k in order if k in counts}
 
     def __str__(self) -> str:
+        """Return :meth:`format_table`."""
         return self.format_table()
 
 

@@ -12,8 +12,6 @@ function                        input                                           
 
 Titles say ``QUICK`` for quick (smoke-test) runs and ``SYNTHETIC`` for synthetic stand-in data
 (:func:`fltrust.viz.fairness.figure_title`), so such a figure is never mistaken for a reproduction.
-
-Spec and bug references ("fairness spec §N", "trust spec §N", "Bn") are defined in ``docs/references.md``.
 """
 
 from __future__ import annotations
@@ -118,7 +116,7 @@ def plot_pillar_comparison(
     items = list(dict.fromkeys(comparison["item"]))
     labels = list(dict.fromkeys(comparison["label"]))
 
-    # prototype scores can exceed 1 (raw CLEVER up to 2, bug B6): keep them on the axis
+    # prototype scores can exceed 1 (raw CLEVER up to 2, bug B6; docs/references.md#trust-b6): keep them on the axis
     top = max(1.15, float(np.nanmax(comparison["ours"].to_numpy(dtype=float), initial=0.0)) + 0.1)
     ncols = min(3, len(experiments))
     nrows = math.ceil(len(experiments) / ncols)

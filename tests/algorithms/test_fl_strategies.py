@@ -9,8 +9,9 @@ checked in ``test_training.py``).
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
-from fltrust.config import ExperimentConfig
+from fltrust.config import ConfigError, ExperimentConfig
 from fltrust.algorithms.strategies import (
     STRATEGY_CLASSES,
     ClientResult,
@@ -25,6 +26,12 @@ from fltrust.algorithms.strategies import (
 
 def cfg(**strategy) -> ExperimentConfig:
     return ExperimentConfig.tiny(strategy=strategy)
+
+
+def build(config: ExperimentConfig):
+    """The strategy of ``config``, as fltrust.experiment builds it."""
+    return build_strategy(config.strategy, local_epochs=config.training.local_epochs,
+                          clients_per_round=config.clients_per_round())
 
 
 class FakeClient:
@@ -58,8 +65,22 @@ def test_every_configured_name_builds_its_class():
     assert set(STRATEGY_CLASSES) == {"fedavg", "fedprox", "qfedavg", "ditto", "fedmedian", "krum", "multikrum",
                                      "trimmedmean", "bulyan"}
     for name, cls in STRATEGY_CLASSES.items():
-        strategy = build_strategy(ExperimentConfig.tiny(strategy={"name": name, "clients_per_round": 5}))
+        strategy = build(ExperimentConfig.tiny(strategy={"name": name, "clients_per_round": 5}))
         assert type(strategy) is cls and strategy.name == name
+    assert [name for name, cls in STRATEGY_CLASSES.items() if cls.personalized] == ["ditto"]
+
+
+def test_the_factory_binds_the_constructors_keywords_to_the_config():
+    # the fields of the same name, the run facts, and strategy.options for a keyword without a field
+    ditto = build(cfg(name="ditto", ditto_lambda=0.3, ditto_epochs=2, weighting="batches"))
+    assert (ditto.ditto_lambda, ditto.ditto_epochs, ditto.weighting, ditto.local_epochs) == (0.3, 2, "batches", 1)
+    mk = build(cfg(name="multikrum", num_malicious_nodes=1, clients_per_round=5))
+    assert mk.num_nodes_to_select == 4  # m - f with the resolved m
+    assert build(cfg(name="trimmedmean", options={"beta": 0.1})).beta == 0.1  # options come before the field
+    with pytest.raises(ConfigError, match=r"strategy.options \['momentum'\] are not parameters of strategy.name='krum'"):
+        build(cfg(name="krum", options={"momentum": 0.9}))
+    with pytest.raises(ConfigError, match="strategy.weighting='examples' is not allowed"):
+        FedAvg(weighting="examples")
 
 
 # -- FedAvg -------------------------------------------------------------------------------------
@@ -69,8 +90,8 @@ def test_fedavg_weights_by_samples_or_batches():
     theta = [np.zeros(2)]
 
     # Execute
-    by_samples = FedAvg.from_config(cfg(weighting="samples")).aggregate(theta, rs, server_loss=9.9)
-    by_batches = FedAvg.from_config(cfg(weighting="batches")).aggregate(theta, rs, server_loss=9.9)
+    by_samples = FedAvg(weighting="samples").aggregate(theta, rs, server_loss=9.9)
+    by_batches = FedAvg(weighting="batches").aggregate(theta, rs, server_loss=9.9)
 
     # Assert
     # samples: weights 0.1, 0.3, 0.6 -> (0.1*0 + 0.3*2 + 0.6*8, 0.1*4 + 0.3*0 + 0.6*8) = (5.4, 5.2)
@@ -83,14 +104,14 @@ def test_fedavg_keeps_an_integer_buffer_integer():
     # num_batches_tracked 1, 2, 5 with sample weights 0.1, 0.3, 0.6: 0.1 + 0.6 + 3.0 = 3.7 -> 4
     rs = [ClientResult(i, [np.array([float(i)]), np.array(c, dtype=np.int64)], n, 1)
           for i, (c, n) in enumerate(zip([1, 2, 5], [10, 30, 60]))]
-    out = FedAvg.from_config(cfg()).aggregate([np.zeros(1), np.array(0, dtype=np.int64)], rs, 0.0)
+    out = FedAvg().aggregate([np.zeros(1), np.array(0, dtype=np.int64)], rs, 0.0)
     assert out[1].dtype == np.int64 and int(out[1]) == 4
     np.testing.assert_allclose(out[0], [0.3 * 1 + 0.6 * 2])  # = 1.5
 
 
 def test_fedavg_local_update_trains_the_configured_epochs_from_the_received_model():
     client = FakeClient(3)
-    result = FedAvg.from_config(ExperimentConfig.tiny(training={"local_epochs": 4})).local_update(client, [np.array([1.0])])
+    result = FedAvg(local_epochs=4).local_update(client, [np.array([1.0])])
     assert client.calls == [("train", {"epochs": 4})]
     assert result.params[0].tolist() == [2.0] and result.train_loss == 0.5 and result.eval_params is None
 
@@ -101,26 +122,26 @@ def test_fedprox_passes_the_received_model_as_the_proximal_center():
     client, theta = FakeClient(0), [np.array([1.0, 2.0])]
 
     # Execute
-    FedProx.from_config(cfg(name="fedprox", proximal_mu=0.3)).local_update(client, theta)
+    FedProx(proximal_mu=0.3).local_update(client, theta)
 
     # Assert: one training call with the proximal term around theta (mu = 0.3)
     (kind, kwargs), = client.calls
     assert kind == "train" and kwargs["proximal_mu"] == 0.3 and kwargs["proximal_center"] is theta
     # FedProx aggregates as FedAvg: weights 1/4, 3/4 -> 0.25*0 + 0.75*4 = 3
-    out = FedProx.from_config(cfg(name="fedprox")).aggregate(theta, results([[0.0, 0.0], [4.0, 4.0]], [1, 3]), 0.0)
+    out = FedProx().aggregate(theta, results([[0.0, 0.0], [4.0, 4.0]], [1, 3]), 0.0)
     np.testing.assert_allclose(out[0], [3.0, 3.0])
 
 
 # -- q-FedAvg -------------------------------------------------------------------------------------
 def test_qfedavg_flower_legacy_uses_the_central_loss_for_every_client():
-    """theta = 1, w_1 = 0, w_2 = 3, q = 2, lr = 0.5, central loss L = 0.5 (fairness spec 5.2).
+    """theta = 1, w_1 = 0, w_2 = 3, q = 2, lr = 0.5, central loss L = 0.5 (docs/references.md#fairness-5-2).
 
     g_1 = (1 - 0)/0.5 = 2, g_2 = (1 - 3)/0.5 = -4; L^q = 0.25, L^(q-1) = 0.5
     Delta_1 = 0.25 * 2 = 0.5, Delta_2 = 0.25 * -4 = -1.0       -> sum Delta = -0.5
     h_1 = 2 * 0.5 * 4 + 0.25/0.5 = 4.5, h_2 = 2 * 0.5 * 16 + 0.5 = 16.5 -> sum h = 21
     theta' = 1 - (-0.5 / 21) = 1.0238095 (the clients' own losses, 1 and 2, are ignored)
     """
-    strategy = QFedAvg.from_config(cfg(name="qfedavg", q=2.0, qffl_learning_rate=0.5, qfedavg_variant="flower_legacy"))
+    strategy = QFedAvg(q=2.0, qffl_learning_rate=0.5, qfedavg_variant="flower_legacy")
     rs = results([[0.0], [3.0]], [1, 100], extra=[{"qffl_loss": 1.0}, {"qffl_loss": 2.0}])
     out = strategy.aggregate([np.array([1.0])], rs, server_loss=0.5)
     np.testing.assert_allclose(out[0], [1.0 + 0.5 / 21], rtol=1e-8)
@@ -134,7 +155,7 @@ def test_qfedavg_qffl_uses_each_clients_own_loss():
     L_2^2 = 4: Delta_2 = -16, h_2 = 2 * 2 * 16 + 4/0.5 = 72
     theta' = 1 - (2 - 16) / (10 + 72) = 1 + 14/82 = 1.1707317 (the central loss 100 is ignored)
     """
-    strategy = QFedAvg.from_config(cfg(name="qfedavg", q=2.0, qffl_learning_rate=0.5, qfedavg_variant="qffl"))
+    strategy = QFedAvg(q=2.0, qffl_learning_rate=0.5, qfedavg_variant="qffl")
     rs = results([[0.0], [3.0]], [1, 100], extra=[{"qffl_loss": 1.0}, {"qffl_loss": 2.0}])
     out = strategy.aggregate([np.array([1.0])], rs, server_loss=100.0)
     np.testing.assert_allclose(out[0], [1.0 + 14 / 82], rtol=1e-8)
@@ -145,8 +166,8 @@ def test_qfedavg_qffl_measures_the_received_model_before_training():
     theta = [np.array([1.0])]
 
     qffl_client, legacy_client = FakeClient(0, own_loss=0.7), FakeClient(0)
-    qffl = QFedAvg.from_config(cfg(name="qfedavg", qfedavg_variant="qffl")).local_update(qffl_client, theta)
-    legacy = QFedAvg.from_config(cfg(name="qfedavg")).local_update(legacy_client, theta)
+    qffl = QFedAvg(qfedavg_variant="qffl").local_update(qffl_client, theta)
+    legacy = QFedAvg().local_update(legacy_client, theta)
 
     # qffl: F_n(theta) of the *received* model first, then training; legacy: training only
     assert [c[0] for c in qffl_client.calls] == ["train_loss_of", "train"]
@@ -158,8 +179,8 @@ def test_qfedavg_qffl_measures_the_received_model_before_training():
 # -- Ditto --------------------------------------------------------------------------------------
 def test_ditto_personal_track_starts_from_the_received_model_and_anchors_to_the_local_model():
     # Prepare: the fake global track adds 1, the personal track adds 10
-    s = {"name": "ditto", "ditto_epochs": 3, "ditto_lambda": 0.8, "ditto_lr": 0.05, "ditto_anchor": "local"}
-    strategy, client, theta = Ditto.from_config(cfg(**s)), FakeClient(5), [np.array([1.0])]
+    s = {"ditto_epochs": 3, "ditto_lambda": 0.8, "ditto_lr": 0.05, "ditto_anchor": "local"}
+    strategy, client, theta = Ditto(**s), FakeClient(5), [np.array([1.0])]
 
     # Execute
     result = strategy.local_update(client, theta)
@@ -180,7 +201,7 @@ def test_ditto_personal_track_starts_from_the_received_model_and_anchors_to_the_
 
 
 def test_ditto_keeps_the_personal_model_across_selections():
-    strategy = Ditto.from_config(cfg(name="ditto", ditto_epochs=1, ditto_anchor="global"))
+    strategy = Ditto(ditto_epochs=1, ditto_anchor="global")
     client = FakeClient(2)
     strategy.local_update(client, [np.array([1.0])])  # v = 1 + 10 = 11
 
@@ -193,20 +214,20 @@ def test_ditto_keeps_the_personal_model_across_selections():
 
 
 def test_ditto_without_personal_epochs_evaluates_the_received_model():
-    strategy, client = Ditto.from_config(cfg(name="ditto", ditto_epochs=0)), FakeClient(0)
+    strategy, client = Ditto(ditto_epochs=0), FakeClient(0)
     result = strategy.local_update(client, [np.array([1.0])])
     assert len(client.calls) == 1 and result.eval_params[0].tolist() == [1.0] and result.params[0].tolist() == [2.0]
 
 
 def test_ditto_state_round_trip_and_fedavg_aggregation():
     # Prepare
-    first = Ditto.from_config(cfg(name="ditto", ditto_epochs=1))
+    first = Ditto(ditto_epochs=1)
     for cid in (0, 3):
         first.local_update(FakeClient(cid, step=cid + 1), [np.array([0.0])])  # v_0 = 10, v_3 = 40
 
     # Execute
     state = first.state_dict()
-    second = Ditto.from_config(cfg(name="ditto"))
+    second = Ditto()
     second.load_state_dict(state)
 
     # Assert: string keys in the checkpoint, integer client ids after loading
@@ -220,7 +241,7 @@ def test_ditto_state_round_trip_and_fedavg_aggregation():
 def test_fedmedian_ignores_the_sample_weights():
     # 4 clients: median of 0, 1, 3, 10 = (1 + 3)/2 = 2, although client 3 holds 97 % of the samples
     rs = results([[0.0], [1.0], [3.0], [10.0]], samples=[1, 1, 1, 97])
-    np.testing.assert_allclose(FedMedian.from_config(cfg(name="fedmedian")).aggregate([np.zeros(1)], rs, 0.0)[0], [2.0])
+    np.testing.assert_allclose(FedMedian().aggregate([np.zeros(1)], rs, 0.0)[0], [2.0])
 
 
 def test_krum_multikrum_and_trimmed_mean_strategies_by_hand():
@@ -237,9 +258,9 @@ def test_krum_multikrum_and_trimmed_mean_strategies_by_hand():
     theta = [np.zeros(1)]
     common = {"num_malicious_nodes": 1, "clients_per_round": 5}
 
-    krum = build_strategy(cfg(name="krum", **common)).aggregate(theta, rs, 0.0)
-    multikrum = build_strategy(cfg(name="multikrum", **common)).aggregate(theta, rs, 0.0)
-    trimmed = build_strategy(cfg(name="trimmedmean", beta=0.2, clients_per_round=5)).aggregate(theta, rs, 0.0)
+    krum = build(cfg(name="krum", **common)).aggregate(theta, rs, 0.0)
+    multikrum = build(cfg(name="multikrum", **common)).aggregate(theta, rs, 0.0)
+    trimmed = build(cfg(name="trimmedmean", beta=0.2, clients_per_round=5)).aggregate(theta, rs, 0.0)
 
     assert krum[0].tolist() == [1.0]
     np.testing.assert_allclose(multikrum[0], [2.4])
@@ -261,7 +282,7 @@ class FakeGroup:
 def test_grouped_updates_use_the_group_with_the_strategys_keywords():
     group, theta = FakeGroup(), [np.array([0.0])]
 
-    strategy = FedProx.from_config(cfg(name="fedprox", proximal_mu=0.4))
+    strategy = FedProx(proximal_mu=0.4)
     out = strategy.local_updates([FakeClient(0), FakeClient(1)], theta, group=group)
 
     assert [r.params[0].tolist() for r in out] == [[1.0], [2.0]] and [r.train_loss for r in out] == [0.1, 0.2]
@@ -282,7 +303,7 @@ def test_a_subclass_with_its_own_local_update_trains_one_client_after_another():
     clients = [FakeClient(0), FakeClient(1)]
 
     # Execute
-    out = Custom.from_config(cfg()).local_updates(clients, [np.array([0.0])], group=Refusing())
+    out = Custom().local_updates(clients, [np.array([0.0])], group=Refusing())
 
     # Assert: each client trained through the override (epochs 7, then the configured 1)
     assert [[c[1]["epochs"] for c in client.calls] for client in clients] == [[7, 1], [7, 1]]

@@ -12,8 +12,8 @@ from torch import nn
 from fltrust.config import ConfigError, ExperimentConfig, PrivacyConfig, TrainingConfig
 from fltrust.core.evaluation import get_params, set_params
 from fltrust.core.observers import BaseObserver
-from fltrust.experiment import run_experiment
-from fltrust.algorithms.privacy import NbAFL, nbafl_from_config, trainable_mask
+from fltrust.experiment import check_experiment, run_experiment
+from fltrust.algorithms.privacy import NbAFL, NbAFLMechanism, nbafl_from_config, trainable_mask
 from fltrust.engines.training import LocalTrainer
 from fltrust.engines.vectorized import vectorize_reason
 
@@ -132,14 +132,14 @@ def test_config_defaults_are_federatedscopes():
 
 def test_config_rejects_fedprox_and_flower():
     with pytest.raises(ConfigError, match="privacy.mode='nbafl' has its own proximal term"):
-        tiny(privacy={"mode": "nbafl"}, strategy={"name": "fedprox"})
+        check_experiment(tiny(privacy={"mode": "nbafl"}, strategy={"name": "fedprox"}))
     with pytest.raises(ConfigError, match="privacy.mode='nbafl' runs in the in-process engine only"):
-        tiny(privacy={"mode": "nbafl"}, run={"engine": "flower"})
+        check_experiment(tiny(privacy={"mode": "nbafl"}, run={"engine": "flower"}))
 
 
 def test_vectorised_training_falls_back_to_sequential():
-    cfg = tiny(privacy={"mode": "nbafl"})
-    assert "NbAFL" in vectorize_reason(cfg, nn.Linear(2, 2), 3)
+    mechanism = NbAFLMechanism(nbafl=nbafl(), trainable=[True, True], seed=0)
+    assert "NbAFL" in vectorize_reason(TrainingConfig(), mechanism, nn.Linear(2, 2), 3)
 
 
 # -- end to end -----------------------------------------------------------------------------

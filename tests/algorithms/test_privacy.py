@@ -11,16 +11,28 @@ import math
 import numpy as np
 import pytest
 
-from fltrust.config import PrivacyConfig
+from torch import nn
+
 from fltrust.algorithms.aggregation import clip_update
 from fltrust.algorithms.privacy import (
+    CentralNoise,
+    LocalDPSGD,
     NbAFL,
+    NbAFLMechanism,
+    NoPrivacy,
+    PrivacyMechanism,
+    PrivacyRun,
+    ServerSideDP,
+    build_privacy,
     calibrate_noise,
-    describe,
     epsilon_from_history,
     merge_history,
+    privacy_mechanism,
     server_dp_aggregate,
 )
+from fltrust.algorithms.strategies import ClientResult
+from fltrust.config import ConfigError, PrivacyConfig
+from fltrust.registry import PRIVACY_MECHANISMS
 
 # Opacus's RDP orders (RDPAccountant.DEFAULT_ALPHAS): 1.1, 1.2, ..., 10.9, then 12, ..., 63
 ALPHAS = np.array([1 + x / 10 for x in range(1, 100)] + list(range(12, 64)), dtype=float)
@@ -150,14 +162,103 @@ def test_merge_history_adds_steps_of_the_same_mechanism_only():
     assert history == [[1.0, 0.5, 2]]  # the input is not modified
 
 
-# -- descriptions -------------------------------------------------------------------------------------
+# -- the mechanisms ---------------------------------------------------------------------------------
+RUN = PrivacyRun(rounds=5, local_epochs=2, batch_size=10, num_clients=10, clients_per_round=4,
+                 client_sizes=(40, 100), seed=7)
+
+
+def test_the_registry_holds_one_mechanism_per_mode():
+    assert {mode: cls.__name__ for mode, cls in PRIVACY_MECHANISMS.items()} == {
+        "none": "NoPrivacy", "local": "LocalDPSGD", "server": "ServerSideDP", "nbafl": "NbAFLMechanism"}
+    assert PRIVACY_MECHANISMS.names() == ("none", "local", "server", "nbafl")
+    assert [cls.differential_privacy for cls in PRIVACY_MECHANISMS.values()] == [False, True, True, True]
+    with pytest.raises(ConfigError, match=r"privacy.mode='dp' is not registered; registered: \['local', 'nbafl'"):
+        privacy_mechanism("dp")
+
+
 def test_describe_names_the_mechanism_and_its_settings():
-    assert describe(PrivacyConfig()) == "no differential privacy"
-    assert describe(PrivacyConfig(mode="local", target_epsilon=5.0, max_grad_norm=0.7)) == (
+    model = nn.Linear(2, 2)
+    assert build_privacy(PrivacyConfig(), RUN, model).describe() == "no differential privacy"
+    assert build_privacy(PrivacyConfig(mode="local", target_epsilon=5.0, max_grad_norm=0.7), RUN, model).describe() == (
         "local DP-SGD (Opacus, RDP accountant), target epsilon 5.0, delta 1e-05, max grad norm 0.7")
-    assert describe(PrivacyConfig(mode="server", target_epsilon=8.0, clipping_norm=0.5)) == (
+    server = PrivacyConfig(mode="server", target_epsilon=8.0, clipping_norm=0.5, noise_multiplier=1.0)
+    assert build_privacy(server, RUN, model).describe() == (
         "server-side fixed clipping (norm 0.5) + Gaussian noise, target epsilon 8.0, delta 1e-05")
-    assert describe(PrivacyConfig(mode="nbafl", target_epsilon=20.0, nbafl_w_clip=0.1, nbafl_mu=0.01,
-                                  nbafl_constant=1.0)) == (
+    nb = PrivacyConfig(mode="nbafl", target_epsilon=20.0, nbafl_w_clip=0.1, nbafl_mu=0.01, nbafl_constant=1.0)
+    assert build_privacy(nb, RUN, model).describe() == (
         "NbAFL as in FederatedScope (weights clipped to 0.1, proximal mu 0.01, Gaussian noise with constant 1.0), "
         "epsilon 20.0")
+
+
+def test_local_dp_calibrates_for_a_client_in_every_round_and_reports_the_largest_epsilon():
+    mech = build_privacy(PrivacyConfig(mode="local", target_epsilon=3.0), RUN, nn.Linear(2, 2))
+    # rate = batch 10 / smallest client 40 = 0.25; steps = ceil(1 / 0.25) * 2 epochs * 5 rounds = 40
+    assert mech.dp.noise_multiplier == calibrate_noise(3.0, 1e-5, 0.25, 40)
+    assert mech.epsilon(0) == 0.0 and mech.sequential_reason() == "local DP-SGD (Opacus) trains one client at a time"
+    mech.add_accounting(3, [[1.2, 0.25, 4]])
+    mech.add_accounting(3, [[1.2, 0.25, 4]])
+    mech.add_accounting(5, [[1.2, 0.25, 4]])
+    assert mech.accounting(3) == [[1.2, 0.25, 8]] and mech.accounting(9) == []
+    assert mech.epsilon(2) == epsilon_from_history([[1.2, 0.25, 8]], 1e-5)  # the busier client's
+    state = mech.state_dict()
+    mech.load_state_dict({})
+    assert mech.epsilon(2) == 0.0
+    mech.load_state_dict(state)
+    assert mech.accounting(5) == [[1.2, 0.25, 4]]
+
+
+def test_server_dp_aggregates_with_its_seeded_noise_and_accounts_over_the_rounds():
+    mech = build_privacy(PrivacyConfig(mode="server", clipping_norm=1.0, noise_multiplier=0.5), RUN, nn.Linear(2, 2))
+    assert mech.central_noise == CentralNoise(clipping_norm=1.0, noise_multiplier=0.5)
+    assert mech.sequential_reason() is None  # the clients may train side by side
+    theta = [np.zeros(3)]
+    results = [ClientResult(i, [np.full(3, v)], 10, 1) for i, v in enumerate([0.2, 4.0])]
+    expected, _ = server_dp_aggregate(theta, [r.params for r in results], clipping_norm=1.0, noise_multiplier=0.5,
+                                      rng=np.random.default_rng([7, 2, 13]))
+    np.testing.assert_array_equal(mech.aggregate(None, theta, results, 0.0, 2)[0], expected[0])
+    # sampling rate m / C = 4 / 10 over the rounds done
+    assert mech.epsilon(3) == epsilon_from_history([[0.5, 0.4, 3]], 1e-5)
+
+
+def test_no_privacy_hands_everything_to_the_strategy():
+    mech = NoPrivacy()
+    params = [np.ones(2)]
+    assert mech.broadcast(params, 1) is params and mech.epsilon(4) is None and mech.central_noise is None
+
+    class Strategy:
+        def aggregate(self, global_params, results, server_loss):
+            return [np.full(2, server_loss)]
+
+    assert mech.aggregate(Strategy(), params, [], 0.25, 1)[0].tolist() == [0.25, 0.25]
+
+
+class Traits:
+    """A strategy class's traits as the checks read them."""
+
+    def __init__(self, name, proximal=False, mean=True):
+        self.name, self.local_proximal_term, self._mean = name, proximal, mean
+
+    def aggregates_by_mean(self):
+        return self._mean
+
+
+def test_each_mechanism_checks_its_strategy_and_engine():
+    fedprox, krum, fedavg = Traits("fedprox", proximal=True), Traits("krum", mean=False), Traits("fedavg")
+    with pytest.raises(ConfigError, match="privacy.mode='local' is not supported with strategy.name='fedprox'"):
+        LocalDPSGD.check(PrivacyConfig(mode="local"), strategy=fedprox, engine="inprocess")
+    with pytest.raises(ConfigError, match="it cannot wrap strategy.name='krum'"):
+        ServerSideDP.check(PrivacyConfig(mode="server"), strategy=krum, engine="inprocess")
+    with pytest.raises(ConfigError, match="hides the individual updates that privacy.mode='server' clips"):
+        ServerSideDP.check(PrivacyConfig(mode="server", secure_aggregation="secagg+"), strategy=fedavg, engine="flower")
+    with pytest.raises(ConfigError, match="use strategy.name=fedavg instead of fedprox"):
+        NbAFLMechanism.check(PrivacyConfig(mode="nbafl"), strategy=fedprox, engine="inprocess")
+    with pytest.raises(ConfigError, match="runs in the in-process engine only"):
+        NbAFLMechanism.check(PrivacyConfig(mode="nbafl"), strategy=fedavg, engine="flower")
+    for cls in (NoPrivacy, LocalDPSGD, ServerSideDP):
+        cls.check(PrivacyConfig(mode=cls.name), strategy=fedavg, engine="flower")
+
+    class Mine(PrivacyMechanism):  # a new mechanism runs in-process unless it says otherwise
+        name = "mine"
+
+    with pytest.raises(ConfigError, match=r"privacy.mode='mine' runs on run.engine \['inprocess'\] only"):
+        Mine.check(PrivacyConfig(), strategy=fedavg, engine="flower")

@@ -169,37 +169,52 @@ def tiny(**strategy):
                                        "strategy": {"clients_per_round": 7, **strategy}})
 
 
+def build(**strategy):
+    """The in-process strategy of ``tiny(**strategy)``, as fltrust.experiment builds it."""
+    from fltrust.algorithms.strategies import build_strategy
+
+    cfg = tiny(**strategy)
+    return build_strategy(cfg.strategy, local_epochs=cfg.training.local_epochs, clients_per_round=cfg.clients_per_round())
+
+
 def test_strategy_classes_aggregate_with_the_pure_functions():
-    from fltrust.algorithms.strategies import STRATEGY_CLASSES, ClientResult, build_strategy
+    from fltrust.algorithms.strategies import STRATEGY_CLASSES, ClientResult
 
     assert {"krum", "multikrum", "trimmedmean", "bulyan"} <= set(STRATEGY_CLASSES)
     params = [[np.array([v])] for v in BULYAN_TOY]
     results = [ClientResult(i, p, 10 * (i + 1), 1) for i, p in enumerate(params)]
     theta = [np.array([0.0])]
-    assert build_strategy(tiny(name="bulyan", num_malicious_nodes=1)).aggregate(theta, results, 0.0)[0].tolist() == [4.0]
-    assert build_strategy(tiny(name="trimmedmean", beta=0.2)).aggregate(theta, results, 0.0)[0].tolist() == [5.4]
-    krum = build_strategy(tiny(name="krum", num_malicious_nodes=2)).aggregate(theta, results, 0.0)
+    assert build(name="bulyan", num_malicious_nodes=1).aggregate(theta, results, 0.0)[0].tolist() == [4.0]
+    assert build(name="trimmedmean", beta=0.2).aggregate(theta, results, 0.0)[0].tolist() == [5.4]
+    krum = build(name="krum", num_malicious_nodes=2).aggregate(theta, results, 0.0)
     assert krum[0].tolist() == agg.krum(params, 2)[0].tolist()
     # multikrum: default k = m - f = 7 - 2 = 5, weighted by samples (strategy.weighting)
-    mk = build_strategy(tiny(name="multikrum", num_malicious_nodes=2)).aggregate(theta, results, 0.0)
+    mk = build(name="multikrum", num_malicious_nodes=2).aggregate(theta, results, 0.0)
     assert mk[0].tolist() == agg.multikrum(params, 2, 5, weights=[10 * (i + 1) for i in range(7)])[0].tolist()
     # Bulyan with fewer than 4f + 3 updates (drop-outs) keeps the global model, as Flower's does
-    assert build_strategy(tiny(name="bulyan", num_malicious_nodes=1)).aggregate(theta, results[:6], 0.0)[0].tolist() == [0.0]
+    assert build(name="bulyan", num_malicious_nodes=1).aggregate(theta, results[:6], 0.0)[0].tolist() == [0.0]
 
 
-def test_config_checks_the_rules_preconditions():
+def test_the_rules_check_their_preconditions_before_the_data_is_loaded():
+    from fltrust.experiment import check_experiment
+
     with pytest.raises(ConfigError, match="2f \\+ 3"):
-        tiny(name="krum", num_malicious_nodes=3)          # 7 < 9
+        check_experiment(tiny(name="krum", num_malicious_nodes=3))          # 7 < 9
     with pytest.raises(ConfigError, match="4f \\+ 3"):
-        tiny(name="bulyan", num_malicious_nodes=2)        # 7 < 11
+        check_experiment(tiny(name="bulyan", num_malicious_nodes=2))        # 7 < 11
     with pytest.raises(ConfigError, match="beta"):
         tiny(name="trimmedmean", beta=0.5)
     with pytest.raises(ConfigError, match="num_nodes_to_select"):
-        tiny(name="multikrum", num_nodes_to_select=8)
+        check_experiment(tiny(name="multikrum", num_nodes_to_select=8))
     with pytest.raises(ConfigError, match="privacy.mode='server'"):
-        ExperimentConfig.from_dict({"strategy": {"name": "krum"}, "privacy": {"mode": "server"},
-                                    "partition": {"num_clients": 10}})
-    assert tiny(name="bulyan", num_malicious_nodes=1).strategy.num_malicious_nodes == 1
+        check_experiment(ExperimentConfig.from_dict({"strategy": {"name": "krum"}, "privacy": {"mode": "server"},
+                                                     "partition": {"num_clients": 10}}))
+    check_experiment(tiny(name="bulyan", num_malicious_nodes=1))
+    # the largest f each rule tolerates among m = 7 updates (a defence comparison's default cap)
+    from fltrust.registry import STRATEGIES
+
+    assert [STRATEGIES[n].max_malicious_nodes(7) for n in ("krum", "multikrum", "bulyan", "trimmedmean")] == \
+        [2, 2, 1, None]
 
 
 @needs_flower
@@ -208,11 +223,14 @@ def test_flower_engine_maps_the_robust_strategies():
 
     from fltrust.engines.flower.strategies import build_flower_strategy
 
-    krum = build_flower_strategy(tiny(name="krum", num_malicious_nodes=2))
+    def flower(**strategy):
+        return build_flower_strategy(build(**strategy), clients_per_round=7, seed=0)
+
+    krum = flower(name="krum", num_malicious_nodes=2)
     assert type(krum) is Krum and krum.num_malicious_nodes == 2
-    mk = build_flower_strategy(tiny(name="multikrum", num_malicious_nodes=2))
+    mk = flower(name="multikrum", num_malicious_nodes=2)
     assert type(mk) is MultiKrum and mk.num_nodes_to_select == 5
-    tm = build_flower_strategy(tiny(name="trimmedmean", beta=0.3))
+    tm = flower(name="trimmedmean", beta=0.3)
     assert type(tm) is FedTrimmedAvg and tm.beta == 0.3
-    bulyan = build_flower_strategy(tiny(name="bulyan", num_malicious_nodes=1))
+    bulyan = flower(name="bulyan", num_malicious_nodes=1)
     assert type(bulyan) is Bulyan and bulyan.selection_rule is agg.krum_selection_rule

@@ -179,7 +179,7 @@ def test_a_file_that_changes_during_the_parse_is_not_cached(fresh_cache, tmp_pat
 
 
 def test_an_edited_entry_is_discarded_and_the_source_parsed_again(fresh_cache, kdd_folder):
-    """Issue 18, item 8: all labels of the cached parse set to 'normal' must not reach a run."""
+    """A cache entry edited to label every row 'normal' must not reach a run."""
     first = load_nsl_kdd(kdd_folder)
     cache.clear_memory_cache()
     (entry,) = [p for p in fresh_cache.glob("nsl_kdd_file-*.npz")

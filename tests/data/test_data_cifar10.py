@@ -163,7 +163,7 @@ def test_real_cifar10_all_parts(mk):
 
     bundle = load_cifar10(folder)
 
-    # PROVENANCE.md addendum: 59,799 distinct images in three parts, 100 clients (75 has train data again)
+    # data/PROVENANCE.md#cifar10: 59,799 distinct images in three parts, 100 clients (75 has train data again)
     assert len(bundle.train) + len(bundle.test) == 59_799
     assert (len(bundle.train), len(bundle.test)) == (19_981 + 23_849 + 934, 6_685 + 8_350)
     assert bundle.train.x.min() == -1.0 and bundle.train.x.max() == 1.0
@@ -181,10 +181,10 @@ def test_real_cifar10_first_part_alone(mk):
     assert (len(bundle.train), len(bundle.test)) == (19_981, 6_685)
     assert len(bundle.group_names) == 50
     counts = np.bincount(bundle.train.y, minlength=10).tolist()
-    assert counts == [1201, 1982, 2081, 2484, 1589, 2367, 2734, 2168, 1968, 1407]  # PROVENANCE.md
+    assert counts == [1201, 1982, 2081, 2484, 1589, 2367, 2734, 2168, 1968, 1407]  # data/PROVENANCE.md#cifar10
 
 
-# -- the python batches are unpickled with a restricted unpickler (issue 18, item 2) --------------
+# -- the python batches are unpickled with a restricted unpickler ---------------------------------
 
 def py2_batch(data: np.ndarray, labels: list[int]) -> bytes:
     """The bytes of an official batch: a Python 2 cPickle (protocol 2) of a dict of py2 str keys,

@@ -151,6 +151,11 @@ def test_copy_key_pairs_train_and_test_files():
         (lambda s: s["user_data"]["f_x"]["x"][1].__setitem__(0, 1e30),
          r"user 'f_x' row 1: pixels must be finite and lie in \[0, 1\].*1e\+30"),
         (lambda s: s["user_data"]["f_x"].update(y=[0, 62]), r"user 'f_x' row 1: label 62 must lie in 0..61"),
+        # before: writers only in user_data were dropped silently (LEAF's own reader trains on them)
+        (lambda s: s["user_data"].update(f_z={"x": [], "y": []}, f_w={"x": [], "y": []}),
+         r"user_data holds 2 writer\(s\) missing from 'users' \('f_z', 'f_w'\)"),
+        (lambda s: s.update(user_data=[1, 2]), r"'user_data' must map each writer id"),  # before: AttributeError, exit 70
+        (lambda s: s.update(users=[["f_x"], "f_y"]), r"'users' must list writer ids \(strings\)"),  # before: TypeError
     ],
 )
 def test_malformed_shard_is_one_error_naming_file_user_and_row(tiny, mk, change, message):
@@ -166,15 +171,39 @@ def test_malformed_shard_is_one_error_naming_file_user_and_row(tiny, mk, change,
         load_femnist(tiny)
 
 
+def test_a_gzip_bomb_is_refused_before_it_fills_memory(tiny, monkeypatch):
+    # before: a 2.4 MB .json.gz that inflates to 2 GiB was read whole (peak 5 GB)
+    import gzip
+    import tracemalloc
+
+    monkeypatch.setattr(femnist, "MAX_DECODED_BYTES", 4 * 1024**2)
+    bomb = tiny / "train" / "all_data_3_niid_train_9.json.gz"
+    with gzip.open(bomb, "wb", compresslevel=1) as handle:  # 64 MiB of spaces, about 90 KB on disk
+        handle.write(b"{" + b" " * (1 << 20))
+        for _ in range(63):
+            handle.write(b" " * (1 << 20))
+    assert bomb.stat().st_size < 1024**2
+
+    tracemalloc.start()
+    try:
+        with pytest.raises(DatasetError, match=r"all_data_3_niid_train_9\.json\.gz: inflates to more than 4,194,304 "
+                                               r"bytes \(femnist\.MAX_DECODED_BYTES\); refused as a possible gzip bomb"):
+            load_femnist(tiny)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 16 * 1024**2  # the cap plus a few chunks, not the 64 MiB the file inflates to
+
+
 @pytest.mark.realdata
 def test_real_femnist_three_leaf_runs(mk):
     folder = mk.real_folder("femnist", "train", "test")
 
     bundle = load_femnist(folder)
 
-    # PROVENANCE.md addendum: flic + slz + adarsh = 311 distinct writers. Keeping each writer's
-    # largest copy gives 42,531 / 4,883 samples; the addendum's 42,167 / 4,842 are the totals of
-    # its priority rule (flic > slz > adarsh), which keeps some truncated copies (f2261_76: 28 of 173).
+    # data/PROVENANCE.md#femnist: flic + slz + adarsh = 311 distinct writers. Keeping each writer's
+    # largest copy gives 42,531 / 4,883 samples; 42,167 / 4,842 would be the totals of
+    # a priority rule (flic > slz > adarsh), which keeps some truncated copies (f2261_76: 28 of 173).
     assert len(bundle.group_names) == 311
     assert (len(bundle.train), len(bundle.test)) == (42_531, 4_883)
     assert bundle.source["duplicate_copies_dropped"] == 13
@@ -263,6 +292,18 @@ def test_check_tff_h5_counts_writers_and_samples(tff):
     assert femnist.check_tff_h5(tff / "fed_emnist_train.h5") == {"writers": 3, "samples": 6}
 
 
+def h5py_external(filename, path):
+    import h5py
+
+    return h5py.ExternalLink(filename, path)
+
+
+def h5py_soft(path):
+    import h5py
+
+    return h5py.SoftLink(path)
+
+
 def _bad_h5(h5py, path, change):
     with h5py.File(path, "w") as handle:
         group = handle.create_group("examples").create_group("f_x")
@@ -285,6 +326,18 @@ def _bad_h5(h5py, path, change):
         (lambda h, g: g["label"].__setitem__(1, 62), r"user 'f_x' row 1: label 62 must lie in 0..61"),
         (lambda h, g: g["pixels"].__setitem__((1, 3, 3), 1.5),
          r"user 'f_x' row 1: pixels must be finite and lie in \[0, 1\].*1\.5"),
+        # before: a KeyError from h5py (exit 70); a link reads another file or object
+        (lambda h, g: h["examples"].__setitem__("f_y", h5py_external("/etc/other.h5", "/x")),
+         r"examples/f_y is a link to /etc/other.h5:/x, not data stored in the file"),
+        (lambda h, g: (g.__delitem__("label"), g.__setitem__("label", h5py_soft("/examples/f_x/pixels"))),
+         r"examples/f_x/label is a link to /examples/f_x/pixels"),
+        (lambda h, g: (g.__delitem__("label"), g.create_dataset("label", shape=(2,), dtype="i4", external=[("lab.bin", 0, 8)])),
+         r"examples/f_x/label keeps its data in other files \(external storage\)"),
+        # before: a MemoryError (exit 70) reading 10^8 declared images from a file of a few KB
+        (lambda h, g: (g.__delitem__("pixels"), g.__delitem__("label"),
+                       g.create_dataset("pixels", shape=(10**8, 28, 28), dtype="f4", chunks=(1, 28, 28)),
+                       g.create_dataset("label", shape=(10**8,), dtype="i4", chunks=(1000,))),
+         r"user 'f_x' declares 100,000,000 images, more than 85,598 \(femnist\.MAX_DECODED_BYTES"),
     ],
 )
 def test_malformed_tff_h5_is_one_error_naming_file_and_writer(tff, h5py_module, change, message):

@@ -9,13 +9,14 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import io
+import re
 import tarfile
 import zipfile
 
 import numpy as np
 import pytest
 
-from fltrust.data import SPECS, DatasetError, fetch, fetch_dataset, load_cifar10, load_femnist, load_n_baiot
+from fltrust.data import SPECS, DatasetError, fetch, fetch_dataset, load_cifar10, load_femnist, load_n_baiot, n_baiot
 
 
 def test_manual_nsl_kdd_names_files_and_folder(tmp_path):
@@ -134,6 +135,100 @@ def test_n_baiot_zip_is_unpacked_and_missing_unrar_is_explained(tmp_path, mk, mo
     (folder / "Ecobee_Thermostat" / "mirai_attacks.rar").unlink()  # as if the user extracted it elsewhere
     assert fetch_dataset("n_baiot", tmp_path / "root") == folder
     assert load_n_baiot(folder).group_names == ["Danmini_Doorbell", "Ecobee_Thermostat"]
+
+
+def _zip_bytes(members: dict[str, bytes]) -> bytes:
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", compression=zipfile.ZIP_DEFLATED) as zipped:
+        for name, data in members.items():
+            zipped.writestr(name, data)
+    return buffer.getvalue()
+
+
+def test_n_baiot_fetch_prints_the_archive_sha256(tmp_path, mk, monkeypatch, n_baiot_rows, capsys):
+    # before: "the SHA-256 is only reported", but it was never printed
+    src = mk.write_n_baiot_uci(tmp_path / "src", {"Danmini_Doorbell": n_baiot_rows["Danmini_Doorbell"]})
+    payload = _zip_bytes({str(p.relative_to(src)): p.read_bytes() for p in src.rglob("*.csv")})
+    _serve(monkeypatch, payload)
+
+    folder = fetch_dataset("n_baiot", tmp_path / "root")
+
+    out = capsys.readouterr().out
+    assert f"sha256 {hashlib.sha256(payload).hexdigest()} (no published checksum" in out
+    assert str(folder / SPECS["n_baiot"].archive) in out
+
+
+@pytest.mark.parametrize(("caps", "message"), [
+    ({"MAX_ZIP_MEMBER_BYTES": 1024**2},
+     r"member Danmini_Doorbell/benign_traffic\.csv declares 4,194,304 bytes, over the cap of 1,048,576 "
+     r"\(n_baiot\.MAX_ZIP_MEMBER_BYTES per member\); refused as a possible zip bomb"),
+    ({"MAX_ZIP_TOTAL_BYTES": 6 * 1024**2},
+     r"member Ecobee_Thermostat/benign_traffic\.csv brings the declared total to 8,388,608 bytes, over the cap of "
+     r"6,291,456 \(n_baiot\.MAX_ZIP_TOTAL_BYTES in all\)"),
+])
+def test_a_planted_n_baiot_zip_bomb_is_refused_before_extraction(tmp_path, monkeypatch, capsys, caps, message):
+    # before: a 1.5 MB zip was extracted into a 1,500 MiB file, with no cap (the cap lived in real_partial only)
+    from fltrust.cli import main
+
+    for name, value in caps.items():
+        monkeypatch.setattr(n_baiot, name, value)
+    zeros = b"0" * (4 * 1024**2)
+    payload = _zip_bytes({"Danmini_Doorbell/benign_traffic.csv": zeros, "Ecobee_Thermostat/benign_traffic.csv": zeros})
+    assert len(payload) < 64 * 1024
+    _serve(monkeypatch, payload)
+
+    assert main(["data", "fetch", "n_baiot", "--data-dir", str(tmp_path / "root")]) == 2
+
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and re.search(message, err), err
+    folder = tmp_path / "root" / "n_baiot"
+    assert not list(folder.rglob("*.csv")) and not list(folder.rglob("*.part"))  # nothing was written
+
+
+def test_zip_extraction_counts_the_bytes_it_writes(tmp_path, monkeypatch):
+    # a zip library that streamed past a member's declared size would still be stopped at the cap
+    archive = tmp_path / "a.zip"
+    archive.write_bytes(_zip_bytes({"x.csv": b"1,2\n"}))
+    monkeypatch.setattr(zipfile.ZipFile, "open", lambda self, info: io.BytesIO(b"9" * (3 * 1024**2)))
+
+    with pytest.raises(DatasetError, match=r"member x\.csv inflates to at least 3,145,728 bytes, over the cap of 2,097,152"):
+        fetch.extract_zip(archive, tmp_path / "out", max_member=2 * 1024**2)
+    assert not list((tmp_path / "out").iterdir())  # the partial member was removed
+
+
+def test_a_zip_member_that_understates_its_size_fails_as_corrupt(tmp_path):
+    data = b"0" * (1024**2)
+    payload = bytearray(_zip_bytes({"x.csv": data}))
+    central = payload.rindex(b"PK\x01\x02")  # the central directory entry: uncompressed size at offset 24
+    payload[central + 24:central + 28] = (1000).to_bytes(4, "little")
+    archive = tmp_path / "a.zip"
+    archive.write_bytes(bytes(payload))
+
+    with pytest.raises(zipfile.BadZipFile, match="CRC"):
+        fetch.extract_zip(archive, tmp_path / "out")
+    assert not (tmp_path / "out" / "x.csv").exists()
+
+
+def test_a_member_declaring_more_than_the_real_cap_is_refused_before_writing(tmp_path):
+    payload = bytearray(_zip_bytes({"x.csv": b"0" * 1000}))
+    central = payload.rindex(b"PK\x01\x02")
+    payload[central + 24:central + 28] = (600 * 1024**2).to_bytes(4, "little")  # declares 600 MiB
+    archive = tmp_path / "a.zip"
+    archive.write_bytes(bytes(payload))
+
+    with pytest.raises(DatasetError, match=r"declares 629,145,600 bytes, over the cap of 536,870,912"):
+        fetch.extract_zip(archive, tmp_path / "out")
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("name", ["../evil.csv", "/etc/evil.csv", "a/../../evil.csv"])
+def test_a_zip_member_outside_the_folder_is_refused(tmp_path, name):
+    archive = tmp_path / "a.zip"
+    archive.write_bytes(_zip_bytes({name: b"x"}))
+
+    with pytest.raises(DatasetError, match="would be written outside"):
+        fetch.extract_zip(archive, tmp_path / "out" / "inner")
+    assert not (tmp_path / "out").exists() or not list((tmp_path / "out").rglob("evil.csv"))
 
 
 # -- FEMNIST: TensorFlow Federated's federated EMNIST ------------------------------------------

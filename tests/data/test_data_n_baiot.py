@@ -132,6 +132,20 @@ def test_bad_header_and_bad_value_are_named(uci, mk):
         load_n_baiot(uci)
 
 
+@pytest.mark.parametrize(("edit", "message"), [
+    (lambda f: f + ["1"], r"line 2: 116 comma-separated fields, expected 115 \(the header's\)"),
+    (lambda f: f[:-3], r"line 2: 112 comma-separated fields, expected 115"),
+])
+def test_a_row_with_another_number_of_fields_names_its_own_line(uci, edit, message):
+    # before: a 116-field first row became pandas' index column and the next line was blamed
+    path = uci / "Ecobee_Thermostat" / "gafgyt_attacks" / "udp.csv"
+    lines = path.read_text().splitlines()
+    path.write_text("\n".join([lines[0], ",".join(edit(lines[1].split(",")))] + lines[2:]) + "\n")
+
+    with pytest.raises(DatasetError, match=r"udp\.csv " + message):
+        load_n_baiot(uci)
+
+
 def test_a_traffic_file_with_only_its_header_is_an_error(uci):
     # before: a header-only benign_traffic.csv ran with no benign class and no warning
     path = uci / "Ecobee_Thermostat" / "benign_traffic.csv"
@@ -332,7 +346,7 @@ def test_real_partial_files_of_the_mirror(mk):
     frame = n_baiot.load_n_baiot_real_partial(folder)
 
     summary = n_baiot.real_partial_summary(frame)
-    # row counts of PROVENANCE.md (addendum 2026-12-01), sections A1-A5
+    # row counts of data/PROVENANCE.md#n-baiot-a1 ... #n-baiot-a5
     assert summary["devices"] == {
         "Danmini_Doorbell": {"benign": 3050, "gafgyt.scan": 250},
         "Ennio_Doorbell": {"gafgyt.tcp": 101_536, "gafgyt.udp": 103_933},
@@ -340,11 +354,11 @@ def test_real_partial_files_of_the_mirror(mk):
     }
     danmini = frame[frame["device"] == "Danmini_Doorbell"]
     assert (danmini["label"].to_numpy() == np.repeat([0, 1], [3050, 250])).all()  # benign rows first
-    # PROVENANCE A1: MI_dir_L5_weight >= 1 and MI_dir_L5_mean in [60, 873.5] in the device-3 tcp file
+    # data/PROVENANCE.md#n-baiot-a1: MI_dir_L5_weight >= 1 and MI_dir_L5_mean in [60, 873.5] in the device-3 tcp file
     tcp3 = frame[frame["file"] == "real_partial/3.gafgyt.tcp.zip"]
     assert tcp3["MI_dir_L5_weight"].min() >= 1.0
     assert (tcp3["MI_dir_L5_mean"].min(), round(float(tcp3["MI_dir_L5_mean"].max()), 1)) == (60.0, 873.5)
-    # the mirror's first benign sample file holds Danmini benign rows 0-298 (PROVENANCE D)
+    # the mirror's first benign sample file holds Danmini benign rows 0-298 (data/PROVENANCE.md#n-baiot-d)
     sample = np.loadtxt(folder / "benign_traffic.csv", delimiter=",", skiprows=1, max_rows=5)
     np.testing.assert_allclose(danmini[list(n_baiot.FEATURE_NAMES)].to_numpy()[:5], sample, rtol=1e-6)
 

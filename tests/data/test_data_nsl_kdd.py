@@ -39,7 +39,7 @@ def tiny(tmp_path, mk):
 
 
 def test_layout_constants_match_the_spec():
-    # Prepare / Execute / Assert: 38 continuous + 3 + 70 + 11 = 122 (fairness spec 6.7)
+    # Prepare / Execute / Assert: 38 continuous + 3 + 70 + 11 = 122 (fairness spec 6.7, docs/references.md#fairness-6-7)
     assert len(nsl_kdd.CONTINUOUS_COLUMNS) == 38
     assert (len(nsl_kdd.PROTOCOL_TYPES), len(nsl_kdd.SERVICES), len(nsl_kdd.FLAGS)) == (3, 70, 11)
     assert nsl_kdd.NUM_FEATURES == 122 == len(set(nsl_kdd.FEATURE_NAMES))
@@ -146,6 +146,18 @@ def test_infinite_value_names_file_line_and_field(tiny, mk, value):
 
     with pytest.raises(DatasetError, match=rf"KDDTest\+\.txt line 3: field 5 \(src_bytes\) = '{value}' is not a finite"):
         load_nsl_kdd(tiny)
+
+
+def test_a_line_that_is_not_utf8_and_an_overlong_value_are_named_in_one_short_line(tiny, mk):
+    # before: the codec's error without a line number; a 400-digit value was repeated whole in the message
+    (tiny / "KDDTest+.txt").write_bytes(mk.kdd_line().encode() + b"\n" + mk.kdd_line(label="nept\xffune").encode("latin-1"))
+    with pytest.raises(DatasetError, match=r"KDDTest\+\.txt line 2: not UTF-8 text \(byte 0xff at column \d+\)"):
+        load_nsl_kdd(tiny)
+
+    mk.write_lines(tiny / "KDDTest+.txt", [mk.kdd_line(), mk.kdd_line(src_bytes=7).replace(",7,", f",{'9' * 400},", 1)])
+    with pytest.raises(DatasetError, match=r"line 2: field 5 \(src_bytes\) = '9{37}'\.\.\. is not a finite number") as info:
+        load_nsl_kdd(tiny)
+    assert len(str(info.value)) < 200
 
 
 def test_nan_names_the_line(tiny, mk):

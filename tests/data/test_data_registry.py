@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import warnings
 from pathlib import Path
 
@@ -15,6 +16,7 @@ from fltrust.data import (
     DatasetError,
     DatasetNotFoundError,
     SyntheticFallbackWarning,
+    cifar10,
     data_root,
     load_dataset,
     nsl_kdd,
@@ -151,3 +153,26 @@ def test_pooled_train_samples_redraws_the_split_from_the_pool():
     np.testing.assert_array_equal(again.train.x, pooled.train.x)
     with pytest.raises(DatasetError, match=rf"data.pooled_train_samples={total} needs a larger pool.*at most {total - 1}"):
         pool_and_split(bundle, total, seed=0)
+
+
+def test_the_provenance_page_states_the_checksums_the_registry_checks():
+    # Prepare: the provenance page (data/PROVENANCE.md#cifar10, #nsl-kdd, #n-baiot) states the sha256 of every
+    # mirror file the registry knows by digest (FEMNIST's 120 and the authors' 72: their committed sums files)
+    page = (Path(__file__).resolve().parents[2] / "data" / "PROVENANCE.md").read_text(encoding="utf-8")
+    lines = page.splitlines()
+    known = {digest: path for name in ("cifar10", "nsl_kdd", "n_baiot")
+             for path, digest in SPECS[name].known_sha256.items() if digest not in cifar10.OFFICIAL_SHA256.values()}
+
+    # Execute: each digest on the page with the file name of its line (or of the heading above it)
+    stated = {}
+    for number, line in enumerate(lines):
+        for digest in re.findall(r"\b[0-9a-f]{64}\b", line):
+            heading = next((lines[i] for i in range(number, -1, -1) if lines[i].startswith("#")), "")
+            stated[digest] = line + heading
+
+    # Assert
+    assert set(stated) == set(known)
+    for digest, path in known.items():
+        assert Path(path).name in stated[digest], (path, digest)
+    for name in ("femnist", "ffa_results"):
+        assert f"fltrust/data/known_sha256/{name}.sha256" in page

@@ -188,7 +188,7 @@ def test_each_synthetic_family_trains_aggregates_and_learns(tmp_path, data, mode
     assert aux[-1] < aux[0], aux
 
 
-# -- checkpoints: plain data, this run's only, the records not rewritten (issue 18, items 1, 5, 12) --
+# -- checkpoints: plain data, this run's only, the records not rewritten ------------------------------
 
 class PlantedPayload:
     """What an attacker pickles into checkpoint.pt: unpickling it creates ``marker`` (any code could run)."""

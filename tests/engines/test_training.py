@@ -96,7 +96,8 @@ def test_batches_within_an_epoch_are_sequential_steps_and_the_loss_is_their_samp
 
 def test_ditto_personal_step_plain_sgd_with_its_own_rate_and_the_proximal_term():
     """Ditto's personal update v <- v - eta (grad + lambda (v - anchor)), eta = 0.5, lambda = 0.5,
-    anchor = 1 everywhere (fairness spec 5.3). The configured optimiser (Adam, lr 1e-3) is not used.
+    anchor = 1 everywhere (fairness spec 5.3, docs/references.md#fairness-5-3). The configured optimiser (Adam, lr 1e-3)
+    is not used.
 
     W: -0.5 (dL/dW + 0.5 (0 - 1)) = -0.5 dL/dW + 0.25 = [[0.375, 0.125], [0.125, 0.375]]
     b: -0.5 (0 + 0.5 (0 - 1)) = 0.25

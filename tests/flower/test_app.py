@@ -1,4 +1,4 @@
-"""Both papers' metrics on anyone's Flower app, with the documented calls only (issue 17).
+"""Both papers' metrics on anyone's Flower app, with the documented calls only.
 
 The app is the README's Flower code block, written into ``tmp_path`` as ``app.py``: its own ``Net``,
 its own DataLoaders of tiny synthetic tensors, Flower's FedAvg, and the three fltrust calls. The
@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import logging
 import math
 import os
 import re
@@ -86,9 +87,19 @@ def test_the_readme_app_records_both_papers_metrics(tmp_path, monkeypatch, capsy
     for r in record.rounds[1:]:
         fairness, trust = r.observations["fairness"], r.observations["trust"]
         assert len(r.client_ids) == 2  # FedAvg(fraction_train=0.5) of 4 SuperNodes
-        assert 0 <= fairness["F_T"] <= 1 and len(fairness["phi"]) == 2
+        assert len(fairness["phi"]) == 2 and fairness["shapley_method"] == "exact"
+        if fairness["F_T"] is None:
+            # the corrected f_j and f_r leave out a participant whose cumulative FedSV is <= 0 (FedAvg
+            # samples 2 of 4 at random: in about 4 rounds of 10 one is), and one participant is no
+            # distribution: f_j, f_r and F_T are undefined, NaN in Flower's metrics
+            assert fairness["f_j"] is None and fairness["f_r"] is None and fairness["num_dropped_gains"] == 1
+            assert min(fairness["s"]) <= 0
+            shown = "nan"
+        else:
+            assert 0 <= fairness["F_T"] <= 1
+            shown = fairness["F_T"]
         assert 0 < trust["trust_score"] <= 1 and set(trust["pillars"]) >= {"robustness", "fairness"}
-        assert f"round {r.round}: F_T {fairness['F_T']}, trust score {trust['trust_score']}" in printed
+        assert f"round {r.round}: F_T {shown}, trust score {trust['trust_score']}" in printed
     fs = json.loads((folder / "factsheet.json").read_text())
     n_params = sum(p.numel() for p in app.Net().parameters())
     assert fs["project"]["overview"] == f"quickstart: Net ({n_params:,} trainable parameters) trained with FedAvg on blobs"
@@ -170,13 +181,13 @@ def test_client_reports_stay_out_of_flowers_aggregation(tmp_path, monkeypatch):
 
     monkeypatch.setattr(FedAvg, "aggregate_train", spy)
     captured = {}
-    instrument = app.ft.instrument
+    start = app.ft.InstrumentedStrategy.start
 
-    def keep(*args, **kwargs):
-        captured["strategy"] = instrument(*args, **kwargs)
-        return captured["strategy"]
+    def keep(self, *args, **kwargs):  # (a wrapper of instrument itself would move out_dir to this file's folder)
+        captured["strategy"] = self
+        return start(self, *args, **kwargs)
 
-    monkeypatch.setattr(app.ft, "instrument", keep)
+    monkeypatch.setattr(app.ft.InstrumentedStrategy, "start", keep)
     run_local(app)
 
     assert seen and all(keys == {"arrays", "metrics"} for keys in seen)
@@ -226,6 +237,11 @@ def _tiny():
     ({"trust": "fixed"}, r"^fltrust\.flower\.instrument: trust= must be TrustSettings\(\.\.\.\) or None"),
     ({"aux": (torch.randn(8, 5), torch.zeros(8))}, r"^fltrust\.flower\.instrument: model= cannot evaluate the aux"),
     ({"aux": [{"a": torch.zeros(2, 3), "b": torch.zeros(2, 3)}]}, r"aux=: cannot tell inputs from labels.*batch_keys="),
+    # before: the NaN reached FedSV and the run was reported as diverged
+    ({"aux": (torch.tensor([[0.0, 1, 2]] * 3 + [[0.0, float("nan"), 2]]), torch.tensor([0, 1, 0, 1]))},
+     r"^fltrust\.flower\.instrument: aux= holds NaN/inf in its inputs at row 3 \(of 4\); training would be blamed"),
+    ({"test": (torch.randn(4, 3), torch.tensor([0.0, float("inf"), 1.0, 0.0]))},
+     r"^fltrust\.flower\.instrument: test= holds label -?\d+ at row 1, outside the model's classes 0\.\.1"),
 ])
 def test_missing_facts_are_one_error_naming_the_argument(tmp_path, change, message):
     import fltrust.flower as ft
@@ -256,7 +272,8 @@ def test_a_skewed_aux_set_is_a_warning(tmp_path, caplog):
     assert "aux set (8 samples) is skewed: labels [1] absent" in caplog.text
 
 
-def test_a_client_without_fltrusts_report_is_named(tmp_path):
+def test_a_client_without_fltrusts_report_is_named(tmp_path, caplog):
+    """Its reply is rejected for the round (tests/flower/test_validation.py), with the fix in the log."""
     import fltrust.flower as ft
 
     model, data = _tiny()
@@ -269,8 +286,10 @@ def test_a_client_without_fltrusts_report_is_named(tmp_path):
 
     strategy = ft.instrument(FedAvg(fraction_evaluate=0.0), model=model, aux=data, test=data, out_dir=tmp_path,
                              name="t", dataset_name="d")
-    with pytest.raises(ValueError, match=r"replied without fltrust's report: .*client_report"):
-        strategy.start(grid=LocalGrid(client, 2), initial_arrays=ArrayRecord(model.state_dict()), num_rounds=1)
+    strategy.start(grid=LocalGrid(client, 2), initial_arrays=ArrayRecord(model.state_dict()), num_rounds=1)
+    assert re.search(r"round 1: rejected the report of node 1000: fltrust: the reply carries no fltrust report: "
+                     r"in the ClientApp call report = fltrust\.flower\.client_report\(", caplog.text)
+    assert (strategy.run_folder / "summary.json").is_file()
 
 
 def test_client_report_reads_dict_batches_and_tensors():
@@ -335,8 +354,10 @@ run_simulation(server_app=app.server, client_app=app.client, num_supernodes=4,
     from fltrust.runs import load_run
 
     record = load_run(folder)
-    assert all(0 <= r.observations["fairness"]["F_T"] <= 1 and r.observations["trust"]["trust_score"] > 0
-               for r in record.rounds[1:])
+    for r in record.rounds[1:]:  # F_T None: one participant left in the corrected f_j (the fast test above)
+        fairness = r.observations["fairness"]
+        assert (0 <= fairness["F_T"] <= 1) if fairness["F_T"] is not None else fairness["num_dropped_gains"] == 1
+        assert r.observations["trust"]["trust_score"] > 0
     assert json.loads((folder / "factsheet.json").read_text())["project"]["overview"].startswith("quickstart: Net (")
     cli = subprocess.run([sys.executable, "-m", "fltrust", "audit", str(folder)], env=env, capture_output=True,
                          text=True, timeout=120)
@@ -381,13 +402,19 @@ def test_the_example_app_on_the_local_grid(tmp_path, monkeypatch):
     assert [r.round for r in record.rounds] == [0, 1, 2] and audit_run(folder).ok
     for r in record.rounds[1:]:
         fair = r.observations["fairness"]
+        assert fair["shapley_method"] == "exact"  # 2 participants: "auto" is exact
         if fair["F_T"] is None:
-            # Flower's FedAvg samples the 2 of 4 nodes at random: when both score accuracy 0 on their
-            # validation rows (a Dirichlet client can hold 1), the gains are all 0 and the faithful
-            # f_j = J(0, 0) = 0/0 is undefined (fairness spec 2.1), so the round's F_T is too
-            assert fair["f_j"] is None and fair["performance"] == [0.0] * len(fair["performance"])
+            # Flower's FedAvg samples 2 of the 4 nodes at random, and a corrected notion can be
+            # undefined (fairness spec 9, docs/references.md#fairness-9): f_j and f_r leave out a participant whose
+            # cumulative FedSV is <= 0 (with 1 of 2 left, undefined); f_g needs a client whose validation rows hold
+            # two label groups (a Dirichlet client can hold one)
+            assert any(fair[k] is None for k in ("f_j", "f_g", "f_r"))
+            assert fair["f_j"] is not None or fair["num_dropped_gains"] >= 1
+            assert fair["f_g"] is not None or all(v == {} for v in fair["group_values"])
         else:
             assert 0 <= fair["F_T"] <= 1
+    settings = record.summary["observers"]["fairness"]["settings"]
+    assert (settings["mode"], settings["shapley"], settings["shapley_target_error"]) == ("corrected", "auto", 0.05)
     fs = json.loads((folder / "factsheet.json").read_text())
     assert fs["configuration"]["training_model"] == "MLPClassifier"
     assert fs["configuration"]["local_update_steps"] == 1 and fs["participants"]["client_num"] == 4
@@ -416,3 +443,101 @@ def test_training_labels_are_read_without_loading_the_inputs():
 
     assert read_labels(DataLoader(HFLike(), batch_size=2), None, "train").tolist() == [2, 0, 2, 1, 2]
     assert read_labels(DataLoader(HFLike(), batch_size=2), ("img", "label"), "train").tolist() == [2, 0, 2, 1, 2]
+
+
+# -- defaults for a user's own app ---------------------------------------------------------------
+def test_an_app_gets_the_corrected_notions_and_a_fedsv_that_fits_the_round(tmp_path):
+    import fltrust.flower as ft
+
+    model, data = _tiny()
+    strategy = ft.instrument(FedAvg(), model=model, aux=data, test=data, out_dir=tmp_path, name="t", dataset_name="d")
+    assert strategy.fairness == ft.FairnessSettings.for_app()
+    assert (strategy.fairness.mode, strategy.fairness.shapley) == ("corrected", "auto")
+    assert (strategy.fairness.shapley_target_error, strategy.fairness.shapley_max_coalitions) == (0.05, 300)
+    assert strategy.fairness.nonpositive_policy == "exclude" and strategy.fairness.shapley_auto_exact_players == 6
+    faithful = ft.FairnessSettings.for_app(mode="faithful")
+    assert (faithful.mode, faithful.nonpositive_policy, faithful.shapley) == ("faithful", "raw", "auto")
+
+
+def test_the_run_config_states_the_local_epochs(tmp_path, monkeypatch):
+    """Flower's quickstart passes ``local-epochs`` in the run config, the learning rate in train_config."""
+    monkeypatch.chdir(tmp_path)
+    source = readme_app().replace("num_rounds=3", "num_rounds=1")
+    app = load_app(tmp_path, source)
+    grid = LocalGrid(app.client, 4)
+    app.server(grid=grid, context=Context(run_id=1, node_id=0, node_config={}, state=RecordDict(),
+                                          run_config={"local-epochs": 2, "lr": 0.5}))
+    [folder] = run_folders(tmp_path)
+    configuration = json.loads((folder / "factsheet.json").read_text())["configuration"]
+    assert configuration["local_update_steps"] == 2 and configuration["learning_rate"] == 0.1  # train_config first
+
+
+def test_a_relative_out_dir_is_taken_in_the_apps_folder(tmp_path, monkeypatch):
+    elsewhere = tmp_path / "superlink"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)  # a runtime's working directory is not the app's
+    app = load_app(tmp_path, readme_app().replace("num_rounds=3", "num_rounds=1"))
+    run_local(app)
+    assert len(run_folders(tmp_path)) == 1 and not (elsewhere / "runs").exists()
+
+
+def test_a_relative_out_dir_in_flowers_installed_app_is_an_error(tmp_path, monkeypatch):
+    """Under ``flwr run`` the ServerApp is Flower's installed copy ($FLWR_HOME/apps/...)."""
+    monkeypatch.setenv("FLWR_HOME", str(tmp_path / "flwr"))
+    installed = tmp_path / "flwr" / "apps" / "me.app.1.0.0.abcdef12"
+    installed.mkdir(parents=True)
+    app = load_app(installed, readme_app())
+    with pytest.raises(ValueError, match=r"^fltrust\.flower\.instrument: out_dir= 'runs' is relative, and this "
+                                         r"ServerApp runs from Flower's installed copy of the app .*pass an absolute"):
+        run_local(app)
+
+
+def test_exact_fedsv_states_its_cost_before_round_1_computes_it(tmp_path, caplog, monkeypatch):
+    from fltrust.metrics.fairness import FairnessObserver
+
+    monkeypatch.chdir(tmp_path)
+    app = load_app(tmp_path, readme_app().replace("num_rounds=3", "num_rounds=1").replace(
+        "context=context,", "context=context, fairness=ft.FairnessSettings(mode=\"corrected\", shapley=\"exact\"),"))
+    seen = []
+    round_end = FairnessObserver.on_round_end
+
+    def watch(self, record):
+        seen.append((record.round, "coalition models" in caplog.text))
+        return round_end(self, record)
+
+    monkeypatch.setattr(FairnessObserver, "on_round_end", watch)
+    caplog.set_level(logging.INFO, logger="fltrust")
+    grid = LocalGrid(app.client, 14)  # FedAvg(fraction_train=0.5): 7 train each round
+    app.server(grid=grid, context=Context(run_id=1, node_id=0, node_config={}, state=RecordDict(), run_config={}))
+
+    warned = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING and "coalition models" in r.getMessage()]
+    assert len(warned) == 1 and seen == [(0, False), (1, True)]  # said before round 1's FedSV ran
+    assert re.fullmatch(r"fltrust: round 1: FedSV of 7 participants, exact: 127 coalition models x \d+\.\d{3} s per "
+                        r"aux-set evaluation = about [\d,]+ s per round; FairnessSettings\.for_app\(\) "
+                        r"\(shapley='auto'\) samples above 6 participants \(README, Flower section\)", warned[0])
+
+
+def test_faithful_values_below_one_over_m_are_explained_once(tmp_path, caplog):
+    import fltrust.flower as ft
+    from fltrust.core.records import RoundRecord
+
+    model, data = _tiny()
+    record = RoundRecord(round=3, client_ids=np.arange(4),
+                         observations={"fairness": {"s": [0.2, -0.1, 0.3, 0.0], "f_j": 0.12, "f_r": 0.4}})
+    for mode, warnings in (("faithful", 1), ("corrected", 0)):
+        caplog.clear()
+        strategy = ft.instrument(FedAvg(), model=model, aux=data, test=data, out_dir=tmp_path, name="t",
+                                 dataset_name="d", fairness=ft.FairnessSettings.for_app(mode=mode))
+        strategy._warn_signed_fedsv(record)
+        strategy._warn_signed_fedsv(record)
+        lines = [r.getMessage() for r in caplog.records if "uses them signed" in r.getMessage()]
+        assert len(lines) == warnings
+    assert lines == [] and len(caplog.records) == 0
+    caplog.clear()
+    strategy = ft.instrument(FedAvg(), model=model, aux=data, test=data, out_dir=tmp_path, name="t", dataset_name="d",
+                             fairness=ft.FairnessSettings.for_app(mode="faithful"))
+    strategy._warn_signed_fedsv(record)
+    assert caplog.records[0].getMessage().startswith(
+        "fltrust: round 3: f_j = 0.120 below 1/m = 0.250, the least Jain's index of 4 non-negative values, because 2 "
+        "of the 4 participants' cumulative FedSV are <= 0 and mode='faithful' uses them signed, as the authors' code "
+        "does: these numbers reproduce the authors' computation, not a fairness judgement of your app")

@@ -1,4 +1,4 @@
-"""The four notions, F_T and settings (paper Eqs. 7-13, spec 2, 4, 9).
+"""The four notions, F_T and settings (paper Eqs. 7-13; docs/references.md#fairness-2, #fairness-4, #fairness-9).
 
 The worked 5-client round of ``data.py``:
 
@@ -189,7 +189,7 @@ def test_group_fairness_dispatch_and_errors():
         group_fairness(CONFUSION, [])
 
 
-# Closed forms of the authors' f_g (spec 2.4) on seeded random confusion matrices
+# Closed forms of the authors' f_g (spec 2.4, docs/references.md#fairness-2-4) on seeded random confusion matrices
 def _accuracy(confusion: np.ndarray) -> np.ndarray:
     return np.trace(confusion, axis1=1, axis2=2) / confusion.sum(axis=(1, 2))
 

@@ -90,7 +90,7 @@ def test_three_rounds_faithful_identities():
         # Execute
         out = observer.on_round_end(record)
 
-        # Assert: JSON-serialisable, spec section 7 identities, cumulative bookkeeping
+        # Assert: JSON-serialisable, spec section 7 (docs/references.md#fairness-7) identities, cumulative bookkeeping
         json.dumps(out)
         ids = ROUND_CLIENTS[k]
         acc = record.client_metrics["accuracy"]
@@ -130,7 +130,7 @@ def test_one_evaluate_many_call_of_31_models_per_round(monkeypatch):
 
 
 def test_faithful_shapley_ignores_the_reference_loss():
-    # without the empty coalition l(theta_k; D) cancels (spec 3)
+    # without the empty coalition l(theta_k; D) cancels (spec 3, docs/references.md#fairness-3)
     low = _observer().on_round_end(_record(1, aux_loss_before=0.1))
     high = _observer().on_round_end(_record(1, aux_loss_before=5.0))
 

@@ -1,4 +1,4 @@
-"""Jain's fairness index (paper Eq. 2, fairness spec 2.1) on hand-computed examples."""
+"""Jain's fairness index (paper Eq. 2, fairness spec 2.1; docs/references.md#fairness-2-1) on hand-computed examples."""
 
 import math
 
@@ -43,7 +43,7 @@ def test_scale_and_sign_invariance(scale):
 
 
 def test_all_negative_values_look_perfectly_fair():
-    # (-2 - 2)^2 / (2 * 8) = 1: sign is not handled (spec 9 item 2)
+    # (-2 - 2)^2 / (2 * 8) = 1: sign is not handled (spec 9 item 2; docs/references.md#fairness-9-item-2)
     assert jain_index([-2.0, -2.0]) == pytest.approx(1.0)
 
 

@@ -1,4 +1,4 @@
-"""Federated Shapley values (paper Eqs. 3-6, fairness spec 3): game math and coalition models."""
+"""Federated Shapley values (paper Eqs. 3-6, docs/references.md#fairness-3): game math and coalition models."""
 
 import math
 

@@ -378,6 +378,61 @@ def test_observer_exact_with_thirty_participants_warns_and_samples():
     assert out["shapley_method"] == "monte_carlo" and out["shapley_permutations"] == 2
 
 
+# ------------------------------------------------------------------------------------------
+# Sampling until a target error (or a budget)
+# ------------------------------------------------------------------------------------------
+def test_a_target_error_stops_where_a_fixed_budget_would_give_the_same_estimate():
+    players = list(range(8))
+    game = _fedsv_like_game(8, seed=3)
+
+    adaptive = permutation_shapley(players, game, num_permutations=8, seed=5, include_empty=False, target_error=0.05)
+
+    assert adaptive.stopped == "target" and adaptive.num_permutations > 8
+    assert (adaptive.num_permutations - 8) % 8 == 0  # 8 more walks (m) at a time
+    fixed = permutation_shapley(players, game, num_permutations=adaptive.num_permutations, seed=5, include_empty=False)
+    assert adaptive.phi.tolist() == fixed.phi.tolist() and adaptive.stderr.tolist() == fixed.stderr.tolist()
+    ratio = float(np.max(adaptive.stderr) / np.ptp(adaptive.phi))
+    assert ratio <= 0.05 and adaptive.error_ratio == ratio
+    fewer = permutation_shapley(players, game, num_permutations=adaptive.num_permutations - 8, seed=5,
+                                include_empty=False)
+    assert fewer.error_ratio > 0.05  # it stopped at the first check below the target
+
+
+def test_a_target_error_stops_at_the_coalition_budget():
+    players = list(range(9))
+    game = _fedsv_like_game(9, seed=4)
+
+    capped = permutation_shapley(players, game, num_permutations=9, seed=1, target_error=0.001, max_coalitions=150)
+
+    assert capped.stopped == "budget" and len(capped.utilities) <= 150 and capped.error_ratio > 0.001
+    one_more = permutation_shapley(players, game, num_permutations=capped.num_permutations + 9, seed=1)
+    assert len(one_more.utilities) > 150  # the next 9 walks would have overspent the budget
+    exact_recovery = permutation_shapley(players, {frozenset(c): float(len(c)) for c in _subsets(9)},
+                                         num_permutations=9, seed=1, target_error=0.01)
+    assert exact_recovery.stopped == "target" and exact_recovery.num_permutations == 9  # stderr 0 at once
+
+
+def _subsets(m):
+    import itertools
+
+    return [c for r in range(1, m + 1) for c in itertools.combinations(range(m), r)]
+
+
+def test_observer_records_the_target_the_error_reached_and_why_it_stopped():
+    settings = FairnessSettings(shapley="auto", shapley_auto_exact_players=4, shapley_target_error=0.2,
+                                shapley_max_coalitions=60)
+
+    out = _observer_round(settings, 7)
+
+    assert out["shapley_method"] == "permutation" and out["shapley_target_error"] == 0.2
+    assert out["shapley_stopped"] in ("target", "budget") and out["shapley_max_coalitions"] == 60
+    ratio = max(out["shapley_stderr"]) / (max(out["phi"]) - min(out["phi"]))
+    assert out["shapley_error_ratio"] == pytest.approx(ratio, rel=1e-12)
+    assert (ratio <= 0.2) == (out["shapley_stopped"] == "target")
+    assert out["num_coalitions"] <= 60 or out["shapley_permutations"] == 10
+    assert "shapley_stopped" not in _observer_round(FairnessSettings(shapley="auto", shapley_auto_exact_players=4), 7)
+
+
 def test_fairness_config_fields_reach_the_settings_and_keep_the_hash():
     config = FairnessConfig(shapley="auto", shapley_auto_exact_players=5, shapley_sampler_permutations=20,
                             shapley_truncation=0.01)
@@ -387,7 +442,7 @@ def test_fairness_config_fields_reach_the_settings_and_keep_the_hash():
     assert (settings.shapley, settings.shapley_auto_exact_players) == ("auto", 5)
     assert (settings.shapley_sampler_permutations, settings.shapley_truncation) == (20, 0.01)
     defaults = {"shapley": "exact", "shapley_auto_exact_players": 6, "shapley_sampler_permutations": 10,
-                "shapley_truncation": 0.0}
+                "shapley_truncation": 0.0, "shapley_target_error": 0.0, "shapley_max_coalitions": None}
     plain = ExperimentConfig.tiny(metrics={"fairness": {"enabled": True}})
     spelled_out = ExperimentConfig.tiny(metrics={"fairness": {"enabled": True, **defaults}})
     assert spelled_out.config_hash() == plain.config_hash()
@@ -401,6 +456,8 @@ def test_fairness_config_fields_reach_the_settings_and_keep_the_hash():
         ("shapley_sampler_permutations", 0, "metrics.fairness.shapley_sampler_permutations"),
         ("shapley_auto_exact_players", 0, "metrics.fairness.shapley_auto_exact_players"),
         ("shapley_truncation", -0.5, "metrics.fairness.shapley_truncation"),
+        ("shapley_target_error", 1.0, "metrics.fairness.shapley_target_error"),
+        ("shapley_max_coalitions", 0, "metrics.fairness.shapley_max_coalitions"),
     ],
 )
 def test_bad_sampler_settings_name_the_field(field, value, match):

@@ -148,7 +148,8 @@ def test_summary_notebook_writes_results_md(exp4_result, quick_folder, request):
 
 @pytest.mark.notebooks
 def test_derivations_notebook_runs(tmp_path):
-    # Execute: every cell asserts the library against the hand computation (spec 8 golden numbers)
+    # Execute: every cell asserts the library against the hand computation (spec 8 golden numbers;
+    # docs/references.md#trust-8)
     committed = (NOTEBOOKS / "federatedtrust" / "derivations.ipynb").read_bytes()
     execute_notebook(NOTEBOOKS / "federatedtrust" / "derivations.ipynb", tmp_path / "derivations.ipynb", {})
 

@@ -19,7 +19,8 @@ def test_every_sample_assigned_exactly_once() -> None:
 
 
 def test_shard_sizes_differ_by_at_most_one_with_larger_shards_first() -> None:
-    # Prepare: 151,165 NSL-KDD rows over 100 clients -> 65 shards of 1512, 35 of 1511 (fairness spec 6.7)
+    # Prepare: 151,165 NSL-KDD rows over 100 clients -> 65 shards of 1512, 35 of 1511 (fairness spec 6.7,
+    # docs/references.md#fairness-6-7)
     y = np.zeros(151_165, dtype=np.int64)
     # Execute
     sizes = [len(p) for p in IidPartitioner(100, seed=0).partition(y)]

@@ -22,9 +22,9 @@ from fltrust.partition import (
 @pytest.mark.parametrize(
     ("n", "fraction", "expected_val"),
     [
-        (1512, 0.01, 16),  # NSL-KDD iid (fairness spec 6.7)
+        (1512, 0.01, 16),  # NSL-KDD iid (fairness spec 6.7, docs/references.md#fairness-6-7)
         (1511, 0.01, 16),
-        (500, 0.1, 50),  # CIFAR-10 iid, 100 clients (fairness spec 6.5)
+        (500, 0.1, 50),  # CIFAR-10 iid, 100 clients (fairness spec 6.5, docs/references.md#fairness-6-5)
         (5000, 0.1, 500),
         (11, 0.1, 2),  # ceil(1.1)
         (100, 0.07, 8),  # float product 7.000000000000001, as in Hugging Face / scikit-learn

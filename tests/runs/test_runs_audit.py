@@ -33,7 +33,7 @@ def test_audit_verifies_the_hash_chain_and_detects_tampering(tmp_path):
     assert main(["audit", str(record.path)]) == 1
 
 
-# -- the record chain, the audit key, plain-data model files (issue 18, items 1 and 4) ----------
+# -- the record chain, the audit key, plain-data model files ------------------------------------
 
 class PlantedPayload:
     """What an attacker pickles: unpickling it calls ``Path.touch(marker)`` (any code could run)."""
@@ -110,7 +110,8 @@ def test_audit_names_an_edited_observer_output_and_dataset_file(tmp_path):
 
 def _recompute_chain(folder, key=None):
     """What someone who knows the (public) recipe does after an edit: recompute every link."""
-    from fltrust.runs.audit import INTEGRITY, _covered_files, _summary_link, field_digests, record_link
+    from fltrust.runs.audit import _covered_files
+    from fltrust.runs.chain import INTEGRITY, _summary_link, field_digests, record_link
 
     lines, previous = [], ""
     for line in (folder / "rounds.jsonl").read_text().splitlines():

@@ -14,7 +14,7 @@ from fltrust.trust.factsheet import load_factsheet, new_factsheet, set_field, se
 from fltrust.trust.report import TrustReport
 from fltrust.trust.scoring import load_definitions, score_factsheet
 
-TAXONOMY = {  # paper Sec. 3 / trust spec 6: 36 metrics (pillar -> metric names in extended.yaml)
+TAXONOMY = {  # paper Sec. 3 / trust spec 6 (docs/references.md#trust-6): 36 metrics (pillar -> metric names in extended.yaml)
     "privacy": ["differential_privacy", "encryption", "anonymisation", "information_leakage", "entropy",
                 "global_privacy_risk"],
     "robustness": ["poisoning_defence", "empirical_robustness", "certified_robustness", "testing_coverage",

@@ -41,7 +41,7 @@ def _no_nan_token(text: str) -> dict:
 
 
 def test_json_round_trip_with_nan_scores():
-    # Prepare: an unknown model makes the prototype's explainability and trust NaN (B7)
+    # Prepare: an unknown model makes the prototype's explainability and trust NaN (B7, docs/references.md#trust-b7)
     report = score_factsheet(_factsheet(model="ResNet18"), mode="prototype")
 
     # Execute

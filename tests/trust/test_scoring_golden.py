@@ -1,4 +1,4 @@
-"""Scoring engine: spec 8 golden vectors, bug-fix switches, definitions files and paper mode.
+"""Scoring engine: spec 8 (docs/references.md#trust-8) golden vectors, bug-fix switches, definitions files and paper mode.
 
 Golden-vector inputs are the FederatedTrust example files vendored in ``tests/trust/golden/``
 (fixture ``golden_dir``), so the golden vectors run on every clone.
@@ -39,7 +39,7 @@ def _vector_a(example_dir: Path) -> dict:
 
 
 def _vector_b(example_dir: Path) -> dict:
-    """The template populated with the derived field values that spec 8.1 lists for vector B.
+    """The template populated with the field values that spec 8.1 (docs/references.md#trust-8-1) lists for vector B.
 
     Fields spec 8.1 does not spell out come from the example config.yaml (provenance,
     preprocessing, method, model, personalization, nbafl) and the sys_avg line of
@@ -64,7 +64,7 @@ def _vector_b(example_dir: Path) -> dict:
         local_update_steps=1,
     )  # dp_epsilon stays the template's NaN
     sheet["performance"].update(test_loss_avg=67.98441176563502, test_acc_avg=0.5869965673573276)
-    # test_clever and test_feature_importance_cv stay NaN (bug B1)
+    # test_clever and test_feature_importance_cv stay NaN (bug B1; docs/references.md#trust-b1)
     sheet["fairness"].update(
         test_acc_cv=0.13653132155368303 / 0.5869965673573276,
         selection_cv=0.40824829046386296,
@@ -84,7 +84,7 @@ def _vector_bfix(example_dir: Path) -> dict:
 
 VECTORS = {"A": _vector_a, "B": _vector_b, "Bfix": _vector_bfix}
 
-# spec 8.2: unrounded metric scores (A, B, Bfix)
+# spec 8.2 (docs/references.md#trust-8-2): unrounded metric scores (A, B, Bfix)
 METRIC_GOLDEN = {
     "robustness/resilience_to_attacks/certified_robustness": (0.8754, 0.0, 0.8754),
     "robustness/algorithm_robustness/performance": (0.5870, 0.5870, 0.5870),
@@ -110,7 +110,7 @@ METRIC_GOLDEN = {
     "architectural_soundness/optimization/algorithm": (0.5714, 0.5714, 0.5714),
 }
 
-# spec 8.3: (proto, exact) per vector and weighting
+# spec 8.3 (docs/references.md#trust-8-3): (proto, exact) per vector and weighting
 _ROB = {("A", "eq"): (0.70, 0.6927), ("A", "w"): (0.72, 0.7198), ("B", "eq"): (0.40, 0.4009), ("B", "w"): (0.37, 0.3697)}
 _ROB.update({("Bfix", "eq"): _ROB[("A", "eq")], ("Bfix", "w"): _ROB[("A", "w")]})
 _PRIV = {("A", "eq"): (0.0, 0.0), ("A", "w"): (0.0, 0.0), ("B", "eq"): (0.19, 0.1949), ("B", "w"): (0.35, 0.3508)}
@@ -194,7 +194,8 @@ def test_golden_exact_values_with_final_rounding(example_dir, vector, weighting)
 
 
 def test_ties_at_x_xx5_follow_accumulation_order_and_numpy_rounding(example_dir):
-    # Prepare / Execute: vector A federation = 0.0 + 1/2 * 1.0 + 1/2 * 0.57 = 0.78499999... (spec 2.5)
+    # Prepare / Execute: vector A federation = 0.0 + 1/2 * 1.0 + 1/2 * 0.57 = 0.78499999... (spec 2.5,
+    # docs/references.md#trust-2-5)
     federation = scoring._weighted_sum([1 / 2, 1 / 2], [1.0, 0.57])
     # Paper federation with the raw FedAvg value rounded: 0.5 + 0.425 = 0.925 (binary just above)
     paper_federation = scoring._weighted_sum([1 / 2, 1 / 2], [1.0, 0.85])
@@ -230,7 +231,7 @@ def test_prototype_yaml_is_equivalent_to_the_authors_eval_metrics_json(example_d
 
 
 # ---------------------------------------------------------------------------------------------
-# Unknown names (B7) and the fixes
+# Unknown names (B7, docs/references.md#trust-b7) and the fixes
 # ---------------------------------------------------------------------------------------------
 
 
@@ -279,7 +280,7 @@ def test_unknown_algorithm_scores_zero_in_both_modes(example_dir):
 def test_fixed_mode_vector_a_by_hand(example_dir):
     # Prepare
     sheet = _vector_a(example_dir)
-    sheet["configuration"]["trainable_param_count"] = 6603902  # ConvNet2, for fix B9
+    sheet["configuration"]["trainable_param_count"] = 6603902  # ConvNet2, for fix B9 (docs/references.md#trust-b9)
     a = sheet["performance"]
     f = sheet["fairness"]
 
@@ -288,12 +289,13 @@ def test_fixed_mode_vector_a_by_hand(example_dir):
 
     # Assert: every fix applied, no intermediate rounding
     assert report.fixes == list(FIXES) and report.rounding == "final"
-    robustness = (a["test_clever"] / 2 + (a["test_acc_avg"] + 0) / 2 + 0.2) / 3  # B6, B5 (N=100 -> 0.2)
+    # B6, B5 (N = 100 -> 0.2): docs/references.md#trust-b6, #trust-b5
+    robustness = (a["test_clever"] / 2 + (a["test_acc_avg"] + 0) / 2 + 0.2) / 3
     privacy = 0.0
     fairness = ((1 - f["selection_cv"]) + (1 - f["test_acc_cv"]) + 0) / 3
     explainability = ((0 + 0) / 2 + 1) / 2  # B9: 6.6M parameters -> 0
-    accountability = (1 / 3 + 1 + 2 / 3 + 8 / 9 + 1 + 1 + 1) / 7  # B2: dp_epsilon NaN is missing
-    federation = (0 + 0.8493) / 2  # B3 ("uniform" -> 0), B8 (raw FedAvg value)
+    accountability = (1 / 3 + 1 + 2 / 3 + 8 / 9 + 1 + 1 + 1) / 7  # B2 (docs/references.md#trust-b2): dp_epsilon NaN is missing
+    federation = (0 + 0.8493) / 2  # B3 ("uniform" -> 0), B8 (raw FedAvg value); docs/references.md#trust-b3, #trust-b8
     pillars = [robustness, privacy, fairness, explainability, accountability, federation]
     assert [p.score for p in report.pillars] == pytest.approx(pillars, abs=1e-12)
     assert report.trust_score == pytest.approx(sum(pillars) / 6, abs=1e-12)
@@ -429,7 +431,7 @@ def test_packaged_definitions_carry_pillar_weights():
 
 
 # ---------------------------------------------------------------------------------------------
-# Paper mode (spec 7.2-7.3)
+# Paper mode (spec 7.2-7.3, docs/references.md#trust-7-2, #trust-7-3)
 # ---------------------------------------------------------------------------------------------
 
 CONVNET2_PARAMS = 6_603_902
@@ -542,7 +544,7 @@ def test_paper_mode_vector_a_matches_the_informative_table(example_dir):
 
 
 def test_paper_mode_known_deviations():
-    """Numbers of the paper that paper mode does not reproduce (spec 7.3, B16), pinned as ours."""
+    """Numbers of the paper that paper mode does not reproduce (spec 7.3, B16), pinned as ours (docs/references.md#trust-b16)."""
     # Exp 3 robustness 0.35 needs scale 0.4 at N = 100; Table 3 steps give 0.2, so even a
     # perfect accuracy yields (0.05 + 1 + 0 + 0.2)/4 = 0.31.
     exp3 = score_factsheet(_experiment(**{**EXP2, "clients": 100, "epsilon": 6.0, "clever": 0.1, "accuracy": 1.0}), mode="paper")

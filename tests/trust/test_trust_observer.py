@@ -104,7 +104,7 @@ def test_full_run_fills_every_field_but_the_user_supplied_ones(tmp_path: Path) -
     fs = observer.factsheet
     # Assert: completeness
     assert missing_fields(fs) == list(USER_SUPPLIED_FIELDS)
-    # prototype rule (B2): "" is missing, [] is not
+    # prototype rule (B2, docs/references.md#trust-b2): "" is missing, [] is not
     assert out["missing_fields"] == ["project/purpose", "project/background"]
     # pre-training
     assert get_field(fs, "project/overview") == "trust_test"
@@ -191,7 +191,7 @@ def test_test_groups_evaluate_the_final_model_per_natural_client() -> None:
 
 
 @pytest.mark.parametrize(("mode", "selection", "entropy"), [
-    ("prototype", 1.0, float("nan")),  # capped; equal client entropies -> NaN (B4)
+    ("prototype", 1.0, float("nan")),  # capped; equal client entropies -> NaN (B4, docs/references.md#trust-b4)
     ("paper", math.sqrt(3), 1.0),  # uncapped (5796d0b); client-identification entropy of equal sizes
 ])
 def test_mode_defaults(mode: str, selection: float, entropy: float) -> None:

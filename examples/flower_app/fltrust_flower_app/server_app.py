@@ -32,8 +32,8 @@ def main(grid: Grid, context: Context) -> None:
         dataset_description=f"{int(rc['synthetic-samples'])} generated rows, 40 features, 2 classes, "
                             f"{rc['partition']} partition (seed {int(rc['seed'])})",
         preprocessing="none: generated features, standard normal with a shift of attack rows",
-        fairness=ft.FairnessSettings(mode=str(rc["fairness-mode"])), trust=ft.TrustSettings(mode=str(rc["trust-mode"])),
-        seed=int(rc["seed"]),
+        fairness=ft.FairnessSettings.for_app(mode=str(rc["fairness-mode"])),
+        trust=ft.TrustSettings(mode=str(rc["trust-mode"])), seed=int(rc["seed"]), context=context,
     )
     result = strategy.start(grid=grid, initial_arrays=ArrayRecord(Net().state_dict()),
                             train_config=ConfigRecord({"lr": float(rc["learning-rate"]),

@@ -1,16 +1,18 @@
 """The ClientApp of an fltrust experiment on Flower (``run.engine: flower``).
 
 A node is client ``node_config["partition-id"]`` of the prepared federation. Every ClientApp
-process gets the experiment once (a :class:`ClientPayload` in Ray's object store: config,
-federation without the test split and the auxiliary set, model), builds the engines' shared set-up
-from it (:class:`~fltrust.engines.base.EngineBase`) and, on each ``train`` message, runs the client code
-both engines share (:class:`~fltrust.engines.client.SimulatedClient`, the strategy's ``local_update``),
-plus the run's attack and injected failures; it answers ``query`` messages with its partition id.
-:func:`build_client_app` makes the app; :class:`fltrust.engines.flower.engine.FlowerEngine` runs it.
-"""
+process gets the experiment once (a :class:`ClientPayload` in Ray's object store: the engine's
+typed parts -- strategy, privacy mechanism, training and run settings, attack plan, injected
+failures -- the federation without the test split and the auxiliary set, and the model), builds
+the engines' shared set-up from it (:class:`~fltrust.engines.base.EngineBase`) and, on each
+``train`` message, runs the client code both engines share
+(:class:`~fltrust.engines.client.SimulatedClient`, the strategy's ``local_update``), plus the run's
+attack and injected failures; it answers ``query`` messages with its partition id.
+:func:`build_client_app` makes the app; :class:`fltrust.engines.flower.engine.FlowerEngine` runs it."""
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 from dataclasses import dataclass
 from typing import Any
@@ -19,11 +21,14 @@ import numpy as np
 import torch
 from torch import nn
 
-from fltrust.config import ExperimentConfig
+from fltrust.algorithms.privacy import PrivacyMechanism
+from fltrust.algorithms.strategies import Strategy
+from fltrust.attacks import AttackPlan
+from fltrust.config import ReliabilityConfig, TrainingConfig
 from fltrust.core.evaluation import get_params
 from fltrust.core.records import Params
+from fltrust.engines.base import EngineBase, RunSettings
 from fltrust.federation import Federation
-from fltrust.engines.base import EngineBase
 from fltrust.engines.client import SimulatedClient
 from fltrust.flower.client import ClientReport
 from fltrust.flower.partitions import partition_query_reply
@@ -42,12 +47,34 @@ Flower's strategies weight and average by. The rest of the report goes in the Co
 
 @dataclass
 class ClientPayload:
-    """What every ClientApp process needs, put once into Ray's object store."""
+    """What every ClientApp process needs, put once into Ray's object store: the
+    :class:`~fltrust.engines.base.EngineBase` parts of the run (:class:`FlowerEngine` builds it).
 
-    cfg: ExperimentConfig
-    federation: Federation  # on the CPU, without the test split and the auxiliary set
-    model: nn.Module  # on the CPU
-    device: str  # "cuda" when the clients may use a GPU
+    Attributes
+    ----------
+    federation : Federation
+        On the CPU, without the test split and the auxiliary set.
+    model : nn.Module
+        On the CPU.
+    device : str
+        ``"cuda"`` when the clients may use a GPU.
+    strategy, privacy, training, clients_per_round, run, attack, reliability
+        The engine's parts (``training.vectorize`` off: a ClientApp trains one client).
+    torch_threads : int
+        CPU threads of each ClientApp process.
+    """
+
+    federation: Federation
+    model: nn.Module
+    device: str
+    strategy: Strategy
+    privacy: PrivacyMechanism
+    training: TrainingConfig
+    clients_per_round: int
+    run: RunSettings
+    attack: AttackPlan
+    reliability: ReliabilityConfig
+    torch_threads: int = 1
 
 
 def slim_federation(fed: Federation) -> Federation:
@@ -81,18 +108,19 @@ class _ClientRuntime:
     """One ClientApp process's copy of the experiment: the engines' shared set-up, used for one client at a time."""
 
     def __init__(self, payload: ClientPayload) -> None:
-        cfg = payload.cfg
         torch.set_flush_denormal(True)  # as fltrust.experiment.prepare_experiment does
-        if cfg.run.torch_threads is not None:
-            torch.set_num_threads(cfg.run.torch_threads)
-        else:
-            torch.set_num_threads(max(1, int(cfg.flower.num_cpus)))
+        torch.set_num_threads(payload.torch_threads)
         device = torch.device("cuda" if payload.device == "cuda" and torch.cuda.is_available() else "cpu")
         model = payload.model.to(device)
-        if getattr(cfg.training, "vectorize", "off") != "off":
-            # a ClientApp trains one client: the in-process engine's sequential client path
-            cfg = cfg.with_overrides({"training.vectorize": "off"})
-        self.engine = EngineBase(cfg, _federation_to(payload.federation, device), model, device)
+        # a ClientApp trains one client: the in-process engine's sequential client path
+        training = dataclasses.replace(payload.training, vectorize="off")
+        # the process's own copies: the strategy (Ditto's personal models) and the mechanism (its
+        # accounting) change per training, and an in-process grid hands over the server's objects
+        strategy, privacy = copy.deepcopy(payload.strategy), copy.deepcopy(payload.privacy)
+        self.engine = EngineBase(_federation_to(payload.federation, device), model, strategy=strategy,
+                                 privacy=privacy, training=training,
+                                 clients_per_round=payload.clients_per_round, run=payload.run, device=device,
+                                 attack=payload.attack, reliability=payload.reliability)
         self.names = list(model.state_dict().keys())
         self.reference = get_params(model)
 
@@ -123,7 +151,7 @@ class _ClientRuntime:
             config = message.content["config"]
             received = arrays_to_params(message.content["arrays"], like=self.reference)
         round_ = int(config["server-round"])
-        fault = client_fault(engine.seed, round_, pid, engine.cfg.reliability)
+        fault = client_fault(engine.seed, round_, pid, engine.reliability)
         if fault == DROPPED:  # the client leaves before it trains: no update
             raise InjectedDropout(pid, round_)
         client = SimulatedClient(engine, pid, round_)  # as the in-process engine's: same data, seeds and DP
@@ -137,7 +165,7 @@ class _ClientRuntime:
             holder = message.content if store == "server" else context.state
             personal = holder.array_records.get(PERSONAL_KEY)
             strategy.personal = {} if personal is None else {pid: arrays_to_params(personal, like=self.reference)}
-        engine.dp_history = {}
+        engine.privacy.load_state_dict({})  # this training's accounting only (the server merges it)
         update = strategy.local_update(client, received)
         plan = engine.attack_plan
         sent = update.params
@@ -146,7 +174,7 @@ class _ClientRuntime:
         extra = {**update.extra, UNIT_WEIGHT_KEY: 1.0}
         if plan.active:
             extra["malicious"] = float(plan.is_malicious(pid))
-        history = engine.dp_history.get(str(pid))
+        history = engine.privacy.accounting(pid)
         if legacy:
             content = self._legacy_reply(report, client, update, sent, extra, history)
         else:
@@ -178,7 +206,7 @@ class _ClientRuntime:
         import flwr.compat.common.recorddict_compat as compat
         from flwr.common import Code, FitRes, Status, ndarrays_to_parameters
 
-        weight = client.num_batches if self.engine.cfg.strategy.weighting == "batches" else client.num_samples
+        weight = client.num_batches if self.engine.strategy.weighting == "batches" else client.num_samples
         metrics = report.finish_legacy(sent, num_examples=client.num_samples, num_batches=client.num_batches,
                                        train_loss=update.train_loss, performance=update.eval_params or update.params,
                                        extra=extra)

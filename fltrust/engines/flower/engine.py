@@ -46,22 +46,19 @@ loopback, the checks before it, quiet logs and the shutdown are :mod:`fltrust.en
 from __future__ import annotations
 
 import copy
+import dataclasses
 import logging
 import os
 import sys
 import threading
 import time
+from dataclasses import dataclass
 from typing import Any
 
-import torch
-from torch import nn
-
-from fltrust.config import ConfigError, ExperimentConfig
+from fltrust.config import ConfigError, FlowerConfig
 from fltrust.core.evaluation import get_params
 from fltrust.core.records import Params, RunInfo
-from fltrust.federation import Federation
-from fltrust.engines.base import EngineBase
-from fltrust.algorithms.privacy import merge_history
+from fltrust.engines.base import EngineBase, RunSettings
 from fltrust.flower.adapter import ObservedStrategy, aux_evaluate_fn
 from fltrust.engines.flower.client_app import (
     AGGREGATED_KEYS,
@@ -75,38 +72,79 @@ from fltrust.flower.partitions import discover_partitions
 from fltrust.flower.records import FLTRUST_KEY, arrays_to_params, params_to_arrays
 from fltrust.engines.flower.simulation import (
     LOOPBACK,
+    NodeTally,
     SimulationStopped,
     available_cpus,
     check_ray_target,
+    join_ray,
     quiet_flower,
     ray_on_loopback,
+    record_ray_nodes,
     shutdown_ray,
     stop_with,
 )
 from fltrust.flower.sinks import ClientRow
-from fltrust.engines.flower.strategies import ObservedSecAggPlusWorkflow, SampledLegacyFedAvg, build_flower_strategy
+from fltrust.engines.flower.strategies import (
+    ObservedSecAggPlusWorkflow,
+    SampledLegacyFedAvg,
+    build_flower_strategy,
+    check_secure_aggregation,
+    flower_counterpart,
+)
 from fltrust.flower.version import require_flower
 from fltrust.runs import RunRecorder
 
 log = logging.getLogger("fltrust")
 
 # with names of the ClientApp (fltrust.engines.flower.client_app) and of the Ray helpers (fltrust.engines.flower.simulation)
-__all__ = ["AGGREGATED_KEYS", "DP_HISTORY_KEY", "LEGACY_FITINS_KEY", "LOOPBACK", "FlowerEngine", "SimulationStopped",
-           "available_cpus", "build_client_app", "check_ray_target"]
+__all__ = ["AGGREGATED_KEYS", "DP_HISTORY_KEY", "LEGACY_FITINS_KEY", "LOOPBACK", "FlowerEngine", "SecAggPlus",
+           "SimulationStopped", "available_cpus", "build_client_app", "check_ray_target"]
+
+
+@dataclass(frozen=True)
+class SecAggPlus:
+    """Flower's SecAgg+ settings (``privacy.secagg_*``; :class:`fltrust.config.PrivacyConfig`).
+
+    Attributes
+    ----------
+    num_shares, reconstruction_threshold : float
+        SecAgg+'s ``num_shares`` and ``reconstruction_threshold``.
+    clipping_range : float
+        Parameters are clipped to [-range, range] before quantisation.
+    quantization_range : int
+        Quantisation levels over [-clipping_range, clipping_range].
+    """
+
+    num_shares: float
+    reconstruction_threshold: float
+    clipping_range: float
+    quantization_range: int
 
 
 # -- the engine ----------------------------------------------------------------------------------
 class FlowerEngine(EngineBase):
     """Runs one prepared experiment on Flower's Simulation Runtime (Ray backend).
 
-    The in-process engine's sibling: same constructor and :meth:`run` contract, and the same
-    set-up (DP calibration, auxiliary evaluation, epsilon accounting, system figures) from their
-    common base :class:`fltrust.engines.base.EngineBase`.
-    Settings come from the config's ``flower`` section (:class:`fltrust.config.FlowerConfig`):
-    ``num_cpus`` / ``num_gpus`` per ClientApp (fractional GPUs share one device),
-    ``num_supernodes`` (must equal ``partition.num_clients``) and ``ray_address`` (an existing Ray
-    cluster, whose workers must be able to import fltrust; ``None`` starts a local Ray whose servers
-    listen on 127.0.0.1 only, see :func:`fltrust.engines.flower.simulation.ray_on_loopback`).
+    The in-process engine's sibling: the same parts and :meth:`run` contract, and the same
+    set-up (auxiliary evaluation, epsilon accounting, system figures) from their common base
+    :class:`fltrust.engines.base.EngineBase`, whose parameters it takes, plus:
+
+    Parameters
+    ----------
+    *args, **kwargs
+        :class:`~fltrust.engines.base.EngineBase`'s.
+    flower : FlowerConfig
+        The ``flower`` section: ``num_cpus`` / ``num_gpus`` per ClientApp (fractional GPUs share
+        one device), ``num_supernodes`` (must equal the number of clients), ``ray_address`` (an
+        existing Ray cluster, whose workers must be able to import fltrust, joined at that address
+        or failing in one line within a minute, see
+        :func:`fltrust.engines.flower.simulation.join_ray`; ``None`` starts a local Ray whose
+        servers listen on 127.0.0.1 only, see
+        :func:`fltrust.engines.flower.simulation.ray_on_loopback`), ``ditto_personal_store``.
+    secure_aggregation : SecAggPlus, optional
+        Run Flower's SecAgg+ protocol with these settings (default: no secure aggregation).
+    torch_threads : int, optional
+        CPU threads of each ClientApp (default: ``flower.num_cpus``).
 
     Resuming an interrupted Flower run restarts it from round 0. Flower shuts Ray down at the
     end of the simulation, a Ray session started by the caller included.
@@ -114,16 +152,24 @@ class FlowerEngine(EngineBase):
 
     name = "flower"
 
-    def __init__(self, cfg: ExperimentConfig, federation: Federation, model: nn.Module, device: torch.device) -> None:
+    def __init__(self, *args: Any, flower: FlowerConfig | None = None, secure_aggregation: SecAggPlus | None = None,
+                 torch_threads: int | None = None, **kwargs: Any) -> None:
         require_flower()
-        super().__init__(cfg, federation, model, device)
-        supernodes = cfg.flower.num_supernodes
-        if supernodes is not None and supernodes != federation.num_clients:
+        super().__init__(*args, **kwargs)
+        self.flower = flower if flower is not None else FlowerConfig()
+        self.secure_aggregation = secure_aggregation
+        self.torch_threads = torch_threads
+        self.check_components(strategy=type(self.strategy), privacy=type(self.privacy),
+                              secure_aggregation="secagg+" if secure_aggregation is not None else None)
+        supernodes = self.flower.num_supernodes
+        if supernodes is not None and supernodes != self.fed.num_clients:
             raise ValueError(f"flower.num_supernodes={supernodes} must equal the number of clients "
-                             f"({federation.num_clients}): every client is one SuperNode")
-        check_ray_target(cfg.flower)  # before Ray starts: a client that cannot be placed hangs Ray
+                             f"({self.fed.num_clients}): every client is one SuperNode")
+        # before Ray starts: a client that cannot be placed, or a cluster Ray cannot reach, hangs Ray
+        self._ray_target = check_ray_target(self.flower)
+        self._tally = None  # the NodeTally actor of a Ray simulation: where each ClientApp ran
         self._stop = threading.Event()  # set on Ctrl-C (or any error): the ServerApp thread gives up
-        vectorize = getattr(cfg.training, "vectorize", "off")
+        vectorize = self.training.vectorize
         if vectorize != "off":
             # each ClientApp trains one client: the in-process engine's sequential client path
             (log.warning if vectorize == "on" else log.info)(
@@ -136,6 +182,26 @@ class FlowerEngine(EngineBase):
         self._launched: float | None = None
         self._rounds: dict[int, dict[str, float]] = {}  # server metrics of attacks / failures / SecAgg+
 
+    @classmethod
+    def check_components(cls, *, strategy: type, privacy: type, secure_aggregation: str | None) -> None:
+        """Raise :class:`~fltrust.config.ConfigError` unless the strategy has a Flower counterpart
+        (:data:`~fltrust.engines.flower.strategies.FLOWER_STRATEGIES`), SecAgg+ can aggregate it
+        when asked, and the privacy mechanism runs on Flower (its ``engines``).
+
+        Parameters
+        ----------
+        strategy : type
+            The strategy class.
+        privacy : type
+            The privacy mechanism class.
+        secure_aggregation : str or None
+            ``privacy.secure_aggregation``.
+        """
+        flower_counterpart(strategy)
+        check_secure_aggregation(strategy, secure_aggregation)
+        if cls.name not in privacy.engines:
+            raise ConfigError(f"privacy.mode={privacy.name!r} does not run on run.engine=flower; set run.engine=inprocess")
+
     # -- Ray ------------------------------------------------------------------------------
     def _start_ray(self) -> None:
         import ray
@@ -146,8 +212,8 @@ class FlowerEngine(EngineBase):
         pythonpath = os.pathsep.join([p for p in sys.path if p] + [os.environ.get("PYTHONPATH", "")]).strip(os.pathsep)
         env = {"PYTHONPATH": pythonpath, "FLWR_TELEMETRY_ENABLED": os.environ.get("FLWR_TELEMETRY_ENABLED", "0")}
         options = dict(include_dashboard=False, logging_level=logging.WARNING, runtime_env={"env_vars": env})
-        if self.cfg.flower.ray_address is not None:  # the user's cluster: its nodes listen where they were started
-            ray.init(address=self.cfg.flower.ray_address, **options)
+        if self._ray_target is not None:  # the user's cluster, at the address given (or a one-line error)
+            join_ray(self._ray_target, **options)
             return
         with ray_on_loopback():
             ray.init(_node_ip_address=LOOPBACK, **options)
@@ -160,10 +226,16 @@ class FlowerEngine(EngineBase):
 
     def _payload(self) -> ClientPayload:
         model = copy.deepcopy(self.model).to("cpu")
-        use_gpu = self.device.type == "cuda" and self.cfg.flower.num_gpus > 0
+        use_gpu = self.device.type == "cuda" and self.flower.num_gpus > 0
         if self.device.type == "cuda" and not use_gpu:
             log.warning("run.device is cuda but flower.num_gpus=0: the clients train on the CPU")
-        return ClientPayload(self.cfg, slim_federation(self.fed), model, "cuda" if use_gpu else "cpu")
+        threads = self.torch_threads if self.torch_threads is not None else max(1, int(self.flower.num_cpus))
+        # each ClientApp trains one client: the in-process engine's sequential client path
+        training = dataclasses.replace(self.training, vectorize="off")
+        return ClientPayload(slim_federation(self.fed), model, "cuda" if use_gpu else "cpu", strategy=self.strategy,
+                             privacy=self.privacy, training=training, clients_per_round=self.per_round,
+                             run=self.settings, attack=self.attack_plan, reliability=self.reliability,
+                             torch_threads=threads)
 
     # -- the server side ------------------------------------------------------------------
     def _evaluate(self, params: Params) -> tuple[float, float]:
@@ -181,11 +253,10 @@ class FlowerEngine(EngineBase):
             flat = row.metrics.get(DP_HISTORY_KEY)
             if flat:
                 entries = [list(map(float, flat[i:i + 3])) for i in range(0, len(flat), 3)]
-                key = str(row.client_id)
-                self.dp_history[key] = merge_history(self.dp_history.get(key, []), entries)
+                self.privacy.add_accounting(row.client_id, entries)
 
     def _server_metrics(self, server_round: int) -> dict[str, float]:
-        eps = self.epsilon_spent(server_round)
+        eps = self.privacy.epsilon(server_round)
         out = {} if eps is None else {"epsilon": eps}
         out.update(self._rounds.get(server_round, {}))
         return out
@@ -203,7 +274,7 @@ class FlowerEngine(EngineBase):
         out = self._rounds.setdefault(server_round, {})
         if self.attack_plan.active:
             out["num_malicious"] = float(sum(self.attack_plan.is_malicious(c) for c in arrived_ids))
-        if self.cfg.reliability.active:
+        if self.reliability.active:
             out.update({"num_sampled": float(sampled), "num_dropped": float(counts["dropped"]),
                         "num_failed": float(counts["failed"]), "num_timed_out": float(counts["timed_out"]),
                         "num_aggregated": float(len(arrived_ids)), "model_kept": float(not arrived_ids)})
@@ -236,12 +307,12 @@ class FlowerEngine(EngineBase):
 
         from fltrust.flower.legacy import ObservedLegacyStrategy
 
-        cfg, p = self.cfg, self.cfg.privacy
+        p = self.secure_aggregation
         weights = [len(i) for i in self.fed.train_index]
-        if cfg.strategy.weighting == "batches":
+        if self.strategy.weighting == "batches":
             from fltrust.engines.training import num_batches
 
-            weights = [num_batches(w, cfg.training.batch_size) for w in weights]
+            weights = [num_batches(w, self.training.batch_size) for w in weights]
         fit_results: dict[int, list[dict]] = {}
         protocol: dict[int, dict[str, Any]] = {}
 
@@ -276,10 +347,10 @@ class FlowerEngine(EngineBase):
                                        initial_parameters=ndarrays_to_parameters(get_params(self.model)))
         observed = ObservedLegacyStrategy(strategy, recorder, keep_extra_metrics=False, server_metrics_fn=server_metrics)
         workflow = ObservedSecAggPlusWorkflow(
-            p.secagg_num_shares, p.secagg_reconstruction_threshold, max_weight=float(max(weights)),
-            clipping_range=p.secagg_clipping_range, quantization_range=int(p.secagg_quantization_range),
+            p.num_shares, p.reconstruction_threshold, max_weight=float(max(weights)),
+            clipping_range=p.clipping_range, quantization_range=int(p.quantization_range),
             on_errors=on_errors, on_done=on_done)
-        legacy = LegacyContext(context=context, config=ServerConfig(num_rounds=cfg.training.rounds), strategy=observed)
+        legacy = LegacyContext(context=context, config=ServerConfig(num_rounds=self.training.rounds), strategy=observed)
         DefaultWorkflow(fit_workflow=workflow)(grid, legacy)
         self._final = observed.builder.last_record.global_params_after
         self.timings["round_s"] = [observed.builder.round_seconds[r] for r in sorted(observed.builder.round_seconds)]
@@ -289,29 +360,28 @@ class FlowerEngine(EngineBase):
         import ray
         from flwr.simulation import run_simulation
 
-        cfg = self.cfg
         t = time.perf_counter()
         try:
             self._start_ray()
         except ConnectionError as exc:  # flower.ray_address names no running cluster
             reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-            raise ConfigError(f"flower.ray_address={cfg.flower.ray_address!r}: cannot connect to a Ray cluster "
+            raise ConfigError(f"flower.ray_address={self.flower.ray_address!r}: cannot connect to a Ray cluster "
                               f"({reason}); start one (`ray start --head`) or unset flower.ray_address") from None
         self.timings["ray_init_s"] = time.perf_counter() - t
         t = time.perf_counter()
         payload_ref = ray.put(payload)
         self.timings["payload_put_s"] = time.perf_counter() - t
-        backend = {"client_resources": {"num_cpus": float(cfg.flower.num_cpus), "num_gpus": float(cfg.flower.num_gpus)}}
+        backend = {"client_resources": {"num_cpus": float(self.flower.num_cpus), "num_gpus": float(self.flower.num_gpus)}}
+        self._tally = ray.remote(num_cpus=0)(NodeTally).remote()  # read by the ServerApp once its rounds end
+        client_app = record_ray_nodes(build_client_app(payload_ref), self._tally)
         self._launched = time.perf_counter()
-        run_simulation(server_app, build_client_app(payload_ref), num_supernodes=self.fed.num_clients,
-                       backend_config=backend)
+        run_simulation(server_app, client_app, num_supernodes=self.fed.num_clients, backend_config=backend)
         self.timings["simulation_s"] = time.perf_counter() - self._launched
 
     def _server_app(self, recorder: RunRecorder, progress):
         from flwr.serverapp import ServerApp
 
         app = ServerApp()
-        cfg = self.cfg
         names = list(self.model.state_dict().keys())
         evaluate_fn = aux_evaluate_fn(self._evaluate)
 
@@ -334,22 +404,39 @@ class FlowerEngine(EngineBase):
                                  result["aux_accuracy"])
                     return result
 
-                if cfg.privacy.secure_aggregation == "secagg+":
+                if self.secure_aggregation is not None:
                     self._secagg_server(grid, context, recorder, mapping, evaluate)
                     return
-                strategy = build_flower_strategy(cfg, central_loss=self._central_loss, server_noise=self.server_noise,
-                                                 ditto_personal_store=cfg.flower.ditto_personal_store)
+                strategy = build_flower_strategy(self.strategy, clients_per_round=self.per_round, seed=self.seed,
+                                                 central_noise=self.privacy.central_noise,
+                                                 central_loss=self._central_loss,
+                                                 ditto_personal_store=self.flower.ditto_personal_store)
                 observed = ObservedStrategy(strategy, recorder, sampler=self.sample_clients, node_partitions=mapping,
                                             keep_extra_metrics=False, server_metrics_fn=self._server_metrics,
                                             reply_hook=self._merge_dp, strict=True, reply_filter=self._filter_replies)
-                observed.start(grid, params_to_arrays(get_params(self.model), names), num_rounds=cfg.training.rounds,
+                observed.start(grid, params_to_arrays(get_params(self.model), names), num_rounds=self.training.rounds,
                                evaluate_fn=evaluate)
                 self._final = observed.builder.last_record.global_params_after
                 self.timings["round_s"] = [observed.builder.round_seconds[r] for r in sorted(observed.builder.round_seconds)]
             except BaseException as exc:  # noqa: BLE001 - re-raised in run(), after Flower has shut down
                 self._error = exc
+            finally:
+                self._read_ray_nodes()
 
         return app
+
+    def _read_ray_nodes(self) -> None:
+        """``summary.json`` -> ``flower.ray_nodes``: the Ray node of every ClientApp call (read while
+        Ray is up: Flower shuts it down when the ServerApp returns)."""
+        if self._tally is None:
+            return
+        import ray
+
+        try:
+            self.timings["ray_nodes"] = ray.get(self._tally.read.remote(), timeout=60)
+        except Exception as exc:  # noqa: BLE001 - the run fails with it, unless it failed already
+            if self._error is None:
+                self._error = RuntimeError(f"could not read where the ClientApps ran from Ray: {exc}")
 
     # -- the whole run --------------------------------------------------------------------
     def run(self, recorder: RunRecorder, info: RunInfo, *, resume: bool = True,
@@ -376,23 +463,23 @@ class FlowerEngine(EngineBase):
         -------
         dict of str to Any
             The summary fields the engine wrote: as the in-process engine's, plus ``flower`` (the Flower
-            version and timings).
+            version, timings, and ``ray_nodes``: for each Ray node that ran ClientApps, its address,
+            the number of ClientApp calls and the clients it ran).
 
         Raises
         ------
         RuntimeError
             If the simulation ends without finishing its rounds.
         """
-        cfg = self.cfg
         folder = recorder.folder
         if resume and (folder.checkpoint.is_file() or folder.count_rounds() > 0):
             log.warning("%s: the Flower engine does not resume; restarting from round 0", info.run_id)
         folder.checkpoint.unlink(missing_ok=True)
         self.start_run(recorder, info, dataset_extra)
         start_time = time.perf_counter()
-        self._error, self._final, self._aux, self._rounds = None, None, None, {}
+        self._error, self._final, self._aux, self._rounds, self._tally = None, None, None, {}, None
         self.timings = {"flower_version": require_flower()}
-        progress = _progress(cfg)
+        progress = _progress(self.settings, self.training.rounds)
         self._stop.clear()
         try:
             with quiet_flower(verbose=log.isEnabledFor(logging.DEBUG)):
@@ -422,8 +509,7 @@ def _legacy_dp(metrics: dict) -> dict:
     return {**metrics, DP_HISTORY_KEY: json.loads(value)} if isinstance(value, str) else metrics
 
 
-def _progress(cfg: ExperimentConfig):
+def _progress(run: RunSettings, rounds: int):
     from tqdm.auto import tqdm
 
-    return tqdm(total=cfg.training.rounds, desc=f"{cfg.run.name} (flower)", unit="round",
-                disable=not cfg.run.progress, leave=False)
+    return tqdm(total=rounds, desc=f"{run.name} (flower)", unit="round", disable=not run.progress, leave=False)

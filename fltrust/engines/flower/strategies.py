@@ -1,6 +1,8 @@
-"""Message-API strategies for the papers' algorithms, and the mapping from an fltrust config.
+"""Message-API strategies for the papers' algorithms, and the Flower strategy of each fltrust strategy.
 
-Flower's own strategies are used where they compute what the papers ran:
+Flower's own strategies are used where they compute what the papers ran; :data:`FLOWER_STRATEGIES`
+maps each fltrust strategy class (:mod:`fltrust.algorithms.strategies`) to the builder of its
+Flower counterpart, which takes the in-process strategy's typed parameters:
 
 ===============  ======================================================================================
 ``strategy``     Flower strategy used by ``run.engine: flower``
@@ -20,7 +22,8 @@ Flower's own strategies are used where they compute what the papers ran:
                  ``QFedAvg``: one central loss L(theta_k; D) on the server's auxiliary set for
                  every client (as the fairness authors ran it)
 ``ditto``        :class:`Ditto` below (Flower has no Ditto)
-server DP        ``DifferentialPrivacyServerSideFixedClipping`` around the strategy; clients weigh
+server DP        ``DifferentialPrivacyServerSideFixedClipping`` around the strategy (a mechanism with
+                 :attr:`~fltrust.algorithms.privacy.PrivacyMechanism.central_noise`); clients weigh
                  equally (``unit-weight``), as :func:`fltrust.algorithms.privacy.server_dp_aggregate` does
 ===============  ======================================================================================
 
@@ -34,7 +37,8 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, cast
+from dataclasses import dataclass
+from typing import Any, cast
 
 import numpy as np
 
@@ -54,11 +58,11 @@ from flwr.serverapp.strategy import (
 )
 from flwr.serverapp.strategy import QFedAvg as FlowerQFedAvg
 
+from fltrust.algorithms import strategies as fl
 from fltrust.algorithms.aggregation import krum_selection_rule, qffl_aggregate
+from fltrust.algorithms.privacy import CentralNoise
+from fltrust.config import ConfigError
 from fltrust.flower.records import arrays_to_params, params_to_arrays
-
-if TYPE_CHECKING:
-    from fltrust.config import ExperimentConfig
 
 log = logging.getLogger("fltrust")
 
@@ -295,18 +299,130 @@ class SeededServerSideFixedClipping(DifferentialPrivacyServerSideFixedClipping):
             np.random.set_state(state)
 
 
-def build_flower_strategy(cfg: ExperimentConfig, *, central_loss: Callable[[int, ArrayRecord], float] | None = None,
-                          server_noise: float | None = None, ditto_personal_store: str = "server"):
-    """The Flower strategy that runs ``cfg.strategy`` (see the module docstring).
+@dataclass(frozen=True)
+class FlowerRound:
+    """What every Flower builder receives beside the in-process strategy.
+
+    Attributes
+    ----------
+    common : dict
+        The keyword arguments every Flower strategy of a run takes (fltrust samples, so they
+        train every node offered, evaluate on none; ``weighted_by_key``).
+    clients_per_round : int
+        m.
+    central_loss : callable or None
+        ``central_loss(round, arrays)`` for q-FedAvg's ``flower_legacy`` variant.
+    personal_store : str
+        Where Ditto keeps personal models (:class:`Ditto`).
+    """
+
+    common: dict[str, Any]
+    clients_per_round: int
+    central_loss: Callable[[int, ArrayRecord], float] | None
+    personal_store: str
+
+
+@dataclass(frozen=True)
+class FlowerCounterpart:
+    """The Flower side of one fltrust strategy class.
+
+    Attributes
+    ----------
+    build : callable
+        ``build(strategy, setting: FlowerRound) -> flwr.serverapp.strategy.Strategy``.
+    secure_aggregation : bool
+        Whether SecAgg+ can run it: its aggregate is the weighted sum of the updates, which is all
+        SecAgg+ reveals (``privacy.secure_aggregation: secagg+``).
+    """
+
+    build: Callable[[Any, FlowerRound], Any]
+    secure_aggregation: bool = False
+
+
+def _qfedavg(s: fl.QFedAvg, r: FlowerRound):
+    return QFedAvg(s.qffl_learning_rate, s.q, variant=s.qfedavg_variant, central_loss=r.central_loss, **r.common)
+
+
+FLOWER_STRATEGIES: dict[type, FlowerCounterpart] = {
+    fl.FedAvg: FlowerCounterpart(lambda s, r: FedAvg(**r.common), secure_aggregation=True),
+    fl.FedProx: FlowerCounterpart(lambda s, r: FedProx(**r.common, proximal_mu=s.proximal_mu), secure_aggregation=True),
+    fl.FedMedian: FlowerCounterpart(lambda s, r: FedMedian(**r.common)),
+    fl.Krum: FlowerCounterpart(lambda s, r: Krum(**r.common, num_malicious_nodes=s.num_malicious_nodes)),
+    fl.MultiKrum: FlowerCounterpart(lambda s, r: MultiKrum(**r.common, num_malicious_nodes=s.num_malicious_nodes,
+                                                           num_nodes_to_select=s.num_nodes_to_select)),
+    fl.TrimmedMean: FlowerCounterpart(lambda s, r: FedTrimmedAvg(**r.common, beta=s.beta)),
+    # Flower's Bulyan with the paper's recursive Krum selection (Flower's default selection is
+    # one-shot Multi-Krum; see fltrust.algorithms.aggregation), so both engines compute the same
+    fl.Bulyan: FlowerCounterpart(lambda s, r: Bulyan(**r.common, num_malicious_nodes=s.num_malicious_nodes,
+                                                     selection_rule=krum_selection_rule)),
+    fl.QFedAvg: FlowerCounterpart(_qfedavg),
+    fl.Ditto: FlowerCounterpart(lambda s, r: Ditto(**r.common, personal_store=r.personal_store)),
+}
+"""fltrust strategy class -> its Flower counterpart (the exact class: a subclass that changes the
+rule needs its own entry). A strategy without one runs in the in-process engine only."""
+
+
+def flower_counterpart(strategy: type) -> FlowerCounterpart:
+    """The Flower counterpart of a strategy class, or one line saying there is none.
 
     Parameters
     ----------
-    cfg : ExperimentConfig
-        The run's configuration (``strategy``, ``privacy``, the clients per round).
+    strategy : type
+        An fltrust strategy class.
+
+    Returns
+    -------
+    FlowerCounterpart
+
+    Raises
+    ------
+    ConfigError
+        If :data:`FLOWER_STRATEGIES` has no entry for it.
+    """
+    try:
+        return FLOWER_STRATEGIES[strategy]
+    except KeyError:
+        raise ConfigError(f"strategy.name={strategy.name!r} has no Flower counterpart "
+                          "(fltrust.engines.flower.strategies.FLOWER_STRATEGIES); set run.engine=inprocess") from None
+
+
+def check_secure_aggregation(strategy: type, secure_aggregation: str | None) -> None:
+    """Raise :class:`~fltrust.config.ConfigError` when SecAgg+ is asked for a strategy it cannot run.
+
+    Parameters
+    ----------
+    strategy : type
+        An fltrust strategy class.
+    secure_aggregation : str or None
+        ``privacy.secure_aggregation``.
+    """
+    if secure_aggregation != "secagg+" or flower_counterpart(strategy).secure_aggregation:
+        return
+    able = " or ".join(cls.name for cls, c in FLOWER_STRATEGIES.items() if c.secure_aggregation)
+    raise ConfigError(f"privacy.secure_aggregation='secagg+' reveals only the weighted sum of the updates; "
+                      f"strategy.name={strategy.name!r} needs the individual updates: use {able}")
+
+
+def build_flower_strategy(strategy: fl.Strategy, *, clients_per_round: int, seed: int,
+                          central_noise: CentralNoise | None = None,
+                          central_loss: Callable[[int, ArrayRecord], float] | None = None,
+                          ditto_personal_store: str = "server"):
+    """The Flower strategy that runs ``strategy`` (see the module docstring).
+
+    Parameters
+    ----------
+    strategy : fltrust.algorithms.strategies.Strategy
+        The run's (in-process) strategy: its class selects the builder, its attributes are the
+        Flower strategy's parameters.
+    clients_per_round : int
+        m, the clients sampled per round.
+    seed : int
+        The run seed (seeds the server-side DP noise).
+    central_noise : CentralNoise, optional
+        Server-side clipping and noise of the run's privacy mechanism
+        (:attr:`~fltrust.algorithms.privacy.PrivacyMechanism.central_noise`).
     central_loss : callable, optional
         ``central_loss(round, arrays)`` for q-FedAvg's ``flower_legacy`` variant.
-    server_noise : float, optional
-        Noise multiplier of server-side DP (``privacy.mode: server``).
     ditto_personal_store : str
         Where Ditto keeps personal models (:class:`Ditto`; default ``"server"``; under server-side
         DP always ``"client"``).
@@ -319,48 +435,23 @@ def build_flower_strategy(cfg: ExperimentConfig, *, central_loss: Callable[[int,
 
     Raises
     ------
-    ValueError
-        If ``privacy.mode`` is ``server`` and ``server_noise`` is missing.
+    ConfigError
+        If the strategy has no Flower counterpart.
     """
-    s = cfg.strategy
-    m = cfg.clients_per_round()
-    weight = "num-batches" if s.weighting == "batches" else "num-examples"
-    if cfg.privacy.mode == "server":
+    m = int(clients_per_round)
+    weight = "num-batches" if strategy.weighting == "batches" else "num-examples"
+    if central_noise is not None:
         weight = UNIT_WEIGHT_KEY
     common = dict(fraction_train=1.0, fraction_evaluate=0.0, min_train_nodes=m, min_evaluate_nodes=0,
                   min_available_nodes=m, weighted_by_key=weight, train_metrics_aggr_fn=mean_scalar_metrics)
-    if s.name == "fedavg":
-        strategy = FedAvg(**common)
-    elif s.name == "fedprox":
-        strategy = FedProx(**common, proximal_mu=s.proximal_mu)
-    elif s.name == "fedmedian":
-        strategy = FedMedian(**common)
-    elif s.name == "krum":
-        strategy = Krum(**common, num_malicious_nodes=s.num_malicious_nodes)
-    elif s.name == "multikrum":
-        strategy = MultiKrum(**common, num_malicious_nodes=s.num_malicious_nodes,
-                             num_nodes_to_select=s.num_nodes_to_select or max(1, m - s.num_malicious_nodes))
-    elif s.name == "trimmedmean":
-        strategy = FedTrimmedAvg(**common, beta=s.beta)
-    elif s.name == "bulyan":
-        # Flower's Bulyan with the paper's recursive Krum selection (Flower's default selection
-        # is one-shot Multi-Krum; see fltrust.algorithms.aggregation), so both engines compute the same
-        strategy = Bulyan(**common, num_malicious_nodes=s.num_malicious_nodes, selection_rule=krum_selection_rule)
-    elif s.name == "qfedavg":
-        strategy = QFedAvg(s.qffl_learning_rate, s.q, variant=s.qfedavg_variant, central_loss=central_loss, **common)
-    elif s.name == "ditto":
-        # Flower's DP wrapper clips every ArrayRecord of a reply, so under server-side DP the
-        # personal models stay on the clients (context.state); the results are the same
-        store = "client" if cfg.privacy.mode == "server" else ditto_personal_store
-        strategy = Ditto(**common, personal_store=store)
-    else:  # pragma: no cover - the config validates the name
-        raise ValueError(f"strategy.name={s.name!r} has no Flower counterpart")
-    if cfg.privacy.mode == "server":
-        if server_noise is None:
-            raise ValueError("privacy.mode='server' needs the calibrated noise multiplier")
-        strategy = SeededServerSideFixedClipping(strategy, server_noise, cfg.privacy.clipping_norm, m,
-                                                 seed=cfg.effective_seed())
-    return strategy
+    # Flower's DP wrapper clips every ArrayRecord of a reply, so under server-side DP the
+    # personal models stay on the clients (context.state); the results are the same
+    store = "client" if central_noise is not None else ditto_personal_store
+    built = flower_counterpart(type(strategy)).build(strategy, FlowerRound(common, m, central_loss, store))
+    if central_noise is not None:
+        built = SeededServerSideFixedClipping(built, central_noise.noise_multiplier, central_noise.clipping_norm, m,
+                                              seed=seed)
+    return built
 
 
 # -- SecAgg+ (privacy.secure_aggregation: secagg+) --------------------------------------------------

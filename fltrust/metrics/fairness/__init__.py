@@ -24,8 +24,8 @@ received global model before training, s_n the cumulative federated Shapley valu
 (:mod:`fltrust.metrics.shapley`) including the current round.
 
 Two modes (:class:`FairnessSettings`): ``"faithful"`` reproduces exactly what produced the
-paper's Table 3 (spec 2, 3 and 9); ``"corrected"`` turns on every correction of spec 9. Each
-correction is also a named switch, so it can be studied alone.
+paper's Table 3 (spec 2, 3 and 9, docs/references.md#fairness-2, #fairness-3, #fairness-9); ``"corrected"`` turns on
+every correction of spec 9. Each correction is also a named switch, so it can be studied alone.
 
 One module per concept; every public name is importable from here:
 

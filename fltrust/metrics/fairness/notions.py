@@ -1,6 +1,6 @@
 r"""The four fairness notions and general fairness F_T of one round, as pure functions of arrays.
 
-Paper: Federated Fairness Analytics (Eqs. 2 and 7-13); spec 2. Each function takes the
+Paper: Federated Fairness Analytics (Eqs. 2 and 7-13); spec 2 (docs/references.md#fairness-2). Each function takes the
 participants' per-round values and returns the notion with its per-client pieces:
 
 =========================================  =================================================
@@ -162,13 +162,13 @@ def individual_fairness(
     nonpositive_policy: str = "raw",
     jain_zero_guard: str = "authors",
 ) -> RatioFairness:
-    r"""Individual fairness f_j: do clients perform in proportion to their contribution?
+    r"""Compute individual fairness f_j: whether clients perform in proportion to their contribution.
 
     .. math::
 
         f_{j,k} = J(G), \qquad G = \{x_{n,k} / s_n : n \in S_k\}
 
-    Paper Eq. 7; spec 2.3. ``G`` are the *gains*.
+    Paper Eq. 7; spec 2.3 (docs/references.md#fairness-2-3). ``G`` are the *gains*.
 
     Parameters
     ----------
@@ -204,13 +204,13 @@ def incentive_fairness(
     nonpositive_policy: str = "raw",
     jain_zero_guard: str = "authors",
 ) -> RatioFairness:
-    r"""Incentive fairness f_r: are clients rewarded in proportion to their contribution?
+    r"""Compute incentive fairness f_r: whether clients are rewarded in proportion to their contribution.
 
     .. math::
 
         f_{r,k} = J(R), \qquad R = \{r_n / s_n : n \in S_k\}
 
-    Paper Eq. 10 (which mistakenly writes x instead of r); spec 2.5.
+    Paper Eq. 10 (which mistakenly writes x instead of r); spec 2.5 (docs/references.md#fairness-2-5).
 
     Parameters
     ----------
@@ -265,7 +265,7 @@ class GroupFairness:
 
 
 def authors_group_values(confusion: np.ndarray, sensitive_attributes: Sequence[int]) -> np.ndarray:
-    r"""The authors' per-attribute values ``v_{n,a}`` (stored as ``avg_eop``), spec 2.4.
+    r"""Compute the authors' values ``v_{n,a}`` per attribute (``avg_eop``), spec 2.4 (docs/references.md#fairness-2-4).
 
     For attribute *position* ``a = 0..|A|-1`` (the code compares labels with the position,
     not with the attribute value ``A[a]``):
@@ -514,8 +514,8 @@ def orchestrator_fairness(performance: Sequence[float] | np.ndarray) -> float:
 
         f_{o,k} = \frac{1}{|S_k|} \sum_{n \in S_k} \hat x_{n,k}
 
-    Paper Eq. 11; spec 2.6. Accuracy is used directly as the normalised performance; as coded
-    it is the accuracy of the *locally trained* (Ditto: personalised) models, not of the
+    Paper Eq. 11; spec 2.6 (docs/references.md#fairness-2-6). Accuracy is used directly as the normalised performance;
+    as coded it is the accuracy of the *locally trained* (Ditto: personalised) models, not of the
     global model.
 
     Parameters
@@ -553,8 +553,8 @@ def general_fairness(values: Mapping[str, float], weights: Mapping[str, float]) 
 
     over the notions n that ``weights`` names; with the paper's four notions this is Eq. 12
     (``F_T = w_j f_j + w_g f_g + w_r f_r + w_o f_o``, weights summing to 1), and equal weights
-    give Eq. 13 (spec 2.7; the authors computed it at plotting time). A notion with weight 0 is
-    ignored (even when NaN); any other NaN notion makes F_T NaN.
+    give Eq. 13 (spec 2.7; the authors computed it at plotting time; docs/references.md#fairness-2-7). A notion with
+    weight 0 is ignored (even when NaN); any other NaN notion makes F_T NaN.
 
     Parameters
     ----------
@@ -711,6 +711,7 @@ class RoundFairness:
     details: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def __getitem__(self, name: str) -> float:
+        """Return notion ``name``'s value (``F_T`` included)."""
         if name == GENERAL_FAIRNESS:
             return self.F_T
         return self.values[name]

@@ -42,7 +42,7 @@ class FairnessObserver(BaseObserver):
     ``client_params``, ``client_metrics["accuracy"]`` (x), ``["reward_accuracy"]`` (r),
     the coalition weight key (``fedavg`` weighting), ``client_confusion`` and
     ``server_metrics["aux_loss_before"]`` = l(theta_k; D), the reference loss at callback time
-    (spec 1, consequence ii).
+    (spec 1, consequence ii; docs/references.md#fairness-1).
 
     Parameters
     ----------
@@ -57,7 +57,8 @@ class FairnessObserver(BaseObserver):
     batch_size : int
         Evaluation batch size.
     loss_scaling : str, default "mean"
-        ``"mean"`` or ``"per_batch_sum"`` (the authors', spec 6.4), as the run's evaluation.
+        ``"mean"`` or ``"per_batch_sum"`` (the authors', spec 6.4; docs/references.md#fairness-6-4), as the run's
+        evaluation.
     num_clients : int or None
         Number of registered clients C; ``None`` = ``RunInfo.num_clients`` at the run's start.
     coalition_weight_key : str, default "num_samples"
@@ -131,7 +132,13 @@ class FairnessObserver(BaseObserver):
 
     # -- observer hooks --------------------------------------------------------------------
     def on_run_start(self, info: RunInfo) -> None:
-        """Take the number of clients from ``info`` (or check it against the constructor's)."""
+        """Take the number of clients from ``info`` (or check it against the constructor's).
+
+        Parameters
+        ----------
+        info : RunInfo
+            The run's description; ``info.num_clients`` is C, the length of the cumulative vectors.
+        """
         super().on_run_start(info)
         if self.num_clients == 0:
             self._size(int(info.num_clients))
@@ -149,7 +156,22 @@ class FairnessObserver(BaseObserver):
         return _per_client(f"client_metrics[{key!r}]", record.client_metrics[key], length)
 
     def on_round_end(self, record: RoundRecord) -> dict[str, Any] | None:
-        """Fairness of round ``record.round`` (``None`` for round 0 or a round without clients)."""
+        """Compute the fairness of round ``record.round`` and add its FedSV to the cumulative ones.
+
+        Parameters
+        ----------
+        record : RoundRecord
+            The round: its participants, their metrics and models, and ``aux_loss_before``.
+
+        Returns
+        -------
+        dict or None
+            ``round``, the notions and F_T (with their per-client details), and the round's
+            ``client_ids``, ``phi`` (this round's FedSV), ``s`` (the participants' cumulative FedSV),
+            ``performance``, ``rewards``, ``shapley_method``, ``num_coalitions``, ``ref_loss`` and
+            ``cumulative_shapley`` (all C clients), plus the sampler's ``shapley_*`` fields on
+            sampled rounds. ``None`` for round 0 or a round without clients.
+        """
         ids = np.asarray(record.client_ids, dtype=np.int64)
         if record.round == 0 or ids.size == 0:
             return None
@@ -207,6 +229,8 @@ class FairnessObserver(BaseObserver):
             exact_max_players=self.settings.exact_max_players,
             auto_exact_players=self.settings.shapley_auto_exact_players,
             truncation=self.settings.shapley_truncation,
+            target_error=self.settings.shapley_target_error,
+            max_coalitions=self.settings.shapley_max_coalitions,
         )
         shapley = self.cumulative_shapley.copy()
         shapley[ids] += fedsv.phi
@@ -240,6 +264,9 @@ class FairnessObserver(BaseObserver):
             out["shapley_permutations"] = fedsv.num_permutations
         if fedsv.stderr is not None:
             out.update(shapley_stderr=fedsv.stderr.tolist(), shapley_truncated=fedsv.num_truncated)
+        if fedsv.stopped is not None:  # sampled until a target error: what it reached and why it stopped
+            out.update(shapley_target_error=fedsv.target_error, shapley_error_ratio=fedsv.error_ratio,
+                       shapley_stopped=fedsv.stopped, shapley_max_coalitions=self.settings.shapley_max_coalitions)
         clash = sorted(set(notions) & ({"round"} | set(out)))
         if clash:
             raise MetricInputError(f"round {record.round}: fairness notion fields {clash} clash with the observer's "
@@ -247,7 +274,19 @@ class FairnessObserver(BaseObserver):
         return {"round": int(record.round), **notions, **out}
 
     def on_run_end(self, summary: RunSummary) -> dict[str, Any]:
-        """The resolved settings (with the weights F_T used), the attribute list and the final cumulative FedSV."""
+        """Return the resolved settings (with the weights F_T used), the attribute list and the final cumulative FedSV.
+
+        Parameters
+        ----------
+        summary : RunSummary
+            The run's summary (not read: the observer's own state is the result).
+
+        Returns
+        -------
+        dict
+            ``settings``, ``sensitive_attributes`` (every label of the model's classes when none was set;
+            ``None`` if no round ran), ``cumulative_shapley`` and ``cumulative_rewards`` (length C each).
+        """
         settings = self.settings.to_dict()
         settings["notion_weights"] = weights_record(resolve_weights(self.settings.notion_weights))
         return {
@@ -259,14 +298,31 @@ class FairnessObserver(BaseObserver):
 
     # -- resume ----------------------------------------------------------------------------
     def state_dict(self) -> dict[str, Any]:
-        """Cumulative FedSV and cumulative rewards (length C each)."""
+        """Return the cumulative FedSV and cumulative rewards, the state a resumed run needs.
+
+        Returns
+        -------
+        dict
+            ``cumulative_shapley`` and ``cumulative_rewards``: lists of length C.
+        """
         return {
             "cumulative_shapley": self.cumulative_shapley.tolist(),
             "cumulative_rewards": self.cumulative_rewards.tolist(),
         }
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
-        """Restore :meth:`state_dict`."""
+        """Restore :meth:`state_dict`.
+
+        Parameters
+        ----------
+        state : dict
+            What :meth:`state_dict` returned: ``cumulative_shapley`` and ``cumulative_rewards``, each of length C.
+
+        Raises
+        ------
+        MetricInputError
+            A key is missing or a vector does not have C entries.
+        """
         for key in ("cumulative_shapley", "cumulative_rewards"):
             if key not in state:
                 raise MetricInputError(f"fairness observer state has no {key!r}; was it saved by state_dict()?")

@@ -250,7 +250,7 @@ def unregister_notion(name: str) -> None:
 
 
 def resolve_weights(overrides: Mapping[str, float] | None = None, *, where: str = "notion_weights") -> dict[str, float]:
-    """The weight of every registered notion in F_T: its default weight unless ``overrides`` sets it.
+    """Return the weight of every registered notion in F_T: its default weight unless ``overrides`` sets it.
 
     Parameters
     ----------
@@ -314,18 +314,23 @@ class NotionKeys(Sequence[str]):
         return (*self._before, *_REGISTRY, *general, *self._after)
 
     def __getitem__(self, index):  # type: ignore[override]
+        """Return the key at ``index``."""
         return self._keys()[index]
 
     def __len__(self) -> int:
+        """Count the keys."""
         return len(self._keys())
 
     def __iter__(self) -> Iterator[str]:
+        """Iterate over the keys in order."""
         return iter(self._keys())
 
     def __contains__(self, key: object) -> bool:
+        """Tell whether ``key`` is one of the keys."""
         return key in self._keys()
 
     def __eq__(self, other: object) -> bool:
+        """Compare the keys, in order, with another key sequence."""
         if isinstance(other, (NotionKeys, tuple, list)):
             return self._keys() == tuple(other)
         return NotImplemented
@@ -333,6 +338,7 @@ class NotionKeys(Sequence[str]):
     __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
+        """Show the keys as a tuple."""
         return repr(self._keys())
 
 

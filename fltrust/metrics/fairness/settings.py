@@ -1,9 +1,10 @@
 """The fairness settings: the one settings type, the switches of each mode, the authors' attribute lists.
 
 :class:`FairnessSettings` is defined in :mod:`fltrust.settings` (with the trust settings) and
-re-exported here; :data:`MODE_DEFAULTS` holds every switch's value in each mode (spec 9) and
-:func:`default_sensitive_attributes` the attribute list A the authors used per dataset and
-strategy (spec 2.4 and 4), which ``metrics.fairness.sensitive_attributes: null`` resolves to.
+re-exported here; :data:`MODE_DEFAULTS` holds every switch's value in each mode (spec 9, docs/references.md#fairness-9)
+and :func:`default_sensitive_attributes` the attribute list A the authors used per dataset and
+strategy (spec 2.4 and 4, docs/references.md#fairness-2-4, #fairness-4), which
+``metrics.fairness.sensitive_attributes: null`` resolves to.
 """
 
 from __future__ import annotations
@@ -30,13 +31,25 @@ _AUTHORS_ATTRIBUTES: dict[str, Any] = {
 
 
 def default_sensitive_attributes(dataset_name: str, strategy_name: str) -> list[int]:
-    """The authors' sensitive-attribute list for a dataset and strategy (spec 2.4 and 4).
+    """Return the authors' sensitive-attribute list for a dataset and strategy (spec 2.4 and 4).
 
     CIFAR-10 and FEMNIST: ``[0..9]`` (all classes / the digits). NSL-KDD: FedAvg ``[1]``, Ditto
     ``[0]``, q-FedAvg ``[0..9]`` (a copy-paste bug of the authors' scripts, kept for
     faithfulness); FedMedian, FedProx and the robust rules (Krum, Multi-Krum, trimmed mean,
     Bulyan), which the paper did not run, use FedAvg's ``[1]``.
     ``synthetic_*`` datasets use the list of the dataset they stand in for.
+
+    Parameters
+    ----------
+    dataset_name : str
+        ``data.name`` (``"cifar10"``, ``"femnist"``, ``"nsl_kdd"`` or their ``synthetic_*`` stand-ins).
+    strategy_name : str
+        ``strategy.name``; only NSL-KDD's lists depend on it.
+
+    Returns
+    -------
+    list of int
+        The attribute list A (label positions) the authors' code used.
 
     Raises
     ------

@@ -26,7 +26,7 @@ on the aux set (times and errors: ``benchmarks/fedsv.py``):
 - ``"auto"``: ``"exact"`` up to ``auto_exact_players`` participants (6: 63 models), else
   ``"permutation"``.
 
-The FedSV of round k (paper Eqs. 3-5, fairness spec 3), for a participant n of S_k,
+The FedSV of round k (paper Eqs. 3-5, fairness spec 3; docs/references.md#fairness-3), for a participant n of S_k,
 m = |S_k|:
 
 .. math::
@@ -52,8 +52,6 @@ Switches (``include_empty``, coalition weights) and where the authors' code diff
 - Paper Eq. 3 omits the binomial weights; the code (and this module) has them.
 - Coalition model: unweighted mean (paper Eq. 4 and the code), or FedAvg-weighted
   (``weights`` = the clients' numbers of samples or batches), the corrected option.
-
-Spec and bug references ("fairness spec §N", "trust spec §N", "Bn") are defined in ``docs/references.md``.
 """
 
 from fltrust.metrics.shapley.federated import (

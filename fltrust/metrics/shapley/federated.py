@@ -4,7 +4,7 @@ r"""FedSV of one federated round: coalition models, their utilities on the aux s
 needed coalition model with one call of :func:`fltrust.core.evaluation.evaluate_many`, and
 :func:`federated_shapley` picks the method (:func:`resolve_method`) and hands the utilities to
 :mod:`~fltrust.metrics.shapley.games` or :mod:`~fltrust.metrics.shapley.sampling`
-(paper Eqs. 3-5, fairness spec 3; the methods' cost: :mod:`fltrust.metrics.shapley`).
+(paper Eqs. 3-5, fairness spec 3; the methods' cost: :mod:`fltrust.metrics.shapley`; docs/references.md#fairness-3).
 """
 
 from __future__ import annotations
@@ -184,6 +184,13 @@ class FedSVResult:
         ``"permutation"``: standard error of each value (see :func:`permutation_shapley`).
     num_truncated : int
         ``"permutation"``: walks stopped by the truncation tolerance.
+    stopped : {"target", "budget"} or None
+        ``"permutation"`` with a ``target_error``: whether the standard errors reached the target
+        or the coalition budget ran out (``None`` otherwise).
+    target_error : float
+        The target fraction of the value range (0 = none).
+    error_ratio : float or None
+        ``"permutation"``: the largest standard error over the value range ``max(phi) - min(phi)``.
     """
 
     phi: np.ndarray
@@ -192,13 +199,35 @@ class FedSVResult:
     num_permutations: int | None = None
     stderr: np.ndarray | None = None
     num_truncated: int = 0
+    stopped: str | None = None
+    target_error: float = 0.0
+    error_ratio: float | None = None
 
 
 def resolve_method(method: str, num_players: int, *, auto_exact_players: int = AUTO_EXACT_PLAYERS) -> str:
-    """The method :func:`federated_shapley` runs for ``method`` and m participants.
+    """Return the method :func:`federated_shapley` runs for ``method`` and m participants.
 
     ``"auto"`` is ``"exact"`` up to ``auto_exact_players`` participants and ``"permutation"``
     above; the other methods are returned unchanged.
+
+    Parameters
+    ----------
+    method : {"exact", "monte_carlo", "permutation", "auto"}
+        The configured method (``metrics.fairness.shapley``).
+    num_players : int
+        m, the round's participants.
+    auto_exact_players : int, default AUTO_EXACT_PLAYERS
+        The largest m that ``"auto"`` computes exactly.
+
+    Returns
+    -------
+    str
+        ``"exact"``, ``"monte_carlo"`` or ``"permutation"``.
+
+    Raises
+    ------
+    MetricInputError
+        An unknown method, or ``auto_exact_players < 1``.
 
     Examples
     --------
@@ -233,6 +262,8 @@ def federated_shapley(
     exact_max_players: int = 10,
     auto_exact_players: int = AUTO_EXACT_PLAYERS,
     truncation: float = 0.0,
+    target_error: float = 0.0,
+    max_coalitions: int | None = None,
 ) -> FedSVResult:
     """Federated Shapley values of one round (paper Eqs. 3-5; fairness spec 3).
 
@@ -272,6 +303,12 @@ def federated_shapley(
     truncation : float, default 0.0
         ``"permutation"``: truncation tolerance (fraction of ``|U(S)|``; see
         :func:`permutation_shapley`).
+    target_error : float, default 0.0
+        ``"permutation"``: > 0 keeps sampling after ``num_permutations`` orders until the
+        largest standard error is at most this fraction of the round's value range, or
+        ``max_coalitions`` is spent (:func:`permutation_shapley`).
+    max_coalitions : int, optional
+        The coalition-model budget with ``target_error`` (default ``2^m - 1``).
 
     Returns
     -------
@@ -322,6 +359,8 @@ def federated_shapley(
             seed=seed,
             include_empty=include_empty,
             truncation=truncation,
+            target_error=target_error,
+            max_coalitions=max_coalitions,
         )
         return FedSVResult(
             phi=estimate.phi,
@@ -330,6 +369,9 @@ def federated_shapley(
             num_permutations=estimate.num_permutations,
             stderr=estimate.stderr,
             num_truncated=estimate.num_truncated,
+            stopped=estimate.stopped,
+            target_error=estimate.target_error,
+            error_ratio=estimate.error_ratio,
         )
     if method == "exact":
         utilities = evaluate(all_coalitions(players))

@@ -2,7 +2,7 @@ r"""Cooperative games and their exact Shapley values (no models: a utility is a 
 
 A game is a utility ``U(T)`` of coalitions ``T`` (frozensets of players): a mapping
 ``{frozenset: float}`` (the empty coalition may be omitted, utility 0) or a callable. Fairness
-spec 3: the exact value enumerates all ``2^m - 1`` non-empty coalitions.
+spec 3 (docs/references.md#fairness-3): the exact value enumerates all ``2^m - 1`` non-empty coalitions.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ EXACT_PLAYER_LIMIT = 20
 
 
 def _lookup(utility: Utility) -> Callable[[frozenset], float]:
-    """A cached ``coalition -> float`` function for a mapping or a callable utility."""
+    """Make a cached ``coalition -> float`` function for a mapping or a callable utility."""
     if isinstance(utility, Mapping):
 
         def from_mapping(coalition: frozenset) -> float:
@@ -72,9 +72,22 @@ def _check_enumerable(players: list[Hashable]) -> None:
 
 
 def all_coalitions(players: Sequence[Hashable]) -> list[frozenset]:
-    """Every non-empty coalition of ``players``: ``2^m - 1`` sets, by size then player order.
+    """List every non-empty coalition of ``players``: ``2^m - 1`` sets, by size then player order.
 
-    Raises :class:`MetricInputError` above :data:`EXACT_PLAYER_LIMIT` players.
+    Parameters
+    ----------
+    players : sequence of hashable
+        The m players, distinct.
+
+    Returns
+    -------
+    list of frozenset
+        The ``2^m - 1`` non-empty coalitions.
+
+    Raises
+    ------
+    MetricInputError
+        No players, repeated players, or more than :data:`EXACT_PLAYER_LIMIT` of them.
     """
     players = _check_players(players)
     _check_enumerable(players)

@@ -22,6 +22,7 @@ from fltrust.metrics.shapley.games import Utility, _check_players, _lookup
 
 __all__ = [
     "BatchUtility",
+    "MAX_ADAPTIVE_PERMUTATIONS_PER_PLAYER",
     "SAMPLER_PERMUTATIONS",
     "ShapleyEstimate",
     "guided_permutations",
@@ -39,14 +40,39 @@ BatchUtility = Callable[[list[frozenset]], Sequence[float]]
 SAMPLER_PERMUTATIONS = 10
 """Default budget of ``method="permutation"``: permutations per round. At 10 participants at most
 91 coalition models (82 in ``benchmarks/fedsv.py``, about 8 % of exact's time); largest error
-over 20 seeds 3.5 % (CIFAR CNN) and 4.7 % (NSL-KDD MLP) of the value range."""
+over 20 seeds 3.5 % (CIFAR CNN) and 4.7 % (NSL-KDD MLP) of the value range on that benchmark's
+synthetic rounds, but 41.5 % on a real CIFAR-10 round (``benchmarks/fedsv.py --real``; README,
+Flower section): read the reported standard errors."""
+
+
+MAX_ADAPTIVE_PERMUTATIONS_PER_PLAYER = 100
+"""With a ``target_error``, :func:`permutation_shapley` walks at most this many orders per player."""
 
 
 def sample_permutations(num_players: int, num_permutations: int, seed: int | Sequence[int]) -> np.ndarray:
-    """Uniform random orderings of ``num_players`` players, shape ``(num_permutations, num_players)``.
+    """Draw uniform random orderings of ``num_players`` players.
 
     Row ``p`` lists player *positions* in the order they join. The same ``seed`` (an int or a
     sequence of ints, e.g. ``[run_seed, round]``) always gives the same permutations.
+
+    Parameters
+    ----------
+    num_players : int
+        m >= 1.
+    num_permutations : int
+        How many orderings (the Monte Carlo budget), >= 1.
+    seed : int or sequence of int
+        Seed of :func:`numpy.random.default_rng`.
+
+    Returns
+    -------
+    numpy.ndarray
+        int64 array of shape ``(num_permutations, num_players)``, each row a permutation of ``0..m-1``.
+
+    Raises
+    ------
+    MetricInputError
+        ``num_players`` or ``num_permutations`` below 1.
     """
     if num_players < 1:
         raise MetricInputError(f"num_players={num_players} must be >= 1")
@@ -59,10 +85,24 @@ def sample_permutations(num_players: int, num_permutations: int, seed: int | Seq
 def permutation_coalitions(
     players: Sequence[Hashable], permutations: np.ndarray, *, with_singletons: bool = True
 ) -> list[frozenset]:
-    """The distinct non-empty coalitions that :func:`monte_carlo_shapley` needs.
+    """List the distinct non-empty coalitions that :func:`monte_carlo_shapley` needs.
 
     These are the prefixes of every permutation plus (``with_singletons``) every singleton,
     which the faithful (no empty coalition) estimate subtracts.
+
+    Parameters
+    ----------
+    players : sequence of hashable
+        The m players, distinct (at least one); a permutation's entries are positions in this sequence.
+    permutations : numpy.ndarray
+        ``(P, m)`` orderings, as :func:`sample_permutations` draws them.
+    with_singletons : bool, default True
+        Also list every singleton coalition.
+
+    Returns
+    -------
+    list of frozenset
+        Each needed coalition once, in the order first needed (singletons first).
     """
     players = _check_players(players)
     needed: dict[frozenset, None] = {}  # insertion-ordered set, deterministic
@@ -94,8 +134,8 @@ def monte_carlo_shapley(
 
     ``include_empty=False`` returns the estimate minus :math:`(U(\{n\}) - U(\emptyset))/m`,
     which is, exactly, an unbiased estimate of the authors' FedSV (the identity
-    ``faithful = standard - (U({n}) - U(empty))/m`` holds for every game; fairness spec 3).
-    Unlike the exact faithful value, a single estimate still depends on
+    ``faithful = standard - (U({n}) - U(empty))/m`` holds for every game; fairness spec 3;
+    docs/references.md#fairness-3). Unlike the exact faithful value, a single estimate still depends on
     :math:`U(\emptyset)` and :math:`\ell(\theta_k; D)`; only its expectation does not.
 
     Parameters
@@ -233,6 +273,11 @@ class ShapleyEstimate:
         Walks stopped early by the truncation tolerance.
     utilities : dict of frozenset to float
         Every evaluated non-empty coalition's utility (each evaluated once).
+    stopped : {"target", "budget"} or None
+        With a ``target_error``: whether the standard errors reached it or the budget ran out;
+        ``None`` for a fixed number of permutations.
+    target_error : float
+        The target (0 = a fixed budget).
     """
 
     phi: np.ndarray
@@ -240,6 +285,13 @@ class ShapleyEstimate:
     num_permutations: int
     num_truncated: int
     utilities: dict[frozenset, float] = field(repr=False)
+    stopped: str | None = None
+    target_error: float = 0.0
+
+    @property
+    def error_ratio(self) -> float:
+        """Largest standard error over the value range ``max(phi) - min(phi)`` (inf when undefined)."""
+        return _error_ratio(np.asarray(self.phi), np.asarray(self.stderr))
 
 
 def permutation_shapley(
@@ -252,6 +304,8 @@ def permutation_shapley(
     include_empty: bool = True,
     truncation: float = 0.0,
     walks_per_batch: int | None = None,
+    target_error: float = 0.0,
+    max_coalitions: int | None = None,
 ) -> ShapleyEstimate:
     r"""Shapley values by guided permutation sampling with a control variate (optionally truncated).
 
@@ -340,6 +394,17 @@ def permutation_shapley(
     walks_per_batch : int, optional
         Walks evaluated together (memory: a batch builds up to ``walks_per_batch * (m - 2)``
         coalition models at once).
+    target_error : float, default 0.0
+        0: walk exactly ``num_permutations`` orders. > 0: after those, keep walking m more orders
+        at a time until the largest standard error is at most ``target_error`` times the value
+        range ``max(phi) - min(phi)`` (``stopped="target"``), or until the next m walks would take
+        the evaluated coalitions beyond ``max_coalitions`` or
+        :data:`MAX_ADAPTIVE_PERMUTATIONS_PER_PLAYER` x m walks are done (``stopped="budget"``).
+        The walks are the first rows of one seeded draw, so an estimate that stops after P walks
+        equals the fixed-budget estimate with ``num_permutations=P``.
+    max_coalitions : int, optional
+        The budget of coalition models with ``target_error`` (default: all ``2^m - 1``); the
+        first ``num_permutations`` walks always run.
 
     Returns
     -------
@@ -361,6 +426,10 @@ def permutation_shapley(
         raise MetricInputError(f"truncation={truncation!r} must be a finite number >= 0 (0 = no truncation)")
     if walks_per_batch is not None and walks_per_batch < 1:
         raise MetricInputError(f"walks_per_batch={walks_per_batch} must be >= 1")
+    if not (math.isfinite(target_error) and 0 <= target_error < 1):
+        raise MetricInputError(f"target_error={target_error!r} must be a number in [0, 1) (0 = a fixed budget)")
+    if max_coalitions is not None and max_coalitions < 1:
+        raise MetricInputError(f"max_coalitions={max_coalitions} must be >= 1")
     if utility is not None:
         value = _lookup(utility)
         empty_value = value(frozenset())
@@ -387,38 +456,94 @@ def permutation_shapley(
         for mask, v in zip(missing, values):
             cache[mask] = float(v) - empty_value
 
-    permutations = guided_permutations(m, num_permutations, seed)
+    adaptive = target_error > 0
+    pool = num_permutations
+    if adaptive:  # the first rows of a longer draw are the rows of a shorter one: same walks either way
+        pool = max(num_permutations, MAX_ADAPTIVE_PERMUTATIONS_PER_PLAYER * m)
+    permutations = guided_permutations(m, pool, seed)
     prefixes = [list(itertools.accumulate((1 << int(i) for i in order), operator.or_)) for order in permutations]
     full = (1 << m) - 1
     initial = [1 << i for i in range(m)] + [full]  # control variate, faithful term, truncation reference
     if truncation > 0:
         ensure(initial)
-    full_value = cache.get(full, 0.0)
-    gains = np.zeros((num_permutations, m))  # by position in the walk
-    truncated = 0
+    gains = np.zeros((pool, m))  # by position in the walk
+    state = {"truncated": 0, "full": cache.get(full, 0.0)}
     batch = walks_per_batch or max(1, 256 // max(m - 2, 1))
-    for start in range(0, num_permutations, batch):
-        walks = range(start, min(start + batch, num_permutations))
-        if truncation == 0:  # every prefix is needed: one evaluation for the whole batch
-            ensure(itertools.chain(initial if start == 0 else [], (mask for w in walks for mask in prefixes[w])))
-            for w in walks:
-                gains[w] = np.diff([cache[mask] for mask in prefixes[w]], prepend=0.0)
-            continue
-        before = dict.fromkeys(walks, 0.0)
-        running = list(walks)
-        for position in range(m):
-            ensure(prefixes[w][position] for w in running)
-            still = []
-            for w in running:
-                current = cache[prefixes[w][position]]
-                gains[w, position] = current - before[w]
-                before[w] = current
-                if position < m - 1 and abs(full_value - current) <= truncation * abs(full_value):
-                    truncated += 1  # the players still outside keep a gain of 0
-                else:
-                    still.append(w)
-            running = still
 
+    def walk(walks: range) -> None:
+        """Walk ``walks`` (evaluated ``batch`` at a time) and store their gains."""
+        for start in range(walks.start, walks.stop, batch):
+            chunk = range(start, min(start + batch, walks.stop))
+            if truncation == 0:  # every prefix is needed: one evaluation for the whole batch
+                ensure(itertools.chain(initial, (mask for w in chunk for mask in prefixes[w])))
+                for w in chunk:
+                    gains[w] = np.diff([cache[mask] for mask in prefixes[w]], prepend=0.0)
+                continue
+            before = dict.fromkeys(chunk, 0.0)
+            running = list(chunk)
+            for position in range(m):
+                ensure(prefixes[w][position] for w in running)
+                still = []
+                for w in running:
+                    current = cache[prefixes[w][position]]
+                    gains[w, position] = current - before[w]
+                    before[w] = current
+                    if position < m - 1 and abs(state["full"] - current) <= truncation * abs(state["full"]):
+                        state["truncated"] += 1  # the players still outside keep a gain of 0
+                    else:
+                        still.append(w)
+                running = still
+
+    def estimate(walked: int) -> tuple[np.ndarray, np.ndarray]:
+        phi, stderr = _control_variate_estimate(gains[:walked], permutations[:walked], cache, m)
+        if not include_empty:  # an exact term: the standard errors are the same
+            phi = phi - np.array([cache[1 << i] for i in range(m)]) / m
+        return phi, stderr
+
+    walked = num_permutations
+    walk(range(walked))
+    phi, stderr = estimate(walked)
+    stopped = None
+    if adaptive:  # the value range is that of the values returned (faithful or standard)
+        budget = max_coalitions if max_coalitions is not None else full  # full == 2^m - 1, every coalition
+        while True:
+            if _error_ratio(phi, stderr) <= target_error:
+                stopped = "target"
+                break
+            step = range(walked, min(walked + m, pool))
+            new = {mask for w in step for mask in prefixes[w]} - cache.keys()
+            if not step or len(cache) + len(new) > budget:
+                stopped = "budget"
+                break
+            walk(step)
+            walked = step.stop
+            phi, stderr = estimate(walked)
+    utilities = {members(mask): v + empty_value for mask, v in cache.items()}
+    return ShapleyEstimate(
+        phi=phi, stderr=stderr, num_permutations=walked, num_truncated=state["truncated"], utilities=utilities,
+        stopped=stopped, target_error=float(target_error),
+    )
+
+
+def _error_ratio(phi: np.ndarray, stderr: np.ndarray) -> float:
+    """Largest standard error over the value range ``max(phi) - min(phi)`` (inf when undefined)."""
+    spread = float(np.ptp(phi)) if phi.size else 0.0
+    finite = stderr[np.isfinite(stderr)]
+    if finite.size < stderr.size:
+        return float("inf")
+    largest = float(finite.max()) if finite.size else 0.0
+    if spread > 0:
+        return largest / spread
+    return 0.0 if largest == 0 else float("inf")
+
+
+def _control_variate_estimate(gains: np.ndarray, permutations: np.ndarray, cache: dict[int, float],
+                              m: int) -> tuple[np.ndarray, np.ndarray]:
+    """Return the standard (``include_empty``) estimate and its standard errors from the walks so far.
+
+    :func:`permutation_shapley`'s formula; ``gains[p, j]``: the gain at position j of walk p.
+    """
+    num_permutations = len(permutations)
     singles = np.array([cache[1 << i] for i in range(m)])
     gain_u = np.zeros_like(gains)
     np.put_along_axis(gain_u, permutations, gains, axis=1)  # gain_u[p, n]: player n's gain in walk p
@@ -442,9 +567,4 @@ def permutation_shapley(
     with np.errstate(divide="ignore", invalid="ignore"):
         stderr = (m - 1) / m * np.sqrt(squares / (samples - 1) / samples)
     stderr = np.where(samples > 1, stderr, 0.0 if m == 1 else np.nan)
-    if not include_empty:
-        phi = phi - singles / m
-    utilities = {members(mask): v + empty_value for mask, v in cache.items()}
-    return ShapleyEstimate(
-        phi=phi, stderr=stderr, num_permutations=num_permutations, num_truncated=truncated, utilities=utilities
-    )
+    return phi, stderr

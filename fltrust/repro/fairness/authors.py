@@ -8,22 +8,20 @@ from the condition's own setup (``<Strategy>_<Dataset>_<iid|niid>_<N>C_<P>PC_<E>
 N clients, P = int(100 x fraction of clients per round), E local epochs), and the file's ``config``
 block is checked against that setup when it is read.
 
-:func:`read_authors_file` validates a file's layout (fairness spec 7: ``rounds``, ``general_fairness``
-with f_j, f_g, f_r, f_o per round, ``config``, ``per_client_data`` with ``shap``, ``accuracy``,
+:func:`read_authors_file` validates a file's layout (fairness spec 7 (docs/references.md#fairness-7): ``rounds``,
+``general_fairness`` with f_j, f_g, f_r, f_o per round, ``config``, ``per_client_data`` with ``shap``, ``accuracy``,
 ``gains`` and ``avg_eop`` per round) and names the file and the field of the first problem in one
 line. :meth:`AuthorsCondition.frame` is a notions frame as :func:`fltrust.repro.fairness.run.notions_frame`
 builds ours (repeat = v - 1, round = list position + 1, F_T = the plain mean of the four notions,
 mean local accuracy = the participants' mean ``accuracy``), so the Table 3 protocol is the one
 :func:`fltrust.repro.fairness.run.window_means` applies to our runs: rounds 15-30 by list position,
-per repeat and over repeats (fairness spec 8). With it, the authors' three repeats reproduce every
-published Table 3 value to two decimals.
+per repeat and over repeats (fairness spec 8, docs/references.md#fairness-8). With it, the authors' three repeats
+reproduce every published Table 3 value to two decimals.
 
 :func:`compare_with_authors` sets our per-repeat F_T beside theirs, condition by condition, with
 Welch's t-test (:func:`welch_test`, unequal variances) and the per-notion window-mean differences;
 RESULTS.md shows it (:func:`fltrust.repro.fairness.report.results_markdown`) and Figures 4-8 can
 overlay the authors' curves. Our seeds are what they are: nothing here chooses seeds to match.
-
-Spec and bug references ("fairness spec §N", "trust spec §N", "Bn") are defined in ``docs/references.md``.
 """
 
 from __future__ import annotations

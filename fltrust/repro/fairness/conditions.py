@@ -1,9 +1,9 @@
 """The 24 conditions of Federated Fairness Analytics (Table 3), generated from one definition.
 
 Strategy (FedAvg, q-FedAvg, Ditto) x dataset (CIFAR-10 with 100 and 10 clients, FEMNIST, NSL-KDD)
-x setting (iid, non-iid). Hyper-parameters are those of the authors' code (fairness spec 4-6);
-:func:`write_condition_configs` writes one YAML per condition into
-``papers_repro/fairness_analytics/configs/`` (the committed files are checked against this module
+x setting (iid, non-iid). Hyper-parameters are those of the authors' code (fairness spec 4-6,
+docs/references.md#fairness-4, #fairness-5, #fairness-6); :func:`write_condition_configs` writes one YAML per condition
+into ``papers_repro/fairness_analytics/configs/`` (the committed files are checked against this module
 by the tests).
 
 Local adaptations (stored in each config's ``run.deviations`` and printed under every table):
@@ -14,8 +14,6 @@ theirs; the other 9,799 stand in for the 10,000-image test batch the authors use
 FEMNIST: 205 of the 311 writers of the local copy (three LEAF runs); iid pools them and draws
 205 x 221 samples, as the authors' builder. With the full datasets, :func:`condition_config` with
 ``full_data=True`` gives the paper's settings unchanged.
-
-Spec and bug references ("fairness spec §N", "trust spec §N", "Bn") are defined in ``docs/references.md``.
 """
 
 from __future__ import annotations
@@ -151,8 +149,9 @@ def condition_config(strategy: str, dataset_key: str, setting: str, *, full_data
         data["pooled_train_samples"] = clients * d.iid_samples_per_client
     if d.data == "nsl_kdd":
         # the authors' HF copy = KDDTrain+ u KDDTrain+_20Percent, KDDTest+ u KDDTest-21, their fixed
-        # min-max table, and their one-hot encoding of every split on its own (fairness spec 6.7);
-        # corrected mode uses the global one-hot order (fltrust.repro.fairness.run.condition_configs)
+        # min-max table, and their one-hot encoding of every split on its own (fairness spec 6.7,
+        # docs/references.md#fairness-6-7); corrected mode uses the global one-hot order
+        # (fltrust.repro.fairness.run.condition_configs)
         data.update(
             train_files=["KDDTrain+.txt", "KDDTrain+_20Percent.txt"],
             test_files=["KDDTest+.txt", "KDDTest-21.txt"],

@@ -21,8 +21,6 @@ Panels name the client count actually run (:func:`dataset_title`), and every ban
 says in a legend or caption what it shows. Given the authors' runs
 (:mod:`fltrust.repro.fairness.authors`), Figures 5-8 overlay their per-round curves (dashed,
 labelled "authors") and Figure 4 their points (hollow, dashed edges).
-
-Spec and bug references ("fairness spec §N", "trust spec §N", "Bn") are defined in ``docs/references.md``.
 """
 
 from __future__ import annotations
@@ -114,8 +112,8 @@ def plot_notion_bars(
     """Mean of each notion over the Table 3 window (paper Figures 3, 5-8, error-bar charts).
 
     Bar height = :func:`fltrust.repro.fairness.run.window_means` (per round mean over repeats, then
-    mean over the window rounds: the Table 3 protocol, fairness spec 8). Error bar = standard
-    deviation over the window rounds of that repeat-mean series (how much the notion still moves
+    mean over the window rounds: the Table 3 protocol, fairness spec 8; docs/references.md#fairness-8). Error bar =
+    standard deviation over the window rounds of that repeat-mean series (how much the notion still moves
     as training settles); absent when the window has a single round.
 
     Parameters

@@ -15,7 +15,9 @@ mode, window and timing) and hands both to :func:`write_results_md`. The file ha
    miss (faithful mode, |Δ| > 0.05), worst first: our notions, the shift a single notion
    would need to close the gap, and from ``papers_repro/fairness_analytics/misses.yaml`` the
    notion that drives it, the cause, and the cheap experiment that tested the cause with its
-   result; a miss without an entry is reported as an unexplained finding;
+   result; a miss without an entry is reported as an unexplained finding; then the studies that
+   measure a miss (:mod:`fltrust.repro.fairness.studies`: partition draws, more repeats, aux set
+   size) from ``experiments/<study>.json``, or for one not run yet its estimate and command;
 5. a long table, one row per condition: the notions (f_j, f_g, f_r, f_o and every other registered
    notion the results hold), F_T, accuracy, rounds, window, clients, repeats, NaN entries skipped
    by the window mean (corrected mode), seconds per run;
@@ -31,8 +33,6 @@ files is under the data root, that section is one line saying so and how to fetc
 The text is the Jinja2 template ``templates/fairness/results.md.j2`` (with its sections ``misses``
 and ``data_scale``) over tables built here as DataFrames of display strings with the formatters of
 :mod:`fltrust.repro.markdown`.
-
-Spec and bug references ("fairness spec §N", "trust spec §N", "Bn") are defined in ``docs/references.md``.
 """
 
 from __future__ import annotations
@@ -50,8 +50,29 @@ from fltrust.metrics.fairness.registry import GENERAL_FAIRNESS, NOTIONS, NotionK
 from fltrust.repro.results import ResultsError, load_result_files
 from fltrust.repro.markdown import fmt, is_missing, lines, mark, render
 from fltrust.repro.provenance_table import provenance_frame, provenance_section
-from fltrust.repro.fairness.run import PAPER_INPUTS, REPEAT_QUANTITIES, REPO, STRICT_TOLERANCE, load_reported, table3
-from fltrust.repro.fairness.authors import AuthorsRuns, compare_with_authors
+from fltrust.repro.fairness.run import (
+    PAPER_INPUTS,
+    REPEAT_QUANTITIES,
+    REPO,
+    RESULT_KEYS,
+    RESULT_SCHEMA,
+    STRICT_TOLERANCE,
+    load_reported,
+    repeat_window_values,
+    table3,
+)
+from fltrust.repro.fairness.studies import (
+    RUN_SCRIPT,
+    STUDIES,
+    Study,
+    distribution,
+    estimate,
+    group_values,
+    load_studies,
+    run_values,
+    study_runs,
+)
+from fltrust.repro.fairness.authors import AuthorsRuns, compare_with_authors, welch_test
 from fltrust.repro.fairness.conditions import DATASETS, SETTINGS, STRATEGIES, all_conditions, condition_name
 from fltrust.core.io import atomic_write_text
 
@@ -59,6 +80,7 @@ __all__ = [
     "MISSES_PATH",
     "authors_markdown",
     "RESULT_KEYS",
+    "RESULT_SCHEMA",
     "load_misses",
     "misses_markdown",
     "misses_number_problems",
@@ -70,16 +92,11 @@ __all__ = [
     "missing_conditions",
     "results_markdown",
     "stale_results",
+    "studies_markdown",
     "summary_table",
     "TABLE_COLUMNS",
     "write_results_md",
 ]
-
-RESULT_KEYS = (
-    "condition", "quick", "complete", "mode", "rounds", "window", "num_clients", "synthetic",
-    "deviations", "seconds_per_run", "run_ids", "table3", "per_round",
-)
-"""Keys every condition result must have (written by :func:`fltrust.repro.fairness.run.condition_result`)."""
 
 TABLE_COLUMNS = NotionKeys(
     before=("condition", "dataset", "strategy", "setting", "paper_F_T", "ours_F_T", "ours_std", "repeats", "delta",
@@ -127,7 +144,7 @@ def load_results(results_dir: str | Path) -> list[dict[str, Any]]:
     ResultsError
         If a file is not valid JSON or lacks one of :data:`RESULT_KEYS` (rerun its condition).
     """
-    results = load_result_files(results_dir, "*.json", RESULT_KEYS, "condition_result")
+    results = load_result_files(results_dir, "*.json", RESULT_KEYS, "condition_result", RESULT_SCHEMA)
     return results
 
 
@@ -177,14 +194,17 @@ def _matches(typed: str, value: float | int | None) -> bool:
 
 def misses_number_problems(
     misses: dict[str, dict[str, Any]] | None = None, results: Sequence[dict[str, Any]] | None = None,
+    studies: dict[str, Any] | None = None,
 ) -> list[str]:
     """Every per-repeat number of ``misses.yaml`` that the data do not give, one line each.
 
     An entry quotes per-repeat numbers in ``per_repeat`` (``quantity: "a / b / c"``, one value per
     repeat, ``-`` where the text quotes none; ``<condition>/<quantity>`` for another condition): each
     is compared with :func:`fltrust.repro.fairness.run.repeat_window_values` of the faithful result,
-    at the decimals typed. Every ``a / b / c`` in the entry's text must be one of them, or the start
-    of a ``history`` line (a number of an earlier result, in git history, that no committed file holds).
+    at the decimals typed. ``<study>:<group>/<quantity>`` quotes the runs of a study's group, one
+    value per run (:func:`fltrust.repro.fairness.studies.group_values`). Every ``a / b / c`` in the
+    entry's text must be one of them, or the start of a ``history`` line (a number of an earlier
+    result, in git history, that no committed file holds).
 
     Parameters
     ----------
@@ -192,6 +212,8 @@ def misses_number_problems(
         :func:`load_misses` (default: the committed file).
     results : sequence of dict, optional
         Condition results (default: the committed ones).
+    studies : dict, optional
+        Study files by label (default: :func:`fltrust.repro.fairness.studies.load_studies`).
 
     Returns
     -------
@@ -199,7 +221,7 @@ def misses_number_problems(
         ``misses.yaml <entry>: <key> repeat <r>: typed <a>, the data give <b>``, and the unlisted
         quotes; empty when every number matches.
     """
-    from fltrust.repro.fairness.run import RESULTS_DIR, repeat_window_values
+    from fltrust.repro.fairness.run import RESULTS_DIR
 
     misses = load_misses() if misses is None else misses
     results = load_results(RESULTS_DIR) if results is None else results
@@ -210,7 +232,17 @@ def misses_number_problems(
         quotes = {key: str(text) for key, text in (entry.get("per_repeat") or {}).items()}
         for key, text in quotes.items():
             condition, quantity = key.rsplit("/", 1) if "/" in key else (name, key)
-            if condition not in faithful:
+            if ":" in condition:  # <study>:<group>
+                label, group = condition.split(":", 1)
+                studies = load_studies() if studies is None else studies
+                study = next((s for s in STUDIES if s.label == label), None)
+                if study is None or group not in study.groups:
+                    problems.append(f"misses.yaml {name}: {key}: no study {label} with a group {group}; studies: "
+                                    f"{[s.label + ':' + g for s in STUDIES for g in s.groups]}")
+                    continue
+                if condition not in values:
+                    values[condition] = group_values(study, studies.get(label), group)
+            elif condition not in faithful:
                 problems.append(f"misses.yaml {name}: {key}: no faithful result of {condition}")
                 continue
             if condition not in values:
@@ -218,7 +250,8 @@ def misses_number_problems(
             data = values[condition][quantity]
             typed = [v.strip() for v in text.split("/")]
             if len(typed) != len(data):
-                problems.append(f"misses.yaml {name}: {key}: {len(typed)} values typed, the result has {len(data)} repeats")
+                problems.append(f"misses.yaml {name}: {key}: {len(typed)} values typed, the result has {len(data)} "
+                                "repeats (runs)")
                 continue
             for repeat, (t, v) in enumerate(zip(typed, data)):
                 if t != "-" and not _matches(t, v):
@@ -442,6 +475,205 @@ def misses_markdown(
     return lines(render("fairness/misses.md.j2", misses=_misses_section(table, misses, threshold, notions)))
 
 
+STUDY_TITLES = {"draws": "Partition draws", "repeats": "More repeats", "aux_size": "Aux set size"}
+"""Heading of each study kind's subsection in RESULTS.md."""
+
+STUDY_COLUMNS = ("F_T", "f_j", "f_g", "f_r", "f_o")
+"""The notions a study's run rows show (with the non-positive s and dominated rounds)."""
+
+
+def _triple(values: Sequence[Any], digits: int = DIGITS) -> str:
+    """``a / b / c`` (a dash for a value not run)."""
+    return " / ".join(fmt(v, digits) for v in values)
+
+
+def _mean_std(values: Sequence[Any]) -> str:
+    """``mean ± std`` of the known values (mean alone for one, a dash for none)."""
+    known = [float(v) for v in values if not is_missing(v)]
+    if not known:
+        return "–"
+    if len(known) == 1:
+        return fmt(known[0], DIGITS)
+    return f"{fmt(sum(known) / len(known), DIGITS)} ± {fmt(pd.Series(known).std(), DIGITS)}"
+
+
+def _run_row(values: dict[str, Any]) -> list[str]:
+    return [*(fmt(values.get(k), DIGITS) for k in STUDY_COLUMNS),
+            *(fmt(values.get(k), 0) for k in ("nonpositive_s", "dominant_gain_rounds"))]
+
+
+_RUN_HEADER = [*STUDY_COLUMNS, "non-positive s", "rounds dominated by one gain"]
+
+
+def _distribution_frame(dist: Any) -> pd.DataFrame:
+    columns = ["runs", "min", "Q1", "median", "Q3", "max", "mean", "std", "paper", "below the paper", "paper's percentile"]
+    return pd.DataFrame([[
+        str(dist.n), *(fmt(getattr(dist, k), DIGITS) for k in ("min", "q1", "median", "q3", "max", "mean", "std")),
+        fmt(dist.reference, 2), "–" if dist.below is None else f"{dist.below} of {dist.n}", fmt(dist.percentile, 0),
+    ]], columns=columns)
+
+
+def _authors_repeats(authors: AuthorsRuns | None, condition: str) -> list[float] | None:
+    if authors is None or condition not in authors.conditions:
+        return None
+    return list(authors.conditions[condition].table3()["F_T_per_repeat"])
+
+
+def _draws_part(study: Study, data: Any, committed: dict[str, Any] | None, paper: float | None,
+                authors: AuthorsRuns | None) -> dict[str, Any]:
+    condition = study.conditions[0]
+    rows, f_t = [], []
+    draws = study_runs(study, data, "draws")
+    for variant, entry in draws:
+        if entry is None:
+            continue
+        values = run_values(entry)
+        f_t.append(values["F_T"])
+        rows.append([str(variant.overrides["partition.seed"]), *_run_row(values)])
+    shared = study_runs(study, data, "shared")
+    shared_f_t = [run_values(e)["F_T"] if e is not None else None for _, e in shared]
+    theirs = _authors_repeats(authors, condition)
+    ours = repeat_window_values(committed)["F_T"] if committed else None
+    (first, first_entry), same_as_committed = draws[0], None
+    if ours and first_entry is not None and first.overrides.get("partition.seed") == first.repeat == 0:
+        same_as_committed = (f"partition.seed 0 with seed 0 holds the committed repeat 0's data and seed: F_T "
+                             f"{fmt(run_values(first_entry)['F_T'], DIGITS)} (committed repeat 0: {fmt(ours[0], DIGITS)})")
+    return {
+        "draws": pd.DataFrame(rows, columns=["partition.seed", *_RUN_HEADER]),
+        "distribution": _distribution_frame(distribution(f_t, paper)) if f_t else None,
+        "shared_seed": study.params.get("shared_seed"),
+        "shared_repeats": ", ".join(str(v.repeat) for v, _ in shared),
+        "shared": _triple(shared_f_t) if any(v is not None for v in shared_f_t) else None,
+        "shared_mean": _mean_std(shared_f_t),
+        "authors": None if theirs is None else f"{_triple(theirs)} (mean {_mean_std(theirs)})",
+        "committed": None if ours is None else f"{_triple(ours)} (mean {_mean_std(ours)})",
+        "same_as_committed": same_as_committed,
+    }
+
+
+def _repeats_part(study: Study, data: Any, committed: dict[str, Any] | None, paper: float | None,
+                  authors: AuthorsRuns | None) -> dict[str, Any]:
+    rows, f_t = [], []
+    if committed:
+        values = repeat_window_values(committed)
+        for i, repeat in enumerate(sorted(set(committed["per_round"]["repeat"]))):
+            one = {k: v[i] for k, v in values.items()}
+            f_t.append(one["F_T"])
+            rows.append([str(int(repeat)), f"results/{committed['condition']}.json", *_run_row(one)])
+    for variant, entry in study_runs(study, data, "repeats"):
+        if entry is None:
+            continue
+        one = run_values(entry)
+        f_t.append(one["F_T"])
+        rows.append([str(variant.repeat), f"experiments/{study.label}.json", *_run_row(one)])
+    dist = distribution(f_t, paper) if f_t else None
+    inside = None
+    if dist is not None and paper is not None:
+        inside = "inside" if dist.min <= paper <= dist.max else "outside"
+    theirs = _authors_repeats(authors, study.conditions[0])
+    welch = welch_test(f_t, theirs) if theirs and len(f_t) >= 2 else None
+    return {
+        "repeats": pd.DataFrame(rows, columns=["repeat (seed)", "file", *_RUN_HEADER]),
+        "distribution": None if dist is None else _distribution_frame(dist),
+        "inside": inside,
+        "n": 0 if dist is None else dist.n,
+        "authors": None if theirs is None else _triple(theirs),
+        "welch": None if welch is None else f"Welch t {fmt(welch.t, 2, signed=True)}, p {fmt(welch.p, DIGITS)}",
+    }
+
+
+def _aux_part(study: Study, data: Any, results: dict[str, dict[str, Any]], reported: dict[str, Any]) -> dict[str, Any]:
+    rows, sizes = [], set()
+    for condition in study.conditions:
+        committed = results.get(condition)
+        sizes.update(sc.get("aux_samples") for sc in result_scales(committed)[0] if committed and sc.get("aux_samples"))
+        before = repeat_window_values(committed) if committed else {"F_T": [], "nonpositive_s": []}
+        runs = study_runs(study, data, condition)
+        after_values = [run_values(e) if e is not None else {} for _, e in runs]
+        new = [v.get("F_T") for v in after_values]
+        old = [before["F_T"][v.repeat] if v.repeat < len(before["F_T"]) else None for v, _ in runs]
+        delta = [None if is_missing(a) or is_missing(b) else a - b for a, b in zip(new, old)]
+        old_s = [before["nonpositive_s"][v.repeat] if v.repeat < len(before["nonpositive_s"]) else None
+                 for v, _ in runs]
+        rows.append([
+            condition, fmt(reported["values"].get(condition), 2), f"{_triple(old)} ({_mean_std(old)})",
+            f"{_triple(new)} ({_mean_std(new)})",
+            " / ".join(fmt(d, DIGITS, signed=True) for d in delta),
+            f"{_triple(old_s, 0)} -> {_triple([v.get('nonpositive_s') for v in after_values], 0)}",
+        ])
+    committed_d = "/".join(f"{d:,}" for d in sorted(sizes)) or "?"
+    return {"table": pd.DataFrame(rows, columns=[
+        "condition", "paper", f"F_T per repeat, D {committed_d} (committed; mean ± std)",
+        f"F_T per repeat, D {study.params['aux_samples']:,} (mean ± std)", "Δ per repeat (paired by seed)",
+        "non-positive s per repeat"])}
+
+
+def _studies_section(results: Sequence[dict[str, Any]], studies: dict[str, Any], reported: dict[str, Any],
+                     authors: AuthorsRuns | None) -> list[dict[str, Any]]:
+    """Variables of ``fairness/studies.md.j2``: one entry per study of
+    :data:`fltrust.repro.fairness.studies.STUDIES`, measured parts only where its runs exist."""
+    faithful = {r["condition"]: r for r in results if r["mode"] == "faithful" and not r["quick"]}
+    sections = []
+    for study in STUDIES:
+        data = studies.get(study.label)
+        done = sum(entry is not None for _, entry in study_runs(study, data))
+        cost = estimate(study, results, data)
+        hours = "" if cost.minutes_left is None else f", {cost.minutes_left / 60:.1f} h"
+        pending = None
+        if cost.runs_left:
+            pending = (f"{'not run yet' if not done else f'{cost.runs_left} of {cost.runs} runs not run yet'} "
+                       f"(estimate: {cost.text()} on this CPU{hours}; command: `{study.command}`)")
+        section = {"label": study.label, "kind": study.kind, "title": STUDY_TITLES[study.kind],
+                   "conditions": ", ".join(study.conditions), "purpose": study.purpose, "done": done,
+                   "runs": cost.runs, "pending": pending}
+        if done:
+            condition = study.conditions[0]
+            paper = reported["values"].get(condition)
+            if study.kind == "draws":
+                section.update(_draws_part(study, data, faithful.get(condition), paper, authors), paper=fmt(paper, 2))
+            elif study.kind == "repeats":
+                section.update(_repeats_part(study, data, faithful.get(condition), paper, authors), paper=fmt(paper, 2))
+            else:
+                section.update(_aux_part(study, data, faithful, reported))
+        sections.append(section)
+    return sections
+
+
+def studies_markdown(
+    results: Sequence[dict[str, Any]],
+    studies: dict[str, Any] | None = None,
+    *,
+    reported: dict[str, Any] | None = None,
+    authors: AuthorsRuns | None = None,
+) -> list[str]:
+    """Lines of the section "Misses measured: studies" (template ``fairness/studies.md.j2``).
+
+    Parameters
+    ----------
+    results : sequence of dict
+        Condition results (:func:`load_results`): the committed repeats a study is set beside, and
+        the seconds per run its estimate is priced with.
+    studies : dict, optional
+        Study files by label (default: :func:`fltrust.repro.fairness.studies.load_studies`).
+    reported : dict, optional
+        ``reported.yaml`` content (default: :func:`fltrust.repro.fairness.run.load_reported`).
+    authors : AuthorsRuns, optional
+        The authors' runs: their per-repeat F_T beside the draws and repeats studies.
+
+    Returns
+    -------
+    list of str
+        Per study of :data:`fltrust.repro.fairness.studies.STUDIES`: its question, runs done, and
+        for the runs not done their estimate and command; the measured tables where runs exist
+        (draws: one row per draw, the distribution of F_T and the paper's percentile, the shared
+        draw's repeats; repeats: every repeat, their spread against the paper; aux size: F_T per
+        repeat before and after, paired by seed).
+    """
+    section = _studies_section(results, load_studies() if studies is None else studies, reported or load_reported(),
+                               authors)
+    return lines(render("fairness/studies.md.j2", studies=section, run_script=RUN_SCRIPT))
+
+
 REPEAT_0_ONLY = "repeat 0 only"
 """The data-scale table's repeats cell of a result that recorded only its first repeat's scale."""
 
@@ -556,8 +788,9 @@ def untrained_global_models(results: Sequence[dict[str, Any]],
     A condition is listed when, in every repeat, the largest minus the smallest ``aux_accuracy``
     of its rounds is at most ``threshold``. Its F_T then describes clients that train locally from
     a global model that stays where it started (chance on CIFAR-10, the initial model's accuracy on
-    NSL-KDD): the q-FedAvg conditions run Flower 1.7's legacy ``QFedAvg`` (fairness spec 5.2), whose
-    step ``sum_n L^q g_n / sum_n h_n`` with one central loss L moves the model very little.
+    NSL-KDD): the q-FedAvg conditions run Flower 1.7's legacy ``QFedAvg`` (fairness spec 5.2,
+    docs/references.md#fairness-5-2), whose step ``sum_n L^q g_n / sum_n h_n`` with one central loss L moves the model
+    very little.
 
     Parameters
     ----------
@@ -763,6 +996,7 @@ def results_markdown(
     reported: dict[str, Any] | None = None,
     misses: dict[str, dict[str, Any]] | None = None,
     authors: AuthorsRuns | None = None,
+    studies: dict[str, Any] | None = None,
 ) -> str:
     """The text of RESULTS.md (see the module docstring for its sections; template :data:`TEMPLATE`).
 
@@ -783,6 +1017,9 @@ def results_markdown(
         The authors' runs (:func:`fltrust.repro.fairness.authors.load_authors_runs`): adds their
         per-repeat values and Welch's p to every faithful Table 3 cell and the section of
         :func:`authors_markdown`. None (default): neither.
+    studies : dict, optional
+        The study files by label (default: :func:`fltrust.repro.fairness.studies.load_studies`); not
+        used for quick results. A study without runs shows its estimate and command.
 
     Raises
     ------
@@ -848,6 +1085,9 @@ def results_markdown(
         stale=[f"{name}: {reason}" for name, reason in stale_results(results)],
         misses=None if quick else _misses_section(table, load_misses() if misses is None else misses,
                                                   STRICT_TOLERANCE, notions),
+        studies=None if quick else _studies_section(results, load_studies() if studies is None else studies,
+                                                    reported, authors),
+        run_script=RUN_SCRIPT,
         per_condition=_condition_table(table, notions),
         repeats="; ".join(f"{n} repeat(s): {', '.join(sorted(set(names)))}" for n, names in sorted(by_repeats.items())),
         seeding=SEEDING,
@@ -869,6 +1109,7 @@ def write_results_md(
     reported: dict[str, Any] | None = None,
     misses: dict[str, dict[str, Any]] | None = None,
     authors: AuthorsRuns | None = None,
+    studies: dict[str, Any] | None = None,
 ) -> Path:
     """Write RESULTS.md (:func:`results_markdown`) atomically: temporary file, then ``os.replace``.
 
@@ -888,6 +1129,8 @@ def write_results_md(
         Miss explanations (default: :func:`load_misses`).
     authors : AuthorsRuns, optional
         The authors' runs, see :func:`results_markdown`.
+    studies : dict, optional
+        The study files, see :func:`results_markdown`.
 
     Returns
     -------
@@ -896,5 +1139,5 @@ def write_results_md(
     """
     path = Path(path)
     atomic_write_text(path, results_markdown(table, results, quick=quick, reported=reported, misses=misses,
-                                             authors=authors))
+                                             authors=authors, studies=studies))
     return path

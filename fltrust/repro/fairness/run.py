@@ -4,16 +4,15 @@ The condition notebook (``notebooks/fairness/condition.ipynb``) calls :func:`run
 :func:`notions_frame`, :func:`condition_result` and :func:`write_result`; the summary notebook
 calls :func:`table3` and :func:`figure4_frame`. Everything reads plain run records, so figures can
 be redrawn without rerunning, and :func:`rewrite_result` rewrites a committed condition result
-from its reloaded run folders (no training). The Table 3 window protocol (fairness spec 8) is
-:func:`table3_window_mean` on per-round arrays and :func:`window_means` on a notions frame.
+from its reloaded run folders (no training). The Table 3 window protocol (fairness spec 8,
+docs/references.md#fairness-8) is :func:`table3_window_mean` on per-round arrays and :func:`window_means` on a notions
+frame.
 
 A condition result holds, besides the Table 3 window means and the per-round notions, the
 per-client data of every round (:func:`per_client_data`: the cumulative FedSV vector of all C
 clients, the participants' ids, s, gains, rewards, accuracies, group scores and the count of
-non-positive s), so that the fairness spec's section 7 identities can be checked on the committed
-files without the run folders (``tests/repro/fairness/test_fairness_identities.py``).
-
-Spec and bug references ("fairness spec §N", "trust spec §N", "Bn") are defined in ``docs/references.md``.
+non-positive s), so that the fairness spec's section 7 (docs/references.md#fairness-7) identities can be checked on the
+committed files without the run folders (``tests/repro/fairness/test_fairness_identities.py``).
 """
 
 from __future__ import annotations
@@ -21,8 +20,8 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -34,9 +33,21 @@ from fltrust.config import ExperimentConfig, load_config
 from fltrust.core.io import atomic_write_text, to_plain
 from fltrust.metrics.fairness.registry import FAIRNESS_KEYS, GENERAL_FAIRNESS, NOTIONS as REGISTERED
 from fltrust.metrics.jain import MetricInputError
+from fltrust.names import FAIRNESS_MODES
 from fltrust.repro.fairness.conditions import DATASETS, QUICK_OVERRIDES, quick_overrides
 from fltrust.repro.paths import REPO_ENV, repo_root, resource_root
-from fltrust.repro.results import result_provenance, round_trace
+from fltrust.repro.results import (
+    NUMBER,
+    NUMBER_LIST,
+    TEXT_LIST,
+    Each,
+    Lazy,
+    Maybe,
+    result_provenance,
+    round_trace,
+    schema_problem,
+    with_integrity,
+)
 from fltrust.runs import RunRecord, load_run
 
 NOTIONS = FAIRNESS_KEYS
@@ -458,6 +469,59 @@ def condition_result(name: str, records: Sequence[RunRecord], *, quick: bool) ->
     }
 
 
+RESULT_KEYS = (
+    "condition", "quick", "complete", "mode", "rounds", "window", "num_clients", "synthetic",
+    "deviations", "seconds_per_run", "run_ids", "table3", "per_round",
+)
+"""Keys every condition result must have (written by :func:`condition_result`)."""
+
+
+def _condition(value: Any) -> str | None:
+    ok = isinstance(value, str) and value.count("_") >= 2
+    return None if ok else "must be a condition name <strategy>_<dataset>_<setting> (e.g. fedavg_nslkdd_100c_iid)"
+
+
+def _window(value: Any) -> str | None:
+    ok = isinstance(value, list) and len(value) == 2 and all(isinstance(v, int) and not isinstance(v, bool) for v in value)
+    return None if ok else "must be [first round, last round]"
+
+
+def _per_round(value: Any) -> str | None:
+    if not isinstance(value, dict) or not all(isinstance(v, list) for v in value.values()):
+        return "must map each column (repeat, round, f_j, ...) to a list"
+    lengths = {len(v) for v in value.values()}
+    return None if len(lengths) <= 1 else f"must hold lists of one length, found lengths {sorted(lengths)}"
+
+
+_SPREAD = {"median": int, "min": int, "max": int}
+_SCALE = {"source_train_samples": int, "source_test_samples": int, "num_clients": Maybe(int),
+          "train_per_client": Maybe(_SPREAD), "val_per_client": Maybe(_SPREAD), "aux_samples": Maybe(int)}
+
+
+def _scales(value: Any) -> str | None:
+    """``scale_per_repeat``: one :data:`_SCALE` (or an empty mapping) per repeat."""
+    if not isinstance(value, list):
+        return "must be a list of one data scale per repeat"
+    for repeat, scale in enumerate(value):
+        why = schema_problem(scale, Maybe(_SCALE))
+        if why is not None:
+            return f"repeat {repeat}: {why}"
+    return None
+
+
+RESULT_SCHEMA = {
+    "condition": _condition, "quick": bool, "complete": bool,
+    "mode": lambda v: None if v in FAIRNESS_MODES else f"must be one of {list(FAIRNESS_MODES)}",
+    "rounds": int, "window": _window, "num_clients": int, "synthetic": bool, "deviations": TEXT_LIST,
+    "scale": Maybe(_SCALE), "scale_per_repeat": Maybe(_scales), "seconds_per_run": NUMBER_LIST, "run_ids": TEXT_LIST,
+    "table3": Lazy(lambda: {GENERAL_FAIRNESS: NUMBER, "F_T_std": NUMBER, "repeats": int, "mean_local_accuracy": NUMBER,
+                            "num_skipped": Maybe(Each(int)), **{name: Maybe(NUMBER) for name in REGISTERED}}),
+    "per_round": _per_round, "per_client": Maybe(dict),
+}
+"""What a reader checks in every condition result (:func:`fltrust.repro.results.check_fields`;
+``fltrust.repro.fairness.report.load_results``): the fields the tables and figures read, with their types."""
+
+
 _FLAT_ITEM = r'(?:-?\d[\d.eE+-]*|null|true|false|"[0-9a-f]{64}")'
 _FLAT_LIST = re.compile(rf"\[\s*({_FLAT_ITEM}(?:\s*,\s*{_FLAT_ITEM})*)\s*\]")
 
@@ -469,9 +533,10 @@ def result_json(result: dict[str, Any]) -> str:
 
 
 def write_result(path: str | Path, result: dict[str, Any]) -> Path:
-    """Write a condition result atomically (:func:`result_json`); returns ``path``."""
+    """Write a condition result atomically (:func:`result_json`) with its record hash
+    (:func:`fltrust.repro.results.with_integrity`, checked when it is read); returns ``path``."""
     path = Path(path)
-    atomic_write_text(path, result_json(result))
+    atomic_write_text(path, result_json(with_integrity(result)))
     return path
 
 
@@ -517,6 +582,54 @@ def rewrite_result(
     return write_result(path, condition_result(name, records, quick=bool(old["quick"])))
 
 
+@dataclass(frozen=True)
+class Variant:
+    """One run of a Table 3 condition with switches flipped: the unit of every experiment and study.
+
+    Attributes
+    ----------
+    condition : str
+        The Table 3 condition (``configs/<condition>.yaml``).
+    overrides : mapping
+        Dotted config paths and their values (``{"partition.seed": 3}``); empty = the Table 3 run.
+    rounds : int or None
+        Server rounds (``None``: the condition's 30).
+    repeat : int
+        The repeat, i.e. seed 0 + ``repeat`` (model initialisation, client sampling, batch order, and
+        the partition unless ``partition.seed`` is overridden).
+
+    Examples
+    --------
+    >>> v = Variant("fedavg_cifar10_10c_niid", {"partition.seed": 3})
+    >>> cfg = v.config()
+    >>> cfg.partition.seed, cfg.effective_seed(), cfg.training.rounds
+    (3, 0, 30)
+    >>> v.describe()
+    {'condition': 'fedavg_cifar10_10c_niid', 'overrides': {'partition.seed': 3}, 'rounds': None, 'repeat': 0}
+    """
+
+    condition: str
+    overrides: Mapping[str, Any] = field(default_factory=dict)
+    rounds: int | None = None
+    repeat: int = 0
+
+    def config(self, *, device: str = "auto", config_dir: str | Path = CONFIG_DIR) -> ExperimentConfig:
+        """The run's config: the condition's repeat ``repeat`` with ``overrides`` and ``rounds``."""
+        return condition_configs(self.condition, repeats=self.repeat + 1, rounds=self.rounds, device=device,
+                                 extra=dict(self.overrides), config_dir=config_dir)[self.repeat]
+
+    def run(self, out_dir: str | Path, *, device: str = "auto") -> RunRecord:
+        """Run (or reload, when complete) the variant into ``out_dir/<run id>``; returns the record."""
+        from fltrust.experiment import run_experiment
+
+        return run_experiment(self.config(device=device), out_dir=out_dir)
+
+    def describe(self) -> dict[str, Any]:
+        """The variant as plain data (stored with its result)."""
+        return {"condition": self.condition, "overrides": dict(self.overrides), "rounds": self.rounds,
+                "repeat": self.repeat}
+
+
 def run_variant(
     name: str,
     label: str,
@@ -527,18 +640,16 @@ def run_variant(
     out_dir: str | Path = EXPERIMENTS_DIR,
     device: str = "auto",
 ) -> dict[str, Any]:
-    """A cheap experiment: one repeat of condition ``name`` with one or more switches flipped.
+    """A cheap experiment: one repeat (seed 0) of condition ``name`` with one or more switches flipped.
 
-    Runs (or reloads) ``name`` with ``overrides`` (dotted config paths) and optionally fewer
-    ``rounds``, writes its :func:`condition_result` plus ``variant_of``, ``overrides`` and
-    ``purpose`` to ``out_dir/<label>.json`` (run folder under ``out_dir/runs``) and returns it.
-    The committed result of ``name`` is the baseline it is compared with (``misses.yaml``).
+    Runs (or reloads) the :class:`Variant` ``(name, overrides, rounds)``, writes its
+    :func:`condition_result` plus ``variant_of``, ``label``, ``overrides`` and ``purpose`` to
+    ``out_dir/<label>.json`` (run folder under ``out_dir/runs``) and returns it. The committed
+    result of ``name`` is the baseline it is compared with (``misses.yaml``). Studies of many runs:
+    :mod:`fltrust.repro.fairness.studies`.
     """
-    from fltrust.experiment import run_experiment
-
     out_dir = Path(out_dir)
-    cfg = condition_configs(name, repeats=1, rounds=rounds, device=device, extra=overrides)[0]
-    record = run_experiment(cfg, out_dir=out_dir / "runs")
+    record = Variant(name, overrides, rounds).run(out_dir / "runs", device=device)
     result = condition_result(name, [record], quick=False)
     result.update(variant_of=name, label=label, overrides=dict(overrides), purpose=purpose)
     write_result(out_dir / f"{label}.json", result)
@@ -649,6 +760,9 @@ def figure4_frame(
 
 __all__ = [
     "DOMINANCE_FACTOR",
+    "RESULT_KEYS",
+    "RESULT_SCHEMA",
+    "Variant",
     "NOTIONS",
     "PER_CLIENT_FIELDS",
     "REPEAT_QUANTITIES",

@@ -1,8 +1,8 @@
 """FederatedTrust experiments 1-5 (paper Section 6, Figures 4-5), generated from one definition.
 
-Paper: "FederatedTrust: A Solution for Trustworthy Federated Learning", Section 6; trust spec 7.1
-(setups), 7.2 (reported numbers) and 7.3 (which normalisations reproduce them), defined in
-``docs/references.md``.
+Paper: "FederatedTrust: A Solution for Trustworthy Federated Learning", Section 6; trust spec §7.1 (setups), §7.2
+(reported numbers) and §7.3 (which normalisations reproduce them): docs/references.md#trust-7-1, #trust-7-2,
+#trust-7-3.
 
 =====  ==========================  ===  ==========  ======  ==========  ==========  =======================
 exp    data                        N    rate        rounds  DP          strategy    model

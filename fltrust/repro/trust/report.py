@@ -25,8 +25,6 @@ run. The text is the Jinja2 template ``templates/trust/results.md.j2`` over tabl
 DataFrames of display strings with the formatters of :mod:`fltrust.repro.markdown`; its sections
 ``dp``, ``extended`` and ``ablation`` (their own templates) are built in
 :mod:`fltrust.repro.trust.sections`, whose names are re-exported here.
-
-Spec and bug references ("fairness spec §N", "trust spec §N", "Bn") are defined in ``docs/references.md``.
 """
 
 from __future__ import annotations
@@ -39,7 +37,7 @@ from typing import Any
 import pandas as pd
 import yaml
 
-from fltrust.repro.results import ResultsError, load_result_files
+from fltrust.repro.results import NUMBER, NUMBER_LIST, TEXT_LIST, Each, Maybe, ResultsError, load_result_files, schema_problem
 from fltrust.repro.markdown import fmt, fmt_raw, is_missing, mark, render
 from fltrust.repro.paths import REPO_ENV
 from fltrust.repro.provenance_table import provenance_frame, provenance_section
@@ -62,6 +60,7 @@ __all__ = [
     "REGENERATE",
     "REPORTED_FILE",
     "RESULT_KEYS",
+    "RESULT_SCHEMA",
     "ResultsError",
     "ablation_frame",
     "ablation_markdown",
@@ -108,6 +107,32 @@ RESULT_KEYS = (
     "run_wall_time_s", "settings", "modes", "deviations",
 )
 """Keys every experiment result must have."""
+
+_MODE = {"trust_score": NUMBER, "pillars": Each(NUMBER), "pillar_labels": Maybe(Each(str)),
+         "metrics": Each({"label": Maybe(str), "normalized": Maybe(NUMBER), "score": NUMBER}),
+         "fixes": Maybe(TEXT_LIST), "warnings": Maybe(TEXT_LIST)}
+
+_EXTENDED_RUN = {"run_id": Maybe(str), "final_aux_accuracy": Maybe(NUMBER), "provenance": Maybe(Each(int)),
+                 "measured_in": Maybe(str)}
+
+
+def _dp_trace(value: Any) -> str | None:
+    needed = ("nbafl_aggregate_noise_norm", "nbafl_upload_noise_norm", "update_norm", "weight_norm")
+    bad = [k for k in needed if not isinstance((value or {}).get(k) if isinstance(value, dict) else None, list)
+           or not value[k] or schema_problem(value[k], NUMBER_LIST)]
+    return None if not bad else f"must hold non-empty lists of numbers {list(needed)}; {bad[0]} is not one"
+
+
+RESULT_SCHEMA = {
+    "experiment": str, "title": str, "figure": Maybe(str), "synthetic": bool, "quick": bool, "complete": bool,
+    "run_id": str, "elapsed_s": NUMBER, "run_wall_time_s": NUMBER, "seconds_per_round": Maybe(NUMBER),
+    "settings": {"num_clients": int, "clients_per_round": int, "rounds": int, "paper_rounds": Maybe(int),
+                 "privacy": str, "epsilon": Maybe(NUMBER)},
+    "epsilon_spent": Maybe(NUMBER), "final_aux_accuracy": Maybe(NUMBER), "missing_fields": Maybe(TEXT_LIST),
+    "modes": Each(_MODE), "extended_run": Maybe(_EXTENDED_RUN), "dp_trace": Maybe(_dp_trace), "deviations": TEXT_LIST,
+}
+"""What :func:`load_results` checks in every experiment result (:func:`fltrust.repro.results.check_fields`):
+the fields the tables and figures read, with their types."""
 
 MODE_LABELS = {"prototype": "prototype", "paper": "paper mode", "fixed": "fixed", "extended": "extended"}
 
@@ -172,7 +197,7 @@ def load_results(results_dir: str | Path) -> list[dict[str, Any]]:
     ResultsError
         If a file is not valid JSON or lacks one of :data:`RESULT_KEYS` (rerun its experiment).
     """
-    results = load_result_files(results_dir, "exp*.json", RESULT_KEYS, "experiment_result")
+    results = load_result_files(results_dir, "exp*.json", RESULT_KEYS, "experiment_result", RESULT_SCHEMA)
     order = list(EXPERIMENTS)
     return sorted(results, key=lambda r: order.index(r["experiment"]) if r["experiment"] in order else len(order))
 

@@ -1,10 +1,10 @@
-"""The FederatedTrust FactSheet: schema, reading and writing, population (trust spec 4).
+"""The FederatedTrust FactSheet: schema, reading and writing, population (trust spec 4, docs/references.md#trust-4).
 
 - :mod:`fltrust.trust.factsheet.schema` -- the one table of the fields (:data:`FIELDS`, the
   template's, and :func:`extended_fields`, those the extended mode's measures declare), sections
   and template (:func:`new_factsheet`);
 - :mod:`fltrust.trust.factsheet.io` -- field access (:func:`get_field`, :func:`set_field`,
-  :func:`set_provenance`), completeness (:func:`missing_fields`, bug B2) and JSON files
+  :func:`set_provenance`), completeness (:func:`missing_fields`, bug B2; docs/references.md#trust-b2) and JSON files
   (:func:`save_factsheet`, :func:`load_factsheet`);
 - :mod:`fltrust.trust.factsheet.populate` -- the fields known before training, from a run's
   configuration and model (:func:`populate_pre_training`);
@@ -16,8 +16,6 @@ Every name is importable from here:
 >>> from fltrust.trust.factsheet import get_field, new_factsheet
 >>> get_field(new_factsheet(), "participants/client_selector")
 ''
-
-Spec and bug references ("fairness spec §N", "trust spec §N", "Bn") are defined in ``docs/references.md``.
 """
 
 from fltrust.trust.factsheet.io import (

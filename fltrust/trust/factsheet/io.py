@@ -5,16 +5,14 @@ is :mod:`fltrust.trust.factsheet.schema`). Extended mode records, per metric, ho
 obtained (:func:`set_provenance`).
 
 Missing values (:func:`missing_fields`): the prototype counts a field as present unless it is
-``None`` or ``""`` (NaN, ``False``, ``0`` and ``[]`` are present, bug B2). Outside prototype mode
-``None``, NaN, empty or whitespace-only strings and empty lists are missing.
+``None`` or ``""`` (NaN, ``False``, ``0`` and ``[]`` are present, bug B2; docs/references.md#trust-b2). Outside
+prototype mode ``None``, NaN, empty or whitespace-only strings and empty lists are missing.
 
 >>> from fltrust.trust.factsheet import new_factsheet
 >>> fs = new_factsheet()
 >>> set_field(fs, "participants/client_num", 10)
 >>> get_field(fs, "participants/client_num"), missing_fields(fs, paths=["configuration/dp_epsilon"])
 (10, ['configuration/dp_epsilon'])
-
-Spec and bug references ("fairness spec §N", "trust spec §N", "Bn") are defined in ``docs/references.md``.
 """
 
 from __future__ import annotations
@@ -121,7 +119,7 @@ def set_field(fs: dict[str, Any], path: str, value: Any) -> None:
 
 
 def is_missing(value: Any, *, nan_is_missing: bool = True) -> bool:
-    """Whether a FactSheet value counts as missing (trust spec 2.3 ``check_properties``, B2).
+    """Whether a FactSheet value counts as missing (``check_properties``; docs/references.md#trust-2-3, #trust-b2).
 
     Parameters
     ----------
@@ -213,7 +211,7 @@ def save_factsheet(fs: dict[str, Any], path: str | Path, *, nan_as_null: bool = 
     path : str or Path
         Target file (folders are created).
     nan_as_null : bool
-        Write NaN as ``null`` (valid JSON, B13; default). ``False`` writes the prototype's
+        Write NaN as ``null`` (valid JSON, B13; default; docs/references.md#trust-b13). ``False`` writes the prototype's
         non-standard ``NaN`` token (prototype mode).
 
     Returns

@@ -4,10 +4,8 @@
 steps 3-5; :mod:`fltrust.trust.observer` calls it at the start of a run) from the run's
 :class:`~fltrust.trust.inputs.TrustInputs` (an experiment builds them from its configuration:
 :func:`fltrust.experiment.trust_inputs`). The vocabularies the
-scoring engine knows are :data:`STRATEGY_NAMES` (aggregation algorithm, trust spec 3.6) and
-:data:`TRAINING_MODEL_MAP` (algorithmic transparency, trust spec 3.4).
-
-Spec and bug references ("fairness spec §N", "trust spec §N", "Bn") are defined in ``docs/references.md``.
+scoring engine knows are :data:`STRATEGY_NAMES` (aggregation algorithm, trust spec 3.6; docs/references.md#trust-3-6)
+and :data:`TRAINING_MODEL_MAP` (algorithmic transparency, trust spec 3.4; docs/references.md#trust-3-4).
 """
 
 from __future__ import annotations
@@ -40,8 +38,8 @@ STRATEGY_NAMES = {
 }
 """``strategy.name`` -> the aggregation-algorithm vocabulary of the papers (trust spec 3.6).
 q-FedAvg and FedMedian are not in the prototype's benchmark map; the scoring reports them. The
-robust aggregators are in the extended definitions' map (nebula's values, spec 10). A strategy
-not listed here is written under its own name."""
+robust aggregators are in the extended definitions' map (nebula's values, spec 10; docs/references.md#trust-10). A
+strategy not listed here is written under its own name."""
 
 TRAINING_MODEL_MAP = {
     "convnet2": "CNN",

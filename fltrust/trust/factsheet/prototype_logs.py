@@ -1,13 +1,13 @@
 """The prototype's ``populate_factsheet`` on FederatedScope output files (trust spec 4, 5.1 and 8.1).
 
+The FactSheet, the files and the golden vectors: docs/references.md#trust-4, #trust-5-1, #trust-8-1.
+
 :func:`populate_from_prototype_logs` fills a FactSheet from the files a FederatedTrust run of the
 authors' prototype leaves behind: FederatedScope's ``config.yaml``, ``eval_results.log``
 (:func:`read_eval_results_final`), ``system_metrics.log`` (:func:`read_system_metrics`) and the
 prototype's ``statistics.json``. It reproduces HEAD b67a59c field by field (golden vector B of trust
 spec 8.1); fltrust's own runs fill their FactSheets with :mod:`fltrust.trust.factsheet.populate`
 and the trust observer instead.
-
-Spec and bug references ("fairness spec §N", "trust spec §N", "Bn") are defined in ``docs/references.md``.
 """
 
 from __future__ import annotations
@@ -63,7 +63,23 @@ def read_eval_results_final(path: str | Path) -> dict[str, Any]:
 
 
 def read_system_metrics(path: str | Path) -> list[dict[str, Any]]:
-    """The JSON lines of a FederatedScope ``system_metrics.log`` (clients, ``sys_avg``, ``sys_std``)."""
+    """Return the JSON lines of a FederatedScope ``system_metrics.log`` (clients, ``sys_avg``, ``sys_std``).
+
+    Parameters
+    ----------
+    path : str or Path
+        The log file.
+
+    Returns
+    -------
+    list of dict
+        One dict per non-blank line, in file order.
+
+    Raises
+    ------
+    FactsheetError
+        The file does not exist, or a line is not JSON (naming the line).
+    """
     path = Path(path)
     if not path.is_file():
         raise FactsheetError(f"system metrics log {str(path)!r} does not exist")
@@ -98,7 +114,7 @@ def populate_from_prototype_logs(
     fix_b1: bool = False,
     model_map: dict[str, str] | None = None,
 ) -> dict[str, Any]:
-    """The prototype's ``populate_factsheet`` on FederatedScope output files (trust spec 4, 8.1).
+    """Run the prototype's ``populate_factsheet`` on FederatedScope output files (trust spec 4, 8.1).
 
     Reproduces HEAD b67a59c field by field (golden vector B of trust spec 8.1); with
     ``fix_b1=True`` CLEVER and feature importance are also taken from the Final
@@ -121,7 +137,7 @@ def populate_from_prototype_logs(
         The trainer context's ``trainable_para_names`` (or their number); 12 for ConvNet2.
     fix_b1 : bool
         ``False`` = HEAD: ``test_clever`` and ``test_feature_importance_cv`` stay as they are
-        (NaN in the template, bug B1). ``True`` = read them from the Final summary.
+        (NaN in the template, bug B1; docs/references.md#trust-b1). ``True`` = read them from the Final summary.
     model_map : dict or None
         ``model.type`` -> transparency vocabulary; ``None`` = :data:`PROTOTYPE_MODEL_MAP`.
 
@@ -132,12 +148,12 @@ def populate_from_prototype_logs(
 
     Notes
     -----
-    As in HEAD: ``test_loss_avg`` is the summed ``test_loss`` (not ``test_avg_loss``, B12);
-    ``test_acc_cv = cap1(test_acc_std / test_acc)`` from the Final fairness and avg summaries;
-    ``selection_cv`` and ``class_imbalance`` are capped CVs of ``statistics.json``
+    As in HEAD: ``test_loss_avg`` is the summed ``test_loss`` (not ``test_avg_loss``, B12;
+    docs/references.md#trust-b12); ``test_acc_cv = cap1(test_acc_std / test_acc)`` from the Final fairness and avg
+    summaries; ``selection_cv`` and ``class_imbalance`` are capped CVs of ``statistics.json``
     (the uncapped values go to the ``*_raw`` extra fields); ``avg_entropy`` is the min-max mean of
-    the stored client entropies (B4); the system sizes are the ``sys_avg`` human-readable strings.
-    The extra ``configuration/trainable_param_count`` is the clients' ``total_model_size``.
+    the stored client entropies (B4, docs/references.md#trust-b4); the system sizes are the ``sys_avg`` human-readable
+    strings. The extra ``configuration/trainable_param_count`` is the clients' ``total_model_size``.
     """
     # imported here: the statistics need scipy, and the scoring engine, which reads the schema of
     # this package, stays cheap to import

@@ -1,4 +1,4 @@
-"""The FederatedTrust FactSheet schema: its fields, sections and template (trust spec 4).
+"""The FederatedTrust FactSheet schema: its fields, sections and template (trust spec 4, docs/references.md#trust-4).
 
 A FactSheet is a plain nested dict ``{section: {field: value}}`` with the 7 sections of the
 prototype's ``configs/factsheet_template.json`` (trust spec 4; paper Sec. 5 and Table 2). The
@@ -18,8 +18,8 @@ project/purpose   str   pre    project owner  project.purpose; prototype: manual
 ================  ====  =====  =============  =======================================================
 
 The fairness CVs are capped at 1 as in HEAD, except in the observer's paper mode, which stores
-them uncapped because the paper-mode definitions bin them (spec 7.3); the ``*_raw`` fields are
-always uncapped.
+them uncapped because the paper-mode definitions bin them (spec 7.3, docs/references.md#trust-7-3); the ``*_raw`` fields
+are always uncapped.
 
 Template defaults (:func:`new_factsheet`): strings ``""``, numbers NaN, booleans ``False``, lists
 ``[]``, as the prototype template. The system sizes are numbers here (NaN by default), where the
@@ -35,8 +35,6 @@ a new metric's field is declared where it is computed, not here) in the sections
 ``{"status": "measured" | "declared" | "missing" | "n/a", "method": ..., "reason": ...}``
 (:func:`fltrust.trust.factsheet.io.set_provenance`). They are created only by
 ``new_factsheet(extended=True)``, so the prototype, paper and fixed FactSheets are unchanged.
-
-Spec and bug references ("fairness spec §N", "trust spec §N", "Bn") are defined in ``docs/references.md``.
 """
 
 from __future__ import annotations
@@ -209,7 +207,7 @@ def undeclare_fields(*, by: str) -> None:
 
 
 def extended_fields() -> tuple[FactsheetField, ...]:
-    """The extended-mode fields: those the registered measures declare, in declaration order.
+    """Return the extended-mode fields: those the registered measures declare, in declaration order.
 
     The packaged measures (:mod:`fltrust.trust.measures.taxonomy`) are registered when this package
     is imported (:mod:`fltrust.trust.factsheet` imports :mod:`fltrust.trust.measures`); a user's
@@ -223,7 +221,7 @@ def extended_fields() -> tuple[FactsheetField, ...]:
 
 
 def extended_sections() -> tuple[str, ...]:
-    """The sections the extended fields add after :data:`SECTIONS`, in order of appearance.
+    """Return the sections the extended fields add after :data:`SECTIONS`, in order of appearance.
 
     Returns
     -------
@@ -234,7 +232,7 @@ def extended_sections() -> tuple[str, ...]:
 
 
 def field_spec(path: str) -> FactsheetField | None:
-    """The schema entry of a template or extended field; ``None`` for an unknown path.
+    """Return the schema entry of a template or extended field; ``None`` for an unknown path.
 
     Parameters
     ----------
@@ -256,7 +254,7 @@ USER_SUPPLIED_FIELDS = ("project/purpose", "project/background", "project/organi
 
 
 def new_factsheet(*, include_extras: bool = True, extended: bool = False) -> dict[str, dict[str, Any]]:
-    """An empty FactSheet (the prototype template values, see the module docstring).
+    """Make an empty FactSheet (the prototype template values, see the module docstring).
 
     Parameters
     ----------
@@ -288,7 +286,7 @@ def new_factsheet(*, include_extras: bool = True, extended: bool = False) -> dic
 
 
 def schema_table(fields: Sequence[FactsheetField] = FIELDS) -> str:
-    """The schema as a reStructuredText table (the module docstring shows one).
+    """Render the schema as a reStructuredText table (the module docstring shows one).
 
     Parameters
     ----------

@@ -7,9 +7,11 @@ writes their results into the FactSheet. Extended mode's measures are declaratio
 importable from here); the packaged ones are :mod:`~fltrust.trust.measures.taxonomy`.
 
 - :mod:`~fltrust.trust.measures.statistics` -- label entropy, class imbalance, selection and
-  accuracy CVs (trust spec 3.8, 5);
-- :mod:`~fltrust.trust.measures.robustness` -- CLEVER (trust spec 3.10), ART FGSM/PGD evasion accuracy;
-- :mod:`~fltrust.trust.measures.explainability` -- SHAP values, feature-importance CV (trust spec 3.11, B10);
+  accuracy CVs (trust spec 3.8, 5, docs/references.md#trust-3-8, #trust-5);
+- :mod:`~fltrust.trust.measures.robustness` -- CLEVER (trust spec 3.10, docs/references.md#trust-3-10), ART FGSM/PGD
+  evasion accuracy;
+- :mod:`~fltrust.trust.measures.explainability` -- SHAP values, feature-importance CV (trust spec 3.11, B10;
+  docs/references.md#trust-3-11, #trust-b10);
 - :mod:`~fltrust.trust.measures.leakage` -- membership inference;
 - :mod:`~fltrust.trust.measures.poisoning` -- defence recovery and retention of attack runs;
 - :mod:`~fltrust.trust.measures.reputation` -- client reputation, data quality;
@@ -21,8 +23,6 @@ importable from here); the packaged ones are :mod:`~fltrust.trust.measures.taxon
 - :mod:`~fltrust.trust.measures.memo` -- CLEVER and SHAP computed once per model and samples;
 - :mod:`~fltrust.trust.measures.registry` -- the measure registry (a measure declares its
   FactSheet fields and provenance); :mod:`~fltrust.trust.measures.taxonomy` -- the packaged measures.
-
-Spec and bug references ("fairness spec §N", "trust spec §N", "Bn") are defined in ``docs/references.md``.
 """
 
 from fltrust.trust.measures.registry import Measured, RunView, declared_field, measure

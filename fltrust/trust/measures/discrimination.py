@@ -5,9 +5,9 @@ the F1 difference between a protected group :math:`\sigma` and the rest of the p
 
 .. math:: \Phi_\sigma = F1\big(w(X^+_\sigma)\big) - F1\big(w(X^-_\sigma)\big) \in [-1, 1]
 
-(0 is ideal). The prototype left it out because it "needs sensitive attributes" (trust spec 6).
-We compute it on the final global model's **test** predictions, for every value of a sensitive
-attribute in turn (that value = protected group, all others = rest), and report the worst case
+(0 is ideal). The prototype left it out because it "needs sensitive attributes" (trust spec 6,
+docs/references.md#trust-6). We compute it on the final global model's **test** predictions, for every value of a
+sensitive attribute in turn (that value = protected group, all others = rest), and report the worst case
 :math:`\Phi = \max_\sigma |\Phi_\sigma|`; the metric scores :math:`1 - \Phi`. F1 is the F1 of the
 positive class for binary labels and the macro F1 over the classes present otherwise
 (:func:`sklearn.metrics.f1_score`).
@@ -24,8 +24,8 @@ Beside it, for binary labels, the two standard group-fairness gaps of fairlearn
 (0 = parity). They are reported, not scored; for more than two classes they are not defined and
 are ``None``.
 
-This is the **paper-literal** group fairness that the fairness spec (§9, item 3) says the authors'
-:math:`f_g` of Federated Fairness Analytics is not: their :math:`f_g` groups samples by *label*
+This is the **paper-literal** group fairness that the fairness spec (§9, item 3; docs/references.md#fairness-9-item-3)
+says the authors' :math:`f_g` of Federated Fairness Analytics is not: their :math:`f_g` groups samples by *label*
 (so it is a function of accuracy alone when all classes are "attributes"); here the groups come
 from an attribute that is not the label. The datasets have no demographic attribute, so we use the
 closest non-label attribute each provides (:func:`sensitive_attribute`) and say so; none of them
@@ -44,8 +44,6 @@ FEMNIST     writer-id parity (even / odd writer)   writers are the natural group
                                                    parity (arbitrary but label-independent)
 CIFAR-10    none                                   n/a: no attribute besides the label
 ==========  =====================================  ==============================================
-
-Spec and bug references ("fairness spec §N", "trust spec §N", "Bn") are defined in ``docs/references.md``.
 """
 
 from __future__ import annotations
@@ -89,7 +87,7 @@ class SensitiveAttribute:
 
 
 def sensitive_attribute(bundle: Any) -> SensitiveAttribute | None:
-    """The sensitive attribute of a dataset's test split (table in the module docstring).
+    """Return the sensitive attribute of a dataset's test split (table in the module docstring).
 
     Parameters
     ----------
@@ -206,7 +204,13 @@ class DiscriminationResult:
     group_sizes: dict[str, int]
 
     def to_dict(self) -> dict[str, Any]:
-        """Plain dict."""
+        """Return the result as a plain dict.
+
+        Returns
+        -------
+        dict
+            The fields by name; ``per_group`` and ``group_sizes`` as plain dicts.
+        """
         return {"attribute": self.attribute, "index": self.index, "per_group": dict(self.per_group),
                 "demographic_parity_difference": self.demographic_parity_difference,
                 "equalized_odds_difference": self.equalized_odds_difference, "group_sizes": dict(self.group_sizes)}

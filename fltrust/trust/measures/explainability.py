@@ -1,8 +1,8 @@
 r"""Post-hoc explainability: the SHAP feature-importance variation of FederatedTrust.
 
 ``performance/test_feature_importance_cv`` (paper Sec. 3.4 "Feature Importance", Table 2: "average
-variance of feature importance scores", post-training, server; trust spec 3.11) is a coefficient of
-variation of SHAP values (Lundberg and Lee, NeurIPS 2017). Two definitions are available
+variance of feature importance scores", post-training, server; trust spec 3.11; docs/references.md#trust-3-11) is a
+coefficient of variation of SHAP values (Lundberg and Lee, NeurIPS 2017). Two definitions are available
 (:data:`FEATURE_IMPORTANCE_METHODS`):
 
 ``"class_sums"`` (prototype)
@@ -14,8 +14,8 @@ variation of SHAP values (Lundberg and Lee, NeurIPS 2017). Two definitions are a
 
     (``scipy.stats.variation``; the FederatedScope fork behind the paper's experiments and nebula
     cap it at 1, HEAD does not). By DeepSHAP additivity :math:`S_c = \sum_x (f_c(x) - E_{bg} f_c)`,
-    so this measures how the output margins differ across classes, not across features (bug B10).
-    A one-logit binary model has a single output and the value is always 0.
+    so this measures how the output margins differ across classes, not across features (bug B10;
+    docs/references.md#trust-b10). A one-logit binary model has a single output and the value is always 0.
 
 ``"feature_mean_abs"`` (B10 fix, the paper's wording)
     The usual SHAP global importance :math:`I_f = \text{mean}_{x, c} |\phi_{f,c}(x)|` of every
@@ -31,11 +31,10 @@ layer, or its additivity check fails because the model uses functional ops such 
 ``torch.relu`` that DeepLIFT cannot see, or applies one pooling module twice, as
 :class:`fltrust.models.CifarCNN` does; :class:`fltrust.models.ConvNet2` gives every activation and
 pooling its own module, so the trust experiments get DeepExplainer) the
-``shap.GradientExplainer`` (expected gradients) with the same background is used instead and a
-warning is logged. shap >= 0.45 returns one array with a trailing output axis instead of a list of
-per-class arrays; :func:`shap_values` accepts both and always returns the trailing-axis layout.
-
-Spec and bug references ("fairness spec §N", "trust spec §N", "Bn") are defined in ``docs/references.md``.
+``shap.GradientExplainer`` (expected gradients) with the same background is used instead and one
+info line says so (a supported fallback, not a failure). shap >= 0.45 returns one array with a
+trailing output axis instead of a list of per-class arrays; :func:`shap_values` accepts both and
+always returns the trailing-axis layout.
 """
 
 from __future__ import annotations
@@ -143,7 +142,10 @@ def _shap_values(model: nn.Module, background: torch.Tensor, explained: torch.Te
         except Exception as exc:  # shap raises assorted errors on unsupported models
             if explainer == "deep":
                 raise
-            log.warning("SHAP DeepExplainer failed (%s: %s); using GradientExplainer", type(exc).__name__, exc)
+            reason = str(exc).strip().splitlines()[0][:160] if str(exc).strip() else type(exc).__name__
+            log.info("SHAP: DeepExplainer cannot take this model (%s: %s; e.g. a module applied twice or a "
+                     "functional activation), so GradientExplainer (expected gradients) explains it",
+                     type(exc).__name__, reason)
     # a fresh copy: a failed DeepExplainer leaves its backward hooks on the modules it patched
     net = _TwoDimOutput(copy.deepcopy(model)).eval()
     values = shap.GradientExplainer(net, background).shap_values(explained, nsamples=nsamples, rseed=seed)
@@ -151,7 +153,7 @@ def _shap_values(model: nn.Module, background: torch.Tensor, explained: torch.Te
 
 
 def class_sum_cv(values: np.ndarray, *, cap: bool = False) -> float:
-    r"""The prototype's FI CV: variation across outputs of the absolute summed SHAP values.
+    r"""Compute the prototype's FI CV: variation across outputs of the absolute summed SHAP values.
 
     .. math:: S_c = \sum_{x, f} \phi_{f,c}(x), \qquad FI_{cv} = \sigma(|S|) / \mu(|S|)
 
@@ -186,7 +188,7 @@ def feature_mean_abs_cv(values: np.ndarray, *, cap: bool = True) -> float:
     values : np.ndarray
         ``(n, *input_shape, n_outputs)`` SHAP values (:func:`shap_values`).
     cap : bool
-        Cap at 1 (default, B10/B11).
+        Cap at 1 (default, B10/B11; docs/references.md#trust-b11).
 
     Returns
     -------

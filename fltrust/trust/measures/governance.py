@@ -1,8 +1,8 @@
 r"""Accountability and federation-management checks, and the declared metrics.
 
 FederatedTrust's taxonomy has metrics about *how the federation is run* that the prototype left
-out because its simulation had none of it (paper Sec. 5.2; trust spec 6). Where the kit keeps
-the evidence, it is checked here (measured); where only a person can say, the value is declared
+out because its simulation had none of it (paper Sec. 5.2; trust spec 6; docs/references.md#trust-6). Where the kit
+keeps the evidence, it is checked here (measured); where only a person can say, the value is declared
 in the configuration (``metrics.trust.declared``) and scored from a small published map.
 
 Measured
@@ -31,8 +31,6 @@ Declared (:data:`fltrust.settings.DECLARATIONS`)
 report lists them as "declared: not declared". :class:`~fltrust.settings.TrustSettings` checks them
 (:func:`fltrust.settings.validate_declarations`, re-exported here with the table and
 :class:`~fltrust.settings.DeclarationError`).
-
-Spec and bug references ("fairness spec §N", "trust spec §N", "Bn") are defined in ``docs/references.md``.
 """
 
 from __future__ import annotations
@@ -119,7 +117,13 @@ class ChainAudit:
     detail: str
 
     def to_dict(self) -> dict[str, Any]:
-        """Plain dict."""
+        """Return the result as a plain dict.
+
+        Returns
+        -------
+        dict
+            The fields by name (:func:`dataclasses.asdict`).
+        """
         return asdict(self)
 
 
@@ -202,7 +206,7 @@ def co_versioning_coverage(entries: Sequence[Mapping[str, Any]], initial_global:
 
 
 def plot_lifecycle_dashboard(summary: Any, ax: Sequence[Any] | None = None) -> tuple[Any, Any]:
-    """The paper's lifecycle dashboard for one run: who took part when, and how the model did.
+    """Build the paper's lifecycle dashboard for one run: who took part when, and how the model did.
 
     Left: clients x rounds participation matrix. Right: the global model's accuracy on the
     server's auxiliary set per round (``server_metrics["aux_accuracy"]``) and the participants'

@@ -1,6 +1,6 @@
 r"""Information-leakage risk: a membership-inference attack on the global model.
 
-FederatedTrust's taxonomy (paper Sec. 3.1, "Information gain/loss"; trust spec 6) names
+FederatedTrust's taxonomy (paper Sec. 3.1, "Information gain/loss"; trust spec 6; docs/references.md#trust-6) names
 *information leakage risk* without an implementation: the prototype left it out for its compute
 cost. The paper mentions H-MINE (mutual information between gradients and inputs); we measure the
 leakage of the *released* model instead, with the standard black-box test of whether a trained
@@ -32,8 +32,6 @@ Theorem 2 for the 0-1 loss). Reported, not scored.
 Everything here is a pure function of a model and arrays; :class:`fltrust.trust.observer.TrustObserver`
 draws the samples (members: every client's training rows in the layout the client trained on;
 non-members: the test split).
-
-Spec and bug references ("fairness spec §N", "trust spec §N", "Bn") are defined in ``docs/references.md``.
 """
 
 from __future__ import annotations
@@ -92,7 +90,13 @@ class MembershipInferenceResult:
     rule_based_accuracy: float | None = None
 
     def to_dict(self) -> dict[str, float | int | None]:
-        """Plain dict."""
+        """Return the result as a plain dict.
+
+        Returns
+        -------
+        dict
+            The fields by name (:func:`dataclasses.asdict`).
+        """
         return asdict(self)
 
 
@@ -180,7 +184,7 @@ def rule_based_advantage(member_correct: np.ndarray, nonmember_correct: np.ndarr
 
 
 def balanced_sample(num_members: int, num_nonmembers: int, num_samples: int, *, seed: int) -> tuple[np.ndarray, np.ndarray]:
-    """Indices of a balanced member / non-member sample of size ``min(num_samples, both sides)`` each.
+    """Draw the indices of a balanced member / non-member sample of size ``min(num_samples, both sides)`` each.
 
     Parameters
     ----------

@@ -49,8 +49,10 @@ def _array_bytes(value: Any) -> tuple[str, tuple[int, ...], bytes]:
 
 
 def digest(kind: str, model: nn.Module, *arrays: Any, **settings: Any) -> str:
-    """Key of one measurement: ``kind``, the model (class, structure, device, parameters and
-    buffers), the input arrays and the settings.
+    """Return the key of one measurement.
+
+    The key covers ``kind``, the model (class, structure, device, parameters and buffers), the
+    input arrays and the settings.
 
     Parameters
     ----------
@@ -84,7 +86,7 @@ def digest(kind: str, model: nn.Module, *arrays: Any, **settings: Any) -> str:
 
 
 def remembered(key: str, compute: Callable[[], T]) -> T:
-    """The result stored under ``key``, else ``compute()`` (stored); always a copy.
+    """Return the result stored under ``key``, else ``compute()`` (stored); always a copy.
 
     Parameters
     ----------

@@ -4,8 +4,8 @@ FederatedTrust's taxonomy (paper Sec. 3.2, "Resilience to attacks") names *poiso
 (Byzantine-robust aggregation, outlier detection) and *empirical robustness* (the effect of a
 poisoning attack, measured by running it) without implementing them: the prototype's
 FederatedScope config did not document defences and attacks were "too attack-specific"
-(paper Sec. 5.2; trust spec 6). Both need more than one run, so they are pure functions of the
-accuracies of those runs; the experiments that run them (same configuration, with and without the
+(paper Sec. 5.2; trust spec 6; docs/references.md#trust-6). Both need more than one run, so they are pure functions of
+the accuracies of those runs; the experiments that run them (same configuration, with and without the
 attack, with and without the defence) supply the numbers and call :func:`attack_outcome`.
 
 Definitions (accuracies are the final global model's test accuracy; attack success rate is the
@@ -26,8 +26,6 @@ under the same attack with the defence (e.g. Krum, trimmed mean, median aggregat
 does not help (or hurts). When the attack costs nothing (``acc_clean <= acc_undefended``) there is
 nothing to recover and the recovery is NaN (undefined; the metric then falls back to the declared
 defence, see :data:`BYZANTINE_ROBUST_AGGREGATORS`).
-
-Spec and bug references ("fairness spec §N", "trust spec §N", "Bn") are defined in ``docs/references.md``.
 """
 
 from __future__ import annotations
@@ -121,6 +119,16 @@ def attack_success_rate(num_successes: int, num_targets: int) -> float:
     num_targets : int
         Target samples evaluated (> 0).
 
+    Returns
+    -------
+    float
+        ``num_successes / num_targets``, in [0, 1].
+
+    Raises
+    ------
+    PoisoningError
+        ``num_targets`` is not a positive integer, or ``num_successes`` is outside [0, num_targets].
+
     Examples
     --------
     >>> attack_success_rate(3, 12)
@@ -200,7 +208,13 @@ class AttackOutcome:
     attack_success_rate: float
 
     def to_dict(self) -> dict[str, float | str]:
-        """Plain dict."""
+        """Return the result as a plain dict.
+
+        Returns
+        -------
+        dict
+            The fields by name (:func:`dataclasses.asdict`).
+        """
         return asdict(self)
 
 

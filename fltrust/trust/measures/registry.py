@@ -26,8 +26,6 @@ that is missing (``None``, NaN) makes the metric ``missing`` (scored 0).
 The packaged measures are in :mod:`fltrust.trust.measures.taxonomy`, registered when the package
 :mod:`fltrust.trust.measures` is imported (so before any use of this module). A user's measures
 are registered when their module is imported, before the run.
-
-Spec and bug references ("fairness spec §N", "trust spec §N", "Bn") are defined in ``docs/references.md``.
 """
 
 from __future__ import annotations
@@ -260,7 +258,7 @@ class RunView:
         return sorted({int(c) for r in self.trained for c in r.client_ids})
 
     def field(self, path: str) -> Any:
-        """The FactSheet value at ``"section/field"`` (``None`` when absent).
+        """Return the FactSheet value at ``"section/field"`` (``None`` when absent).
 
         Parameters
         ----------
@@ -280,7 +278,7 @@ _MEASURES: dict[str, Measure] = {}
 
 def declared_field(path: str, kind: str = "number", source: str = "", *, who: str = "server",
                    phase: str = "post") -> FactsheetField:
-    """A FactSheet field for a measure's ``also=`` (a field not in the prototype's template).
+    """Declare a FactSheet field for a measure's ``also=`` (a field not in the prototype's template).
 
     Parameters
     ----------

@@ -2,7 +2,7 @@ r"""System reliability: drop-out, error and time-out rates of the sampled client
 
 FederatedTrust's taxonomy (paper Sec. 3.2, "System-level robustness") measures *system
 reliability* "based on error, timeout, and dropout rates"; the prototype had "no data available"
-for it (trust spec 6). Engines report, per round, in ``RoundRecord.server_metrics``:
+for it (trust spec 6, docs/references.md#trust-6). Engines report, per round, in ``RoundRecord.server_metrics``:
 
 ==================  ==================================================================
 key                 meaning
@@ -26,8 +26,6 @@ When no round carries any of these keys the engine injected and observed no fail
 is 0, the reliability 1, and the result says ``counters_reported=False`` ("declared / none
 injected") so that the report does not present it as a measurement. ``num_sampled`` missing
 while failure counters are present: sampled = participants + dropped + failed + timed out.
-
-Spec and bug references ("fairness spec §N", "trust spec §N", "Bn") are defined in ``docs/references.md``.
 """
 
 from __future__ import annotations
@@ -67,7 +65,13 @@ class ReliabilityResult:
     counters_reported: bool
 
     def to_dict(self) -> dict[str, Any]:
-        """Plain dict."""
+        """Return the result as a plain dict.
+
+        Returns
+        -------
+        dict
+            The fields by name (:func:`dataclasses.asdict`).
+        """
         return asdict(self)
 
 

@@ -2,8 +2,8 @@ r"""Client reputation and data quality from a run's per-round contribution histo
 
 FederatedTrust's "client & data reliability" notion (paper Sec. 3.2) lists *client reputation*
 and *data quality* besides the federation scale; the prototype implemented neither ("no data
-available", "compute cost", trust spec 6). Both are computed here from what every engine already
-records per round (:class:`~fltrust.core.records.RoundRecord`), so no client data leaves a client:
+available", "compute cost", trust spec 6; docs/references.md#trust-6). Both are computed here from what every engine
+already records per round (:class:`~fltrust.core.records.RoundRecord`), so no client data leaves a client:
 
 **Data quality** (label agreement; after Pejó et al., "Quality inference in federated learning
 with secure aggregation", arXiv:2007.06236, who rate a client by how its data agree with the
@@ -49,8 +49,6 @@ never seen has :math:`R = 0.5`; reputation grows with consistent good behaviour
 (5 positive interactions: 6/7 = 0.857) and falls fast with bad behaviour (5 negative: 1/12).
 The federation's score is the mean over the clients that took part. When the fairness observer
 ran, the consistency of each client's per-round FedSV (mean and CV) is reported beside it.
-
-Spec and bug references ("fairness spec §N", "trust spec §N", "Bn") are defined in ``docs/references.md``.
 """
 
 from __future__ import annotations
@@ -106,6 +104,7 @@ class ContributionRound:
     fedsv: np.ndarray | None = None
 
     def __post_init__(self) -> None:
+        """Check the per-client arrays against ``client_ids``."""
         ids = np.asarray(self.client_ids, dtype=np.int64)
         object.__setattr__(self, "client_ids", ids)
         for name in ("reward_accuracy", "train_loss", "reference_loss", "fedsv"):
@@ -119,7 +118,17 @@ class ContributionRound:
 
 
 def peer_median(values: Sequence[float] | np.ndarray) -> np.ndarray:
-    """For each entry, the median of the *other* entries (NaN when there is no other).
+    """Return, for each entry, the median of the *other* finite entries.
+
+    Parameters
+    ----------
+    values : sequence of float or numpy.ndarray
+        One value per client (flattened); non-finite values are left out of the medians.
+
+    Returns
+    -------
+    numpy.ndarray
+        float array of the same length; NaN where no other entry is finite.
 
     Examples
     --------
@@ -176,7 +185,13 @@ class DataQualityResult:
     components: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready dict (NaN -> None)."""
+        """Return the result as a plain dict.
+
+        Returns
+        -------
+        dict
+            The fields by name, JSON-ready: arrays as lists, NaN as ``None``.
+        """
         def plain(a: np.ndarray) -> list[float | None]:
             return [None if not np.isfinite(v) else float(v) for v in a]
 
@@ -256,7 +271,7 @@ def beta_reputation(
     prior_weight: float = 2.0,
     base_rate: float = 0.5,
 ) -> np.ndarray:
-    r"""Expected subjective-logic opinion :math:`(\alpha p + a W)/(\alpha p + \beta n + W)`.
+    r"""Compute the expected subjective-logic opinion :math:`(\alpha p + a W)/(\alpha p + \beta n + W)`.
 
     Parameters
     ----------
@@ -347,7 +362,13 @@ class ReputationResult:
     fedsv_cv: np.ndarray | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready dict (NaN -> None)."""
+        """Return the result as a plain dict.
+
+        Returns
+        -------
+        dict
+            The fields by name, JSON-ready: arrays as lists, NaN as ``None``.
+        """
         def plain(a: np.ndarray | None) -> list[float | None] | None:
             return None if a is None else [None if not np.isfinite(v) else float(v) for v in a]
 

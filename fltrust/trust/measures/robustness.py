@@ -1,9 +1,9 @@
 r"""Certified robustness: the CLEVER score of a PyTorch classifier, computed with ART.
 
 FederatedTrust's ``performance/test_clever`` (paper Sec. 3.2 "Certified Robustness", Table 2;
-trust spec 3.10) is the untargeted CLEVER score of Weng et al. (ICLR 2018, arXiv:1801.10578): an
-estimate of the smallest input perturbation (in the chosen norm, up to ``radius``) that changes the
-model's prediction, from extreme-value theory on sampled gradient norms of the logit margins.
+trust spec 3.10; docs/references.md#trust-3-10) is the untargeted CLEVER score of Weng et al. (ICLR 2018,
+arXiv:1801.10578): an estimate of the smallest input perturbation (in the chosen norm, up to ``radius``) that changes
+the model's prediction, from extreme-value theory on sampled gradient norms of the logit margins.
 
 For a sample :math:`x_0` with predicted class :math:`c` and each other class :math:`j`,
 
@@ -20,14 +20,12 @@ draws, its Weibull fits), with the gradients of all classes' margins computed in
 Prototype (trust spec 3.10): ``clever_u(classifier, x, nb_batches=10, batch_size=5, radius=2,
 norm=2, pool_factor=3)`` on a single sample (the last of one test batch), with
 ``clip_values=(0, 255)`` that do not match the normalised inputs. HEAD never wrote the result to the
-FactSheet (bug B1). Here the value is averaged over the given samples, the clip values are an
-explicit argument (default: no clipping, as nebula), and the raw score in [0, radius] is returned;
-normalising it is the scoring definitions' job (B6).
+FactSheet (bug B1; docs/references.md#trust-b1). Here the value is averaged over the given samples, the clip values are
+an explicit argument (default: no clipping, as nebula), and the raw score in [0, radius] is returned;
+normalising it is the scoring definitions' job (B6, docs/references.md#trust-b6).
 
 Extended mode adds *empirical* robustness (:func:`evasion_accuracy`): the accuracy of the final
 model under ART's FGSM and PGD evasion attacks, and :func:`accuracy_retention`.
-
-Spec and bug references ("fairness spec §N", "trust spec §N", "Bn") are defined in ``docs/references.md``.
 """
 
 from __future__ import annotations
@@ -66,6 +64,18 @@ class BinaryLogitAsTwoClasses(nn.Module):
         self.model = model
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """Return the logits ``[0, z]`` of the two classes for the wrapped model's one logit ``z``.
+
+        Parameters
+        ----------
+        x : torch.Tensor
+            A batch of inputs of the wrapped model.
+
+        Returns
+        -------
+        torch.Tensor
+            Shape ``(n, 2)``: class 0's logit 0 and class 1's logit ``z`` (the same softmax as the sigmoid of ``z``).
+        """
         z = self.model(x).reshape(-1, 1)
         return torch.cat([torch.zeros_like(z), z], dim=1)
 
@@ -223,7 +233,7 @@ def clever_score(
 # -- empirical robustness: evasion attacks (extended mode) ------------------------------------------
 
 def as_class_logits(model: nn.Module, sample: np.ndarray | torch.Tensor, nb_classes: int) -> tuple[nn.Module, int]:
-    """An eval-mode copy of ``model`` with frozen parameters that emits K class logits, and K.
+    """Make an eval-mode copy of ``model`` with frozen parameters that emits K class logits, and K.
 
     A one-logit binary model is wrapped by :class:`BinaryLogitAsTwoClasses` (K = 2); a K-logit
     model is returned as it is (copied). ``sample`` (one or more rows) is used to read the output
@@ -294,7 +304,13 @@ class EvasionResult:
     retention: float
 
     def to_dict(self) -> dict[str, Any]:
-        """Plain dict."""
+        """Return the result as a plain dict.
+
+        Returns
+        -------
+        dict
+            The fields by name; ``clip_values`` as a list or ``None``.
+        """
         out = asdict(self)
         out["clip_values"] = None if self.clip_values is None else list(self.clip_values)
         return out

@@ -1,8 +1,9 @@
 """FederatedTrust statistics: label entropy, participation, accuracy and class-imbalance variation.
 
 These are the numbers the FederatedTrust prototype collects during training (``statistics.json``)
-and writes into the FactSheet (trust spec 3.3, 3.8, 3.9, 5). Every function takes plain arrays, so
-it can be checked by hand and used outside an FL run.
+and writes into the FactSheet (trust spec 3.3, 3.8, 3.9, 5,
+docs/references.md#trust-3-3, #trust-3-8, #trust-3-9, #trust-5). Every function takes plain arrays, so it can be checked
+by hand and used outside an FL run.
 
 ==========================  =============================  ================================
 function                    FactSheet field                paper
@@ -18,9 +19,7 @@ function                    FactSheet field                paper
 Conventions: CV(x) = std(x) / mean(x) with the *population* standard deviation (ddof = 0), as in
 the prototype; ``cap1(v) = min(v, 1)``. Where the authors' code (HEAD b67a59c) and the paper
 differ, the prototype behaviour is available under a named switch next to the corrected one
-(trust spec 9: B4, B11, B15).
-
-Spec and bug references ("fairness spec §N", "trust spec §N", "Bn") are defined in ``docs/references.md``.
+(trust spec 9: B4, B11, B15; docs/references.md#trust-9, #trust-b4, #trust-b11, #trust-b15).
 """
 
 from __future__ import annotations
@@ -60,7 +59,18 @@ def _as_nonnegative(values: Sequence[float] | np.ndarray, name: str, *, ndim: in
 
 
 def cap1(value: float) -> float:
-    """``min(value, 1)``; NaN stays NaN (the prototype's cap on every CV, trust spec 3.3)."""
+    """Cap at 1: ``min(value, 1)``; NaN stays NaN (the prototype's cap on every CV, trust spec 3.3).
+
+    Parameters
+    ----------
+    value : float
+        A coefficient of variation (or any number).
+
+    Returns
+    -------
+    float
+        ``min(value, 1)``, or NaN for NaN.
+    """
     return float(value) if math.isnan(value) else float(min(value, 1.0))
 
 
@@ -76,7 +86,7 @@ def coefficient_of_variation(values: Sequence[float] | np.ndarray, *, cap: bool 
         Non-negative values (rates, accuracies, counts), at least one.
     cap : bool
         Return ``min(CV, 1)`` as the prototype HEAD does (default). ``False`` gives the raw CV
-        (what the 5796d0b-era prototype stored, trust spec 7.3).
+        (what the 5796d0b-era prototype stored, trust spec 7.3; docs/references.md#trust-7-3).
 
     Returns
     -------
@@ -119,7 +129,7 @@ def label_entropies(class_counts: np.ndarray) -> np.ndarray:
 
 
 def minmax_mean_entropy(entropies: Sequence[float] | np.ndarray) -> float:
-    r"""The prototype's ``avg_entropy``: mean of min-max normalised client entropies (spec 3.8).
+    r"""Compute the prototype's ``avg_entropy``: mean of min-max normalised client entropies (spec 3.8).
 
     .. math:: h_i = \frac{H_i - \min_j H_j}{\max_j H_j - \min_j H_j}, \qquad
               \text{avg\_entropy} = \frac{1}{C} \sum_i h_i
@@ -168,7 +178,7 @@ def avg_entropy(class_counts: np.ndarray, *, method: str = "minmax_label") -> fl
 
     Notes
     -----
-    Methods:
+    The methods:
 
     ``"minmax_label"`` (prototype HEAD)
         :func:`minmax_mean_entropy` of the client label entropies :func:`label_entropies`.
@@ -311,7 +321,7 @@ def class_imbalance(
 
     Notes
     -----
-    Methods:
+    The methods:
 
     ``"present_classes"`` (prototype HEAD)
         Only classes with at least one sample enter ``c`` (the prototype's dictionary only holds

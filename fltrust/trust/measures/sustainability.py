@@ -1,7 +1,7 @@
 r"""Energy and carbon footprint of a run (nebula's *sustainability* pillar), with CodeCarbon offline.
 
-nebula, the later evolution of FederatedTrust (trust spec 10), adds a sixth-plus-one pillar,
-*sustainability*, with three notions: the carbon intensity of the energy used (``energy_source``),
+nebula, the later evolution of FederatedTrust (trust spec 10, docs/references.md#trust-10), adds a sixth-plus-one
+pillar, *sustainability*, with three notions: the carbon intensity of the energy used (``energy_source``),
 the hardware's efficiency (``hardware_efficiency``) and the federation's complexity
 (``federation_complexity``: rounds, model size, sample rate, clients, local steps, dataset size).
 nebula reads CodeCarbon's ``emissions.csv`` for the first two. We do the same, offline:
@@ -26,8 +26,6 @@ Scores (extended definitions, nebula-style normalisation):
   [1e-6, 1e-5, ..., 10] kg (<= 1e-6 kg scores 1, > 10 kg scores 0, 1/7 per decade; our choice:
   a tiny CPU test run emits about 1e-7 kg, a GPU day a few kg).
 - ``federation_complexity``: nebula's six config metrics as nebula defines them.
-
-Spec and bug references ("fairness spec §N", "trust spec §N", "Bn") are defined in ``docs/references.md``.
 """
 
 from __future__ import annotations
@@ -79,10 +77,20 @@ def carbon_intensity(emissions_kg: float, energy_kwh: float) -> float:
 
 
 def known_country(country_iso_code: str) -> bool | None:
-    """Whether CodeCarbon's offline energy-mix table has the country (``None``: table unreadable).
+    """Tell whether CodeCarbon's offline energy-mix table has the country.
 
     CodeCarbon silently falls back to a world-average intensity for an unknown code; the tracker
     says so in its method text.
+
+    Parameters
+    ----------
+    country_iso_code : str
+        ISO 3166-1 alpha-3 code (``metrics.trust.country_iso_code``), any case.
+
+    Returns
+    -------
+    bool or None
+        Whether the table lists the code; ``None`` when CodeCarbon or its table cannot be read.
     """
     try:
         from codecarbon.input import DataSource
@@ -177,7 +185,13 @@ class EnergyResult:
         return self.power_source != "meter"
 
     def to_dict(self) -> dict[str, Any]:
-        """Plain dict (NaN -> None)."""
+        """Return the result as a plain dict.
+
+        Returns
+        -------
+        dict
+            The fields by name with NaN values as ``None``, and ``is_estimate``.
+        """
         out = asdict(self)
         for key in ("energy_kwh", "emissions_kg", "carbon_intensity_g_per_kwh", "duration_s"):
             if not math.isfinite(out[key]):
@@ -240,7 +254,13 @@ class EnergyTracker:
             log.warning("sustainability: CodeCarbon offline tracking unavailable (%s)", self._error)
 
     def stop(self) -> EnergyResult:
-        """Stop tracking and return the energy, emissions and how they were obtained."""
+        """Stop tracking and return the energy, emissions and how they were obtained.
+
+        Returns
+        -------
+        EnergyResult
+            NaN values, ``power_source`` ``"n/a"`` and the ``error`` when tracking never started or failed.
+        """
         duration = time.perf_counter() - self._start if self._start else float("nan")
         method_head = f"CodeCarbon {self._version()} OfflineEmissionsTracker, country {self.country_iso_code}"
         tracker, self._tracker = self._tracker, None

@@ -32,8 +32,6 @@ measure                        FactSheet fields                                 
 
 ``robustness/poisoning_*`` are filled by :func:`~fltrust.trust.measures.poisoning.record_attack_outcome`
 from separate attack runs; the poisoning-defence measure reads them.
-
-Spec and bug references ("fairness spec §N", "trust spec §N", "Bn") are defined in ``docs/references.md``.
 """
 
 from __future__ import annotations
@@ -100,7 +98,7 @@ def encryption(run: RunView) -> Measured:
 @measure("privacy/anonymisation", "str", who="project owner", phase="pre", status="declared",
          source="metrics.trust.declared.anonymisation", provenance="metrics.trust.declared.anonymisation")
 def anonymisation(run: RunView) -> Measured:
-    """The declared anonymisation technique.
+    """Return the declared anonymisation technique.
 
     Parameters
     ----------
@@ -422,7 +420,7 @@ def discrimination_index(run: RunView) -> Measured:
 @measure("explainability/simplification", "str", who="project owner", phase="pre", status="declared",
          source="metrics.trust.declared.simplification", provenance="metrics.trust.declared.simplification")
 def simplification(run: RunView) -> Measured:
-    """The declared model simplification (pruning, quantisation, distillation).
+    """Return the declared model simplification (pruning, quantisation, distillation).
 
     Parameters
     ----------
@@ -560,7 +558,7 @@ def model_co_versioning(run: RunView) -> Measured:
 @measure("federation/model_replacement", "str", who="project owner", phase="pre", status="declared",
          source="metrics.trust.declared.model_replacement", provenance="metrics.trust.declared.model_replacement")
 def model_replacement(run: RunView) -> Measured:
-    """The declared mechanism that replaces a degrading global model.
+    """Return the declared mechanism that replaces a degrading global model.
 
     Parameters
     ----------
@@ -575,7 +573,7 @@ def model_replacement(run: RunView) -> Measured:
     return Measured({"federation/model_replacement": value}, reason=reason)
 
 
-# -- sustainability (nebula, trust spec 10) ----------------------------------------------------
+# -- sustainability (nebula, trust spec 10, docs/references.md#trust-10) -----------------------
 
 
 @measure("participants/avg_dataset_size", who="clients -> server", phase="pre",

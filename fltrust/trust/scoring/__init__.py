@@ -1,5 +1,8 @@
 """FederatedTrust scoring: a FactSheet -> metric, notion, pillar and trust scores (trust spec 2-3, 7-9).
 
+The engine, the catalogue, the paper's numbers, the golden vectors and the bugs: docs/references.md#trust-2, #trust-3,
+#trust-7, #trust-8, #trust-9.
+
 Six modules, each importable on its own and cheap to import (no torch, no scipy):
 
 - :mod:`fltrust.trust.scoring.registry` -- the operation and score-type registries and their
@@ -26,8 +29,6 @@ importable from here; ``operations`` and ``normalization`` are used as modules
 >>> from fltrust.trust.scoring import score_factsheet
 >>> score_factsheet({"participants": {"client_num": 10}}, mode="fixed").metric("scale").score
 0.0
-
-Spec and bug references ("fairness spec §N", "trust spec §N", "Bn") are defined in ``docs/references.md``.
 """
 
 from fltrust.trust.scoring.definitions import (

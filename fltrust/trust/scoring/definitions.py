@@ -3,7 +3,7 @@
 A *definitions* document (YAML or JSON; the packaged ones are ``fltrust/trust/definitions/*.yaml``)
 names, per metric, the FactSheet fields it reads, the *operation* applied to them and the score
 *type*, with optional weights (paper Table 2 metrics, Table 3 normalisations; trust spec sections
-2-3). Operation and type names are those of the registries
+2-3; docs/references.md#trust-2, #trust-3). Operation and type names are those of the registries
 :data:`~fltrust.trust.scoring.registry.OPERATIONS` and :data:`~fltrust.trust.scoring.registry.SCORE_TYPES`
 (the packaged ones: :mod:`fltrust.trust.scoring.operations`, :mod:`fltrust.trust.scoring.normalization`).
 :func:`load_definitions` reads fltrust's layout or the prototype's own ``eval_metrics`` JSON and
@@ -26,8 +26,6 @@ user's own metric is one entry in their own file:
 ('flattened', 6)
 >>> tree.get_metric("robustness/client_reliability/scale").type
 'breakpoints'
-
-Spec and bug references ("fairness spec §N", "trust spec §N", "Bn") are defined in ``docs/references.md``.
 """
 
 from __future__ import annotations
@@ -68,8 +66,8 @@ PROTOTYPE_PILLAR_WEIGHTS = {
     "accountability": 0.1,
     "architectural_soundness": 0.1,
 }
-"""Pillar weights hard-coded in the prototype's metric.py (spec 2.5); applied only when a file in
-the prototype's own JSON format (no pillar weights in it) is loaded."""
+"""Pillar weights hard-coded in the prototype's metric.py (spec 2.5, docs/references.md#trust-2-5); applied only when a
+file in the prototype's own JSON format (no pillar weights in it) is loaded."""
 
 _TOP_KEYS = frozenset({"name", "description", "pillar_aggregation", "use_provenance", "pillars", "extends"})
 _PILLAR_KEYS = frozenset({"weight", "label", "description", "notions"})
@@ -129,6 +127,7 @@ class MetricDefinition:
     description: str = ""
 
     def __post_init__(self) -> None:
+        """Check the operation, the score type and the keys they need."""
         where = f"metric {self.name!r}"
         if self.operation not in OPERATIONS:
             raise DefinitionsError(f"{where}: unknown operation {self.operation!r}; choose one of {OPERATIONS.names()} "
@@ -177,7 +176,7 @@ class NotionDefinition:
 
 @dataclass(frozen=True)
 class PillarDefinition:
-    """A pillar: a group of notions with a weight in the trust score (fix B13: from the file)."""
+    """A pillar: a group of notions with a weight in the trust score (fix B13, docs/references.md#trust-b13)."""
 
     name: str
     notions: tuple[NotionDefinition, ...]
@@ -198,11 +197,31 @@ class Definitions:
     use_provenance: bool = False
 
     def metric_paths(self) -> list[str]:
-        """``pillar/notion/metric`` of every metric, in order."""
+        """List the ``pillar/notion/metric`` path of every metric, in order.
+
+        Returns
+        -------
+        list of str
+        """
         return [f"{p.name}/{n.name}/{m.name}" for p in self.pillars for n in p.notions for m in n.metrics]
 
     def get_metric(self, path: str) -> MetricDefinition:
-        """The metric at ``pillar/notion/metric``."""
+        """Return the metric at ``pillar/notion/metric``.
+
+        Parameters
+        ----------
+        path : str
+            ``pillar/notion/metric``.
+
+        Returns
+        -------
+        MetricDefinition
+
+        Raises
+        ------
+        KeyError
+            No metric at that path.
+        """
         for pillar in self.pillars:
             for notion in pillar.notions:
                 for metric in notion.metrics:
@@ -211,7 +230,7 @@ class Definitions:
         raise KeyError(f"no metric {path!r} in definitions {self.name!r}")
 
     def replace_metric(self, path: str, **changes: Any) -> Definitions:
-        """A copy with the metric at ``path`` changed (fields as in :class:`MetricDefinition`).
+        """Return a copy with the metric at ``path`` changed (fields as in :class:`MetricDefinition`).
 
         Parameters
         ----------
@@ -336,7 +355,7 @@ def _parse_metric(name: str, data: Any, where: str, source: str) -> MetricDefini
 
 
 def _is_prototype_json_layout(data: Mapping[str, Any]) -> bool:
-    """The prototype's eval_metrics JSON: pillars at the top level, no 'pillars' key."""
+    """Tell whether ``data`` is the prototype's eval_metrics JSON: pillars at the top level, no 'pillars' key."""
     return "pillars" not in data and all(
         isinstance(notions, Mapping) and all(isinstance(n, Mapping) and "metrics" in n for n in notions.values())
         for notions in data.values()
@@ -344,7 +363,7 @@ def _is_prototype_json_layout(data: Mapping[str, Any]) -> bool:
 
 
 def _merge_tree(base: Mapping[str, Any], extension: Mapping[str, Any], source: str) -> dict[str, Any]:
-    """``base`` (a raw document) with ``extension``'s keys: pillars, notions and metrics merged by name."""
+    """Merge ``extension``'s keys into ``base`` (a raw document): pillars, notions and metrics merged by name."""
     out = {key: value for key, value in base.items() if key != "extends"}
     for key, value in extension.items():
         if key in ("extends", "pillars"):
@@ -378,7 +397,7 @@ def _merge_tree(base: Mapping[str, Any], extension: Mapping[str, Any], source: s
 
 
 def _resolve_extends(data: Mapping[str, Any], source: str, depth: int = 0) -> Mapping[str, Any]:
-    """The document with its ``extends`` chain merged in (a packaged file name or a relative path)."""
+    """Merge the ``extends`` chain into the document (a packaged file name or a relative path)."""
     target = data.get("extends")
     if target is None:
         return data

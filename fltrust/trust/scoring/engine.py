@@ -1,8 +1,8 @@
 r"""The FederatedTrust scoring engine: factsheet -> metric, notion, pillar and trust scores.
 
 Paper: "FederatedTrust: A Solution for Trustworthy Federated Learning", Sections 4-5 (taxonomy,
-Table 2 metrics, Table 3 normalisations); trust spec sections 2-3 (engine and metric catalogue),
-7 (paper reproduction), 8 (golden vectors) and 9 (bugs), defined in ``docs/references.md``.
+Table 2 metrics, Table 3 normalisations); trust spec §2-3 (engine and metric catalogue), §7 (paper
+reproduction), §8 (golden vectors) and §9 (bugs): docs/references.md#trust-2, #trust-3, #trust-7, #trust-8, #trust-9.
 
 The engine knows nothing about federated learning. A definitions tree
 (:mod:`fltrust.trust.scoring.definitions`) names, per metric, the factsheet fields it reads, the
@@ -32,9 +32,9 @@ mode            definitions         fixes (spec 9)                              
                                     (the other fixes are written into the file)
 ==============  ==================  =============================================  ==========
 
-``extended`` scores all 36 metrics of the paper's taxonomy (Sec. 3; trust spec 6) plus nebula's
-sustainability pillar (spec 10), with the bug fixes built into ``extended.yaml``. Its definitions
-set ``use_provenance: true``: every metric then reads its entry in the FactSheet's ``provenance``
+``extended`` scores all 36 metrics of the paper's taxonomy (Sec. 3; trust spec 6; docs/references.md#trust-6) plus
+nebula's sustainability pillar (spec 10, docs/references.md#trust-10), with the bug fixes built into ``extended.yaml``.
+Its definitions set ``use_provenance: true``: every metric then reads its entry in the FactSheet's ``provenance``
 section (``"measured"``, ``"declared"``, ``"missing"`` or ``"n/a"`` with a reason, filled by the
 trust observer), the report shows it, and **n/a metrics are left out of the means** (weights
 renormalised over the applicable metrics; a notion or pillar with no applicable metric is left
@@ -42,15 +42,16 @@ out too). :data:`~fltrust.trust.scoring.definitions.MODES` keeps the three modes
 paper's 20-metric tree; :data:`~fltrust.trust.scoring.definitions.ALL_MODES` adds ``extended``.
 
 Paper mode leaves off the fixes that contradict the paper's own numbers: B3 (its random
-sampling scored 1, federation 0.92), B6 (Table 3 CLEVER bins) and B11 (its fairness values need
-uncapped CVs). Any mode accepts an explicit ``fixes=[...]`` and ``rounding=...``.
+sampling scored 1, federation 0.92; docs/references.md#trust-b3), B6 (Table 3 CLEVER bins; docs/references.md#trust-b6)
+and B11 (its fairness values need uncapped CVs; docs/references.md#trust-b11). Any mode accepts an explicit
+``fixes=[...]`` and ``rounding=...``.
 
-Prototype rounding (spec 2.5): metric scores are rounded to 2 decimals before aggregation,
+Prototype rounding (spec 2.5, docs/references.md#trust-2-5): metric scores are rounded to 2 decimals before aggregation,
 notion scores are not rounded, pillar and trust scores are rounded to 2 decimals (trust from
 the rounded pillars). Rounding is numpy's (``np.round``: half to even after scaling by 100),
 as the prototype's ``round`` on numpy floats; sums start at 0.0 and add in definition order,
 so ties such as (1 + 0.85)/2 = 0.925 round to 0.92 as in the paper. ``rounding="final"``
-(fix B12) keeps every value exact; round for display only.
+(fix B12; docs/references.md#trust-b12) keeps every value exact; round for display only.
 """
 
 from __future__ import annotations
@@ -92,13 +93,13 @@ def _round2(value: float) -> float:
 
 
 def _run_operation(metric: MetricDefinition, values: list[Any], switches: Mapping[str, Any]) -> Any:
-    """The metric's raw value: its registered operation on its field values."""
+    """Compute the metric's raw value: its registered operation on its field values."""
     operation = OPERATIONS[metric.operation]
     return operation.function(*values, **{name: switches[name] for name in operation.switches})
 
 
 def _normalize(metric: MetricDefinition, raw: Any, switches: Mapping[str, Any]) -> float:
-    """The metric's score: its registered score type on the raw value."""
+    """Compute the metric's score: its registered score type on the raw value."""
     kind = SCORE_TYPES[metric.type]
     return kind.function(raw, metric, **{name: switches[name] for name in kind.switches})
 
@@ -108,7 +109,7 @@ def _is_nan(value: Any) -> bool:
 
 
 def _provenance_entry(factsheet: Mapping[str, Any], path: str) -> dict[str, Any]:
-    """The FactSheet's provenance entry of a metric (extended mode); ``status: "unknown"`` if absent."""
+    """Return the FactSheet's provenance entry of a metric (extended mode); ``status: "unknown"`` if absent."""
     section = factsheet.get(PROVENANCE_SECTION)
     entry = section.get(path) if isinstance(section, Mapping) else None
     if not isinstance(entry, Mapping):
@@ -158,7 +159,8 @@ def _score_metric(
         try:
             raw = _run_operation(metric, [inputs[p] for p in metric.inputs], switches)
         except TypeError as exc:
-            # The prototype turns a TypeError in the operation into a missing value (spec 2.2).
+            # The prototype turns a TypeError in the operation into a missing value (spec 2.2,
+            # docs/references.md#trust-2-2).
             notes.append(f"operation {metric.operation} failed ({exc}); treated as missing")
             raw = None
         if raw is None:
@@ -207,7 +209,7 @@ def _score_metric(
 
 
 def _weights(items: Iterable[Any], use_weights: bool, where: str) -> list[float]:
-    """The weights used to aggregate ``items``: theirs (checked) or 1/k each."""
+    """Return the weights used to aggregate ``items``: theirs (checked) or 1/k each."""
     items = list(items)
     if not use_weights:
         return [1 / len(items)] * len(items)
@@ -244,14 +246,14 @@ def score_factsheet(
     Parameters
     ----------
     factsheet : mapping
-        Nested dict with the trust spec 4 sections (``project``, ``data``, ``participants``,
-        ``configuration``, ``performance``, ``fairness``, ``system``); NaN or missing values
+        Nested dict with the trust spec 4 (docs/references.md#trust-4) sections (``project``, ``data``,
+        ``participants``, ``configuration``, ``performance``, ``fairness``, ``system``); NaN or missing values
         are allowed (they score 0, with a warning in the report).
     mode : {"prototype", "paper", "fixed", "extended"}
         Picks the default definitions, fixes and rounding (module docstring table).
-        ``"prototype"`` reproduces the authors' code (spec 8 golden vectors), ``"paper"`` the
-        paper's Figures 4-5 as far as possible (spec 7.3), ``"fixed"`` applies every fix,
-        ``"extended"`` scores the full 36-metric taxonomy plus sustainability.
+        ``"prototype"`` reproduces the authors' code (spec 8 golden vectors; docs/references.md#trust-8), ``"paper"``
+        the paper's Figures 4-5 as far as possible (spec 7.3, docs/references.md#trust-7-3), ``"fixed"`` applies every
+        fix, ``"extended"`` scores the full 36-metric taxonomy plus sustainability.
     definitions : path, mapping, Definitions or None
         A user's own definitions (YAML or JSON); ``None`` = the packaged file of ``mode``.
     use_weights : bool

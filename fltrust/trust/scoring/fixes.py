@@ -1,11 +1,12 @@
-"""The named corrections of the FederatedTrust prototype's scoring bugs (trust spec section 9).
+"""The named corrections of the FederatedTrust prototype's scoring bugs (trust spec §9, docs/references.md#trust-9).
 
 Each :class:`Fix` either changes metric definitions (:attr:`Fix.metric_changes`, applied by
 :func:`apply_fixes` to a copy of the tree) or sets an engine switch (:attr:`Fix.switch`: missing
 values B2, unknown score-map keys B7, type coercion B14; :func:`engine_switches` collects them for
-:mod:`fltrust.trust.scoring.engine`, which passes them to the operations and score types that take them).
-Fix B12 (round only the final outputs) is the engine's ``rounding`` argument. Which fixes a mode
-applies by default is :data:`fltrust.names.TRUST_SCORING_DEFAULTS`.
+:mod:`fltrust.trust.scoring.engine`, which passes them to the operations and score types that take them;
+docs/references.md#trust-b2, #trust-b7, #trust-b14). Fix B12 (round only the final outputs;
+docs/references.md#trust-b12) is the engine's ``rounding`` argument. Which fixes a mode applies by default is
+:data:`fltrust.names.TRUST_SCORING_DEFAULTS`. The fix of the scale direction, B5 (docs/references.md#trust-b5):
 
 >>> FIXES["scale_ascending"].bug
 'B5'
@@ -13,8 +14,6 @@ applies by default is :data:`fltrust.names.TRUST_SCORING_DEFAULTS`.
 >>> tree, notes = apply_fixes(load_definitions(), ["scale_ascending"])
 >>> tree.get_metric("robustness/client_reliability/scale").direction, notes
 ('asc', [])
-
-Spec and bug references ("fairness spec §N", "trust spec §N", "Bn") are defined in ``docs/references.md``.
 """
 
 from __future__ import annotations
@@ -28,11 +27,13 @@ from fltrust.trust.scoring.definitions import MODE_DEFAULTS, Definitions, TrustS
 from fltrust.trust.scoring.registry import SWITCHES
 
 PARAM_COUNT_FIELD = "configuration/trainable_param_count"
-"""Factsheet field with the SCALAR number of trainable parameters (fix B9, paper mode). The
+"""Factsheet field with the SCALAR number of trainable parameters (fix B9, paper mode; docs/references.md#trust-b9). The
 prototype's ``configuration/trainable_param_num`` holds the number of parameter tensors."""
 
 CLEVER_RADIUS = 2.0
-"""CLEVER-u radius R_L2 of the prototype (spec 3.10); fix B6 scores min(CLEVER / radius, 1)."""
+"""CLEVER-u radius R_L2 of the prototype (spec 3.10); fix B6 scores min(CLEVER / radius, 1).
+
+docs/references.md#trust-3-10, #trust-b6."""
 
 
 @dataclass(frozen=True)
@@ -44,7 +45,7 @@ class Fix:
     name : str
         The switch name passed in ``fixes=[...]``.
     bug : str
-        Spec 9 identifier (B2, B3, ...).
+        Spec 9 identifier (B2, B3, ...; docs/references.md#trust-b3).
     summary : str
         What the prototype does and what the fix does.
     metric_changes : mapping
@@ -161,7 +162,7 @@ the final outputs) is the ``rounding`` argument."""
 
 
 def resolve_fixes(fixes: Iterable[str] | None, mode: str) -> tuple[str, ...]:
-    """The fix names to apply, checked and in their canonical order (that of :data:`FIXES`).
+    """Return the fix names to apply, checked and in their canonical order (that of :data:`FIXES`).
 
     Parameters
     ----------
@@ -196,7 +197,7 @@ def resolve_fixes(fixes: Iterable[str] | None, mode: str) -> tuple[str, ...]:
 
 
 def engine_switches(fixes: Iterable[str]) -> dict[str, Any]:
-    """The engine switches with the named fixes in force (:attr:`Fix.switch`).
+    """Return the engine switches with the named fixes in force (:attr:`Fix.switch`).
 
     Parameters
     ----------

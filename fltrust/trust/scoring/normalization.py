@@ -2,9 +2,9 @@ r"""Score types: functions that map a metric's raw value onto a score in [0, 1].
 
 Every FederatedTrust metric is "operation, then type": the operation (:mod:`.operations`)
 turns factsheet fields into a raw value, the type (this module) normalises it (trust spec 2.4,
-paper Table 3). The score types of the authors' prototype (HEAD b67a59c) keep their exact
-semantics, bugs included, so that the golden vectors of spec 8 are reproduced; the switches
-that fix those bugs (spec 9) are keyword arguments, off by default.
+paper Table 3; docs/references.md#trust-2-4). The score types of the authors' prototype (HEAD b67a59c) keep their exact
+semantics, bugs included, so that the golden vectors of spec 8 (docs/references.md#trust-8) are reproduced; the switches
+that fix those bugs (spec 9, docs/references.md#trust-9) are keyword arguments, off by default.
 
 ==================  ============================================  ==========================
 type                score                                         prototype function
@@ -29,8 +29,6 @@ A ``None`` input never reaches these functions: the scorer gives it 0 with a war
 NaN inputs score 0 in every numeric type (prototype behaviour). Problems that the prototype
 silently turned into a number (unknown map keys with ``unknown="zero"``) are reported with a
 :class:`TrustScoreWarning`.
-
-Spec and bug references ("fairness spec §N", "trust spec §N", "Bn") are defined in ``docs/references.md``.
 """
 
 from __future__ import annotations
@@ -101,8 +99,8 @@ def true_score(value: Any, direction: str = "asc", *, coerce_types: bool = False
     direction : {"asc", "desc"}
         ``"desc"`` for "lower is better" values (CVs, privacy risk).
     coerce_types : bool
-        Fix B14. The prototype tests ``value is True`` / ``value is False``, so a numpy bool
-        falls through to the numeric branch: ``np.True_`` with ``desc`` scores 1 - 1 = 0 where
+        Fix B14 (docs/references.md#trust-b14). The prototype tests ``value is True`` / ``value is False``, so a numpy
+        bool falls through to the numeric branch: ``np.True_`` with ``desc`` scores 1 - 1 = 0 where
         ``True`` scores 1. With ``coerce_types`` every bool-like value scores 1/0.
 
     Returns
@@ -110,7 +108,7 @@ def true_score(value: Any, direction: str = "asc", *, coerce_types: bool = False
     float
         ``True`` -> 1 and ``False`` -> 0 whatever the direction; NaN -> 0; otherwise v or 1 - v.
         Values outside [0, 1] give scores outside [0, 1] (for example a CV of 1.44 with desc
-        gives -0.44); cap the raw value (fix B11) to avoid that.
+        gives -0.44); cap the raw value (fix B11; docs/references.md#trust-b11) to avoid that.
 
     Raises
     ------
@@ -131,7 +129,7 @@ def true_score(value: Any, direction: str = "asc", *, coerce_types: bool = False
 
 
 def _count_below(value: float, boundaries: Sequence[float]) -> int:
-    """Number of boundaries strictly below ``value`` (``np.digitize(..., right=True)``)."""
+    """Count the boundaries strictly below ``value`` (``np.digitize(..., right=True)``)."""
     return int(np.digitize(value, np.asarray(boundaries, dtype=float), right=True))
 
 
@@ -175,7 +173,7 @@ def breakpoint_score(value: Any, breakpoints: Sequence[float], direction: str = 
     Table 3 lists, for example, the federation scale [10, 1e2, ..., 1e6] -> {0, 0.2, ..., 1}:
     v <= 10 gives 0, 10 < v <= 100 gives 0.2, ..., v > 1e5 gives 1 (values above the last
     breakpoint are capped at 1). Unlike :func:`range_score` both ends are reached. Not in the
-    prototype; used by fixes B5 (scale) and B9 (model size).
+    prototype; used by fixes B5 (scale; docs/references.md#trust-b5) and B9 (model size; docs/references.md#trust-b9).
 
     Parameters
     ----------
@@ -206,8 +204,8 @@ def scaled_score(value: Any, low: float, high: float, direction: str = "asc") ->
     .. math:: s = \mathrm{clip}\!\left(\frac{v - lo}{hi - lo}, 0, 1\right) \ \text{(asc)},
               \qquad 1 - s \ \text{(desc)}
 
-    v <= lo gives 0 and v >= hi gives 1 (asc). Fix B6 uses it with lo = 0 and hi = the CLEVER
-    radius, i.e. min(CLEVER / radius, 1).
+    v <= lo gives 0 and v >= hi gives 1 (asc). Fix B6 (docs/references.md#trust-b6) uses it with lo = 0 and hi = the
+    CLEVER radius, i.e. min(CLEVER / radius, 1).
 
     Parameters
     ----------
@@ -265,7 +263,8 @@ def mapped_score(
     normalization : {"minmax", "l2"}
     unknown : {"prototype", "zero"}
         Key not in the map: ``"prototype"`` returns NaN, which propagates to the pillar and the
-        trust score (bug B7); ``"zero"`` (fix B7) returns 0 with a :class:`TrustScoreWarning`.
+        trust score (bug B7; docs/references.md#trust-b7); ``"zero"`` (fix B7) returns 0 with a
+        :class:`TrustScoreWarning`.
 
     Returns
     -------
@@ -291,7 +290,7 @@ def ranked_score(key: Any, score_map: Mapping[str, float], direction: str = "asc
 
     Items are sorted by value, ascending (asc) or descending (desc), with a stable sort, and
     ``pos`` is 1-based. With the aggregation map (7 algorithms, asc): FedProx 1/7, FedAvg 4/7,
-    pFedMe 1. Differences of 1e-4 between ratings become steps of 1/7 (see fix B8).
+    pFedMe 1. Differences of 1e-4 between ratings become steps of 1/7 (see fix B8; docs/references.md#trust-b8).
 
     Parameters
     ----------

@@ -1,5 +1,7 @@
 r"""Operations: how a metric's raw value is computed from its factsheet fields (trust spec 2.2-2.3).
 
+Input resolution and the operations: docs/references.md#trust-2-2, #trust-2-3.
+
 A metric names its inputs as factsheet field paths (``"section/field"``); :func:`resolve_field`
 reads them exactly as the prototype does, and the metric's operation is called with the values
 as positional arguments. If the operation raises ``TypeError`` (for example ``None - 1``), the
@@ -22,8 +24,6 @@ operation                      raw value                                        
 ``first_present``              the first present input (measured, else declared)     extended
 ``mean_of_present``            mean of the inputs that are present numbers           extended
 =============================  ====================================================  =========
-
-Spec and bug references ("fairness spec §N", "trust spec §N", "Bn") are defined in ``docs/references.md``.
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ from fltrust.trust.scoring.registry import operation
 MISSING_POLICIES = ("prototype", "strict")
 
 RANDOM_SELECTORS = frozenset({"", "uniform", "random", "random_sampling", "uniform_sampling", "randomsampling"})
-"""Client-selector names that mean plain random sampling (fix B3 scores them 0)."""
+"""Client-selector names that mean plain random sampling (fix B3 scores them 0; docs/references.md#trust-b3)."""
 
 
 def resolve_field(factsheet: Mapping[str, Any], field_path: str) -> Any:
@@ -55,7 +55,7 @@ def resolve_field(factsheet: Mapping[str, Any], field_path: str) -> Any:
     Parameters
     ----------
     factsheet : mapping
-        Nested dict (trust spec 4).
+        Nested dict (trust spec 4, docs/references.md#trust-4).
     field_path : str
         For example ``"performance/test_acc_avg"``.
 
@@ -102,7 +102,7 @@ def is_present(value: Any, missing: str = "prototype") -> bool:
     value : object
     missing : {"prototype", "strict"}
         ``"prototype"``: present unless ``None`` or ``""``; so NaN, ``False``, 0 and ``[]``
-        are present (bug B2: the template's NaN defaults count as filled in).
+        are present (bug B2: the template's NaN defaults count as filled in; docs/references.md#trust-b2).
         ``"strict"`` (fix B2): ``None``, NaN, ``""`` and whitespace-only strings are missing;
         ``False``, 0 and ``[]`` stay present (they state something).
 
@@ -171,7 +171,7 @@ def get_global_privacy_risk(dp: Any, epsilon: Any, num_clients: Any, *, coerce_t
     num_clients : int
         ``participants/client_num``.
     coerce_types : bool
-        Fix B14: accept numpy bools for ``dp``.
+        Fix B14 (docs/references.md#trust-b14): accept numpy bools for ``dp``.
 
     Returns
     -------
@@ -199,8 +199,8 @@ def get_uniform_entropy(num_clients: Any) -> float:
     .. math:: H = \ln N
 
     The 5796d0b-era prototype scored "entropy" as ranges over this value; any N >= 3 exceeds
-    1 and lands in the top bin (trust spec 7.3). The paper's Eq. 1 is the entropy of "which
-    client is the target"; for a uniform target it is ln N (log2 N in bits).
+    1 and lands in the top bin (trust spec 7.3, docs/references.md#trust-7-3). The paper's Eq. 1 is the entropy of
+    "which client is the target"; for a uniform target it is ln N (log2 N in bits).
 
     Parameters
     ----------
@@ -227,7 +227,7 @@ def get_uniform_entropy(num_clients: Any) -> float:
 
 @operation("get_capped_value", arity=1)
 def get_capped_value(value: Any) -> Any:
-    """Cap a coefficient of variation at 1: ``min(v, 1)`` (fix B11).
+    """Cap a coefficient of variation at 1: ``min(v, 1)`` (fix B11; docs/references.md#trust-b11).
 
     The prototype caps the selection, accuracy and class-imbalance CVs when it fills the
     factsheet, but not the feature-importance CV, and the 5796d0b-era code capped none; a CV
@@ -278,7 +278,7 @@ def _present_number(value: Any) -> bool:
 
 @operation("first_present", arity=None)
 def first_present(*values: Any) -> Any:
-    """The first input that is present: not ``None``, not NaN, not an empty string (extended mode).
+    """Return the first input that is present: not ``None``, not NaN, not an empty string (extended mode).
 
     Lets a metric prefer a measured value and fall back to a declared one, e.g. poisoning
     defence = measured recovery, else "a Byzantine-robust aggregator is used". ``None`` when none

@@ -17,11 +17,9 @@ registered names) and dispatch in the engine (:mod:`fltrust.trust.scoring.engine
 
 **Engine switches.** Some fixes of the prototype's bugs change how an operation or a type treats
 its input (:data:`SWITCHES`: ``missing`` for fix B2, ``coerce_types`` for B14, ``unknown`` for
-B7). An entry names the switches it takes; the engine passes them as keyword arguments, with the
-values :func:`fltrust.trust.scoring.fixes.engine_switches` derives from the fixes in force (each
-such fix names the switch it sets, :attr:`fltrust.trust.scoring.fixes.Fix.switch`).
-
-Spec and bug references ("fairness spec §N", "trust spec §N", "Bn") are defined in ``docs/references.md``.
+B7; docs/references.md#trust-b2, #trust-b14, #trust-b7). An entry names the switches it takes; the engine passes them as
+keyword arguments, with the values :func:`fltrust.trust.scoring.fixes.engine_switches` derives from the fixes in force
+(each such fix names the switch it sets, :attr:`fltrust.trust.scoring.fixes.Fix.switch`).
 """
 
 from __future__ import annotations
@@ -160,19 +158,23 @@ class Registry(Generic[Entry]):
         self._entries.pop(name, None)
 
     def __getitem__(self, name: str) -> Entry:
+        """Return the entry registered under ``name``."""
         return self._entries[name]
 
     def __contains__(self, name: object) -> bool:
+        """Tell whether ``name`` is registered."""
         return name in self._entries
 
     def __iter__(self) -> Iterator[str]:
+        """Iterate over the registered names."""
         return iter(self._entries)
 
     def __len__(self) -> int:
+        """Count the registered entries."""
         return len(self._entries)
 
     def names(self) -> list[str]:
-        """The registered names, sorted.
+        """Return the registered names, sorted.
 
         Returns
         -------

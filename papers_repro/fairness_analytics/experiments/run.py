@@ -1,15 +1,24 @@
-"""The cheap experiments behind the explained misses of RESULTS.md (``misses.yaml``).
+"""The experiments and studies behind the misses of RESULTS.md (``misses.yaml``).
 
-Each experiment is one repeat (seed 0) of a Table 3 condition with one switch flipped, often for
-fewer rounds; it is compared with the same rounds of the committed condition result. Results go
-to ``experiments/<label>.json`` (:func:`fltrust.repro.fairness.run.run_variant`), run folders to
-``experiments/runs/`` (git-ignored; a complete run is reloaded, not redone).
+Experiments (:data:`EXPERIMENTS`): one repeat (seed 0) of a Table 3 condition with one switch
+flipped, often for fewer rounds, compared with the same rounds of the committed condition result;
+results go to ``experiments/<label>.json`` (:func:`fltrust.repro.fairness.run.run_variant`).
+
+Studies (:data:`fltrust.repro.fairness.studies.STUDIES`, in priority order): many full runs that
+measure a miss (more repeats, partition draws, aux set size); each writes
+``experiments/<label>.json`` after every run, and skips the runs it already holds
+(:func:`fltrust.repro.fairness.studies.run_study`). RESULTS.md shows them once regenerated
+(``fltrust repro fairness``, or the summary notebook).
+
+Run folders go to ``experiments/runs/`` (git-ignored; a complete run is reloaded, not redone).
 
 Usage::
 
-    python papers_repro/fairness_analytics/experiments/run.py            # all
-    python papers_repro/fairness_analytics/experiments/run.py --only fedavg_cifar10_10c_niid-epochs25
-    python papers_repro/fairness_analytics/experiments/run.py --list
+    python papers_repro/fairness_analytics/experiments/run.py --list        # experiments and studies
+    python papers_repro/fairness_analytics/experiments/run.py --estimate    # what the studies cost on this CPU
+    python papers_repro/fairness_analytics/experiments/run.py --queue       # every study, in order, resumable
+    python papers_repro/fairness_analytics/experiments/run.py --only fedavg_cifar10_10c_niid-draws
+    python papers_repro/fairness_analytics/experiments/run.py               # every experiment (not the studies)
 """
 
 from __future__ import annotations
@@ -20,7 +29,9 @@ import time
 
 import numpy as np
 
-from fltrust.repro.fairness.run import run_variant
+from fltrust.repro.fairness.report import load_results
+from fltrust.repro.fairness.run import RESULTS_DIR, run_variant
+from fltrust.repro.fairness.studies import STUDIES, estimate, load_studies, run_study
 
 # label: (condition, overrides, rounds, purpose)
 EXPERIMENTS: dict[str, tuple[str, dict, int, str]] = {
@@ -62,23 +73,50 @@ def describe(result: dict) -> str:
     return f"{notions}; per round f_j {per_round['f_j']}, f_r {per_round['f_r']}; non-positive s {nonpos}/{entries}"
 
 
+def print_estimates() -> None:
+    """Per study: runs done and left, minutes per run and hours left on this CPU (committed seconds_per_run)."""
+    results, files = load_results(RESULTS_DIR), load_studies()
+    total, unknown = 0.0, False
+    for study in STUDIES:
+        cost = estimate(study, results, files.get(study.label))
+        hours = "unknown" if cost.minutes_left is None else f"{cost.minutes_left / 60:.1f} h"
+        print(f"{study.label}: {cost.runs - cost.runs_left} of {cost.runs} runs done; left {cost.text()} = {hours}")
+        total += cost.minutes_left or 0.0
+        unknown = unknown or cost.minutes_left is None
+    print(f"queue left: {total / 60:.1f} h{' (+ unpriced runs)' if unknown else ''}; "
+          "measured at the committed runs' load, another process on the 2 cores slows every run")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--only", action="append", help="label(s) to run (default: all)")
-    parser.add_argument("--list", action="store_true", help="print the experiments and exit")
+    parser.add_argument("--only", action="append", help="experiment or study label(s) to run (default: every experiment)")
+    parser.add_argument("--queue", action="store_true", help="run every study in priority order, skipping done runs")
+    parser.add_argument("--list", action="store_true", help="print the experiments and studies and exit")
+    parser.add_argument("--estimate", action="store_true", help="print what the studies left cost on this CPU and exit")
     parser.add_argument("--device", default="auto")
     args = parser.parse_args(argv)
+    studies = {s.label: s for s in STUDIES}
     if args.list:
         for label, (name, overrides, rounds, purpose) in EXPERIMENTS.items():
             print(f"{label}: {name} {overrides}, {rounds} rounds -- {purpose}")
+        for study in STUDIES:
+            print(f"{study.label} (study, {len(study.variants)} runs): {study.purpose}")
         return 0
-    unknown = set(args.only or []) - set(EXPERIMENTS)
+    if args.estimate:
+        print_estimates()
+        return 0
+    unknown = set(args.only or []) - set(EXPERIMENTS) - set(studies)
     if unknown:
-        print(f"unknown experiment(s) {sorted(unknown)}; known: {sorted(EXPERIMENTS)}", file=sys.stderr)
+        print(f"unknown label(s) {sorted(unknown)}; known: {sorted(EXPERIMENTS) + list(studies)}", file=sys.stderr)
         return 2
-    for label in args.only or EXPERIMENTS:
-        name, overrides, rounds, purpose = EXPERIMENTS[label]
+    labels = list(studies) if args.queue else (args.only or list(EXPERIMENTS))
+    for label in labels:
         start = time.perf_counter()
+        if label in studies:
+            data = run_study(studies[label], device=args.device, log=lambda line: print(line, flush=True))
+            print(f"{label} ({time.perf_counter() - start:.0f} s): {len(data['runs'])} runs in its file", flush=True)
+            continue
+        name, overrides, rounds, purpose = EXPERIMENTS[label]
         result = run_variant(name, label, overrides, rounds=rounds, purpose=purpose, device=args.device)
         print(f"{label} ({time.perf_counter() - start:.0f} s): {describe(result)}", flush=True)
     return 0

@@ -68,7 +68,7 @@ def test_local_dp_epsilon_is_accounted_like_inprocess(tmp_path, local_flower, co
 
 
 def test_the_clientapp_sends_its_report_beside_the_aggregated_metrics(tmp_path, local_flower, monkeypatch):
-    """Issue 17: Flower's strategy aggregates only the weights and losses of the MetricRecord; the
+    """Flower's strategy aggregates only the weights and losses of the MetricRecord; the
     per-client report (rewards, confusion, partition id) is the ConfigRecord "fltrust"."""
     from fltrust.engines.flower import client_app
     from fltrust.flower.records import FLTRUST_KEY
@@ -122,15 +122,20 @@ def test_client_runtime_cache_keeps_its_payload_so_its_id_cannot_be_reused(monke
     from fltrust.engines.flower import client_app
 
     # like the real runtime, the stand-in keeps what it built from the payload, not the payload
-    monkeypatch.setattr(client_app, "_ClientRuntime", lambda payload: SimpleNamespace(cfg=payload.cfg))
+    monkeypatch.setattr(client_app, "_ClientRuntime", lambda payload: SimpleNamespace(run=payload.run))
     monkeypatch.setattr(client_app, "_RUNTIMES", {})
-    first = client_app.ClientPayload(cfg="first", federation=None, model=None, device="cpu")
+
+    def payload(run):
+        return client_app.ClientPayload(federation=None, model=None, device="cpu", strategy=None, privacy=None,
+                                        training=None, clients_per_round=1, run=run, attack=None, reliability=None)
+
+    first = payload("first")
     alive = weakref.ref(first)
-    assert client_app._runtime(first).cfg == "first"
+    assert client_app._runtime(first).run == "first"
     del first
     gc.collect()
     assert alive() is not None  # held by the cache while its runtime is the current one
-    second = client_app.ClientPayload(cfg="second", federation=None, model=None, device="cpu")
-    assert client_app._runtime(second).cfg == "second"
+    second = payload("second")
+    assert client_app._runtime(second).run == "second"
     gc.collect()
     assert alive() is None  # one run per process: the first is released once replaced

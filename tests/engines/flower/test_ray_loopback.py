@@ -1,4 +1,4 @@
-"""The Flower engine's local Ray cluster listens on loopback only (issue 18, item 3).
+"""The Flower engine's local Ray cluster listens on loopback only.
 
 Ray on Linux otherwise binds its GCS, raylet, object manager, agents, workers and the driver on
 every interface, and anyone who reaches one of them can submit code. The check runs a one-round

@@ -80,10 +80,12 @@ def check_rounds(cfg, capture):
 def test_secagg_config_errors():
     with pytest.raises(ConfigError, match="run.engine=flower"):
         tiny_config("inprocess", privacy={"secure_aggregation": "secagg+"})
-    with pytest.raises(ConfigError, match="individual updates"):
-        tiny_config("flower", privacy={"secure_aggregation": "secagg+"}, strategy={"name": "krum"})
+    from fltrust.experiment import check_experiment
+
+    with pytest.raises(ConfigError, match="individual updates: use fedavg or fedprox"):
+        check_experiment(tiny_config("flower", privacy={"secure_aggregation": "secagg+"}, strategy={"name": "krum"}))
     with pytest.raises(ConfigError, match="privacy.mode=local or none"):
-        tiny_config("flower", privacy={"secure_aggregation": "secagg+", "mode": "server"})
+        check_experiment(tiny_config("flower", privacy={"secure_aggregation": "secagg+", "mode": "server"}))
 
 
 def test_secagg_on_local_grid_equals_fedavg_within_quantisation(tmp_path, local_flower):

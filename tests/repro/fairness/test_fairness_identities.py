@@ -1,4 +1,4 @@
-"""The fairness spec's section 7 identities, checked on the committed condition results with fltrust's functions.
+"""The fairness spec's §7 identities (docs/references.md#fairness-7), checked on the committed condition results.
 
 The authors' result JSON stores the cumulative FedSV vector of all C clients, the accuracies and
 the gains of every round, and the spec lists identities that hold exactly in all 72 of their
@@ -37,7 +37,7 @@ RTOL = 5e-5  # two 6-significant-digit factors: relative error <= 1e-5
 
 
 def jain(values: np.ndarray) -> float:
-    """Jain's index (spec 2.1): (sum x)^2 / (m sum x^2); NaN for all zero."""
+    """Jain's index (spec 2.1, docs/references.md#fairness-2-1): (sum x)^2 / (m sum x^2); NaN for all zero."""
     values = np.asarray(values, dtype=float)
     squares = float(np.sum(values**2))
     return float(np.sum(values) ** 2 / (values.size * squares)) if squares > 0 else float("nan")
@@ -165,7 +165,8 @@ def test_table3_value_is_the_window_mean_of_the_stored_rounds(path):
         if first <= round_ <= last:
             matrix[repeats.index(rep), round_ - first] = np.nan if value is None else value
 
-    # Execute: Table 3 protocol (spec 8): mean over repeats per round, then over the window
+    # Execute: the Table 3 protocol (spec 8, docs/references.md#fairness-8): mean over repeats per round, then
+    # over the window
     per_position = np.nanmean(matrix, axis=0) if result["mode"] == "corrected" else matrix.mean(axis=0)
     value = float(np.nanmean(per_position)) if result["mode"] == "corrected" else float(per_position.mean())
 

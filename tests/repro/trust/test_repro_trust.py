@@ -63,7 +63,8 @@ def test_committed_config_has_the_paper_setup(name):
     cfg = ExperimentConfig.from_yaml(te.CONFIG_DIR / f"{name}.yaml")
     full = te.experiment_config(name, full_scale=True)
 
-    # Assert: trust spec 7.1 settings, the FederatedScope trainer, trust observer on, purpose/background empty
+    # Assert: trust spec 7.1 (docs/references.md#trust-7-1) settings, the FederatedScope trainer, trust observer on,
+    # purpose/background empty
     assert (cfg.data.name, cfg.partition.num_clients, cfg.clients_per_round()) == (data, clients, per_round)
     assert (cfg.training.rounds, full.training.rounds) == (rounds, full_rounds)
     assert (cfg.privacy.mode, cfg.strategy.name, cfg.model.name, cfg.data.balance) == (privacy, strategy, model, balance)
@@ -180,7 +181,7 @@ def test_reported_yaml_schema(reported):
 
 
 def test_reported_values_are_the_papers(reported):
-    # Assert: spot checks against paper Section 6 (trust spec 7.2)
+    # Assert: spot checks against paper Section 6 (trust spec 7.2, docs/references.md#trust-7-2)
     exps = reported["experiments"]
     assert exps["exp1"]["trust_score"]["value"] == exps["exp2"]["trust_score"]["value"] == 0.56
     assert "trust_score" not in exps["exp3"]

@@ -1,4 +1,4 @@
-"""FactSheet field access, completeness (B2) and JSON I/O (B13)."""
+"""FactSheet field access, completeness (B2) and JSON I/O (B13): docs/references.md#trust-b2, #trust-b13."""
 
 from __future__ import annotations
 

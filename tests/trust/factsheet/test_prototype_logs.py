@@ -1,4 +1,4 @@
-"""The prototype's populate_factsheet on its example files: golden vectors B / Bfix of trust spec 8.1."""
+"""The prototype's populate_factsheet on its example files: golden vectors B / Bfix (docs/references.md#trust-8-1)."""
 
 from __future__ import annotations
 
@@ -65,7 +65,7 @@ def test_vector_b_fields(example: Path) -> None:
     assert get_field(fs, "system/avg_model_size") == "6.24M"
     assert get_field(fs, "system/avg_upload_bytes") == "366.9K"
     assert get_field(fs, "system/avg_download_bytes") == "366.88K"
-    # bug B1: CLEVER and feature importance never reach the HEAD factsheet
+    # bug B1 (docs/references.md#trust-b1): CLEVER and feature importance never reach the HEAD factsheet
     assert math.isnan(get_field(fs, "performance/test_clever"))
     assert math.isnan(get_field(fs, "performance/test_feature_importance_cv"))
 

@@ -1,4 +1,4 @@
-"""SHAP feature-importance CV (trust spec 3.11, B10) on models whose SHAP values are known.
+"""SHAP feature-importance CV (docs/references.md#trust-3-11, #trust-b10) on models whose SHAP values are known.
 
 For a linear model f(x) = W x + b the SHAP value of feature k for output c is exactly
 W[c, k] * (x_k - mean_background(x_k)), and DeepExplainer returns it.
@@ -6,6 +6,7 @@ W[c, k] * (x_k - mean_background(x_k)), and DeepExplainer returns it.
 
 from __future__ import annotations
 
+import logging
 import math
 
 import numpy as np
@@ -101,13 +102,20 @@ class _ReusedPool(nn.Module):
         return self.fc(torch.flatten(self.pool(self.pool(torch.relu(self.conv(x)))), 1))
 
 
-def test_gradient_explainer_fallback_when_deep_explainer_fails() -> None:
+def test_gradient_explainer_fallback_when_deep_explainer_fails(caplog) -> None:
     # Prepare
     torch.manual_seed(0)
     model = _ReusedPool()
     x = torch.randn(10, 1, 8, 8)
+    caplog.set_level(logging.INFO, logger="fltrust")
+    memo.clear()
     # Execute
     values, used = shap_values(model, x[:8], x[8:], seed=3)
+    # Assert: one info line, no warning (a supported fallback, e.g. Flower's quickstart Net reuses its pooling)
+    said = [r for r in caplog.records if r.name.startswith("fltrust")]
+    assert [r.levelno for r in said] == [logging.INFO]
+    assert said[0].getMessage().startswith("SHAP: DeepExplainer cannot take this model (")
+    assert said[0].getMessage().endswith("so GradientExplainer (expected gradients) explains it")
     memo.clear()  # computed again, not remembered
     again, _ = shap_values(model, x[:8], x[8:], seed=3)
     # Assert

@@ -1,4 +1,4 @@
-"""CLEVER through ART on tiny models (trust spec 3.10).
+"""CLEVER through ART on tiny models (trust spec 3.10, docs/references.md#trust-3-10).
 
 For a linear classifier the margin gradient is constant, so CLEVER equals the exact L2 distance
 to the nearest decision boundary, min_j (f_c - f_j)(x) / ||w_c - w_j||, capped at the radius.

@@ -1,4 +1,7 @@
-"""FederatedTrust statistics on hand-computed examples (trust spec 3.3, 3.8, 3.9; B4, B11, B15)."""
+"""FederatedTrust statistics on hand-computed examples (trust spec 3.3, 3.8, 3.9; B4, B11, B15).
+
+docs/references.md#trust-3-3, #trust-3-8, #trust-3-9, #trust-b4, #trust-b11, #trust-b15.
+"""
 
 from __future__ import annotations
 

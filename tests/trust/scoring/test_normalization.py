@@ -1,4 +1,4 @@
-"""Score types at their boundary values (trust spec 2.4, paper Table 3)."""
+"""Score types at their boundary values (trust spec 2.4, paper Table 3; docs/references.md#trust-2-4)."""
 
 from __future__ import annotations
 
@@ -66,7 +66,7 @@ def test_true_score_prototype_semantics(value, direction, expected):
 
 
 def test_true_score_numpy_bool_falls_through_identity_test_unless_coerced():
-    # Execute: B14, np.True_ is not `True`, so the prototype scores 1 - 1 with desc
+    # Execute: B14 (docs/references.md#trust-b14), np.True_ is not `True`, so the prototype scores 1 - 1 with desc
     prototype_desc = true_score(np.True_, "desc")
     prototype_asc = true_score(np.True_, "asc")
     coerced_desc = true_score(np.True_, "desc", coerce_types=True)
@@ -205,7 +205,7 @@ def test_mapped_score_minmax(model, expected):
 
 
 def test_mapped_score_l2_matches_paper_era_values():
-    # Prepare: ||v||^2 = 124.5 (spec 3.4)
+    # Prepare: ||v||^2 = 124.5 (spec 3.4, docs/references.md#trust-3-4)
     norm = math.sqrt(124.5)
 
     # Execute / Assert

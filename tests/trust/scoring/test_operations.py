@@ -1,4 +1,4 @@
-"""Operations and input resolution (trust spec 2.2-2.3)."""
+"""Operations and input resolution (trust spec 2.2-2.3, docs/references.md#trust-2-2, #trust-2-3)."""
 
 from __future__ import annotations
 
@@ -82,7 +82,7 @@ def test_check_properties_needs_an_input_and_a_known_policy():
         # By hand: 1 / (1 + 99 e^-6) = 1 / 1.2453965 = 0.802957. The spec's "0.8032" (score 0.1968)
         # is an arithmetic slip of 2.5e-4; it does not change the paper's rounded 0.20.
         (100, 6, 1 / (1 + 99 * 0.0024787521766663585)),
-        (9, 4, 0.8722),  # spec 3.2 reference
+        (9, 4, 0.8722),  # spec 3.2 (docs/references.md#trust-3-2) reference
         (50, 20, 1 - 1.01e-7),  # score about 1e-7, i.e. 0
     ],
 )
@@ -101,7 +101,7 @@ def test_global_privacy_risk_without_a_dp_guarantee_is_one(dp, epsilon):
 
 
 def test_global_privacy_risk_numpy_bool_needs_coercion():
-    assert get_global_privacy_risk(np.True_, 6.0, 100) == 1.0  # prototype: `dp is True` fails (B14)
+    assert get_global_privacy_risk(np.True_, 6.0, 100) == 1.0  # prototype: `dp is True` fails (B14, docs/references.md#trust-b14)
     assert get_global_privacy_risk(np.True_, 6.0, 100, coerce_types=True) == pytest.approx(0.802957, abs=1e-6)
 
 
