@@ -1,23 +1,5 @@
 """``fltrust data fetch NAME``: get a real dataset's (or a published file set's) files from its public source.
 
-dataset        how
-=============  ==========================================================================
-``cifar10``    download the official python tarball from the University of Toronto,
-               check its SHA-256 and size, extract ``cifar-10-batches-py/``
-``n_baiot``    download the UCI archive (dataset 442; no published checksum, so the SHA-256
-               is only printed), unzip it (each member at most
-               :data:`~fltrust.data.n_baiot.MAX_ZIP_MEMBER_BYTES`, all together at most
-               :data:`~fltrust.data.n_baiot.MAX_ZIP_TOTAL_BYTES`: checked on the declared sizes
-               before anything is written and on the bytes written, as they stream), extract
-               the per-device ``.rar`` attack archives with ``unrar``, ``7z`` or ``bsdtar``
-               when one is installed
-``nsl_kdd``    manual: the UNB site sits behind a form
-``femnist``    download TensorFlow Federated's federated EMNIST (3,400 writers), check the
-               SHA-256 that TFF's loader checked, extract ``fed_emnist_train.h5`` and
-               ``fed_emnist_test.h5``, which the FEMNIST loader reads as they are, and check
-               their layout (no conversion: see below)
-=============  ==========================================================================
-=======
 ===============  ==========================================================================
 dataset          how
 ===============  ==========================================================================
