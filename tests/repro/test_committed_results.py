@@ -1,6 +1,6 @@
 """The committed results and the text written about them agree: both RESULTS.md files regenerate
-byte-identical from the result JSON (but for the provenance table's comparison with HEAD), README's Table 3 counts are the results', and every per-repeat
-number of misses.yaml is the data's."""
+byte-identical from the result JSON (but for the provenance table's comparison with HEAD), README's
+Table 3 counts are the results', and every per-repeat number of misses.yaml is the data's."""
 
 from __future__ import annotations
 
