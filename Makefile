@@ -63,7 +63,7 @@ $(DOCS_STAMP): | $(STAMP)
 
 ## docs: the documentation site (docs/_build/html), offline; every warning is an error
 docs: $(DOCS_STAMP)
-	MPLBACKEND=Agg $(DOCS_VENV)/bin/sphinx-build -W --keep-going -n -q -b html docs docs/_build/html
+	MPLBACKEND=Agg $(DOCS_VENV)/bin/sphinx-build -E -W --keep-going -n -q -b html docs docs/_build/html
 	@echo "==> docs/_build/html/index.html"
 
 ## demo: quick reproduction (every dataset family, then the quick fairness and trust reproductions)

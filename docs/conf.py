@@ -49,6 +49,7 @@ nb_execution_mode = "off"
 nb_output_stderr = "show"  # the derivations show the library's warnings on purpose
 myst_enable_extensions = ["dollarmath", "amsmath", "colon_fence", "deflist"]
 myst_heading_anchors = 3
+myst_ref_domains = ["std"]  # a Markdown link [..](#x) is a page target, never a Python object named x
 suppress_warnings = [
     # the notebooks' cells print through matplotlib's and pandas' own mimetypes; myst-nb picks one
     "mystnb.unknown_mime_type",
@@ -57,15 +58,23 @@ suppress_warnings = [
 # -- API reference ---------------------------------------------------------------------------
 autosummary_generate = True
 autosummary_imported_members = False
-autodoc_default_options = {"members": True, "show-inheritance": True}
+# every public name a module defines (with a docstring), not only its __all__: the docstrings refer to
+# module constants and helpers; names a package __init__ re-exports stay documented where they are defined
+autodoc_default_options = {"members": True, "show-inheritance": True, "ignore-module-all": True}
 autodoc_member_order = "bysource"
 autodoc_typehints = "none"  # the numpydoc sections carry the types
 numpydoc_show_class_members = False
+numpydoc_attributes_as_param_list = False  # each attribute a target, so :attr: references resolve
 numpydoc_xref_param_type = False
 numpydoc_validation_checks: set[str] = set()
 
 # -- references ------------------------------------------------------------------------------
 nitpicky = True
+nitpick_ignore = [
+    # type variables of the generic registries: not objects a reader looks up
+    ("py:obj", "fltrust.registry.T"),
+    ("py:obj", "fltrust.trust.scoring.registry.Entry"),
+]
 nitpick_ignore_regex = [
     # only fltrust's own references are checked; other projects resolve through intersphinx when
     # their inventory has the name and stay plain text otherwise

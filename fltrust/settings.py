@@ -359,7 +359,8 @@ ENTROPY_METHODS = ("minmax_label", "normalized_label", "client_identification")
 CLASS_IMBALANCE_METHODS = ("present_classes", "all_classes")
 """:data:`fltrust.trust.measures.statistics.CLASS_IMBALANCE_METHODS`."""
 FEATURE_IMPORTANCE_METHODS = ("class_sums", "feature_mean_abs")
-""":data:`fltrust.trust.measures.explainability.FEATURE_IMPORTANCE_METHODS`."""
+"""The feature-importance statistics of the trust observer (``TrustSettings.feature_importance_method``;
+:mod:`fltrust.trust.measures.explainability` defines them)."""
 
 
 DECLARATIONS: dict[str, tuple[str, ...] | str] = {

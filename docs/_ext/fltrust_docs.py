@@ -297,12 +297,36 @@ def write_pages() -> None:
         for png in (REPO / figures).glob("*.png"):
             shutil.copy2(png, GENERATED / "papers" / "figures" / png.name)
     for name, source in NOTEBOOKS.items():
-        shutil.copy2(REPO / source, GENERATED / "notebooks" / name)
+        # a notebook links docs/ from two folders down; its copy here sits two folders below docs/
+        text = (REPO / source).read_text().replace("](../../docs/", "](../../")
+        (GENERATED / "notebooks" / name).write_text(text)
+
+
+_HTML_ANCHOR = __import__("re").compile(r'^(#+ )<a id="([\w-]+)"></a>', __import__("re").M)
+
+
+def html_anchors_as_targets(app, docname: str, source: list[str]) -> None:
+    """``source-read`` handler: a heading that carries an HTML anchor (``## <a id="trust-9"></a>...``,
+    how docs/references.md marks the sections its citations name, readable on a code host too) also
+    gets a MyST target of that name, so ``[...](#trust-9)`` resolves in the site."""
+    source[0] = _HTML_ANCHOR.sub(lambda m: f"({m.group(2)})=\n{m.group(1)}", source[0])
+
+
+def skip_type_aliases(app, what: str, name: str, obj: Any, skip: bool, options: Any) -> bool | None:
+    """``autodoc-skip-member`` handler: module-level generic aliases (``Params = list[np.ndarray]``)
+    are described by a ``py:data`` entry in their module's docstring; autodoc cannot sign them."""
+    if what == "module" and type(obj).__name__ == "GenericAlias":
+        return True
+    return None
 
 
 def setup(app) -> dict[str, Any]:
     """Sphinx entry point: regenerate the pages before the sources are read."""
     app.connect("builder-inited", lambda _app: write_pages())
+    app.connect("missing-reference", resolve_reexport)
+    app.connect("source-read", html_anchors_as_targets)
+    app.connect("autodoc-skip-member", skip_type_aliases)
+    app.connect("autodoc-process-docstring", escape_absolute_values)
     return {"parallel_read_safe": True, "parallel_write_safe": True}
 
 
@@ -368,3 +392,71 @@ def cli_page() -> str:
 
     walk(build_parser(), [])
     return "\n".join(lines) + "\n"
+
+
+# -- references to re-exported names ------------------------------------------------------------
+def _canonical_names(target: str) -> list[str]:
+    """Where the object a dotted ``fltrust.`` name reaches is defined (``fltrust.flower.instrument``
+    -> ``fltrust.flower.app.instrument``): its class or function's own module, or for plain data the
+    submodules of the named package that bind the same object."""
+    import sys
+
+    parts = target.split(".")
+    for cut in range(len(parts), 0, -1):
+        try:
+            obj: Any = importlib.import_module(".".join(parts[:cut]))
+        except ImportError:
+            continue
+        try:
+            for attribute in parts[cut:]:
+                obj = getattr(obj, attribute)
+        except AttributeError:
+            return []
+        break
+    else:
+        return []
+    if inspect.ismodule(obj):
+        return [obj.__name__]
+    names = []
+    owner = getattr(obj, "__module__", None)
+    qualname = getattr(obj, "__qualname__", None)
+    if isinstance(owner, str) and isinstance(qualname, str) and owner.startswith("fltrust"):
+        names.append(f"{owner}.{qualname}")
+    package, name = ".".join(parts[:-1]), parts[-1]
+    for module_name, module in list(sys.modules.items()):
+        if module_name.startswith(package + ".") and getattr(module, name, None) is obj:
+            names.append(f"{module_name}.{name}")
+    return names
+
+
+def resolve_reexport(app, env, node, contnode):
+    """``missing-reference`` handler: point a reference to a re-exported fltrust name at the page
+    where the object is documented (the module that defines it)."""
+    from sphinx.util.nodes import make_refnode
+
+    target = node.get("reftarget", "")
+    if node.get("refdomain") != "py" or not target.startswith("fltrust."):
+        return None
+    objects = env.get_domain("py").objects
+    for name in _canonical_names(target):
+        entry = objects.get(name)
+        if entry is not None:
+            return make_refnode(app.builder, node["refdoc"], entry.docname, entry.node_id, contnode, name)
+    return None
+
+
+_LITERAL = __import__("re").compile(r"(``.+?``|:\w+:`[^`]+`|`[^`]+`_?)")
+_BARS = __import__("re").compile(r"(?<![\\\w|])\|(?=\S)([^|\n]*?\S)\|(?![\w|])")
+
+
+def escape_absolute_values(app, what: str, name: str, obj: Any, options: Any, lines: list[str]) -> None:
+    """``autodoc-process-docstring`` handler: ``|x|`` in fltrust's docstrings is an absolute value
+    or a set size (``|Δ F_T| <= 0.05``, ``|S_k|``), never an RST substitution; escape its bars.
+    Inline literals and roles keep theirs; so do line blocks and table rows (a line opening with "| ")."""
+    if not name.startswith("fltrust"):
+        return
+    for k, line in enumerate(lines):
+        if line.lstrip().startswith("| ") or line.strip() == "|":  # a line block or a table row
+            continue
+        parts = _LITERAL.split(line)
+        lines[k] = "".join(part if i % 2 else _BARS.sub(r"\\|\1\\|", part) for i, part in enumerate(parts))
