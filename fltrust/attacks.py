@@ -18,7 +18,7 @@ says which clients are malicious and what they do. Both engines use it the same 
       ``target_label`` -- Gu et al. 2017 (BadNets), Bagdasaryan et al. 2020;
 
 - **update-level** attacks change what a malicious client sends after its honest local training
-  (:func:`poison_update`; in-process: :meth:`fltrust.engines.inprocess.Engine.attack_updates`, Flower: the
+  (:func:`poison_update`; in-process: :meth:`fltrust.engines.inprocess.Engine.after_local_updates`, Flower: the
   ClientApp), with :math:`\theta` the received global model and :math:`w` the trained one:
 
   .. math:: w_{sent} = \theta + s\,(w - \theta), \qquad s = -1 \ (\texttt{sign\_flip}),\ s = \texttt{scale}\ (\texttt{scale})

@@ -207,6 +207,13 @@ def _resolve_data_dir(path: str) -> str:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    """Build the ``fltrust`` argument parser with every subcommand and option.
+
+    Returns
+    -------
+    argparse.ArgumentParser
+        The parser (``fltrust --help``; the documentation's command-line page is rendered from it).
+    """
     # --data-dir and -v are accepted before or after the sub-command
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--data-dir", default=argparse.SUPPRESS, help="data root (default: $FLTRUST_DATA, else ./data)")
@@ -464,6 +471,19 @@ def leave_lingering_threads(code: int, *, grace_s: float = INTERRUPT_GRACE_S) ->
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run the command line: parse ``argv``, run the subcommand, turn errors into one line and an exit code.
+
+    Parameters
+    ----------
+    argv : list of str, optional
+        The arguments (default: ``sys.argv[1:]``).
+
+    Returns
+    -------
+    int
+        The exit code (0 ok, 1 diverged or failed conditions, 2 usage, configuration or data
+        error, 3 filesystem, 4 run folder in use or corrupt, 70 internal error, 130 interrupted).
+    """
     code = _main(argv)
     if argv is None:  # the command line (`fltrust ...`, `python -m fltrust ...`), not an in-process call
         leave_lingering_threads(code)

@@ -478,10 +478,10 @@ def check_experiment(cfg: ExperimentConfig) -> None:
 def build_engine(experiment: Experiment):
     """The engine named by ``run.engine``, built from the typed parts of a prepared experiment.
 
-    Here the config is read once for the engine: the strategy (:func:`~fltrust.algorithms.strategies.
-    build_strategy`), the privacy mechanism calibrated for the federation
-    (:func:`~fltrust.algorithms.privacy.build_privacy`), the attack plan, the training, run and
-    (Flower) ``flower`` / SecAgg+ settings.
+    Here the config is read once for the engine: the strategy
+    (:func:`~fltrust.algorithms.strategies.build_strategy`), the privacy mechanism calibrated for the
+    federation (:func:`~fltrust.algorithms.privacy.build_privacy`), the attack plan, the training,
+    run and (Flower) ``flower`` / SecAgg+ settings.
 
     Parameters
     ----------

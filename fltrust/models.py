@@ -1,20 +1,20 @@
 """The papers' model architectures.
 
-==================  ==========================================================  ============
-name                architecture (source)                                       parameters
-==================  ==========================================================  ============
-``cifar_cnn``       Flower-tutorial LeNet: conv3-6 5x5, pool, conv6-16 5x5,     62,006
-                    pool, FC 400-120-84-10 (fairness spec 6.1)
-``femnist_cnn``     conv1-40 5x5 same, LeakyReLU, pool, conv40-160 5x5 same,    1,741,862
-                    LeakyReLU, pool, FC 7840-200, Dropout 0.4, FC 62
-                    (fairness spec 6.2)
-``nsl_kdd_mlp``     122-122-122-122-1 ReLU MLP, one logit (fairness spec 6.3)   45,141
-``convnet2``        FederatedScope ConvNet2: conv1-32 5x5 pad 2 + BN + ReLU +   6,603,902
-                    pool, conv32-64 + BN + ReLU + pool, dropout 0.5,
-                    FC 3136-2048, ReLU, dropout, FC 62 (trust spec 7.1)
-``nbaiot_mlp_50_50``  115-50-50-2 ReLU MLP (trust spec 7.1, experiment 4)       8,452
-``nbaiot_mlp_100_80_70_50``  115-100-80-70-50-2 (experiment 5)                  29,002
-==================  ==========================================================  ============
+===========================  =========================================================  ==========
+name                         architecture (source)                                      parameters
+===========================  =========================================================  ==========
+``cifar_cnn``                Flower-tutorial LeNet: conv3-6 5x5, pool, conv6-16 5x5,    62,006
+                             pool, FC 400-120-84-10 (fairness spec 6.1)
+``femnist_cnn``              conv1-40 5x5 same, LeakyReLU, pool, conv40-160 5x5 same,   1,741,862
+                             LeakyReLU, pool, FC 7840-200, Dropout 0.4, FC 62
+                             (fairness spec 6.2)
+``nsl_kdd_mlp``              122-122-122-122-1 ReLU MLP, one logit (fairness spec 6.3)  45,141
+``convnet2``                 FederatedScope ConvNet2: conv1-32 5x5 pad 2 + BN + ReLU +  6,603,902
+                             pool, conv32-64 + BN + ReLU + pool, dropout 0.5,
+                             FC 3136-2048, ReLU, dropout, FC 62 (trust spec 7.1)
+``nbaiot_mlp_50_50``         115-50-50-2 ReLU MLP (trust spec 7.1, experiment 4)        8,452
+``nbaiot_mlp_100_80_70_50``  115-100-80-70-50-2 (experiment 5)                          29,002
+===========================  =========================================================  ==========
 
 The sources: docs/references.md#fairness-6-1, #fairness-6-2, #fairness-6-3, #trust-7-1.
 
@@ -108,7 +108,7 @@ class ConvNet2(nn.Module):
 
 
 class MLP(nn.Module):
-    """Fully connected ReLU network ``in -> hidden... -> out``."""
+    """Fully connected ReLU network: ``in_features``, each width of ``hidden``, then ``out_features``."""
 
     def __init__(self, in_features: int, hidden: tuple[int, ...], out_features: int) -> None:
         super().__init__()

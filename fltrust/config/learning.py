@@ -33,7 +33,7 @@ class StrategyConfig:
     ----------
     name : str
         A registered strategy (:data:`fltrust.registry.STRATEGIES`): the built-ins of
-        :data:`fltrust.names.STRATEGIES`, or one registered at run time before the config is built.
+        :data:`fltrust.registry.STRATEGIES`, or one registered at run time before the config is built.
     fraction_fit : float or None
         Share of clients sampled per round; Flower rounds ``int(C * fraction)`` down (min 1).
     clients_per_round : int or None

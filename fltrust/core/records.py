@@ -40,18 +40,23 @@ its checks (:mod:`fltrust.flower.validation`), one entry each:
 ``{"node": node id, "client_id": the id claimed (an int) or None, "reasons": [{"field": ...,
 "reason": ...}, ...]}``. Rejected clients are not in ``client_ids``; no per-client value of
 theirs is kept. Empty (and absent from the JSON line) when nothing was rejected.
+
+.. py:data:: Params
+   :no-index-entry:
+
+   ``list[numpy.ndarray]``: a model's parameters (and buffers) in ``state_dict`` order.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeAlias
 
 import numpy as np
 
 from fltrust.core.io import to_plain
 
-Params = list[np.ndarray]
+Params: TypeAlias = list[np.ndarray]
 """A model's parameters (and buffers) as a list of numpy arrays in ``state_dict`` order."""
 
 

@@ -550,4 +550,21 @@ def stacked_loss_pred(out: torch.Tensor, y: torch.Tensor, *, need_pred: bool = T
 
 
 def ceil_div(a: int, b: int) -> int:
+    """Return ``ceil(a / b)`` for non-negative ``a`` and ``b > 0``, and 0 for ``b <= 0``.
+
+    Parameters
+    ----------
+    a, b : int
+        Dividend and divisor.
+
+    Returns
+    -------
+    int
+        The rounded-up quotient.
+
+    Examples
+    --------
+    >>> ceil_div(7, 2), ceil_div(6, 2), ceil_div(3, 0)
+    (4, 3, 0)
+    """
     return -(-a // b) if b > 0 else 0

@@ -68,8 +68,10 @@ def _changed(commit: str, root: str | None, head: str | None) -> tuple[str, ...]
 
 
 def training_code_cell(records: Sequence[Mapping[str, Any] | None], root: str | Path | None = None) -> str:
-    """``unchanged``, ``changed: N file(s) (a, b, ... +k more)`` or ``unknown``: the training code of
-    the records' commits against HEAD (:func:`fltrust.runs.provenance.changed_since`).
+    """Compare the training code of the records' commits with HEAD: unchanged, changed or unknown.
+
+    The cell reads ``unchanged``, ``changed: N file(s) (a, b, ... +k more)`` or ``unknown``
+    (:func:`fltrust.runs.provenance.changed_since`).
 
     Parameters
     ----------

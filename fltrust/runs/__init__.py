@@ -14,7 +14,7 @@ checkpoint.pt     state after the last finished round (removed when the run comp
                   ``torch.load(weights_only=True)``
 final_model.pt    ``state_dict`` of the final global model
 summary.json      ``status`` ("complete" or "diverged"), wall time, system figures, observers'
-                  run-end output, ``provenance`` (:func:`provenance`), and its ``integrity``
+                  run-end output, ``provenance`` (:func:`fltrust.runs.provenance.provenance`), and its ``integrity``
                   entry (the SHA-256 of every other file)
 log.txt           the run's log
 .lock             held (``filelock``) by the one process running this folder; ``.holder.json``
@@ -48,7 +48,7 @@ Modules
 - :mod:`~fltrust.runs.audit` -- :func:`audit_run`, which recomputes both chains over a run folder.
 - :mod:`~fltrust.runs.checkpoint` -- plain-data ``.pt`` files: :func:`read_plain_torch`,
   :func:`write_checkpoint`, :func:`read_checkpoint`, :func:`load_final_model`.
-- :mod:`~fltrust.runs.provenance` -- :func:`provenance`, the record of the code (commit, dirty
+- :mod:`~fltrust.runs.provenance` -- :func:`~fltrust.runs.provenance.provenance`, the record of the code (commit, dirty
   tree), libraries, BLAS kernels, threads and device that ``summary.json`` holds (never part of the
   run id), and :data:`TRAINING_PATHS` with :func:`changed_since` (has the training code changed since
   a recorded commit).
@@ -84,7 +84,6 @@ from fltrust.runs.folder import (
     locked,
     read_round_lines,
 )
-from fltrust.runs.provenance import TRAINING_PATHS, changed_since, provenance
 from fltrust.runs.recorder import RunRecorder, strip
 
 __all__ = [
@@ -100,12 +99,10 @@ __all__ = [
     "RunFolderError",
     "RunRecord",
     "RunRecorder",
-    "TRAINING_PATHS",
     "audit_key",
     "audit_run",
     "canonical_json",
     "chain_hash",
-    "changed_since",
     "check_finite",
     "cut_line_message",
     "field_digests",
@@ -113,7 +110,6 @@ __all__ = [
     "load_run",
     "locked",
     "params_hash",
-    "provenance",
     "read_checkpoint",
     "read_plain_torch",
     "read_round_lines",

@@ -5,25 +5,25 @@
 the writer's (:mod:`fltrust.repro.fairness.run`, :mod:`fltrust.repro.trust.run`). The record is
 plain data:
 
-==============  ==============================================================================
-key             content
-==============  ==============================================================================
-``schema``      :data:`SCHEMA` (the layout's version)
-``fltrust``     the package version
-``code``        ``source`` (``"git"``: a checkout, ``"installed"``: no checkout, e.g. a wheel),
-                ``commit`` (HEAD, or None), ``dirty`` (the code differs from HEAD: a file under
-                ``fltrust/`` is changed or untracked, or a file of :data:`DEPENDENCY_FILES` is
-                changed; None without a checkout), ``dirty_files`` (the first
-                :data:`MAX_DIRTY_FILES` of them)
-``libraries``   version of every distribution in :data:`LIBRARIES` (None when not installed)
-``blas``        ``numpy``: numpy's BLAS library and kernels (:func:`fltrust.blas.numpy_blas`),
-                ``numpy_version``, ``torch``: torch's BLAS (``"mkl <version>"`` or ``"none"``),
-                ``torch_cpu_capability``: the vector unit torch's kernels use (``AVX2``, ``AVX512``)
-``threads``     ``torch`` and ``torch_interop`` (torch's thread pools), ``blas`` (numpy's BLAS)
-``device``      the run's device (``cpu``; ``cuda:0 (<GPU name>)``), and ``cuda`` / ``cudnn`` versions
-``platform``    Python version, ``platform.platform()``, machine, CPU model, CPU count
-``environment`` the variables of :data:`ENVIRONMENT` that are set (they choose kernels and threads)
-==============  ==============================================================================
+===============  ==============================================================================
+key              content
+===============  ==============================================================================
+``schema``       :data:`SCHEMA` (the layout's version)
+``fltrust``      the package version
+``code``         ``source`` (``"git"``: a checkout, ``"installed"``: no checkout, e.g. a wheel),
+                 ``commit`` (HEAD, or None), ``dirty`` (the code differs from HEAD: a file under
+                 ``fltrust/`` is changed or untracked, or a file of :data:`DEPENDENCY_FILES` is
+                 changed; None without a checkout), ``dirty_files`` (the first
+                 :data:`MAX_DIRTY_FILES` of them)
+``libraries``    version of every distribution in :data:`LIBRARIES` (None when not installed)
+``blas``         ``numpy``: numpy's BLAS library and kernels (:func:`fltrust.blas.numpy_blas`),
+                 ``numpy_version``, ``torch``: torch's BLAS (``"mkl <version>"`` or ``"none"``),
+                 ``torch_cpu_capability``: the vector unit torch's kernels use (``AVX2``, ``AVX512``)
+``threads``      ``torch`` and ``torch_interop`` (torch's thread pools), ``blas`` (numpy's BLAS)
+``device``       the run's device (``cpu``; ``cuda:0 (<GPU name>)``), and ``cuda`` / ``cudnn`` versions
+``platform``     Python version, ``platform.platform()``, machine, CPU model, CPU count
+``environment``  the variables of :data:`ENVIRONMENT` that are set (they choose kernels and threads)
+===============  ==============================================================================
 
 The record never enters a configuration's hash or a run id (those name *what* is run; this says
 *where and with what*), so committed results keep their ids. Reading it never fails: without git or

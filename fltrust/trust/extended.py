@@ -9,20 +9,20 @@ rows, the members of the membership-inference attack, and the test split's sensi
 An fltrust experiment builds them from its config (:func:`fltrust.experiment.trust_inputs`), a
 Flower app from its strategy and arguments (:func:`fltrust.flower.instrument`).
 
-=====================  =======================================================  =================
-hook                   what                                                     metric(s)
-=====================  =======================================================  =================
-``start``              CodeCarbon offline tracker starts                         sustainability
-``round_end``          every returned client model's loss on the server's        client reputation,
-                       reference sample (a seeded sample of the test split);     co-versioning
+=====================  =========================================================  =================
+hook                   what                                                       metric(s)
+=====================  =========================================================  =================
+``start``              CodeCarbon offline tracker starts                          sustainability
+``round_end``          every returned client model's loss on the server's         client reputation,
+                       reference sample (a seeded sample of the test split);      co-versioning
                        hashes of the model sent out, each returned model and
                        the aggregated model
-``run_end``            tracker stops (energy of rounds 0..T); every registered   everything else
+``run_end``            tracker stops (energy of rounds 0..T); every registered    everything else
                        measure (:mod:`fltrust.trust.measures.registry`; the
                        packaged ones: :mod:`fltrust.trust.measures.taxonomy`)
                        fills its FactSheet fields; a provenance entry for every
                        metric of the definitions
-=====================  =======================================================  =================
+=====================  =========================================================  =================
 
 The observer never spells a field: each measure declares its fields, and a metric's provenance is
 that of the measure that declares the metric's first input (the template's metrics:

@@ -4,15 +4,15 @@ Paper: "FederatedTrust: A Solution for Trustworthy Federated Learning", Section 
 (reported numbers) and §7.3 (which normalisations reproduce them): docs/references.md#trust-7-1, #trust-7-2,
 #trust-7-3.
 
-=====  ==========================  ===  ==========  ======  ==========  ==========  =======================
-exp    data                        N    rate        rounds  DP          strategy    model
-=====  ==========================  ===  ==========  ======  ==========  ==========  =======================
-exp1   FEMNIST (311-writer pool)   10   50 %        5       none        FedAvg      ConvNet2
-exp2   FEMNIST (311-writer pool)   50   60 %        25      NbAFL 20    FedAvg      ConvNet2
-exp3   FEMNIST (311-writer pool)   100  40 %        50      NbAFL 6     FedAvg      ConvNet2
-exp4   N-BaIoT (SYNTHETIC)         9    70 %        [20]    none        FedAvg      MLP 115-50-50-2
-exp5   N-BaIoT (SYNTHETIC)         9    90 %        [20]    local eps 4 FedMedian   MLP 115-100-80-70-50-2
-=====  ==========================  ===  ==========  ======  ==========  ==========  =======================
+=====  ==========================  ===  ==========  ======  ===========  ==========  =======================
+exp    data                        N    rate        rounds  DP           strategy    model
+=====  ==========================  ===  ==========  ======  ===========  ==========  =======================
+exp1   FEMNIST (311-writer pool)   10   50 %        5       none         FedAvg      ConvNet2
+exp2   FEMNIST (311-writer pool)   50   60 %        25      NbAFL 20     FedAvg      ConvNet2
+exp3   FEMNIST (311-writer pool)   100  40 %        50      NbAFL 6      FedAvg      ConvNet2
+exp4   N-BaIoT (SYNTHETIC)         9    70 %        [20]    none         FedAvg      MLP 115-50-50-2
+exp5   N-BaIoT (SYNTHETIC)         9    90 %        [20]    local eps 4  FedMedian   MLP 115-100-80-70-50-2
+=====  ==========================  ===  ==========  ======  ===========  ==========  =======================
 
 [20]: not stated in the paper; chosen here. Every experiment trains as the authors' FederatedScope
 example config (trust spec 7.1): SGD, learning rate 0.01, batch 10, one local epoch, gradient

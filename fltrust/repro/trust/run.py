@@ -486,7 +486,7 @@ DP_TRACE_KEYS = ("aux_accuracy", "nbafl_aggregate_noise_norm", "nbafl_upload_noi
 def dp_trace(record: RunRecord) -> dict[str, list[float | None]]:
     """Per round (1..T) of an NbAFL run: server accuracy, the noise NbAFL added (expected norm
     per upload and on the round's weighted mean), the norm of the round's change to the model
-    and of the model itself (:meth:`fltrust.engines.inprocess.Engine.nbafl_norms`)."""
+    and of the model itself (:meth:`fltrust.algorithms.privacy.NbAFLMechanism.round_metrics`)."""
     rounds = [r for r in record.rounds if r.round > 0]
     return {key: [r.server_metrics.get(key) for r in rounds] for key in DP_TRACE_KEYS}
 

@@ -22,15 +22,15 @@ which is the paper's statement and the prototype's default. ``pillar_aggregation
 
 Modes
 -----
-==============  ==================  =============================================  ==========
-mode            definitions         fixes (spec 9)                                 rounding
-==============  ==================  =============================================  ==========
-``prototype``   prototype.yaml      none: HEAD b67a59c exactly (golden vectors)    prototype
-``paper``       paper.yaml          nan_is_missing, unknown_key_zero, coerce_types prototype
-``fixed``       prototype.yaml      every fix of ``fixes.FIXES``                   final
-``extended``    extended.yaml       nan_is_missing, unknown_key_zero, coerce_types final
+==============  ==================  ===============================================  ==========
+mode            definitions         fixes (spec 9)                                   rounding
+==============  ==================  ===============================================  ==========
+``prototype``   prototype.yaml      none: HEAD b67a59c exactly (golden vectors)      prototype
+``paper``       paper.yaml          nan_is_missing, unknown_key_zero, coerce_types   prototype
+``fixed``       prototype.yaml      every fix of ``fixes.FIXES``                     final
+``extended``    extended.yaml       nan_is_missing, unknown_key_zero, coerce_types   final
                                     (the other fixes are written into the file)
-==============  ==================  =============================================  ==========
+==============  ==================  ===============================================  ==========
 
 ``extended`` scores all 36 metrics of the paper's taxonomy (Sec. 3; trust spec 6; docs/references.md#trust-6) plus
 nebula's sustainability pillar (spec 10, docs/references.md#trust-10), with the bug fixes built into ``extended.yaml``.

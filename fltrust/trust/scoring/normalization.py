@@ -6,18 +6,18 @@ paper Table 3; docs/references.md#trust-2-4). The score types of the authors' pr
 semantics, bugs included, so that the golden vectors of spec 8 (docs/references.md#trust-8) are reproduced; the switches
 that fix those bugs (spec 9, docs/references.md#trust-9) are keyword arguments, off by default.
 
-==================  ============================================  ==========================
-type                score                                         prototype function
-==================  ============================================  ==========================
-``true_score``      v (asc) or 1 - v (desc); True 1, False 0      ``get_true_score``
-``ranges``          bin / (len(ranges) + 1) (asc), 1 - that       ``get_range_score``
-``breakpoints``     i / (n - 1): Table 3's "list -> {0..1}"       (ours; fixes B5, B9)
-``scaled_score``    clip((v - lo) / (hi - lo), 0, 1)              nebula ``get_scaled_score``
-``score_mapping``   min-max (or L2) normalised map value          ``get_mapped_score``
-``score_ranking``   1-based rank / number of items                ``get_ranked_score``
-``score_map_value`` the raw map value                             nebula ``score_map_value``
-``property_check``  the fraction from ``check_properties``        ``get_true_score`` path
-==================  ============================================  ==========================
+===================  ============================================  ==========================
+type                 score                                         prototype function
+===================  ============================================  ==========================
+``true_score``       v (asc) or 1 - v (desc); True 1, False 0      ``get_true_score``
+``ranges``           bin / (len(ranges) + 1) (asc), 1 - that       ``get_range_score``
+``breakpoints``      i / (n - 1): Table 3's "list -> {0..1}"       (ours; fixes B5, B9)
+``scaled_score``     clip((v - lo) / (hi - lo), 0, 1)              nebula ``get_scaled_score``
+``score_mapping``    min-max (or L2) normalised map value          ``get_mapped_score``
+``score_ranking``    1-based rank / number of items                ``get_ranked_score``
+``score_map_value``  the raw map value                             nebula ``score_map_value``
+``property_check``   the fraction from ``check_properties``        ``get_true_score`` path
+===================  ============================================  ==========================
 
 Each type is registered under its name (the table's first column) with
 :func:`~fltrust.trust.scoring.registry.score_type`, as a small function ``(raw, metric, **switches)``

@@ -19,7 +19,7 @@ registered names) and dispatch in the engine (:mod:`fltrust.trust.scoring.engine
 its input (:data:`SWITCHES`: ``missing`` for fix B2, ``coerce_types`` for B14, ``unknown`` for
 B7; docs/references.md#trust-b2, #trust-b14, #trust-b7). An entry names the switches it takes; the engine passes them as
 keyword arguments, with the values :func:`fltrust.trust.scoring.fixes.engine_switches` derives from the fixes in force
-(each such fix names the switch it sets, :attr:`fltrust.trust.scoring.fixes.Fix.switch`).
+(each such fix names the switch it sets, ``switch`` of :class:`fltrust.trust.scoring.fixes.Fix`).
 """
 
 from __future__ import annotations
