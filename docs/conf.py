@@ -71,9 +71,11 @@ numpydoc_validation_checks: set[str] = set()
 # -- references ------------------------------------------------------------------------------
 nitpicky = True
 nitpick_ignore = [
-    # type variables of the generic registries: not objects a reader looks up
+    # type variables (of the generic registries, the memo, FedSV's players): not objects a reader looks up
     ("py:obj", "fltrust.registry.T"),
     ("py:obj", "fltrust.trust.scoring.registry.Entry"),
+    ("py:obj", "fltrust.trust.measures.memo.T"),
+    ("py:obj", "fltrust.metrics.shapley.federated.PlayerT"),
 ]
 nitpick_ignore_regex = [
     # only fltrust's own references are checked; other projects resolve through intersphinx when

@@ -182,6 +182,7 @@ __all__ = [
 # -- FederatedTrust ----------------------------------------------------------------------------
 TrustMode = Literal["prototype", "paper", "fixed", "extended"]
 TRUST_MODES: tuple[TrustMode, ...] = get_args(TrustMode)
+"""The trust modes (:data:`TrustMode`), in their canonical order."""
 EXTENDED_TRUST_MODE: TrustMode = "extended"
 """The mode that scores the 36-metric taxonomy (``extended.yaml``); it cannot be replayed from
 another mode's run."""
@@ -248,6 +249,7 @@ missing in the report of missing fields) follows the mode's scoring fix B2."""
 # -- Federated Fairness Analytics --------------------------------------------------------------
 FairnessMode = Literal["faithful", "corrected"]
 FAIRNESS_MODES: tuple[FairnessMode, ...] = get_args(FairnessMode)
+"""The fairness modes (:data:`FairnessMode`)."""
 
 FAIRNESS_MODE_DEFAULTS: dict[FairnessMode, dict[str, Any]] = {
     "faithful": {
@@ -274,6 +276,7 @@ RobustStrategy = Literal["fedmedian", "krum", "multikrum", "trimmedmean", "bulya
 StrategyName = Literal["fedavg", "qfedavg", "ditto", "fedmedian", "fedprox", "krum", "multikrum", "trimmedmean",
                        "bulyan"]
 STRATEGIES: tuple[StrategyName, ...] = get_args(StrategyName)
+"""The built-in strategy names (:data:`StrategyName`); users register more (:data:`fltrust.registry.STRATEGIES`)."""
 ROBUST_STRATEGIES: tuple[RobustStrategy, ...] = get_args(RobustStrategy)
 """Byzantine-robust aggregation rules (:mod:`fltrust.algorithms.aggregation`; Flower's FedMedian, Krum,
 MultiKrum, FedTrimmedAvg and Bulyan under ``run.engine: flower``)."""
@@ -282,9 +285,11 @@ RealDataset = Literal["cifar10", "femnist", "nsl_kdd", "n_baiot"]
 SyntheticDataset = Literal["synthetic_cifar10", "synthetic_femnist", "synthetic_nsl_kdd", "synthetic_n_baiot"]
 DatasetName = Literal[RealDataset, SyntheticDataset]
 REAL_DATASETS: tuple[RealDataset, ...] = get_args(RealDataset)
+"""The papers' datasets (:data:`RealDataset`)."""
 SYNTHETIC_DATASETS: tuple[SyntheticDataset, ...] = get_args(SyntheticDataset)
 """``synthetic_<name>`` for each real dataset, in the same order."""
 DATASETS: tuple[DatasetName, ...] = get_args(DatasetName)
+"""Every dataset name: the real ones, then their synthetic stand-ins (:data:`DatasetName`)."""
 
 ReferenceData = Literal["ffa-results"]
 REFERENCE_DATA: tuple[ReferenceData, ...] = get_args(ReferenceData)
@@ -293,6 +298,7 @@ with (never a training set)."""
 
 EngineName = Literal["inprocess", "flower"]
 ENGINES: tuple[EngineName, ...] = get_args(EngineName)
+"""The engines (:data:`EngineName`)."""
 
 ModelName = Literal["cifar_cnn", "femnist_cnn", "nsl_kdd_mlp", "convnet2", "nbaiot_mlp_50_50", "nbaiot_mlp_100_80_70_50"]
 MODEL_NAMES: tuple[ModelName, ...] = get_args(ModelName)
@@ -300,6 +306,7 @@ MODEL_NAMES: tuple[ModelName, ...] = get_args(ModelName)
 
 PrivacyMode = Literal["none", "local", "server", "nbafl"]
 PRIVACY_MODES: tuple[PrivacyMode, ...] = get_args(PrivacyMode)
+"""The built-in privacy mechanisms (:data:`PrivacyMode`); users register more (:data:`fltrust.registry.PRIVACY_MECHANISMS`)."""
 
 ClientMetricKey = Literal[
     "num_samples", "num_batches", "val_samples", "reward_accuracy", "reward_loss", "accuracy", "loss",
@@ -382,14 +389,19 @@ DEVICES: tuple[Device, ...] = get_args(Device)
 # the fairness settings (fltrust.settings.FairnessSettings, fltrust.metrics.fairness, fltrust.metrics.shapley)
 CoalitionWeighting = Literal["uniform", "fedavg"]
 COALITION_WEIGHTINGS: tuple[CoalitionWeighting, ...] = get_args(CoalitionWeighting)
+"""``metrics.fairness.coalition_weighting`` values (fairness spec 3, docs/references.md#fairness-3)."""
 NonpositivePolicy = Literal["raw", "exclude"]
 NONPOSITIVE_POLICIES: tuple[NonpositivePolicy, ...] = get_args(NonpositivePolicy)
+"""``metrics.fairness.nonpositive_policy`` values: use signed FedSV (the authors) or leave out s <= 0."""
 Reward = Literal["instantaneous", "cumulative"]
 REWARDS: tuple[Reward, ...] = get_args(Reward)
+"""``metrics.fairness.reward`` values: this round's reward (the authors) or the sum over rounds (the paper)."""
 GroupMetric = Literal["authors", "equalized_odds"]
 GROUP_METRICS: tuple[GroupMetric, ...] = get_args(GroupMetric)
+"""``metrics.fairness.group_metric`` values: the authors' f_g or equalised odds over label groups."""
 JainZeroGuard = Literal["authors", "all_zero_is_one"]
 JAIN_ZERO_GUARDS: tuple[JainZeroGuard, ...] = get_args(JainZeroGuard)
+"""``metrics.fairness.jain_zero_guard`` values: the authors' guards or J(all zero) = 1."""
 ShapleyMethod = Literal["exact", "monte_carlo", "permutation", "auto"]
 SHAPLEY_METHODS: tuple[ShapleyMethod, ...] = get_args(ShapleyMethod)
 """FedSV methods of :func:`fltrust.metrics.shapley.federated_shapley` (their cost: :mod:`fltrust.metrics.shapley`)."""
@@ -398,12 +410,12 @@ SHAPLEY_METHODS: tuple[ShapleyMethod, ...] = get_args(ShapleyMethod)
 EntropyMethod = Literal["minmax_label", "normalized_label", "client_identification"]
 ENTROPY_METHODS: tuple[EntropyMethod, ...] = get_args(EntropyMethod)
 """``data/avg_entropy`` variants (:func:`fltrust.trust.measures.statistics.avg_entropy`): the
-prototype's min-max normalised label entropy (B4) and two normalised entropies in [0, 1] (label
+prototype's min-max normalised label entropy (B4, docs/references.md#trust-b4) and two normalised entropies in [0, 1] (label
 entropy / log2 K, and the paper's Eq. 1 client-identification entropy / log2 N)."""
 ClassImbalanceMethod = Literal["present_classes", "all_classes"]
 CLASS_IMBALANCE_METHODS: tuple[ClassImbalanceMethod, ...] = get_args(ClassImbalanceMethod)
 """``fairness/class_imbalance`` variants: the prototype's CV over the classes present in the data,
-or the CV over all K classes with absent classes counted as 0 (B11)."""
+or the CV over all K classes with absent classes counted as 0 (B11, docs/references.md#trust-b11)."""
 FeatureImportanceMethod = Literal["class_sums", "feature_mean_abs"]
 FEATURE_IMPORTANCE_METHODS: tuple[FeatureImportanceMethod, ...] = get_args(FeatureImportanceMethod)
 """Feature-importance variants of :mod:`fltrust.trust.measures.explainability`."""

@@ -314,9 +314,10 @@ def html_anchors_as_targets(app, docname: str, source: list[str]) -> None:
 
 def skip_type_aliases(app, what: str, name: str, obj: Any, skip: bool, options: Any) -> bool | None:
     """``autodoc-skip-member`` handler: module-level generic aliases (``Params = list[np.ndarray]``)
-    are described by a ``py:data`` entry in their module's docstring; autodoc cannot sign them."""
-    if what == "module" and type(obj).__name__ == "GenericAlias":
-        return True
+    are described by a ``py:data`` entry in their module's docstring (autodoc cannot sign them), and
+    type variables are left out."""
+    if what == "module" and (type(obj).__name__ == "GenericAlias" or isinstance(obj, typing.TypeVar)):
+        return True  # type variables are no objects a reader looks up (numpydoc cannot parse them either)
     return None
 
 

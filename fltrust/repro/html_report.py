@@ -254,8 +254,13 @@ def _markdown(paper: Paper, results_dir: Path, quick: bool) -> tuple[str, int]:
         return text, len(results)
     from fltrust.repro.trust import report as trust_report
 
+    from fltrust.repro.trust.normalize import load_without_normalize
+
     results = trust_report.load_results(results_dir)
-    return trust_report.results_markdown(results, quick=quick, reported=trust_report.load_reported()), len(results)
+    text = trust_report.results_markdown(results, quick=quick, reported=trust_report.load_reported(),
+                                         ablation=trust_report.load_ablation(results_dir),
+                                         without_normalize=load_without_normalize(results_dir))
+    return text, len(results)
 
 
 def regenerate_commands(paper: str, *, quick: bool = False, batch_dir: str | Path | None = None,

@@ -14,6 +14,7 @@ from fltrust.repro.fairness import report as fairness_report
 from fltrust.repro.fairness import run as fairness_run
 from fltrust.repro.trust import report as trust_report
 from fltrust.repro.trust.experiments import PAPER_DIR as TRUST_DIR
+from fltrust.repro.trust.normalize import load_without_normalize
 from fltrust.runs.provenance import git_head
 
 REPO = Path(__file__).resolve().parents[2]
@@ -74,7 +75,8 @@ def test_trust_results_md_regenerates_from_the_committed_results(tmp_path):
     _needs_git_when_recorded(results)
     path = trust_report.write_results_md(results, tmp_path / "RESULTS.md", quick=False,
                                          reported=trust_report.load_reported(),
-                                         ablation=trust_report.load_ablation(results_dir))
+                                         ablation=trust_report.load_ablation(results_dir),
+                                         without_normalize=load_without_normalize(results_dir))
 
     committed = _at_any_head((TRUST_DIR / "RESULTS.md").read_text())
     mine = _at_any_head(path.read_text())

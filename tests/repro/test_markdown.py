@@ -14,7 +14,7 @@ from fltrust.repro.markdown import fmt, fmt_raw, lines, mark, render, table
 TEMPLATES = {
     "fairness/results.md.j2", "fairness/misses.md.j2", "fairness/data_scale.md.j2", "fairness/authors.md.j2",
     "fairness/studies.md.j2",
-    "trust/results.md.j2", "trust/dp.md.j2", "trust/extended.md.j2", "trust/ablation.md.j2",
+    "trust/results.md.j2", "trust/dp.md.j2", "trust/extended.md.j2", "trust/ablation.md.j2", "trust/normalize.md.j2",
     "provenance.md.j2",
 }
 

@@ -43,6 +43,7 @@ from fltrust.repro.markdown import fmt, fmt_raw, is_missing, mark, render
 from fltrust.repro.paths import REPO_ENV
 from fltrust.repro.provenance_table import provenance_frame, provenance_section
 from fltrust.repro.trust.experiments import EXPERIMENTS, PAPER_DIR, PAPER_INPUTS
+from fltrust.repro.trust.normalize import normalize_section
 from fltrust.repro.trust.sections import (
     ablation_frame,
     ablation_markdown,
@@ -493,6 +494,7 @@ def _provenance_frame(results: Sequence[dict[str, Any]], ablation: dict[str, Any
 def results_markdown(
     results: Sequence[dict[str, Any]], *, quick: bool, reported: dict[str, Any] | None = None,
     ablation: dict[str, Any] | None = None,
+    without_normalize: dict[str, Any] | None = None,
 ) -> str:
     """The text of RESULTS.md (see the module docstring for its sections; template :data:`TEMPLATE`).
 
@@ -506,6 +508,9 @@ def results_markdown(
         ``reported.yaml`` content (default: :func:`load_reported`).
     ablation : dict, optional
         The attack ablation (:func:`~fltrust.repro.trust.sections.load_ablation`), printed as its own section.
+    without_normalize : dict, optional
+        Experiments 1-3 without FEMNIST's Normalize transform
+        (:func:`~fltrust.repro.trust.normalize.load_without_normalize`), compared in their own section.
 
     Returns
     -------
@@ -553,6 +558,7 @@ def results_markdown(
         matches=matches,
         coincidental=coincidental,
         dp=dp_section(results),
+        normalize=normalize_section(without_normalize, results),
         extended=extended_section(results),
         ablation_sections=ablation_sections(ablation),
         timing=_timing_table(results),
@@ -571,6 +577,7 @@ def write_results_md(
     quick: bool,
     reported: dict[str, Any] | None = None,
     ablation: dict[str, Any] | None = None,
+    without_normalize: dict[str, Any] | None = None,
 ) -> Path:
     """Write RESULTS.md (:func:`results_markdown`) atomically: temporary file, then ``os.replace``.
 
@@ -586,6 +593,9 @@ def write_results_md(
         ``reported.yaml`` content (default: :func:`load_reported`).
     ablation : dict, optional
         The attack ablation (:func:`~fltrust.repro.trust.sections.load_ablation`).
+    without_normalize : dict, optional
+        Experiments 1-3 without FEMNIST's Normalize transform
+        (:func:`~fltrust.repro.trust.normalize.load_without_normalize`).
 
     Returns
     -------
@@ -593,5 +603,6 @@ def write_results_md(
         ``path``.
     """
     path = Path(path)
-    atomic_write_text(path, results_markdown(results, quick=quick, reported=reported, ablation=ablation))
+    atomic_write_text(path, results_markdown(results, quick=quick, reported=reported, ablation=ablation,
+                                                  without_normalize=without_normalize))
     return path
