@@ -56,8 +56,11 @@ def public_functions(module: ModuleType) -> Iterator[tuple[str, Callable]]:
 
 
 def parameter_names(function: Callable) -> list[str]:
+    """The parameters a docstring must name: not ``self``/``cls``, and not private ones (``_name``), such
+    as the ``_ray_trace_ctx`` keyword Ray adds to the methods of a class it turns into an actor."""
     names = list(inspect.signature(inspect.unwrap(function)).parameters)
-    return names[1:] if names and names[0] in ("self", "cls") else names
+    names = names[1:] if names and names[0] in ("self", "cls") else names
+    return [name for name in names if not name.startswith("_")]
 
 
 def returns_something(function: Callable) -> bool:

@@ -511,7 +511,17 @@ def stop_with(grid, stop: threading.Event) -> None:
 
 def shutdown_ray() -> None:
     """Stop this process's Ray session, if any (Flower stops it after a finished simulation, not
-    after an interrupt or an error)."""
+    after an interrupt or an error).
+
+    Ray starts a new local instance when a Ray call finds none (``ray.get`` in a ClientApp call
+    still under way, say); one started after this shutdown would outlive the command, so Ray's
+    implicit start is switched off for the rest of the process, also when Flower already stopped
+    its session (an explicit ``ray.init``, as the next run makes, still starts one)."""
     ray = sys.modules.get("ray")
-    if ray is not None and ray.is_initialized():
+    if ray is None:
+        return
+    hook = sys.modules.get("ray._private.auto_init_hook")
+    if hook is not None and hasattr(hook, "enable_auto_connect"):
+        hook.enable_auto_connect = False  # before the shutdown, so that no thread slips in between
+    if ray.is_initialized():
         ray.shutdown()

@@ -9,9 +9,10 @@ This module records the runs without the transform (the same configurations with
 and compares them with the committed results: the server's accuracy per round, and per scoring
 mode the trust score and every pillar (:func:`normalize_section`, template ``trust/normalize.md.j2``).
 
-Regenerate the file from run folders (one per experiment, e.g. from ``fltrust repro verify exp1 --out
-DIR`` on a checkout of the earlier configurations) with ``python -m fltrust.repro.trust.normalize
---from DIR``.
+Regenerate the file at the current code with ``python -m fltrust.repro.trust.normalize --run DIR``
+(trains experiments 1-3 with ``data.normalize`` unset into ``DIR``, about as long as the committed
+runs, then writes the file), or from run folders made otherwise (one per experiment, e.g. ``fltrust
+repro verify exp1 --out DIR`` on a checkout of the earlier configurations) with ``--from DIR``.
 """
 
 from __future__ import annotations
@@ -24,14 +25,17 @@ from typing import Any
 import pandas as pd
 
 from fltrust.core.io import atomic_write_text
+from fltrust.names import Device, TrustMode
 from fltrust.repro.markdown import DASH, fmt, lines, render
 
-__all__ = ["WITHOUT_NORMALIZE_FILE", "load_without_normalize", "normalize_markdown", "normalize_section",
-           "without_normalize_record", "write_without_normalize"]
+__all__ = ["EXPERIMENTS", "WITHOUT_NORMALIZE_FILE", "load_without_normalize", "normalize_markdown", "normalize_section",
+           "run_without_normalize", "without_normalize_record", "write_without_normalize"]
 
 WITHOUT_NORMALIZE_FILE = "without_normalize.json"
 """The runs without the transform, beside the committed results."""
-MODES = ("prototype", "paper", "fixed", "extended")
+MODES: tuple[TrustMode, ...] = ("prototype", "paper", "fixed", "extended")
+EXPERIMENTS = ("exp1", "exp2", "exp3")
+"""The experiments that read FEMNIST, so the ones the transform changes."""
 
 
 def without_normalize_record(run_folder: str | Path) -> dict[str, Any]:
@@ -198,8 +202,38 @@ def normalize_markdown(before: Mapping[str, Any] | None, results: Sequence[Mappi
     return lines(render("trust/normalize.md.j2", normalize=normalize_section(before, results)))
 
 
+def run_without_normalize(out_dir: str | Path, experiments: Sequence[str] = EXPERIMENTS, *,
+                          device: Device = "cpu") -> list[Path]:
+    """Train and score experiments with ``data.normalize`` unset, as ``fltrust repro trust`` would.
+
+    Parameters
+    ----------
+    out_dir : str or Path
+        Folder of run folders (a complete run there is reloaded, an interrupted one resumed).
+    experiments : sequence of str
+        Which of ``"exp1"``, ``"exp2"``, ``"exp3"``.
+    device : str
+        ``"cpu"``, ``"cuda"`` or ``"auto"``.
+
+    Returns
+    -------
+    list of Path
+        The run folders, one per experiment.
+    """
+    from fltrust.repro.trust.run import run_trust_experiment
+
+    folders = []
+    for name in experiments:
+        print(f"{name} without data.normalize -> {out_dir}", flush=True)
+        run = run_trust_experiment(name, modes=MODES, device=device, out_dir=out_dir,
+                                   overrides={"data.normalize": None})
+        print(f"{name}: {run.record.path.name} ({run.elapsed_s:.0f} s)", flush=True)
+        folders.append(run.record.path)
+    return folders
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m fltrust.repro.trust.normalize --from DIR [--results DIR]``: write the file.
+    """``python -m fltrust.repro.trust.normalize (--run DIR | --from DIR) [--results DIR]``: write the file.
 
     Parameters
     ----------
@@ -216,10 +250,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     from fltrust.repro.trust.experiments import PAPER_DIR
 
     parser = argparse.ArgumentParser(prog="python -m fltrust.repro.trust.normalize", description=__doc__.split("\n")[0])
-    parser.add_argument("--from", dest="source", required=True, help="folder holding one run folder per experiment")
+    source = parser.add_mutually_exclusive_group(required=True)
+    source.add_argument("--run", metavar="DIR", help="train experiments 1-3 without the transform into DIR, then write")
+    source.add_argument("--from", dest="source", metavar="DIR", help="folder holding one run folder per experiment")
     parser.add_argument("--results", default=str(PAPER_DIR / "results"), help="FederatedTrust results folder")
+    parser.add_argument("--device", default="cpu", choices=["cpu", "cuda", "auto"])
     args = parser.parse_args(argv)
-    folders = sorted(p.parent for p in Path(args.source).glob("**/summary.json"))
+    if args.run:
+        folders = run_without_normalize(args.run, device=args.device)
+    else:
+        folders = sorted(p.parent for p in Path(args.source).glob("**/summary.json"))
     print(f"wrote {write_without_normalize(folders, args.results)} ({len(folders)} run(s))")
     return 0
 

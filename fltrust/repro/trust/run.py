@@ -27,7 +27,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
@@ -320,6 +320,7 @@ def run_trust_experiment(
     full_scale: bool = False,
     force: bool = False,
     observers: Sequence[Any] = (),
+    overrides: Mapping[str, Any] | None = None,
 ) -> TrustRun:
     """Run one experiment once (or reload it when complete) and score its FactSheet in every mode.
 
@@ -344,6 +345,9 @@ def run_trust_experiment(
         Train again even when a complete run is in ``out_dir`` (``fltrust repro verify``).
     observers : sequence of RoundObserver
         Further observers of the run (they read its rounds; e.g. a progress line per round).
+    overrides : mapping, optional
+        Dotted configuration overrides (``{"data.normalize": None}``), applied to the experiment's
+        configuration before it runs; they change its config hash and run id.
 
     Returns
     -------
@@ -358,7 +362,7 @@ def run_trust_experiment(
     modes = _check_modes(modes)
     start = time.perf_counter()
     cfg = experiment_config(name, quick=quick, device=device, data_dir=data_dir, full_scale=full_scale)
-    cfg = cfg.with_overrides({"run.progress": False})
+    cfg = cfg.with_overrides({**(overrides or {}), "run.progress": False})
     out = out_dir if out_dir is not None else "runs"
     ride_along = EXTENDED_TRUST_MODE in modes and cfg.metrics.trust.mode != EXTENDED_TRUST_MODE
     riders = [mode_observer(cfg, EXTENDED_TRUST_MODE)] if ride_along else []
@@ -371,7 +375,8 @@ def run_trust_experiment(
                 run.extended_record = record
             else:  # a run completed (or resumed) without the extended observer: train it again
                 ext_cfg = experiment_config(name, mode=EXTENDED_TRUST_MODE, quick=quick, device=device, data_dir=data_dir,
-                                            full_scale=full_scale).with_overrides({"run.progress": False})
+                                            full_scale=full_scale).with_overrides({**(overrides or {}),
+                                                                                   "run.progress": False})
                 run.extended_record = run_experiment(ext_cfg, out_dir=out, force=force)
             fs = mode_factsheet(run.extended_record, mode, device=device)
             report = score_factsheet(fs, mode=mode)
