@@ -522,6 +522,6 @@ def shutdown_ray() -> None:
         return
     hook = sys.modules.get("ray._private.auto_init_hook")
     if hook is not None and hasattr(hook, "enable_auto_connect"):
-        hook.enable_auto_connect = False  # before the shutdown, so that no thread slips in between
+        setattr(hook, "enable_auto_connect", False)  # noqa: B010 - before the shutdown: no thread slips in between
     if ray.is_initialized():
         ray.shutdown()
