@@ -66,6 +66,8 @@ $(DOCS_STAMP): | $(STAMP)
 ## docs: the documentation site (docs/_build/html), offline; every warning is an error
 docs: $(DOCS_STAMP)
 	MPLBACKEND=Agg $(DOCS_VENV)/bin/sphinx-build -E -W --keep-going -n -q -b html docs docs/_build/html
+	@if grep -rlE '<(script|link)[^>]+(src|href)="https?://' --include=*.html docs/_build/html; then \
+		echo "docs: the pages above load a script or style sheet from the network; the site must work offline"; exit 1; fi
 	@echo "==> docs/_build/html/index.html"
 
 ## demo: quick reproduction (every dataset family, then the quick fairness and trust reproductions)
