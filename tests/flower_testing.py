@@ -9,6 +9,8 @@ The two folders' ``conftest.py`` import these names (tests import them from ``co
 
 from __future__ import annotations
 
+import pytest
+
 from fltrust.config import ExperimentConfig, TrainingConfig
 from fltrust.flower.local import LocalGrid as LocalGrid  # the tests import it from here
 from fltrust.flower.local import run_local
@@ -86,3 +88,15 @@ def compare_runs(a, b) -> dict[str, float]:
         out["params_beyond_rtol"] = max(out.get("params_beyond_rtol", 0.0),
                                         float((diff - 1e-5 * final_b[key].double().abs()).max()))
     return out
+
+
+@pytest.fixture(name="local_flower")
+def local_flower_fixture(monkeypatch):
+    """Make ``run.engine: flower`` run on a :class:`LocalGrid` instead of Ray (fast, same code)."""
+    return local_flower(monkeypatch)
+
+
+@pytest.fixture(name="compare")
+def compare_fixture():
+    """:func:`compare_runs`."""
+    return compare_runs

@@ -17,11 +17,11 @@ import re
 import sys
 from pathlib import Path
 
+import guide_testing
 import pytest
 import yaml
 
 REPO = Path(__file__).resolve().parents[2]
-GUIDE = REPO / "docs" / "extending.md"
 SECTION = "## A new fairness notion"
 MARKER = "<!-- extending-notion:"
 NAME = "accuracy_parity"
@@ -29,15 +29,7 @@ NAME = "accuracy_parity"
 
 def guide_blocks() -> list[tuple[str, str]]:
     """``(language, code)`` of the block after each marker of the guide's section, in order."""
-    text = GUIDE.read_text()
-    section = text[text.index(SECTION):]
-    end = section.find("\n## ", len(SECTION))
-    section = section if end < 0 else section[:end]
-    blocks = []
-    for part in section.split(MARKER)[1:]:
-        found = re.search(r"```(\w+)\n(.*?)```", part, re.S)
-        blocks.append((found.group(1), found.group(2)))
-    return blocks
+    return guide_testing.guide_blocks(SECTION, MARKER)
 
 
 def variance(values) -> float:

@@ -16,7 +16,7 @@ from flwr.app import Context, Message, MetricRecord, RecordDict
 from flwr.clientapp import ClientApp
 from flwr.serverapp.strategy import FedAvg, FedMedian
 
-from conftest import LocalGrid, tiny_config
+from flower_testing import LocalGrid, tiny_config
 from fltrust.core.evaluation import get_params
 from fltrust.core.observers import BaseObserver
 from fltrust.experiment import prepare_experiment

@@ -25,7 +25,7 @@ from flwr.app import ArrayRecord, Context, Message, MetricRecord, RecordDict
 from flwr.clientapp import ClientApp
 from flwr.serverapp.strategy import FedAvg
 
-from conftest import LocalGrid
+from flower_testing import LocalGrid
 
 REPO = Path(__file__).resolve().parents[2]
 MARKER = "<!-- flower-app:"

@@ -37,7 +37,7 @@ from torch import nn
 from torch.utils.data import DataLoader, TensorDataset
 
 import fltrust.flower as ft
-from conftest import LocalGrid
+from flower_testing import LocalGrid
 
 NODES, ROUNDS, BAD = 4, 2, 3
 TIMING = ("train_time_s",)

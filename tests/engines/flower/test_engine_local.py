@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from conftest import tiny_config
+from flower_testing import tiny_config
 from fltrust.experiment import run_experiment
 
 # float32 noise only: Flower's FedAvg sums float32 arrays, fltrust's in float64 (measured <= 1e-6)

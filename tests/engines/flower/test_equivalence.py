@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import pytest
 
-from conftest import tiny_config
+from flower_testing import tiny_config
 from fltrust.experiment import run_experiment
 
 pytestmark = pytest.mark.slow

@@ -28,7 +28,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import tiny_config
+from flower_testing import tiny_config
 from fltrust.config import ConfigError, load_config
 from fltrust.engines.flower import simulation
 from fltrust.engines.flower.simulation import join_ray, ray_on_loopback, resolve_ray_target

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from conftest import tiny_config
+from flower_testing import tiny_config
 from fltrust.core.observers import BaseObserver
 from fltrust.experiment import run_experiment
 

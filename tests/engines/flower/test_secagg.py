@@ -20,7 +20,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from conftest import tiny_config
+from flower_testing import tiny_config
 from fltrust.core.observers import BaseObserver
 from fltrust.config import ConfigError
 from fltrust.experiment import run_experiment

@@ -9,7 +9,7 @@ from flwr.app import ConfigRecord, Message, MetricRecord, RecordDict
 from flwr.common.constant import SUPERLINK_NODE_ID
 from flwr.supercore.task_identity import TaskIdentity
 
-from conftest import LocalGrid, tiny_config
+from flower_testing import LocalGrid, tiny_config
 from fltrust.algorithms.aggregation import qffl_aggregate
 from fltrust.algorithms.privacy import CentralNoise
 from fltrust.algorithms.strategies import Ditto as Ditto_
