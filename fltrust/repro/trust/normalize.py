@@ -4,7 +4,8 @@ The prototype's FederatedScope configuration applies ``Normalize(0.1307, 0.3081)
 [0, 1] pixels; the committed experiments 1-3 do too (``data.normalize``,
 :data:`fltrust.repro.trust.experiments.FEMNIST_NORMALIZE`). Before, they ran on the raw pixels.
 This module records the runs without the transform (the same configurations with
-``data.normalize: null``, so their run ids are those of the earlier results) in one file,
+``data.normalize: null``; the earlier results' run ids differ from theirs only by a ``run.deviations``
+line that said the transform was not applied) in one file,
 ``results/without_normalize.json`` (:func:`without_normalize_record`, :func:`write_without_normalize`),
 and compares them with the committed results: the server's accuracy per round, and per scoring
 mode the trust score and every pillar (:func:`normalize_section`, template ``trust/normalize.md.j2``).
