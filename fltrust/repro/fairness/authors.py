@@ -311,10 +311,22 @@ class AuthorsRuns:
         """True when at least one condition has all three files."""
         return bool(self.conditions)
 
-    def fetch_hint(self) -> str:
-        """One line: what is missing from where, and the command that fetches it."""
+    def fetch_hint(self, *, portable: bool = False) -> str:
+        """One line: what is missing from where, and the command that fetches it.
+
+        Parameters
+        ----------
+        portable : bool
+            Name the folder as ``<data root>/ffa_results/Results/`` (Markdown code) instead of this machine's path
+            (for pages that are handed around: RESULTS.md, the HTML report).
+
+        Returns
+        -------
+        str
+        """
         total = len(_CONDITIONS) * AUTHORS_REPEATS
-        return (f"{len(self.missing)} of {total} files missing from {self.folder}/: `fltrust data fetch {AUTHORS_DATA}` "
+        where = f"`<data root>/{self.folder.parent.name}/{self.folder.name}/`" if portable else f"{self.folder}/"
+        return (f"{len(self.missing)} of {total} files missing from {where}: `fltrust data fetch {AUTHORS_DATA}` "
                 f"downloads them (github.com/oscardilley/federated-fairness at {FFA_RESULTS_COMMIT[:7]}, SHA-256 checked)")
 
 

@@ -924,10 +924,10 @@ def _authors_section(
                            "(`fltrust repro fairness` without `--quick`).")
         return section
     if not authors.found:
-        section["note"] = f"The authors' runs were not found: {authors.fetch_hint()}."
+        section["note"] = f"The authors' runs were not found: {authors.fetch_hint(portable=True)}."
         return section
     if authors.missing:
-        section["notes"].append(f"Only the conditions with all three files are compared: {authors.fetch_hint()}.")
+        section["notes"].append(f"Only the conditions with all three files are compared: {authors.fetch_hint(portable=True)}.")
     if authors.checksum_mismatch:
         section["notes"].append("⚠ Not the published files: " + "; ".join(
             f"{m['path']} has sha256 {m['sha256']}, the published file {m['expected']}" for m in authors.checksum_mismatch))

@@ -131,6 +131,9 @@ def test_missing_files_are_listed_and_the_rest_is_read(authors_root):
     assert runs.folder == authors_root / "ffa_results" / "Results"
     hint = runs.fetch_hint()
     assert "69 of 72 files missing" in hint and "fltrust data fetch ffa-results" in hint and str(runs.folder) in hint
+    # a page that is handed around names the data root, not this machine's path
+    portable = runs.fetch_hint(portable=True)
+    assert "missing from `<data root>/ffa_results/Results/`:" in portable and str(authors_root) not in portable
     # the made-up files are not the published ones: their hashes are listed, both of them
     assert len(runs.checksum_mismatch) == 3
     first = runs.checksum_mismatch[0]
