@@ -302,8 +302,9 @@ def test_results_markdown_without_the_authors_files_says_so_in_one_line(results,
     before = results_markdown(table, results, quick=False, reported=REPORTED)
     text = results_markdown(table, results, quick=False, reported=REPORTED, authors=empty)
 
-    # Assert: one line naming the folder and the fetch command; everything else renders as before
-    line = (f"The authors' runs were not found: 72 of 72 files missing from {tmp_path}/no-data/ffa_results/Results/: "
+    # Assert: one line naming the folder (under the data root, not this machine's path) and the fetch
+    # command; everything else renders as before
+    line = ("The authors' runs were not found: 72 of 72 files missing from `<data root>/ffa_results/Results/`: "
             "`fltrust data fetch ffa-results` downloads them (github.com/oscardilley/federated-fairness at 5e3115e, "
             "SHA-256 checked).")
     assert f"{AUTHORS_HEADING}\n\n{line}\n\n" in text
