@@ -26,7 +26,7 @@ from typing import Any
 import pandas as pd
 
 from fltrust.core.io import atomic_write_text
-from fltrust.names import Device, TrustMode
+from fltrust.names import DEVICES, Device, TrustMode
 from fltrust.repro.markdown import DASH, fmt, lines, render
 
 __all__ = ["EXPERIMENTS", "WITHOUT_NORMALIZE_FILE", "load_without_normalize", "normalize_markdown", "normalize_section",
@@ -255,7 +255,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     source.add_argument("--run", metavar="DIR", help="train experiments 1-3 without the transform into DIR, then write")
     source.add_argument("--from", dest="source", metavar="DIR", help="folder holding one run folder per experiment")
     parser.add_argument("--results", default=str(PAPER_DIR / "results"), help="FederatedTrust results folder")
-    parser.add_argument("--device", default="cpu", choices=["cpu", "cuda", "auto"])
+    parser.add_argument("--device", default="cpu", choices=DEVICES)
     args = parser.parse_args(argv)
     if args.run:
         folders = run_without_normalize(args.run, device=args.device)

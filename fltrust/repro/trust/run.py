@@ -362,7 +362,8 @@ def run_trust_experiment(
     modes = _check_modes(modes)
     start = time.perf_counter()
     cfg = experiment_config(name, quick=quick, device=device, data_dir=data_dir, full_scale=full_scale)
-    cfg = cfg.with_overrides({**(overrides or {}), "run.progress": False})
+    settings = {**(overrides or {}), "run.progress": False}  # the run's and its extended-mode companion's
+    cfg = cfg.with_overrides(settings)
     out = out_dir if out_dir is not None else "runs"
     ride_along = EXTENDED_TRUST_MODE in modes and cfg.metrics.trust.mode != EXTENDED_TRUST_MODE
     riders = [mode_observer(cfg, EXTENDED_TRUST_MODE)] if ride_along else []
@@ -375,8 +376,7 @@ def run_trust_experiment(
                 run.extended_record = record
             else:  # a run completed (or resumed) without the extended observer: train it again
                 ext_cfg = experiment_config(name, mode=EXTENDED_TRUST_MODE, quick=quick, device=device, data_dir=data_dir,
-                                            full_scale=full_scale).with_overrides({**(overrides or {}),
-                                                                                   "run.progress": False})
+                                            full_scale=full_scale).with_overrides(settings)
                 run.extended_record = run_experiment(ext_cfg, out_dir=out, force=force)
             fs = mode_factsheet(run.extended_record, mode, device=device)
             report = score_factsheet(fs, mode=mode)
