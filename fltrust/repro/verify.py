@@ -54,8 +54,10 @@ __all__ = ["FieldDifference", "VerifyError", "Verification", "compare_fields", "
            "likely_causes", "verify"]
 
 
-DURATION_FIELDS = ("metrics.sustainability/run_emissions.", "pillars.sustainability", "modes.extended.trust_score")
-"""Summary values computed from the run's duration (CodeCarbon's energy and emissions, and the
+DURATION_FIELDS = ("metrics.sustainability/run_emissions.", "metrics.sustainability/carbon_intensity.",
+                   "pillars.sustainability", "modes.extended.trust_score")
+"""Summary values computed from the run's duration (CodeCarbon's energy and emissions, the carbon
+intensity divided back out of them, which rounds differently for each measured energy, and the
 extended-mode scores that aggregate them): no two runs agree on them, so they are shown but left out
 of the verdict (a field name containing one of these parts)."""
 

@@ -138,3 +138,18 @@ def test_values_of_the_runs_duration_are_shown_but_not_in_the_verdict(tmp_path):
     text = "\n".join(outcome.lines())
     assert outcome.identical and not outcome.bit_identical
     assert "1 value(s) computed from the run's duration (energy, emissions), 1 of them different" in text
+
+
+@pytest.mark.parametrize(("field", "measured"), [
+    ("modes.extended.metrics.sustainability/run_emissions.raw", True),
+    # emissions / energy: both measured, so the quotient rounds differently per run (CI saw 7e-15)
+    ("modes.extended.metrics.sustainability/carbon_intensity.raw", True),
+    ("modes.extended.pillars.sustainability", True),
+    ("modes.extended.trust_score", True),
+    ("modes.paper.trust_score", False),
+    ("modes.extended.metrics.robustness/certified_robustness.raw", False),
+])
+def test_which_summary_values_depend_on_the_runs_duration(field, measured):
+    from fltrust.repro.verify import _duration_dependent
+
+    assert _duration_dependent(field) is measured
