@@ -425,6 +425,15 @@ def _folders(paper: str, quick: bool, out_dir: str | Path | None) -> dict[str, P
     }
 
 
+def _parameter_path(path: Path) -> str:
+    """A path as a notebook parameter: relative to the repository when inside it (kernels run there),
+    so that an executed notebook that is committed does not name this machine's folders."""
+    try:
+        return str(path.relative_to(REPO))
+    except ValueError:
+        return str(path)
+
+
 def _figure_folder(paper: str) -> str:
     return {"fairness_analytics": "fairness", "federatedtrust": "trust"}[paper]
 
@@ -458,9 +467,9 @@ def _paper_batch(
             item_key: name,
             **item_parameters,
             "quick": quick,
-            "runs_dir": str(folders["runs"]),
-            "result_path": str(result),
-            "figures_dir": str(folders["figures"]),
+            "runs_dir": _parameter_path(folders["runs"]),
+            "result_path": _parameter_path(result),
+            "figures_dir": _parameter_path(folders["figures"]),
             "data_dir": data_dir,
         }
         jobs.append(NotebookJob(name, NOTEBOOKS / notebook_folder / item_notebook,
@@ -473,9 +482,9 @@ def _paper_batch(
         notebook=NOTEBOOKS / notebook_folder / "summary.ipynb",
         output_notebook=folders["notebooks"] / f"summary{suffix}.ipynb",
         parameters={
-            "results_dir": str(folders["results"]),
-            "figures_dir": str(folders["figures"]),
-            "results_md": str(folders["results_md"]),
+            "results_dir": _parameter_path(folders["results"]),
+            "figures_dir": _parameter_path(folders["figures"]),
+            "results_md": _parameter_path(folders["results_md"]),
             "quick": quick,
         },
     )
