@@ -434,6 +434,17 @@ def _parameter_path(path: Path) -> str:
         return str(path)
 
 
+def _portable_notebook(text: str) -> str:
+    """An executed notebook with papermill's record of its input and output files relative to the
+    repository (its parameters already are: :func:`_parameter_path`)."""
+    notebook = json.loads(text)
+    record = notebook.get("metadata", {}).get("papermill", {})
+    for key in ("input_path", "output_path"):
+        if isinstance(record.get(key), str):
+            record[key] = _parameter_path(Path(record[key]))
+    return json.dumps(notebook, indent=1, sort_keys=True, ensure_ascii=False)
+
+
 def _figure_folder(paper: str) -> str:
     return {"fairness_analytics": "fairness", "federatedtrust": "trust"}[paper]
 
@@ -491,7 +502,7 @@ def _paper_batch(
     failures += run_jobs([summary], title=f"{title} summary", in_process=in_process)
     if folders["base"] == REPO / "papers_repro" / paper and summary.output_notebook.is_file():
         # the committed paper folder keeps its executed summary notebook, outputs and all, for readers
-        atomic_write_text(folders["base"] / "summary.ipynb", summary.output_notebook.read_text())
+        atomic_write_text(folders["base"] / "summary.ipynb", _portable_notebook(summary.output_notebook.read_text()))
     print(f"{title} tables: {folders['results_md']}\n{title} figures: {folders['figures']}")
     return failures
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+from pathlib import Path
 
 import nbformat
 import pytest
@@ -249,3 +250,17 @@ def test_a_full_batch_keeps_its_executed_summary_in_the_paper_folder(tmp_path, m
     assert json.loads(kept.read_text()) == {"executed": "summary"}
     batch._paper_batch(out_dir=tmp_path / "elsewhere", **common)
     assert not (tmp_path / "elsewhere" / "summary.ipynb").exists()
+
+
+def test_a_committed_summary_notebook_names_no_machine_folder():
+    from fltrust.repro.batch import REPO, _parameter_path, _portable_notebook
+
+    assert _parameter_path(REPO / "papers_repro" / "x" / "results") == "papers_repro/x/results"
+    assert _parameter_path(Path("/elsewhere/results")) == "/elsewhere/results"
+    text = json.dumps({"cells": [], "metadata": {"papermill": {
+        "input_path": str(REPO / "notebooks" / "s.ipynb"), "output_path": "/tmp/out/s.ipynb",
+        "parameters": {"quick": False}}}})
+    record = json.loads(_portable_notebook(text))["metadata"]["papermill"]
+    assert record["input_path"] == "notebooks/s.ipynb"
+    assert record["output_path"] == "/tmp/out/s.ipynb"
+    assert record["parameters"] == {"quick": False}
