@@ -146,6 +146,10 @@ def _cmd_verify(args: argparse.Namespace) -> int:
     outcome = verify(args.target, repeat=args.repeat, rounds=args.rounds, out_dir=args.out, device=args.device)
     for line in outcome.lines():
         print(line)
+    if args.record:
+        from fltrust.repro.verify import record_verification
+
+        print(f"recorded in {record_verification(outcome)}")
     return 0 if outcome.identical else 1
 
 
@@ -283,6 +287,8 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--out", default=None, help="scratch folder of the rerun (default runs/verify/<name>-r<repeat>)")
     check.add_argument("--device", choices=["cpu", "cuda", "auto"], default=None,
                        help="default: the committed run's device type when recorded, else cpu")
+    check.add_argument("--record", action="store_true",
+                       help="keep the outcome in the paper folder's verified.json, which RESULTS.md lists")
     check.add_argument("--strict", action="store_true", help=STRICT_HELP)
     check.set_defaults(func=_cmd_verify)
 

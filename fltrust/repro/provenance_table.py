@@ -17,6 +17,7 @@ leaves the file unchanged).
 from __future__ import annotations
 
 import functools
+import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -27,9 +28,8 @@ from fltrust.repro.markdown import DASH, lines, render
 from fltrust.repro.results import run_provenance
 from fltrust.runs.provenance import NOT_RECORDED, TRAINING_PATHS, changed_since, git_head, short_commit
 
-__all__ = ["COLUMNS", "MAX_FILES", "provenance_cells", "provenance_frame", "provenance_markdown", "provenance_section",
-           "result_records",
-           "training_code_cell"]
+__all__ = ["COLUMNS", "MAX_FILES", "VERIFIED_FILE", "load_verified", "provenance_cells", "provenance_frame",
+           "provenance_markdown", "provenance_section", "result_records", "training_code_cell", "verified_lines"]
 
 COLUMNS = ("commit", "BLAS (numpy; torch)", "threads (torch, BLAS)", "torch / numpy", "device",
            "training code since")
@@ -39,6 +39,60 @@ MAX_FILES = 3
 """Changed files named in a cell; the rest are counted."""
 
 UNKNOWN = "unknown"
+
+VERIFIED_FILE = "verified.json"
+"""A paper folder's record of ``fltrust repro verify --record``: per target, the last verification's
+repeat, rounds, commit and verdict (:meth:`fltrust.repro.verify.Verification.record`)."""
+
+
+def load_verified(paper_dir: str | Path, results: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
+    """The verifications recorded in ``paper_dir`` (:data:`VERIFIED_FILE`) of runs that ``results`` hold.
+
+    A record names the committed run it was compared with (``run_id``); records of other runs (a
+    result since redone, or results elsewhere than the paper folder) are left out.
+
+    Parameters
+    ----------
+    paper_dir : path-like
+        E.g. ``papers_repro/fairness_analytics``.
+    results : sequence of dict
+        The results being rendered.
+
+    Returns
+    -------
+    dict
+        Target name -> record (empty when there is no file).
+    """
+    path = Path(paper_dir) / VERIFIED_FILE
+    if not path.is_file():
+        return {}
+    runs = {run_id for result in results for run_id in (result.get("run_ids") or [result.get("run_id")])}
+    data = json.loads(path.read_text())
+    if not isinstance(data, dict):
+        raise ValueError(f"{path}: expected an object of target -> verification record; delete it and rerun "
+                         "fltrust repro verify --record")
+    return {target: record for target, record in data.items() if record.get("run_id") in runs}
+
+
+def verified_lines(verified: Mapping[str, Mapping[str, Any]]) -> list[str]:
+    """One Markdown list item per recorded verification, in target order.
+
+    Parameters
+    ----------
+    verified : mapping
+        :func:`load_verified`'s records.
+
+    Returns
+    -------
+    list of str
+
+    Examples
+    --------
+    >>> verified_lines({"exp4": {"repeat": 0, "rounds": 20, "commit": "4e92980", "verdict": "bit-identical"}})
+    ['- `exp4`, repeat 0, rounds 1-20, at 4e92980: bit-identical']
+    """
+    return [f"- `{target}`, repeat {r.get('repeat')}, rounds 1-{r.get('rounds')}, at {r.get('commit')}: "
+            f"{r.get('verdict')}" for target, r in sorted(verified.items())]
 
 
 def result_records(result: Mapping[str, Any], run_ids: Sequence[str] | None = None) -> list[dict[str, Any] | None]:
@@ -193,11 +247,13 @@ def provenance_markdown(frame: pd.DataFrame, *, command: str) -> list[str]:
     return lines(render("provenance.md.j2", provenance=provenance_section(frame, command=command)))
 
 
-def provenance_section(frame: pd.DataFrame, *, command: str) -> dict[str, Any]:
-    """Variables of ``provenance.md.j2``: the table, the verify command and the training paths in words."""
+def provenance_section(frame: pd.DataFrame, *, command: str,
+                       verified: Mapping[str, Mapping[str, Any]] | None = None) -> dict[str, Any]:
+    """Variables of ``provenance.md.j2``: the table, the verify command, the training paths in words
+    and the recorded verifications (:func:`verified_lines`)."""
     included = [p for p in TRAINING_PATHS if not p.startswith(":")]
     excluded = [p.removeprefix(":(exclude)") for p in TRAINING_PATHS if p.startswith(":(exclude)")]
     paths = ", ".join(f"`{p}/`" if "." not in Path(p).name else f"`{p}`" for p in included)
     if excluded:
         paths += " except " + ", ".join(f"`{p}`" for p in excluded)
-    return {"table": frame, "command": command, "paths": paths}
+    return {"table": frame, "command": command, "paths": paths, "verified": verified_lines(verified or {})}

@@ -43,15 +43,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
-from fltrust.core.io import to_plain
+from fltrust.core.io import atomic_write_json, to_plain
 from fltrust.core.records import RoundRecord
 from fltrust.names import Device
 from fltrust.repro.results import round_trace, run_provenance
 from fltrust.runs import RunRecord
-from fltrust.runs.provenance import NOT_RECORDED, changed_since, commits_since, describe, differences, provenance
+from fltrust.repro.provenance_table import VERIFIED_FILE
+from fltrust.runs.provenance import (NOT_RECORDED, changed_since, commits_since, describe, differences, provenance,
+                                     short_commit)
 
 __all__ = ["FieldDifference", "VerifyError", "Verification", "compare_fields", "known_targets",
-           "likely_causes", "verify"]
+           "likely_causes", "record_verification", "verify"]
 
 
 DURATION_FIELDS = ("metrics.sustainability/run_emissions.", "metrics.sustainability/carbon_intensity.",
@@ -175,6 +177,27 @@ class Verification:
         rounds = [f.first_round for f in self.fields if f.first_round is not None]
         return min(rounds) if rounds else None
 
+    def verdict(self) -> str:
+        """The outcome in a few words, as RESULTS.md lists it (:func:`record_verification`)."""
+        if self.compared == 0:
+            return "nothing compared"
+        if self.bit_identical:
+            return f"bit-identical (every model hash and {self.compared} values)"
+        if self.identical:
+            return f"identical to the stored digits ({self.compared} values; no model hashes stored)"
+        moved = [f for f in self.fields if not f.identical and f.max_abs is not None]
+        largest = next((f for f in moved if f.field == "per_round.F_T"), None) or max(
+            moved, key=lambda f: f.max_abs or 0.0, default=None)
+        where = f"from round {self.first_round}" if self.first_round is not None else "in a summary value"
+        size = f", {largest.field} by up to {largest.max_abs:.3g}" if largest is not None else ""
+        return f"**different** {where}{size}"
+
+    def record(self) -> dict[str, Any]:
+        """What :func:`record_verification` keeps of this outcome."""
+        return {"repeat": self.repeat, "rounds": self.rounds, "run_id": self.committed_run_id,
+                "commit": short_commit(self.rerun_provenance), "verdict": self.verdict(),
+                "identical": self.identical, "first_round": self.first_round}
+
     def lines(self) -> list[str]:
         """The report ``fltrust repro verify`` prints (after its progress lines)."""
         same = "same run id" if self.committed_run_id == self.rerun_run_id else f"committed run {self.committed_run_id}"
@@ -224,6 +247,29 @@ class Verification:
             out += [f"  - {line}" for line in self.causes]
         out.append(f"verify: {self.wall_s:.1f} s")
         return out
+
+
+def record_verification(outcome: Verification) -> Path:
+    """Keep ``outcome`` as its target's entry of the paper folder's :data:`VERIFIED_FILE` (atomic; the
+    other targets' entries stay), which RESULTS.md lists under its provenance table.
+
+    Parameters
+    ----------
+    outcome : Verification
+        A verification of a committed result (``papers_repro/<paper>/results/<target>.json``).
+
+    Returns
+    -------
+    Path
+        The file written.
+    """
+    path = outcome.result_path.parent.parent / VERIFIED_FILE
+    recorded = json.loads(path.read_text()) if path.is_file() else {}
+    if not isinstance(recorded, dict):
+        raise VerifyError(f"{path}: expected an object of target -> verification record; delete it and rerun")
+    recorded[outcome.target] = outcome.record()
+    atomic_write_json(path, dict(sorted(recorded.items())))
+    return path
 
 
 def _line(f: FieldDifference) -> str:

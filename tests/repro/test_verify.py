@@ -153,3 +153,28 @@ def test_which_summary_values_depend_on_the_runs_duration(field, measured):
     from fltrust.repro.verify import _duration_dependent
 
     assert _duration_dependent(field) is measured
+
+
+def test_record_keeps_each_targets_last_verdict_and_results_md_lists_it(committed, tmp_path, capsys):
+    from fltrust.repro.provenance_table import load_verified, verified_lines
+
+    # Prepare: one identical verification, then round 2's F_T edited and verified again
+    assert cli.main(["repro", "verify", NAME, "--out", str(tmp_path / "a"), "--record"]) == 0
+    path = committed.parent.parent / "verified.json"
+    first = json.loads(path.read_text())[NAME]
+    result = json.loads(committed.read_text())
+    result["per_round"]["F_T"][result["per_round"]["round"].index(2)] += 0.125
+    committed.write_text(json.dumps(result))
+
+    # Execute
+    code = cli.main(["repro", "verify", NAME, "--out", str(tmp_path / "b"), "--record"])
+
+    # Assert: the file holds the last verdict; RESULTS.md's lines come from it, for this result's run only
+    assert code == 1 and f"recorded in {path}" in capsys.readouterr().out
+    assert first["verdict"].startswith("bit-identical") and first["identical"] and first["rounds"] == 3
+    last = json.loads(path.read_text())[NAME]
+    assert last["verdict"] == "**different** from round 2, per_round.F_T by up to 0.125"
+    assert last["first_round"] == 2 and last["run_id"] == result["run_ids"][0]
+    verified = load_verified(committed.parent.parent, [result])
+    assert verified_lines(verified) == [f"- `{NAME}`, repeat 0, rounds 1-3, at {last['commit']}: {last['verdict']}"]
+    assert load_verified(committed.parent.parent, [{"run_ids": ["another-run"]}]) == {}

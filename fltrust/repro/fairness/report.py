@@ -49,8 +49,9 @@ from fltrust.metrics.fairness.notions import PAPER_NOTIONS
 from fltrust.metrics.fairness.registry import GENERAL_FAIRNESS, NOTIONS, NotionKeys, resolve_weights
 from fltrust.repro.results import ResultsError, load_result_files
 from fltrust.repro.markdown import fmt, is_missing, lines, mark, render
-from fltrust.repro.provenance_table import provenance_frame, provenance_section
+from fltrust.repro.provenance_table import load_verified, provenance_frame, provenance_section
 from fltrust.repro.fairness.run import (
+    PAPER_DIR,
     PAPER_INPUTS,
     REPEAT_QUANTITIES,
     REPO,
@@ -1098,7 +1099,8 @@ def results_markdown(
         untrained=untrained_global_models(results),
         still=STILL_GLOBAL_MODEL,
         authors=beside,
-        provenance=provenance_section(_provenance_frame(results), command=VERIFY_EXAMPLE),
+        provenance=provenance_section(_provenance_frame(results), command=VERIFY_EXAMPLE,
+                                      verified=None if quick else load_verified(PAPER_DIR, results)),
     )
 
 

@@ -41,7 +41,7 @@ from fltrust.names import PAPER_TREE_TRUST_MODES
 from fltrust.repro.results import NUMBER, NUMBER_LIST, TEXT_LIST, Each, Maybe, ResultsError, load_result_files, schema_problem
 from fltrust.repro.markdown import fmt, fmt_raw, is_missing, mark, render
 from fltrust.repro.paths import REPO_ENV
-from fltrust.repro.provenance_table import provenance_frame, provenance_section
+from fltrust.repro.provenance_table import load_verified, provenance_frame, provenance_section
 from fltrust.repro.trust.experiments import EXPERIMENTS, PAPER_DIR, PAPER_INPUTS
 from fltrust.repro.trust.normalize import normalize_section
 from fltrust.repro.trust.sections import (
@@ -566,7 +566,8 @@ def results_markdown(
                          for item in reported["inconsistencies"]],
         deviations=[f"{text} ({', '.join(names)})" for text, names in deviations.items()],
         missing=", ".join(missing_experiments(results)),
-        provenance=provenance_section(_provenance_frame(results, ablation), command=VERIFY_EXAMPLE),
+        provenance=provenance_section(_provenance_frame(results, ablation), command=VERIFY_EXAMPLE,
+                                      verified=None if quick else load_verified(PAPER_DIR, results)),
     )
 
 
