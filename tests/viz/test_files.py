@@ -2,16 +2,12 @@
 
 from __future__ import annotations
 
-import matplotlib
+import matplotlib.pyplot as plt
+import numpy as np
+import pytest
+from PIL import Image
 
-matplotlib.use("Agg")
-
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import pytest  # noqa: E402
-from PIL import Image  # noqa: E402
-
-from fltrust.viz.files import save_png  # noqa: E402
+from fltrust.viz.files import save_png
 
 
 @pytest.fixture
