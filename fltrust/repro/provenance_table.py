@@ -88,11 +88,16 @@ def verified_lines(verified: Mapping[str, Mapping[str, Any]]) -> list[str]:
 
     Examples
     --------
-    >>> verified_lines({"exp4": {"repeat": 0, "rounds": 20, "commit": "4e92980", "verdict": "bit-identical"}})
-    ['- `exp4`, repeat 0, rounds 1-20, at 4e92980: bit-identical']
+    >>> verified_lines({"exp4": {"repeat": 0, "rounds": 20, "commit": "4e92980", "machine": "AMD EPYC",
+    ...                          "verdict": "bit-identical", "causes": []}})
+    ['- `exp4`, repeat 0, rounds 1-20, at 4e92980 on AMD EPYC: bit-identical']
     """
-    return [f"- `{target}`, repeat {r.get('repeat')}, rounds 1-{r.get('rounds')}, at {r.get('commit')}: "
-            f"{r.get('verdict')}" for target, r in sorted(verified.items())]
+    out = []
+    for target, r in sorted(verified.items()):
+        causes = "; ".join(r.get("causes") or [])
+        out.append(f"- `{target}`, repeat {r.get('repeat')}, rounds 1-{r.get('rounds')}, at {r.get('commit')} on "
+                   f"{r.get('machine')}: {r.get('verdict')}" + (f" (likely cause: {causes})" if causes else ""))
+    return out
 
 
 def result_records(result: Mapping[str, Any], run_ids: Sequence[str] | None = None) -> list[dict[str, Any] | None]:

@@ -194,9 +194,14 @@ class Verification:
 
     def record(self) -> dict[str, Any]:
         """What :func:`record_verification` keeps of this outcome."""
+        rerun = self.rerun_provenance or {}
+        blas, threads = rerun.get("blas") or {}, rerun.get("threads") or {}
+        machine = (f"{(rerun.get('platform') or {}).get('cpu')}, numpy {blas.get('numpy')}, torch "
+                   f"{blas.get('torch_cpu_capability')}, threads {threads.get('torch')}/{threads.get('blas')}")
         return {"repeat": self.repeat, "rounds": self.rounds, "run_id": self.committed_run_id,
-                "commit": short_commit(self.rerun_provenance), "verdict": self.verdict(),
-                "identical": self.identical, "first_round": self.first_round}
+                "commit": short_commit(self.rerun_provenance), "machine": machine, "verdict": self.verdict(),
+                "identical": self.identical, "first_round": self.first_round,
+                "causes": [] if self.identical else list(self.causes)}
 
     def lines(self) -> list[str]:
         """The report ``fltrust repro verify`` prints (after its progress lines)."""

@@ -176,5 +176,8 @@ def test_record_keeps_each_targets_last_verdict_and_results_md_lists_it(committe
     assert last["verdict"] == "**different** from round 2, per_round.F_T by up to 0.125"
     assert last["first_round"] == 2 and last["run_id"] == result["run_ids"][0]
     verified = load_verified(committed.parent.parent, [result])
-    assert verified_lines(verified) == [f"- `{NAME}`, repeat 0, rounds 1-3, at {last['commit']}: {last['verdict']}"]
+    [line] = verified_lines(verified)
+    assert line.startswith(f"- `{NAME}`, repeat 0, rounds 1-3, at {last['commit']} on {last['machine']}: "
+                           f"{last['verdict']} (likely cause: ")
+    assert last["causes"] and not first["causes"]
     assert load_verified(committed.parent.parent, [{"run_ids": ["another-run"]}]) == {}
