@@ -64,6 +64,11 @@ extended-mode scores that aggregate them): no two runs agree on them, so they ar
 of the verdict (a field name containing one of these parts)."""
 
 
+HEADLINE_FIELDS = ("table3.F_T (this repeat)", "modes.paper.trust_score")
+"""The summary values a recorded verdict quotes, committed -> rerun, when they differ: the repeat's
+Table 3 window F_T, the experiment's paper-mode trust score."""
+
+
 def _duration_dependent(name: str) -> bool:
     return any(part in name for part in DURATION_FIELDS)
 
@@ -190,7 +195,9 @@ class Verification:
             moved, key=lambda f: f.max_abs or 0.0, default=None)
         where = f"from round {self.first_round}" if self.first_round is not None else "in a summary value"
         size = f", {largest.field} by up to {largest.max_abs:.3g}" if largest is not None else ""
-        return f"**different** {where}{size}"
+        headline = [f"{f.field} {_show(f.values[0])} -> {_show(f.values[1])}" for f in self.fields
+                    if f.field in HEADLINE_FIELDS and f.values is not None]
+        return f"**different** {where}{size}" + "".join(f"; {h}" for h in headline)
 
     def record(self) -> dict[str, Any]:
         """What :func:`record_verification` keeps of this outcome."""

@@ -181,3 +181,17 @@ def test_record_keeps_each_targets_last_verdict_and_results_md_lists_it(committe
                            f"{last['verdict']} (likely cause: ")
     assert last["causes"] and not first["causes"]
     assert load_verified(committed.parent.parent, [{"run_ids": ["another-run"]}]) == {}
+
+
+def test_a_recorded_verdict_quotes_the_window_f_t_committed_and_rerun(tmp_path):
+    from fltrust.repro.verify import FieldDifference, Verification
+
+    outcome = Verification(target="c", paper="fairness", repeat=0, rounds=30, result_path=tmp_path / "c.json",
+                           rerun_path=tmp_path / "run", committed_run_id="r", rerun_run_id="r",
+                           fields=[FieldDifference("per_round.F_T", compared=30, differing=30, max_abs=0.12,
+                                                   first_round=1),
+                                   FieldDifference("table3.F_T (this repeat)", compared=1, differing=1,
+                                                   max_abs=0.0122, values=(0.473744, 0.485984))])
+
+    assert outcome.verdict() == ("**different** from round 1, per_round.F_T by up to 0.12; "
+                                 "table3.F_T (this repeat) 0.473744 -> 0.485984")
