@@ -36,8 +36,32 @@ def _recorded_kernel(result: dict) -> str | None:
     return None
 
 
+def _recorded_torch_kernels(result: dict) -> str | None:
+    """torch's CPU capability (``AVX512``, ``AVX2``, ...) when ``result`` was made (None when not recorded)."""
+    provenance = result.get("provenance") or {}
+    runs = provenance.get("runs") or {}
+    for record in [*(runs.values() if isinstance(runs, dict) else runs), provenance.get("writer")]:
+        capability = ((record or {}).get("blas") or {}).get("torch_cpu_capability")
+        if capability:
+            return str(capability)
+    return None
+
+
+def _skip_on_another_machine_kind(result: dict) -> None:
+    """Bit-identical reruns need the recorded kernels: a CPU whose torch runs other ones (an AMD EPYC
+    without AVX-512 for a result made with AVX512 kernels) reruns a different, equally valid run
+    (README), which ``verified.json`` records; this test is then not the check it means to be."""
+    import torch
+
+    recorded, here = _recorded_torch_kernels(result), torch.backends.cpu.get_cpu_capability()
+    if recorded and recorded != here:
+        pytest.skip(f"the committed run used torch's {recorded} CPU kernels and this CPU runs {here}: a bit-identical "
+                    "rerun needs the same machine kind (README, 'Provenance and repro verify')")
+
+
 def _verify(target: str, result_path: Path, tmp_path: Path, data_root: Path) -> subprocess.CompletedProcess:
     result = json.loads(result_path.read_text())
+    _skip_on_another_machine_kind(result)
     env = {**os.environ, "FLTRUST_DATA": str(data_root), "PYTHONPATH": str(REPO)}
     kernel = _recorded_kernel(result)
     if kernel:
