@@ -624,7 +624,7 @@ def _studies_section(results: Sequence[dict[str, Any]], studies: dict[str, Any],
         hours = "" if cost.minutes_left is None else f", {cost.minutes_left / 60:.1f} h"
         pending = None
         if cost.runs_left:
-            pending = (f"{'not run yet' if not done else f'{cost.runs_left} of {cost.runs} runs not run yet'} "
+            pending = (f"{'not run yet' if not done else f'{cost.runs_left} of {cost.runs} runs not yet run'} "
                        f"(estimate: {cost.text()} on this CPU{hours}; command: `{study.command}`)")
         section = {"label": study.label, "kind": study.kind, "title": STUDY_TITLES[study.kind],
                    "conditions": ", ".join(study.conditions), "purpose": study.purpose, "done": done,

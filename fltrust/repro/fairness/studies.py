@@ -484,7 +484,7 @@ class Estimate:
     def text(self) -> str:
         """``N runs x M min`` (the runs left)."""
         per_run = "unknown" if self.minutes_per_run is None else f"{self.minutes_per_run:.0f}"
-        return f"{self.runs_left} runs x {per_run} min"
+        return f"{self.runs_left} run{'' if self.runs_left == 1 else 's'} x {per_run} min"
 
 
 def estimate(study: Study, results: Sequence[dict[str, Any]], data: dict[str, Any] | None = None,

@@ -168,6 +168,8 @@ def test_run_minutes_and_the_estimate_of_the_runs_left():
     cost = estimate(study, list(results.values()), done)
     assert (cost.runs, cost.runs_left, cost.minutes_left) == (3, 2, pytest.approx(25.0))
     assert cost.text() == "2 runs x 12 min"  # 12.5 rounds to even
+    two_done = {"runs": {planned_run_id(v): {} for v in study.variants[:2]}}
+    assert estimate(study, list(results.values()), two_done).text() == "1 run x 12 min"
     assert estimate(study, [], None).minutes_left is None
 
 
@@ -227,7 +229,7 @@ def test_the_draws_section_shows_each_draw_and_where_the_paper_falls(tiny):
     text = "\n".join(studies_markdown([], files))
 
     section = text[text.index("### Partition draws: fedavg_cifar10_10c_niid"):text.index("### Partition draws: ditto")]
-    assert "Runs done: 3 of 12; 9 of 12 runs not run yet" in section
+    assert "Runs done: 3 of 12; 9 of 12 runs not yet run" in section
     assert f"| 0 | {draw0['F_T']:.3f} | {draw0['f_j']:.3f} |" in section
     assert f"| 1 | {draw1['F_T']:.3f} |" in section
     low, high = sorted([draw0["F_T"], draw1["F_T"]])
