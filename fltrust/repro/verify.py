@@ -262,7 +262,8 @@ class Verification:
 
 
 def record_verification(outcome: Verification) -> Path:
-    """Keep ``outcome`` as its target's entry of the paper folder's :data:`VERIFIED_FILE` (atomic; the
+    """Keep ``outcome`` as its target's entry of the paper folder's
+    :data:`~fltrust.repro.provenance_table.VERIFIED_FILE` (atomic; the
     other targets' entries stay), which RESULTS.md lists under its provenance table.
 
     Parameters
