@@ -55,8 +55,8 @@ def _skip_on_another_machine_kind(result: dict) -> None:
 
     recorded, here = _recorded_torch_kernels(result), torch.backends.cpu.get_cpu_capability()
     if recorded and recorded != here:
-        pytest.skip(f"the committed run used torch's {recorded} CPU kernels and this CPU runs {here}: a bit-identical "
-                    "rerun needs the same machine kind (README, 'Provenance and repro verify')")
+        pytest.skip(f"other machine kind: the committed run used torch's {recorded} CPU kernels and this CPU runs "
+                    f"{here}; a bit-identical rerun needs the same kind (README, 'Provenance and repro verify')")
 
 
 def _verify(target: str, result_path: Path, tmp_path: Path, data_root: Path) -> subprocess.CompletedProcess:
