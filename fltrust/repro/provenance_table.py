@@ -29,7 +29,8 @@ from fltrust.repro.results import run_provenance
 from fltrust.runs.provenance import NOT_RECORDED, TRAINING_PATHS, changed_since, git_head, short_commit
 
 __all__ = ["COLUMNS", "MAX_FILES", "VERIFIED_FILE", "load_verified", "provenance_cells", "provenance_frame",
-           "provenance_markdown", "provenance_section", "result_records", "training_code_cell", "verified_lines"]
+           "provenance_markdown", "provenance_section", "read_verified", "result_records", "training_code_cell",
+           "verified_lines"]
 
 COLUMNS = ("commit", "BLAS (numpy; torch)", "threads (torch, BLAS)", "torch / numpy", "device",
            "training code since")
@@ -63,15 +64,37 @@ def load_verified(paper_dir: str | Path, results: Sequence[Mapping[str, Any]]) -
     dict
         Target name -> record (empty when there is no file).
     """
-    path = Path(paper_dir) / VERIFIED_FILE
+    runs = {run_id for result in results for run_id in (result.get("run_ids") or [result.get("run_id")])}
+    data = read_verified(Path(paper_dir) / VERIFIED_FILE)
+    return {target: record for target, record in data.items() if record.get("run_id") in runs}
+
+
+def read_verified(path: str | Path) -> dict[str, dict[str, Any]]:
+    """Every record of a :data:`VERIFIED_FILE` (empty when there is none).
+
+    Parameters
+    ----------
+    path : path-like
+        The file.
+
+    Returns
+    -------
+    dict
+        Target name -> record.
+
+    Raises
+    ------
+    ValueError
+        The file is not a JSON object (the message names it and the fix).
+    """
+    path = Path(path)
     if not path.is_file():
         return {}
-    runs = {run_id for result in results for run_id in (result.get("run_ids") or [result.get("run_id")])}
     data = json.loads(path.read_text())
     if not isinstance(data, dict):
         raise ValueError(f"{path}: expected an object of target -> verification record; delete it and rerun "
                          "fltrust repro verify --record")
-    return {target: record for target, record in data.items() if record.get("run_id") in runs}
+    return data
 
 
 def verified_lines(verified: Mapping[str, Mapping[str, Any]]) -> list[str]:

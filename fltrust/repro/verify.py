@@ -48,7 +48,7 @@ from fltrust.core.records import RoundRecord
 from fltrust.names import Device
 from fltrust.repro.results import round_trace, run_provenance
 from fltrust.runs import RunRecord
-from fltrust.repro.provenance_table import VERIFIED_FILE
+from fltrust.repro.provenance_table import VERIFIED_FILE, read_verified
 from fltrust.runs.provenance import (NOT_RECORDED, changed_since, commits_since, describe, differences, provenance,
                                      short_commit)
 
@@ -277,9 +277,7 @@ def record_verification(outcome: Verification) -> Path:
         The file written.
     """
     path = outcome.result_path.parent.parent / VERIFIED_FILE
-    recorded = json.loads(path.read_text()) if path.is_file() else {}
-    if not isinstance(recorded, dict):
-        raise VerifyError(f"{path}: expected an object of target -> verification record; delete it and rerun")
+    recorded = read_verified(path)
     recorded[outcome.target] = outcome.record()
     atomic_write_json(path, dict(sorted(recorded.items())))
     return path
