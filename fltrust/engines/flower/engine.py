@@ -83,6 +83,7 @@ from fltrust.engines.flower.simulation import (
     ray_on_loopback,
     record_ray_nodes,
     shutdown_ray,
+    sigint_stops,
     stop_with,
 )
 from fltrust.flower.sinks import ClientRow
@@ -430,7 +431,7 @@ class FlowerEngine(EngineBase):
     def _read_ray_nodes(self) -> None:
         """``summary.json`` -> ``flower.ray_nodes``: the Ray node of every ClientApp call (read while
         Ray is up: Flower shuts it down when the ServerApp returns)."""
-        if self._tally is None:
+        if self._tally is None or self._stop.is_set():  # interrupted: Ray's workers may be gone already
             return
         import ray
 
@@ -484,14 +485,16 @@ class FlowerEngine(EngineBase):
         progress = _progress(self.settings, self.training.rounds)
         self._stop.clear()
         try:
-            with quiet_flower(verbose=log.isEnabledFor(logging.DEBUG)):
+            with quiet_flower(verbose=log.isEnabledFor(logging.DEBUG)), sigint_stops(self._stop) as ctrl_c:
                 self._simulate(self._server_app(recorder, progress), self._payload())
-        except BaseException:  # Ctrl-C included: Flower stops its runtime, but its ServerApp thread waits on
-            self._stop.set()   # replies that never come, and would hold the interpreter at exit
+        except BaseException:  # a second Ctrl-C included: Flower stops its runtime, but its ServerApp thread
+            self._stop.set()   # waits on replies that never come, and would hold the interpreter at exit
             raise
         finally:
             progress.close()
             shutdown_ray()
+        if ctrl_c.interrupted:  # the runtime stopped in order (sigint_stops); now the interrupt
+            raise KeyboardInterrupt
         if self._error is not None:
             raise self._error
         if self._final is None:

@@ -8,8 +8,9 @@
   where that address is a loopback one, or a one-line error within a bounded time
   (:func:`resolve_ray_target`, :class:`RayTarget`, :func:`join_ray`);
 - the Ray node each ClientApp ran on, for the run's summary (:func:`record_ray_nodes`, :class:`NodeTally`);
-- a ServerApp thread that gives up waiting for replies after an interrupt (:func:`stop_with`,
-  :class:`SimulationStopped`), and Ray stopped afterwards (:func:`shutdown_ray`).
+- a Ctrl-C that stops the runtime in order (:func:`sigint_stops`): the ServerApp thread gives up
+  waiting for replies (:func:`stop_with`, :class:`SimulationStopped`), Flower's workers finish
+  their Ray calls, and only then is Ray stopped (:func:`shutdown_ray`).
 
 :class:`fltrust.engines.flower.engine.FlowerEngine` uses them.
 """
@@ -36,7 +37,9 @@ from fltrust.config import ConfigError, FlowerConfig
 
 __all__ = ["LOOPBACK", "RAY_JOIN_TIMEOUT_S", "NodeTally", "RayTarget", "SimulationStopped", "available_cpus",
            "check_ray_target", "is_loopback_host", "join_ray", "quiet_flower", "ray_on_loopback", "record_ray_nodes",
-           "resolve_ray_target", "shutdown_ray", "stop_with"]
+           "resolve_ray_target", "shutdown_ray", "sigint_stops", "stop_with"]
+
+log = logging.getLogger("fltrust")
 
 _QUIET_MESSAGES = (
     # run_simulation is the Simulation Runtime's only in-process entry point: the engine shares the
@@ -507,6 +510,51 @@ def stop_with(grid, stop: threading.Event) -> None:
         return pull(*args, **kwargs)
 
     grid.pull_messages = pull_messages
+
+
+class Interrupt:
+    """What :func:`sigint_stops` saw: ``interrupted`` is True once a Ctrl-C arrived."""
+
+    def __init__(self) -> None:
+        self.interrupted = False
+
+
+@contextlib.contextmanager
+def sigint_stops(stop: threading.Event):
+    """Within the block, a first Ctrl-C (SIGINT) only sets ``stop``; a second one raises
+    ``KeyboardInterrupt`` at once.
+
+    A ``KeyboardInterrupt`` raised in the main thread while Flower's Simulation Runtime waits for
+    its workers makes Flower stop Ray (``RayBackend.terminate``) while a worker thread is still in
+    a Ray call; Ray then ends the whole process with exit status 1 ("The core worker has already
+    been shutdown"), before the interrupt's line is printed. Setting ``stop`` instead lets the
+    ServerApp thread give up at its next wait (:func:`stop_with`), which ends Flower's workers in
+    order; the caller raises ``KeyboardInterrupt`` after the block when ``interrupted`` is set.
+    Outside the main thread, or where SIGINT has a handler other than Python's default one (a
+    Jupyter kernel's, say), the block changes nothing.
+
+    Yields
+    ------
+    Interrupt
+        Its ``interrupted`` tells whether a Ctrl-C arrived in the block.
+    """
+    seen = Interrupt()
+    if (threading.current_thread() is not threading.main_thread()
+            or signal.getsignal(signal.SIGINT) is not signal.default_int_handler):
+        yield seen
+        return
+
+    def first(signum, frame) -> None:
+        seen.interrupted = True
+        stop.set()
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        log.warning("interrupted: stopping after the ClientApp calls under way (Ctrl-C again to stop at once)")
+
+    previous = signal.signal(signal.SIGINT, first)
+    try:
+        yield seen
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 def shutdown_ray() -> None:
