@@ -525,11 +525,6 @@ def stacked_net(model: nn.Module, prefer: str = "auto") -> ProgramNet | VmapNet:
     return net
 
 
-def binary_output(out: torch.Tensor) -> bool:
-    """True for one logit per sample (BCE models), as :func:`fltrust.core.evaluation.is_binary_logit`."""
-    return out.shape[-1] == 1
-
-
 def stacked_loss_pred(out: torch.Tensor, y: torch.Tensor, *, need_pred: bool = True):
     """Per-sample loss ``(K, b)`` and predictions of stacked outputs ``(K, b, out)``.
 
@@ -547,24 +542,3 @@ def stacked_loss_pred(out: torch.Tensor, y: torch.Tensor, *, need_pred: bool = T
         loss = F.cross_entropy(out.reshape(K * b, c), y.reshape(K * b), reduction="none").view(K, b)
         pred = out.argmax(dim=-1) if need_pred else None
     return loss, pred
-
-
-def ceil_div(a: int, b: int) -> int:
-    """Return ``ceil(a / b)`` for non-negative ``a`` and ``b > 0``, and 0 for ``b <= 0``.
-
-    Parameters
-    ----------
-    a, b : int
-        Dividend and divisor.
-
-    Returns
-    -------
-    int
-        The rounded-up quotient.
-
-    Examples
-    --------
-    >>> ceil_div(7, 2), ceil_div(6, 2), ceil_div(3, 0)
-    (4, 3, 0)
-    """
-    return -(-a // b) if b > 0 else 0

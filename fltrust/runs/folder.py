@@ -177,10 +177,6 @@ class RunRecord:
         lines.append(f"  record: {self.path}")
         return "\n".join(lines)
 
-    def observation_series(self, observer: str, key: str) -> list[Any]:
-        """``[round_record.observations[observer][key] for rounds ≥ 1]`` (None where absent)."""
-        return [r.observations.get(observer, {}).get(key) for r in self.rounds if r.round >= 1]
-
 
 @contextlib.contextmanager
 def locked(folder: RunFolder, *, wait_s: float = 0.0) -> Iterator[None]:

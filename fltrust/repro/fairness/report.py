@@ -306,8 +306,8 @@ def missing_conditions(results: Sequence[dict[str, Any]], mode: str = "faithful"
 # ---------------------------------------------------------------------------------------------
 
 TEMPLATE = "fairness/results.md.j2"
-"""RESULTS.md's template; its sections ``fairness/misses.md.j2`` and ``fairness/data_scale.md.j2``
-are also rendered alone by :func:`misses_markdown` and :func:`data_scale_markdown`."""
+"""RESULTS.md's template; its section ``fairness/misses.md.j2`` is also rendered alone by
+:func:`misses_markdown`."""
 
 DIGITS = 3
 """Decimals of our F_T, notions and accuracies (the paper's Table 3 has 2)."""
@@ -833,23 +833,6 @@ def untrained_global_models(results: Sequence[dict[str, Any]],
                          "aux_accuracy": " / ".join(cells)})
     columns = ["condition", "mode", "rounds", "repeats", "aux_accuracy"]
     return pd.DataFrame(rows, columns=columns).sort_values(["condition", "mode"]).reset_index(drop=True)
-
-
-def data_scale_markdown(results: Sequence[dict[str, Any]]) -> list[str]:
-    """Lines of the "Data scale" section: per condition result, the data its repeats actually used.
-
-    Parameters
-    ----------
-    results : sequence of dict
-        Condition results (:func:`result_scales`: every repeat's scale, or repeat 0's only for
-        results written before every repeat's was recorded, or none: ``n/a``).
-
-    Returns
-    -------
-    list of str
-        The section's lines (template ``fairness/data_scale.md.j2``).
-    """
-    return lines(render("fairness/data_scale.md.j2", scale=_scale_table(results)))
 
 
 def _table3_wide(sub: pd.DataFrame, reported: dict[str, Any], clients: dict[str, int],
