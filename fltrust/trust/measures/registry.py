@@ -60,6 +60,7 @@ __all__ = [
     "Measured",
     "RunView",
     "declared_field",
+    "declared_measure",
     "measure",
     "registered_measures",
     "unregister_measure",
@@ -358,6 +359,45 @@ def measure(
         return function
 
     return register
+
+
+def declared_measure(path: str, kind: str = "str", *, what: str,
+                     missing: str = "not declared: scores 0") -> Callable[[RunView], Measured]:
+    """Register the measure of a field a person states in ``metrics.trust.declared``.
+
+    The field ``"section/key"`` takes ``metrics.trust.declared.<key>``; where that is not given
+    (or, for a text field, empty) the value is missing and the metric reading it scores 0.
+
+    Parameters
+    ----------
+    path : str
+        ``"section/key"`` of the FactSheet field; ``key`` names the declaration and the measure.
+    kind : {"str", "number"}
+        The field's type; a missing number is NaN.
+    what : str
+        What is declared, for the measure's docstring (e.g. ``"anonymisation technique"``).
+    missing : str
+        The provenance reason when nothing is declared.
+
+    Returns
+    -------
+    callable
+        The registered measure ``function(run: RunView) -> Measured``, named ``key``.
+    """
+    key = path.split("/", 1)[-1]
+    source = f"metrics.trust.declared.{key}"
+
+    def declared(run: RunView) -> Measured:
+        value = run.declared.get(key)
+        given = value is not None if kind == "number" else bool(value)
+        if kind == "number" and value is None:
+            value = float("nan")
+        return Measured({path: value}, reason=None if given else missing)
+
+    declared.__name__ = declared.__qualname__ = key
+    declared.__doc__ = f"Return the declared {what} (``{source}``)."
+    return measure(path, kind, who="project owner", phase="pre", status="declared", source=source,
+                   provenance=source)(declared)
 
 
 def _qualname(function: Callable[..., Any]) -> str:

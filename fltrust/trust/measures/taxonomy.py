@@ -45,7 +45,7 @@ from typing import Any
 import numpy as np
 
 from fltrust.trust.measures import governance, reliability, reputation
-from fltrust.trust.measures.registry import Measured, RunView, declared_field, measure
+from fltrust.trust.measures.registry import Measured, RunView, declared_field, declared_measure, measure
 
 log = logging.getLogger("fltrust")
 
@@ -61,10 +61,6 @@ def _finite(value: Any) -> float | None:
     except (TypeError, ValueError):
         return None
     return number if math.isfinite(number) else None
-
-
-def _not_declared(value: Any) -> str | None:
-    return None if value else "not declared: scores 0"
 
 
 # -- privacy (paper Sec. 3.1) ------------------------------------------------------------------
@@ -95,21 +91,7 @@ def encryption(run: RunView) -> Measured:
                     "the engine did not report running secure aggregation in any round")
 
 
-@measure("privacy/anonymisation", "str", who="project owner", phase="pre", status="declared",
-         source="metrics.trust.declared.anonymisation", provenance="metrics.trust.declared.anonymisation")
-def anonymisation(run: RunView) -> Measured:
-    """Return the declared anonymisation technique.
-
-    Parameters
-    ----------
-    run : RunView
-
-    Returns
-    -------
-    Measured
-    """
-    value = run.declared.get("anonymisation")
-    return Measured({"privacy/anonymisation": value}, reason=_not_declared(value))
+anonymisation = declared_measure("privacy/anonymisation", what="anonymisation technique")
 
 
 @measure("privacy/mia_auc", source="leakage.membership_inference: attack AUC",
@@ -227,22 +209,8 @@ def empirical_robustness(run: RunView) -> Measured:
     return Measured(values, "missing", reason="metrics.trust.evasion_samples = 0 and no poisoning-attack runs were supplied")
 
 
-@measure("robustness/testing_coverage", who="project owner", phase="pre", status="declared",
-         source="metrics.trust.declared.testing_coverage", provenance="metrics.trust.declared.testing_coverage")
-def testing_coverage(run: RunView) -> Measured:
-    """The declared testing coverage of the FL system (a fraction).
-
-    Parameters
-    ----------
-    run : RunView
-
-    Returns
-    -------
-    Measured
-    """
-    coverage = run.declared.get("testing_coverage")
-    return Measured({"robustness/testing_coverage": float("nan") if coverage is None else coverage},
-                    reason=None if coverage is not None else "not declared: scores 0")
+testing_coverage = declared_measure("robustness/testing_coverage", "number",
+                                    what="testing coverage of the FL system (a fraction)")
 
 
 @measure("robustness/system_reliability", source="reliability.system_reliability",
@@ -417,21 +385,8 @@ def discrimination_index(run: RunView) -> Measured:
 # -- explainability (paper Sec. 3.4) -----------------------------------------------------------
 
 
-@measure("explainability/simplification", "str", who="project owner", phase="pre", status="declared",
-         source="metrics.trust.declared.simplification", provenance="metrics.trust.declared.simplification")
-def simplification(run: RunView) -> Measured:
-    """Return the declared model simplification (pruning, quantisation, distillation).
-
-    Parameters
-    ----------
-    run : RunView
-
-    Returns
-    -------
-    Measured
-    """
-    value = run.declared.get("simplification")
-    return Measured({"explainability/simplification": value}, reason=_not_declared(value))
+simplification = declared_measure("explainability/simplification",
+                                  what="model simplification (pruning, quantisation, distillation)")
 
 
 @measure("explainability/visualisation", source="governance.coverage(VISUALISATION_ITEMS)",
@@ -555,22 +510,9 @@ def model_co_versioning(run: RunView) -> Measured:
                     "(sha256) to the global model it was trained from and the one it was aggregated into")
 
 
-@measure("federation/model_replacement", "str", who="project owner", phase="pre", status="declared",
-         source="metrics.trust.declared.model_replacement", provenance="metrics.trust.declared.model_replacement")
-def model_replacement(run: RunView) -> Measured:
-    """Return the declared mechanism that replaces a degrading global model.
-
-    Parameters
-    ----------
-    run : RunView
-
-    Returns
-    -------
-    Measured
-    """
-    value = run.declared.get("model_replacement")
-    reason = None if value else ("not declared: scores 0 (the kit keeps every round's model hash, but replaces nothing)")
-    return Measured({"federation/model_replacement": value}, reason=reason)
+model_replacement = declared_measure(
+    "federation/model_replacement", what="mechanism that replaces a degrading global model",
+    missing="not declared: scores 0 (the kit keeps every round's model hash, but replaces nothing)")
 
 
 # -- sustainability (nebula, trust spec 10, docs/references.md#trust-10) -----------------------

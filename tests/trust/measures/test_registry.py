@@ -93,3 +93,27 @@ def _template_keys():
             return None
 
     return set(template_provenance(View(), {}))
+
+
+def test_a_declared_measure_reads_its_key_of_metrics_trust_declared(forget):
+    from types import SimpleNamespace
+
+    from fltrust.trust.measures.registry import declared_measure
+
+    function = declared_measure("scratch/owner_review", what="owner review")
+    forget("owner_review")
+    entry = _declared("owner_review")
+    assert function.__name__ == "owner_review" and "owner review" in function.__doc__
+    assert field_spec("scratch/owner_review").source == "metrics.trust.declared.owner_review"
+    given = entry.run(SimpleNamespace(declared={"owner_review": "quarterly"}))
+    assert (dict(given.values), given.status, given.reason) == ({"scratch/owner_review": "quarterly"}, "declared", None)
+    absent = entry.run(SimpleNamespace(declared={"owner_review": ""}))
+    assert absent.reason == "not declared: scores 0"
+
+    number = declared_measure("scratch/review_share", "number", what="share reviewed", missing="none stated")
+    forget("review_share")
+    zero = _declared("review_share").run(SimpleNamespace(declared={"review_share": 0.0}))
+    assert zero.values == {"scratch/review_share": 0.0} and zero.reason is None
+    none = _declared("review_share").run(SimpleNamespace(declared={}))
+    assert math.isnan(none.values["scratch/review_share"]) and none.reason == "none stated"
+    assert number.__qualname__ == "review_share"
