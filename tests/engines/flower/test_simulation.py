@@ -11,6 +11,15 @@ import pytest
 from fltrust.engines.flower.simulation import sigint_stops
 
 
+@pytest.fixture(autouse=True)
+def python_sigint_handler():
+    """Python's own SIGINT handler, as in a terminal: a test process started in the background
+    (or under nohup) inherits SIGINT ignored, where sigint_stops rightly changes nothing."""
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, previous)
+
+
 def test_a_first_ctrl_c_sets_stop_and_a_second_one_interrupts_at_once():
     # before: the first Ctrl-C raised KeyboardInterrupt in the main thread, Flower stopped Ray under
     # a worker thread still in a Ray call, and Ray ended the process with exit 1 (CI, test_cli_errors)
@@ -46,9 +55,7 @@ def test_outside_the_main_thread_or_under_another_handler_nothing_changes():
     def kernel_handler(signum, frame):  # a Jupyter kernel's, say
         pass
 
-    previous = signal.signal(signal.SIGINT, kernel_handler)
-    try:
+    for other in (kernel_handler, signal.SIG_IGN):  # SIG_IGN: started in the background, or under nohup
+        signal.signal(signal.SIGINT, other)
         with sigint_stops(threading.Event()):
-            assert signal.getsignal(signal.SIGINT) is kernel_handler
-    finally:
-        signal.signal(signal.SIGINT, previous)
+            assert signal.getsignal(signal.SIGINT) is other
