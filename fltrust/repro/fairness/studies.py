@@ -482,7 +482,9 @@ class Estimate:
     minutes_left: float | None
 
     def text(self) -> str:
-        """``N runs x M min`` (the runs left)."""
+        """``N runs x M min`` (the runs left), or ``nothing`` when every run is done."""
+        if self.runs_left == 0:
+            return "nothing"
         per_run = "unknown" if self.minutes_per_run is None else f"{self.minutes_per_run:.0f}"
         return f"{self.runs_left} run{'' if self.runs_left == 1 else 's'} x {per_run} min"
 

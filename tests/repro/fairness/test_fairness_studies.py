@@ -7,6 +7,7 @@ its entries under the run ids of the committed studies' first runs.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import warnings
@@ -168,6 +169,8 @@ def test_run_minutes_and_the_estimate_of_the_runs_left():
     cost = estimate(study, list(results.values()), done)
     assert (cost.runs, cost.runs_left, cost.minutes_left) == (3, 2, pytest.approx(25.0))
     assert cost.text() == "2 runs x 12 min"  # 12.5 rounds to even
+    # before: a finished study printed "left 0 runs x unknown min"
+    assert dataclasses.replace(cost, runs_left=0, minutes_per_run=None).text() == "nothing"
     two_done = {"runs": {planned_run_id(v): {} for v in study.variants[:2]}}
     assert estimate(study, list(results.values()), two_done).text() == "1 run x 12 min"
     assert estimate(study, [], None).minutes_left is None
