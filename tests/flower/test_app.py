@@ -90,9 +90,9 @@ def test_the_readme_app_records_both_papers_metrics(tmp_path, monkeypatch, capsy
         assert len(fairness["phi"]) == 2 and fairness["shapley_method"] == "exact"
         if fairness["F_T"] is None:
             # the corrected f_j and f_r leave out a participant whose cumulative FedSV is <= 0 (FedAvg
-            # samples 2 of 4 at random: in about 4 rounds of 10 one is), and one participant is no
-            # distribution: f_j, f_r and F_T are undefined, NaN in Flower's metrics
-            assert fairness["f_j"] is None and fairness["f_r"] is None and fairness["num_dropped_gains"] == 1
+            # samples 2 of 4 at random: in about 4 rounds of 10 one is, now and then both), and one
+            # participant or none is no distribution: f_j, f_r and F_T are undefined, NaN in Flower's metrics
+            assert fairness["f_j"] is None and fairness["f_r"] is None and fairness["num_dropped_gains"] in (1, 2)
             assert min(fairness["s"]) <= 0
             shown = "nan"
         else:
@@ -354,9 +354,9 @@ run_simulation(server_app=app.server, client_app=app.client, num_supernodes=4,
     from fltrust.runs import load_run
 
     record = load_run(folder)
-    for r in record.rounds[1:]:  # F_T None: one participant left in the corrected f_j (the fast test above)
+    for r in record.rounds[1:]:  # F_T None: one participant or none left in the corrected f_j (the fast test above)
         fairness = r.observations["fairness"]
-        assert (0 <= fairness["F_T"] <= 1) if fairness["F_T"] is not None else fairness["num_dropped_gains"] == 1
+        assert (0 <= fairness["F_T"] <= 1) if fairness["F_T"] is not None else fairness["num_dropped_gains"] in (1, 2)
         assert r.observations["trust"]["trust_score"] > 0
     assert json.loads((folder / "factsheet.json").read_text())["project"]["overview"].startswith("quickstart: Net (")
     cli = subprocess.run([sys.executable, "-m", "fltrust", "audit", str(folder)], env=env, capture_output=True,

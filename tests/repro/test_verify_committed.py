@@ -36,27 +36,42 @@ def _recorded_kernel(result: dict) -> str | None:
     return None
 
 
-def _recorded_torch_kernels(result: dict) -> str | None:
-    """torch's CPU capability (``AVX512``, ``AVX2``, ...) when ``result`` was made (None when not recorded)."""
+def _recorded(result: dict, section: str, key: str) -> str | None:
+    """``provenance.runs.<run>.<section>.<key>`` of the run that made ``result`` (None when not recorded)."""
     provenance = result.get("provenance") or {}
     runs = provenance.get("runs") or {}
     for record in [*(runs.values() if isinstance(runs, dict) else runs), provenance.get("writer")]:
-        capability = ((record or {}).get("blas") or {}).get("torch_cpu_capability")
-        if capability:
-            return str(capability)
+        value = ((record or {}).get(section) or {}).get(key)
+        if value:
+            return str(value)
     return None
 
 
+def _vendor(cpu: str | None) -> str | None:
+    """``intel`` or ``amd`` from a CPU model name, else the name: with the recorded kernels an AMD EPYC
+    still reran an Intel Xeon's result differently (README; likely MKL, torch's CPU BLAS, which picks
+    its code paths by vendor)."""
+    lowered = (cpu or "").lower()
+    return next((v for v in ("intel", "amd") if v in lowered), cpu)
+
+
 def _skip_on_another_machine_kind(result: dict) -> None:
-    """Bit-identical reruns need the recorded kernels: a CPU whose torch runs other ones (an AMD EPYC
-    without AVX-512 for a result made with AVX512 kernels) reruns a different, equally valid run
-    (README), which ``verified.json`` records; this test is then not the check it means to be."""
+    """Bit-identical reruns need the recorded machine kind: a CPU whose torch runs other kernels (an AMD
+    EPYC without AVX-512 for a result made with AVX512 kernels), or one of another vendor (an AMD EPYC
+    with AVX-512 for a result made on an Intel Xeon), reruns a different,
+    equally valid run (README), which ``verified.json`` records; this test is then not the check it means to be."""
     import torch
 
-    recorded, here = _recorded_torch_kernels(result), torch.backends.cpu.get_cpu_capability()
+    from fltrust.runs.provenance import provenance
+
+    recorded, here = _recorded(result, "blas", "torch_cpu_capability"), torch.backends.cpu.get_cpu_capability()
     if recorded and recorded != here:
         pytest.skip(f"other machine kind: the committed run used torch's {recorded} CPU kernels and this CPU runs "
                     f"{here}; a bit-identical rerun needs the same kind (README, 'Provenance and repro verify')")
+    recorded_cpu, cpu = _recorded(result, "platform", "cpu"), provenance("cpu")["platform"]["cpu"]
+    if recorded_cpu and _vendor(recorded_cpu) != _vendor(cpu):
+        pytest.skip(f"other machine kind: the committed run ran on {recorded_cpu} and this CPU is {cpu}; a "
+                    "bit-identical rerun needs the same kind (README, 'Provenance and repro verify')")
 
 
 def _verify(target: str, result_path: Path, tmp_path: Path, data_root: Path) -> subprocess.CompletedProcess:
