@@ -23,19 +23,6 @@ REPO = Path(__file__).resolve().parents[2]
 pytestmark = [pytest.mark.realdata, pytest.mark.slow]
 
 
-def _recorded_kernel(result: dict) -> str | None:
-    """The OpenBLAS core type numpy ran with when ``result`` was made (None when not recorded)."""
-    provenance = result.get("provenance") or {}
-    runs = provenance.get("runs") or {}  # run id -> record
-    records = [*(runs.values() if isinstance(runs, dict) else runs), provenance.get("writer")]
-    for record in records:
-        numpy_blas = str(((record or {}).get("blas") or {}).get("numpy") or "")  # e.g. "openblas SkylakeX"
-        library, _, kernel = numpy_blas.partition(" ")
-        if library == "openblas" and kernel:
-            return kernel
-    return None
-
-
 def _recorded(result: dict, section: str, key: str) -> str | None:
     """``provenance.runs.<run>.<section>.<key>`` of the run that made ``result`` (None when not recorded)."""
     provenance = result.get("provenance") or {}
@@ -45,6 +32,12 @@ def _recorded(result: dict, section: str, key: str) -> str | None:
         if value:
             return str(value)
     return None
+
+
+def _recorded_kernel(result: dict) -> str | None:
+    """The OpenBLAS core type numpy ran with when ``result`` was made (None when not recorded)."""
+    library, _, kernel = (_recorded(result, "blas", "numpy") or "").partition(" ")  # e.g. "openblas SkylakeX"
+    return kernel if library == "openblas" and kernel else None
 
 
 def _vendor(cpu: str | None) -> str | None:
