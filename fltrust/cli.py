@@ -515,7 +515,9 @@ def _main(argv: list[str] | None) -> int:
     try:
         if args.data_dir:
             os.environ["FLTRUST_DATA"] = _resolve_data_dir(args.data_dir)
-        return int(args.func(args) or 0)
+        code = int(args.func(args) or 0)
+        sys.stdout.flush()  # a block-buffered pipe's EPIPE surfaces here, not at interpreter exit (exit 120)
+        return code
     except (Exception, KeyboardInterrupt) as exc:  # noqa: BLE001 - every failure becomes one line
         code, message = describe_error(exc, args)
         if code == EXIT_BROKEN_PIPE:  # nobody reads stdout any more: no message, and no second EPIPE at exit
