@@ -204,8 +204,9 @@ def misses_number_problems(
     is compared with :func:`fltrust.repro.fairness.run.repeat_window_values` of the faithful result,
     at the decimals typed. ``<study>:<group>/<quantity>`` quotes the runs of a study's group, one
     value per run (:func:`fltrust.repro.fairness.studies.group_values`). Every ``a / b / c`` in the
-    entry's text must be one of them, or the start of a ``history`` line (a number of an earlier
-    result, in git history, that no committed file holds).
+    entry's text must be one of them (for a study under way, one without its trailing ``-`` runs not
+    yet done), or the start of a ``history`` line (a number of an earlier result, in git history,
+    that no committed file holds).
 
     Parameters
     ----------
@@ -263,8 +264,9 @@ def misses_number_problems(
         experiment = entry.get("experiment") or {}
         text = " ".join(str(part) for part in (entry.get("explanation"), entry.get("evidence"),
                                                experiment.get("name"), experiment.get("result")) if part)
+        listed = set(quotes.values()) | {re.sub(r"(?: / -)+$", "", q) for q in quotes.values()}
         for quote in _TRIPLE.findall(" ".join(text.split())):
-            if quote not in quotes.values() and quote not in history:
+            if quote not in listed and quote not in history:
                 problems.append(f"misses.yaml {name}: its text quotes {quote}, which is neither under per_repeat "
                                 "(checked against the data) nor under history (an earlier result)")
     return problems

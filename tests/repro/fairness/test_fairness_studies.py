@@ -257,3 +257,23 @@ def test_misses_yaml_quotes_of_a_study_group_are_checked_against_its_runs(tiny):
 
     entry["per_repeat"] = {"nope:draws/F_T": "- / - / -"}
     assert "no study nope" in misses_number_problems({"fedavg_cifar10_10c_niid": entry}, [], files)[0]
+
+
+def test_a_study_under_way_is_quoted_by_the_runs_done_so_far(tiny):
+    # per_repeat types "-" for the runs not yet done; the text quotes the runs done so far
+    study = study_by_label("fedavg_cifar10_10c_niid-draws")
+    entries = list(tiny[2]["runs"].values())
+    runs = {planned_run_id(v): e for v, e in zip(study.groups["draws"][:3], entries)}  # draws 0-2 of 10 done
+    files = {study.label: {"label": study.label, "kind": "draws", "purpose": study.purpose, "runs": runs}}
+    f_t = [f"{run_values(e)['F_T']:.3f}" for e in entries]
+    done = " / ".join(f_t)
+    entry = {"notion": "f_j", "cause": "data source", "explanation": f"The draws so far give {done}.",
+             "experiment": {"name": "n"},
+             "per_repeat": {"fedavg_cifar10_10c_niid-draws:draws/F_T": done + " / -" * 7}}
+
+    assert misses_number_problems({"fedavg_cifar10_10c_niid": entry}, [], files) == []
+
+    entry["per_repeat"]["fedavg_cifar10_10c_niid-draws:draws/F_T"] = " / ".join(f_t[:2]) + " / -" * 8
+    assert misses_number_problems({"fedavg_cifar10_10c_niid": entry}, [], files) == [
+        f"misses.yaml fedavg_cifar10_10c_niid: its text quotes {done}, which is neither under per_repeat "
+        "(checked against the data) nor under history (an earlier result)"]
