@@ -30,23 +30,23 @@ export FLWR_DISABLE_RUNTIME_DEPENDENCY_INSTALLATION := 1
 
 # No file prerequisites on purpose: the folder name already carries the hash of the pinned
 # requirements, and a fresh clone's newer file times must not trigger a rebuild of a shared venv.
-# Only an unfinished environment (no stamp) is removed and rebuilt.
+# Only an unfinished environment (no stamp) is removed and rebuilt. Each build holds a lock beside
+# its folder (flock, where the system has it), so two clones making the same environment at once
+# take turns: the second finds the stamp and reuses what the first built.
+BUILD_LOCKED = mkdir -p $(dir $(1)) && $(if $(shell command -v flock),flock $(1).lock) bash -euc \
+	'test -f $(1)/.fltrust-complete && exit 0; echo "==> creating $(1) ($(2); reused across clones)"; \
+	set -x; rm -rf $(1); $(3); touch $(1)/.fltrust-complete'
+
 $(STAMP):
-	@echo "==> creating $(VENV) (pinned stack; reused across clones)"
-	rm -rf $(VENV)
-	$(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -r requirements.txt -c constraints.txt
-	touch $(STAMP)
+	@$(call BUILD_LOCKED,$(VENV),pinned stack,$(PYTHON) -m venv $(VENV); \
+		$(PY) -m pip install --quiet --upgrade pip; \
+		$(PY) -m pip install --quiet -r requirements.txt -c constraints.txt)
 
 venv: $(STAMP)
 
 $(LINT_STAMP):
-	@echo "==> creating $(LINT_VENV) (pinned ruff and mypy; reused across clones)"
-	rm -rf $(LINT_VENV)
-	$(PYTHON) -m venv $(LINT_VENV)
-	$(LINT_VENV)/bin/python -m pip install --quiet -r requirements-lint.txt
-	touch $(LINT_STAMP)
+	@$(call BUILD_LOCKED,$(LINT_VENV),pinned ruff and mypy,$(PYTHON) -m venv $(LINT_VENV); \
+		$(LINT_VENV)/bin/python -m pip install --quiet -r requirements-lint.txt)
 
 ## lint: ruff (rules in pyproject.toml) on the package, tests, benchmarks, examples and notebooks,
 ## then mypy (settings in pyproject.toml: [tool.mypy]) on the package
@@ -54,14 +54,11 @@ lint: $(LINT_STAMP)
 	$(LINT_VENV)/bin/ruff check $(LINT_PATHS)
 	$(LINT_VENV)/bin/mypy
 
+PURELIB = -c "import sysconfig; print(sysconfig.get_path(\"purelib\"))"
 $(DOCS_STAMP): | $(STAMP)
-	@echo "==> creating $(DOCS_VENV) (pinned Sphinx; reused across clones)"
-	rm -rf $(DOCS_VENV)
-	$(PYTHON) -m venv $(DOCS_VENV)
-	$(PY) -c "import sysconfig; print(sysconfig.get_paths()['purelib'])" > \
-		"$$($(DOCS_VENV)/bin/python -c "import sysconfig; print(sysconfig.get_paths()['purelib'])")/fltrust-stack.pth"
-	$(DOCS_VENV)/bin/python -m pip install --quiet -r requirements-docs.txt -c constraints.txt
-	touch $(DOCS_STAMP)
+	@$(call BUILD_LOCKED,$(DOCS_VENV),pinned Sphinx,$(PYTHON) -m venv $(DOCS_VENV); \
+		$(PY) $(PURELIB) > "$$($(DOCS_VENV)/bin/python $(PURELIB))/fltrust-stack.pth"; \
+		$(DOCS_VENV)/bin/python -m pip install --quiet -r requirements-docs.txt -c constraints.txt)
 
 ## docs: the documentation site (docs/_build/html), offline; every warning is an error
 docs: $(DOCS_STAMP)
