@@ -16,7 +16,9 @@ LINT_STAMP  := $(LINT_VENV)/.fltrust-complete
 LINT_PATHS  := fltrust tests benchmarks examples notebooks papers_repro setup.py
 # Sphinx and its extensions (requirements-docs.txt) in an environment of their own, keyed the same
 # way; it reads the pinned stack of $(VENV) through a .pth file, so autodoc imports fltrust's modules
-# without a second 6.7 GB install
+# without a second 6.7 GB install. It is made by the pinned stack's own interpreter: a stack built by
+# another Python (another `python3` on PATH) breaks in it (soupsieve failed to parse "li" on 3.11.2
+# reading a stack built by 3.11.7)
 DOCS_HASH   := $(shell cat requirements-docs.txt requirements.txt constraints.txt | sha256sum | cut -c1-12)
 DOCS_VENV   ?= $(HOME)/.cache/fltrust/docs-$(DOCS_HASH)
 DOCS_STAMP  := $(DOCS_VENV)/.fltrust-complete
@@ -56,7 +58,7 @@ lint: $(LINT_STAMP)
 
 PURELIB = -c "import sysconfig; print(sysconfig.get_path(\"purelib\"))"
 $(DOCS_STAMP): | $(STAMP)
-	@$(call BUILD_LOCKED,$(DOCS_VENV),pinned Sphinx,$(PYTHON) -m venv $(DOCS_VENV); \
+	@$(call BUILD_LOCKED,$(DOCS_VENV),pinned Sphinx,$(PY) -m venv $(DOCS_VENV); \
 		$(PY) $(PURELIB) > "$$($(DOCS_VENV)/bin/python $(PURELIB))/fltrust-stack.pth"; \
 		$(DOCS_VENV)/bin/python -m pip install --quiet -r requirements-docs.txt -c constraints.txt)
 
