@@ -36,8 +36,8 @@ export FLWR_DISABLE_RUNTIME_DEPENDENCY_INSTALLATION := 1
 # its folder (flock, where the system has it), so two clones making the same environment at once
 # take turns: the second finds the stamp and reuses what the first built.
 BUILD_LOCKED = mkdir -p $(dir $(1)) && $(if $(shell command -v flock),flock $(1).lock) bash -euc \
-	'test -f $(1)/.fltrust-complete && exit 0; echo "==> creating $(1) ($(2); reused across clones)"; \
-	set -x; rm -rf $(1); $(3); touch $(1)/.fltrust-complete'
+	'test -f $@ && exit 0; echo "==> creating $(1) ($(2); reused across clones)"; \
+	set -x; rm -rf $(1); $(3); touch $@'
 
 $(STAMP):
 	@$(call BUILD_LOCKED,$(VENV),pinned stack,$(PYTHON) -m venv $(VENV); \
