@@ -59,6 +59,18 @@ EXPERIMENTS: dict[str, tuple[str, dict, int, str]] = {
         "aux set of 500 samples drawn from the clients' own rows (the authors' FEMNIST overlap, spec 6.6) "
         "instead of the disjoint LEAF test split: does every client model then lower the aux loss?",
     ),
+    "ditto_cifar10_10c_niid-draw0-cpu": (
+        "ditto_cifar10_10c_niid", {"partition.seed": 0}, 30,
+        "Ditto's draw 0 of its partition-draw study (partition.seed 0, seed 0: the committed repeat 0's data "
+        "and seed; F_T 0.578 on an AMD EPYC) rerun on whatever CPU runs it (its provenance names it): how far "
+        "does the CPU alone move one draw's F_T?",
+    ),
+    "ditto_cifar10_10c_niid-draw1-cpu": (
+        "ditto_cifar10_10c_niid", {"partition.seed": 1}, 30,
+        "Ditto's draw 1 of its partition-draw study (partition.seed 1, seed 0; f_j 0.35 on an AMD EPYC) rerun "
+        "on whatever CPU runs it (its provenance names it): do the 31 model hashes follow the CPU, equal to "
+        "FedAvg's draw 1 (f_j 0.52) where both ran on an Intel Xeon?",
+    ),
 }
 
 
