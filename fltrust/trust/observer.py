@@ -160,6 +160,12 @@ def _none_if_nan(value: Any) -> Any:
     return float(value) if isinstance(value, (float, np.floating)) else value
 
 
+def _scores(report: Any) -> dict[str, Any]:
+    """Return the trust score and the pillar scores of a report (NaN as ``None``)."""
+    return {"trust_score": _none_if_nan(float(report.trust_score)),
+            "pillars": {p.name: _none_if_nan(float(p.score)) for p in report.pillars}}
+
+
 @contextlib.contextmanager
 def _quiet(name: str) -> Iterator[None]:
     """Silence one logger while the block runs (the per-round score's missing-field notes)."""
@@ -264,10 +270,7 @@ class TrustObserver(BaseObserver):
         self.factsheet: dict[str, Any] = new_factsheet()
         self.num_clients = 0
         self.client_entropies = np.zeros(0)
-        self._selected: dict[int, list[int]] = {}
-        self._series: dict[int, dict[str, Any]] = {}
-        self._traffic = {"bytes_sent": 0.0, "bytes_received": 0.0}
-        self._started = time.perf_counter()
+        self._reset()
         self._eval_model: torch.nn.Module | None = None
         self._definitions: Any = None
         self._counts_at_start = False
@@ -275,6 +278,13 @@ class TrustObserver(BaseObserver):
         self._model_fields = ModelFields(settings, x_test, seed=self.seed)
 
     # -- helpers ----------------------------------------------------------------------------------
+    def _reset(self) -> None:
+        """Forget the rounds: no selections, series or traffic yet; the wall clock starts now."""
+        self._selected: dict[int, list[int]] = {}
+        self._series: dict[int, dict[str, Any]] = {}
+        self._traffic = {"bytes_sent": 0.0, "bytes_received": 0.0}
+        self._started = time.perf_counter()
+
     def _require_started(self) -> None:
         if self.num_clients == 0:
             raise TrustObserverError("on_run_start(info) must be called before rounds are reported")
@@ -357,9 +367,7 @@ class TrustObserver(BaseObserver):
                 f"RunInfo.client_class_counts has shape {counts.shape}; expected ({info.num_clients}, K)"
             )
         self.num_clients = int(info.num_clients)
-        self._selected, self._series = {}, {}
-        self._traffic = {"bytes_sent": 0.0, "bytes_received": 0.0}
-        self._started = time.perf_counter()
+        self._reset()
         fs = new_factsheet(extended=self.extended is not None)
         if self.describe is not None:
             self.describe(fs, info, self.model)
@@ -471,8 +479,7 @@ class TrustObserver(BaseObserver):
 
         with _quiet("fltrust.trust.scoring"):  # the final report lists what is missing; rounds stay quiet
             report = score_factsheet(fs, mode=self.mode, definitions=self._definitions)
-        return {"trust_score": _none_if_nan(float(report.trust_score)),
-                "pillars": {p.name: _none_if_nan(float(p.score)) for p in report.pillars}}
+        return _scores(report)
 
     def _round_performance(self, record: RoundRecord) -> tuple[np.ndarray, np.ndarray, str]:
         """Per-client accuracy and loss of the global model a round's participants received."""
@@ -597,10 +604,7 @@ class TrustObserver(BaseObserver):
             from fltrust.trust.report import write_report
 
             write_report(report, self.run_folder)
-        out = {
-            "trust_score": _none_if_nan(float(report.trust_score)),
-            "pillars": {p.name: _none_if_nan(float(p.score)) for p in report.pillars},
-        }
+        out = _scores(report)
         if report.has_provenance:
             out["provenance"] = report.provenance_summary()
             out["metric_status"] = {m.path: m.status for m in report.metrics()}

@@ -25,10 +25,11 @@ from __future__ import annotations
 
 import json
 import math
+from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
 import numpy as np
 
@@ -38,13 +39,71 @@ REPORT_JSON = "trust_report.json"
 REPORT_PNG = "trust_report.png"
 
 
-def _score(value: Any) -> float:
-    """Read a score back from JSON: ``null`` means NaN."""
-    return math.nan if value is None else float(value)
+_SCORES = ("normalized", "score", "trust_score")
+"""Fields read back with ``null`` as NaN."""
+_LISTS = ("metrics", "notions", "pillars")
+"""Fields holding a list of results."""
+_OPTIONAL = ("provenance", "applicable")
+"""Fields written only when set (``provenance``) or ``False`` (``applicable``); defaults when absent."""
+
+
+class _Plain:
+    """JSON-ready ``to_dict`` / ``from_dict`` of a result dataclass, field by field in declaration order.
+
+    A list of results (``metrics``, ``notions``, ``pillars``) is written and read as a list of their
+    dicts; ``provenance`` is written only when set and ``applicable`` only when ``False``.
+    """
+
+    _children: Any = None
+    """The class of the items of the list field, if any (not a dataclass field: no annotation where set)."""
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return the result as a plain JSON-ready dict (NaN -> ``None``).
+
+        Returns
+        -------
+        dict
+            The fields by name; :meth:`from_dict` reads it back.
+        """
+        out = {}
+        for item in fields(self):  # type: ignore[arg-type]
+            value = getattr(self, item.name)
+            if (item.name == "provenance" and value is None) or (item.name == "applicable" and value):
+                continue
+            out[item.name] = [child.to_dict() for child in value] if item.name in _LISTS else value
+        return to_plain(out)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Self:
+        """Rebuild a result from :meth:`to_dict` (``null`` scores come back as NaN).
+
+        Parameters
+        ----------
+        data : Mapping
+            What :meth:`to_dict` returned (or its JSON, read back).
+
+        Returns
+        -------
+        MetricResult, NotionResult, PillarResult or TrustReport
+            The class it is called on.
+        """
+        kwargs = {}
+        for item in fields(cls):  # type: ignore[arg-type]
+            if item.name in _OPTIONAL and data.get(item.name) is None:
+                continue
+            value = data[item.name]
+            if item.name in _LISTS:
+                value = [cls._children.from_dict(child) for child in value]
+            elif item.name in _SCORES:
+                value = math.nan if value is None else float(value)
+            elif isinstance(value, (Mapping, list)):
+                value = dict(value) if isinstance(value, Mapping) else list(value)
+            kwargs[item.name] = value
+        return cls(**kwargs)
 
 
 @dataclass
-class MetricResult:
+class MetricResult(_Plain):
     """One scored metric.
 
     Attributes
@@ -95,67 +154,9 @@ class MetricResult:
         """Provenance status (``""`` outside extended mode)."""
         return "" if self.provenance is None else str(self.provenance.get("status", "unknown"))
 
-    def to_dict(self) -> dict[str, Any]:
-        """Return the metric as a plain JSON-ready dict (``provenance`` / ``applicable`` only when set).
-
-        Returns
-        -------
-        dict
-            The fields by name; :meth:`from_dict` reads it back.
-        """
-        out = {
-            "name": self.name,
-            "label": self.label,
-            "path": self.path,
-            "operation": self.operation,
-            "type": self.type,
-            "direction": self.direction,
-            "weight": self.weight,
-            "inputs": self.inputs,
-            "raw_value": self.raw_value,
-            "normalized": self.normalized,
-            "score": self.score,
-            "warnings": list(self.warnings),
-        }
-        if self.provenance is not None:
-            out["provenance"] = dict(self.provenance)
-        if not self.applicable:
-            out["applicable"] = False
-        return to_plain(out)
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> MetricResult:
-        """Rebuild a metric from :meth:`to_dict` (NaN values come back as ``None`` inputs / NaN scores).
-
-        Parameters
-        ----------
-        data : Mapping
-            What :meth:`to_dict` returned (or its JSON, read back).
-
-        Returns
-        -------
-        MetricResult
-        """
-        return cls(
-            name=data["name"],
-            label=data["label"],
-            path=data["path"],
-            operation=data["operation"],
-            type=data["type"],
-            direction=data["direction"],
-            weight=data["weight"],
-            inputs=dict(data["inputs"]),
-            raw_value=data["raw_value"],
-            normalized=_score(data["normalized"]),
-            score=_score(data["score"]),
-            warnings=list(data["warnings"]),
-            provenance=None if data.get("provenance") is None else dict(data["provenance"]),
-            applicable=bool(data.get("applicable", True)),
-        )
-
 
 @dataclass
-class NotionResult:
+class NotionResult(_Plain):
     """One notion: its metrics and its score (weight = notion weight within its pillar).
 
     ``applicable`` is ``False`` when every metric of the notion is n/a (extended mode).
@@ -167,52 +168,11 @@ class NotionResult:
     score: float
     metrics: list[MetricResult]
     applicable: bool = True
-
-    def to_dict(self) -> dict[str, Any]:
-        """Return the notion as a plain JSON-ready dict.
-
-        Returns
-        -------
-        dict
-            ``name``, ``label``, ``weight``, ``score``, ``metrics`` (each :meth:`MetricResult.to_dict`)
-            and ``applicable: false`` for a notion left out of the means.
-        """
-        out = {
-            "name": self.name,
-            "label": self.label,
-            "weight": to_plain(self.weight),
-            "score": to_plain(self.score),
-            "metrics": [m.to_dict() for m in self.metrics],
-        }
-        if not self.applicable:
-            out["applicable"] = False
-        return out
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> NotionResult:
-        """Rebuild a notion from :meth:`to_dict`.
-
-        Parameters
-        ----------
-        data : Mapping
-            What :meth:`to_dict` returned.
-
-        Returns
-        -------
-        NotionResult
-        """
-        return cls(
-            name=data["name"],
-            label=data["label"],
-            weight=data["weight"],
-            score=_score(data["score"]),
-            metrics=[MetricResult.from_dict(m) for m in data["metrics"]],
-            applicable=bool(data.get("applicable", True)),
-        )
+    _children = MetricResult
 
 
 @dataclass
-class PillarResult:
+class PillarResult(_Plain):
     """One pillar: its notions and its score (weight = pillar weight in the trust score).
 
     ``applicable`` is ``False`` when every notion of the pillar is n/a (extended mode).
@@ -224,6 +184,7 @@ class PillarResult:
     score: float
     notions: list[NotionResult]
     applicable: bool = True
+    _children = NotionResult
 
     def metrics(self) -> Iterator[MetricResult]:
         """Iterate over all metrics of the pillar, in definition order.
@@ -235,51 +196,9 @@ class PillarResult:
         for notion in self.notions:
             yield from notion.metrics
 
-    def to_dict(self) -> dict[str, Any]:
-        """Return the pillar as a plain JSON-ready dict.
-
-        Returns
-        -------
-        dict
-            ``name``, ``label``, ``weight``, ``score``, ``notions`` (each :meth:`NotionResult.to_dict`)
-            and ``applicable: false`` for a pillar left out of the trust score.
-        """
-        out = {
-            "name": self.name,
-            "label": self.label,
-            "weight": to_plain(self.weight),
-            "score": to_plain(self.score),
-            "notions": [n.to_dict() for n in self.notions],
-        }
-        if not self.applicable:
-            out["applicable"] = False
-        return out
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> PillarResult:
-        """Rebuild a pillar from :meth:`to_dict`.
-
-        Parameters
-        ----------
-        data : Mapping
-            What :meth:`to_dict` returned.
-
-        Returns
-        -------
-        PillarResult
-        """
-        return cls(
-            name=data["name"],
-            label=data["label"],
-            weight=data["weight"],
-            score=_score(data["score"]),
-            notions=[NotionResult.from_dict(n) for n in data["notions"]],
-            applicable=bool(data.get("applicable", True)),
-        )
-
 
 @dataclass
-class TrustReport:
+class TrustReport(_Plain):
     """Result of :func:`fltrust.trust.scoring.score_factsheet`.
 
     Attributes
@@ -317,6 +236,7 @@ class TrustReport:
     rounding: str
     fixes: list[str]
     warnings: list[str] = field(default_factory=list)
+    _children = PillarResult
 
     # -- lookup ---------------------------------------------------------------------------------
     def pillar(self, name: str) -> PillarResult:
@@ -385,12 +305,7 @@ class TrustReport:
         KeyError
             No metric, or more than one, matches.
         """
-        matches = []
-        for pillar in self.pillars:
-            for notion in pillar.notions:
-                for metric in notion.metrics:
-                    if name in (metric.name, metric.path, f"{pillar.name}/{metric.name}"):
-                        matches.append(metric)
+        matches = [m for p in self.pillars for m in p.metrics() if name in (m.name, m.path, f"{p.name}/{m.name}")]
         if len(matches) != 1:
             raise KeyError(f"{len(matches)} metrics match {name!r}; use 'pillar/metric' or the full path")
         return matches[0]
@@ -416,18 +331,9 @@ class TrustReport:
             ``pillar_aggregation``, ``use_weights``, ``rounding``, ``fixes``), ``warnings`` and
             ``pillars`` (each :meth:`PillarResult.to_dict`).
         """
-        return {
-            "trust_score": to_plain(self.trust_score),
-            "mode": self.mode,
-            "definitions": self.definitions,
-            "definitions_source": self.definitions_source,
-            "pillar_aggregation": self.pillar_aggregation,
-            "use_weights": self.use_weights,
-            "rounding": self.rounding,
-            "fixes": list(self.fixes),
-            "warnings": list(self.warnings),
-            "pillars": [p.to_dict() for p in self.pillars],
-        }
+        out = super().to_dict()
+        out["pillars"] = out.pop("pillars")
+        return out
 
     def to_json(self, indent: int | None = 2) -> str:
         """Return the report as standard JSON text (never the ``NaN`` token; missing values are ``null``).
@@ -442,32 +348,6 @@ class TrustReport:
         str
         """
         return json.dumps(self.to_dict(), indent=indent, allow_nan=False)
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> TrustReport:
-        """Rebuild a report from :meth:`to_dict`.
-
-        Parameters
-        ----------
-        data : Mapping
-            What :meth:`to_dict` returned.
-
-        Returns
-        -------
-        TrustReport
-        """
-        return cls(
-            trust_score=_score(data["trust_score"]),
-            pillars=[PillarResult.from_dict(p) for p in data["pillars"]],
-            mode=data["mode"],
-            definitions=data["definitions"],
-            definitions_source=data["definitions_source"],
-            pillar_aggregation=data["pillar_aggregation"],
-            use_weights=data["use_weights"],
-            rounding=data["rounding"],
-            fixes=list(data["fixes"]),
-            warnings=list(data["warnings"]),
-        )
 
     @classmethod
     def from_json(cls, text: str) -> TrustReport:
@@ -492,23 +372,12 @@ class TrustReport:
         dict
             ``{"trust_score": ..., "pillars": [{pillar: {"score", "notions": [{notion: {"score", "metrics"}}]}}]}``.
         """
-        return to_plain(
-            {
-                "trust_score": self.trust_score,
-                "pillars": [
-                    {
-                        p.name: {
-                            "score": p.score,
-                            "notions": [
-                                {n.name: {"score": n.score, "metrics": [{m.name: {"score": m.score}} for m in n.metrics]}}
-                                for n in p.notions
-                            ],
-                        }
-                    }
-                    for p in self.pillars
-                ],
-            }
-        )
+        def notions(pillar: PillarResult) -> list[dict[str, Any]]:
+            return [{n.name: {"score": n.score, "metrics": [{m.name: {"score": m.score}} for m in n.metrics]}}
+                    for n in pillar.notions]
+
+        pillars = [{p.name: {"score": p.score, "notions": notions(p)}} for p in self.pillars]
+        return to_plain({"trust_score": self.trust_score, "pillars": pillars})
 
     def to_frame(self) -> Any:
         """One row per metric (pandas ``DataFrame``); ``df.attrs`` holds the trust score and mode.
@@ -628,9 +497,7 @@ class TrustReport:
         dict
             Status -> count, in that order, statuses with no metric left out.
         """
-        counts: dict[str, int] = {}
-        for metric in self.metrics():
-            counts[metric.status or "unknown"] = counts.get(metric.status or "unknown", 0) + 1
+        counts = Counter(metric.status or "unknown" for metric in self.metrics())
         order = ("measured", "declared", "missing", "n/a", "unknown")
         return {k: counts[k] for k in order if k in counts}
 

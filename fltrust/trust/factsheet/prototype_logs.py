@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import ast
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +25,22 @@ from fltrust.trust.factsheet.schema import FactsheetError
 
 PROTOTYPE_MODEL_MAP = {"convnet2": "CNN"}
 """The prototype's ``configs/model_map.json``."""
+
+
+def _read_lines(path: str | Path, what: str, parse: Callable[[str], Any], errors: Any, form: str) -> list[Any]:
+    """Parse each non-blank line of a log file; a line that does not parse raises, naming it."""
+    path = Path(path)
+    if not path.is_file():
+        raise FactsheetError(f"{what} {str(path)!r} does not exist")
+    rows = []
+    for number, line in enumerate(path.read_text().splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            rows.append(parse(line))
+        except errors as exc:
+            raise FactsheetError(f"{path}: line {number} is not {form} ({exc})") from exc
+    return rows
 
 
 def read_eval_results_final(path: str | Path) -> dict[str, Any]:
@@ -44,21 +60,13 @@ def read_eval_results_final(path: str | Path) -> dict[str, Any]:
     dict
         ``{"client_summarized_avg": {...}, "client_summarized_fairness": {...}, ...}``.
     """
-    path = Path(path)
-    if not path.is_file():
-        raise FactsheetError(f"evaluation log {str(path)!r} does not exist")
     final = None
-    for number, line in enumerate(path.read_text().splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            entry = ast.literal_eval(line)
-        except (ValueError, SyntaxError) as exc:
-            raise FactsheetError(f"{path}: line {number} is not a Python dict literal ({exc})") from exc
+    entries = _read_lines(path, "evaluation log", ast.literal_eval, (ValueError, SyntaxError), "a Python dict literal")
+    for entry in entries:
         if isinstance(entry, dict) and "Server" in str(entry.get("Role", "")) and entry.get("Round") == "Final":
             final = entry.get("Results_raw")
     if not isinstance(final, dict):
-        raise FactsheetError(f"{path}: no server line with 'Round': 'Final' and a 'Results_raw' dict")
+        raise FactsheetError(f"{Path(path)}: no server line with 'Round': 'Final' and a 'Results_raw' dict")
     return final
 
 
@@ -80,18 +88,7 @@ def read_system_metrics(path: str | Path) -> list[dict[str, Any]]:
     FactsheetError
         The file does not exist, or a line is not JSON (naming the line).
     """
-    path = Path(path)
-    if not path.is_file():
-        raise FactsheetError(f"system metrics log {str(path)!r} does not exist")
-    rows = []
-    for number, line in enumerate(path.read_text().splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            rows.append(json.loads(line))
-        except json.JSONDecodeError as exc:
-            raise FactsheetError(f"{path}: line {number} is not JSON ({exc})") from exc
-    return rows
+    return _read_lines(path, "system metrics log", json.loads, json.JSONDecodeError, "JSON")
 
 
 def _require(mapping: dict[str, Any], keys: Sequence[str], where: str) -> Any:

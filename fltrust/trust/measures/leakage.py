@@ -248,16 +248,10 @@ def per_sample_losses(model: nn.Module, x: torch.Tensor, y: torch.Tensor, *,
 def _art_rule_based(model: nn.Module, x: np.ndarray, y: np.ndarray, nb_classes: int) -> np.ndarray:
     """Membership guesses of ART's ``MembershipInferenceBlackBoxRuleBased`` (1 = member)."""
     from art.attacks.inference.membership_inference import MembershipInferenceBlackBoxRuleBased
-    from art.estimators.classification import PyTorchClassifier
 
-    from fltrust.trust.measures.robustness import as_class_logits
+    from fltrust.trust.measures.robustness import _art_classifier
 
-    net, classes = as_class_logits(model, x[:1], nb_classes)
-    device = next(model.parameters()).device
-    classifier = PyTorchClassifier(
-        model=net, loss=nn.CrossEntropyLoss(), input_shape=tuple(x.shape[1:]), nb_classes=classes,
-        device_type="gpu" if device.type == "cuda" else "cpu",
-    )
+    classifier, classes = _art_classifier(model, x, nb_classes)
     attack = MembershipInferenceBlackBoxRuleBased(classifier)
     # one-hot labels of width K: ART one-hots integer labels with len(np.unique(y)) classes, which
     # fails (IndexError) when the sample does not contain every class

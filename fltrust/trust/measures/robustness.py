@@ -275,6 +275,21 @@ def as_class_logits(model: nn.Module, sample: np.ndarray | torch.Tensor, nb_clas
     return net, nb_classes
 
 
+def _art_classifier(model: nn.Module, x: np.ndarray, nb_classes: int,
+                    clip_values: tuple[float, float] | None = None) -> tuple[Any, int]:
+    """Wrap ``model`` (as class logits, :func:`as_class_logits`) in an ART ``PyTorchClassifier``; also its classes."""
+    from art.estimators.classification import PyTorchClassifier
+
+    net, classes = as_class_logits(model, x[:1], nb_classes)
+    device = next(model.parameters()).device
+    classifier = PyTorchClassifier(
+        model=net, loss=nn.CrossEntropyLoss(), input_shape=tuple(x.shape[1:]), nb_classes=classes,
+        clip_values=None if clip_values is None else (float(clip_values[0]), float(clip_values[1])),
+        device_type="gpu" if device.type == "cuda" else "cpu",
+    )
+    return classifier, classes
+
+
 @dataclass(frozen=True)
 class EvasionResult:
     r"""Accuracy of a model on clean and adversarial inputs (ART FGSM and PGD).
@@ -392,7 +407,6 @@ def evasion_accuracy(
     EvasionResult
     """
     from art.attacks.evasion import FastGradientMethod, ProjectedGradientDescent
-    from art.estimators.classification import PyTorchClassifier
 
     if not eps > 0:
         raise RobustnessError(f"eps={eps!r} must be > 0")
@@ -403,13 +417,7 @@ def evasion_accuracy(
     if xs.ndim < 2 or len(xs) == 0 or len(xs) != len(ys):
         raise RobustnessError(f"x must have shape (n, *input_shape) with n >= 1 rows matching y; got {xs.shape}, {ys.shape}")
     xs, ys = xs.astype(np.float32), ys.astype(np.int64)
-    net, classes = as_class_logits(model, xs[:1], nb_classes)
-    device = next(model.parameters()).device
-    classifier = PyTorchClassifier(
-        model=net, loss=nn.CrossEntropyLoss(), input_shape=tuple(xs.shape[1:]), nb_classes=classes,
-        clip_values=None if clip_values is None else (float(clip_values[0]), float(clip_values[1])),
-        device_type="gpu" if device.type == "cuda" else "cpu",
-    )
+    classifier, classes = _art_classifier(model, xs, nb_classes, clip_values)
     labels = np.eye(classes, dtype=np.float32)[ys]
 
     def accuracy(inputs: np.ndarray) -> float:

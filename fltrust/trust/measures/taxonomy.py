@@ -63,6 +63,16 @@ def _finite(value: Any) -> float | None:
     return number if math.isfinite(number) else None
 
 
+def _coverage(path: str, items: Mapping[str, bool], wanted: tuple[str, ...], what: str) -> Measured:
+    """Score the share of the ``wanted`` items available, each named with yes / no in the method."""
+    return Measured({path: governance.coverage(items, wanted)}, "measured",
+                    f"{what}: " + ", ".join(f"{k} {'yes' if items[k] else 'no'}" for k in wanted))
+
+
+def _nan_if_none(value: Any) -> Any:
+    return float("nan") if value is None else value
+
+
 # -- privacy (paper Sec. 3.1) ------------------------------------------------------------------
 
 
@@ -123,8 +133,7 @@ def information_leakage(run: RunView) -> Measured:
     mia = membership_inference(run.model, x_m, y_m, run.x_test, run.y_test, num_samples=int(settings.mia_samples),
                                seed=run.seed, nb_classes=run.summary.info.num_classes, use_art=True)
     values = {"privacy/mia_auc": mia.auc, "privacy/mia_risk": mia.risk,
-              "privacy/mia_rule_based_advantage":
-                  float("nan") if mia.rule_based_advantage is None else mia.rule_based_advantage,
+              "privacy/mia_rule_based_advantage": _nan_if_none(mia.rule_based_advantage),
               "privacy/mia_samples": mia.num_members}
     return Measured(values, "measured",
                     f"loss-threshold membership inference (Yeom et al. 2018) on {mia.num_members} training rows of "
@@ -195,10 +204,8 @@ def empirical_robustness(run: RunView) -> Measured:
         clip = (float(run.x_test.min()), float(run.x_test.max()))
         evasion = evasion_accuracy(run.model, run.x_test[index], run.y_test[index], nb_classes=run.summary.info.num_classes,
                                    eps=settings.evasion_eps, pgd_steps=settings.evasion_pgd_steps, clip_values=clip)
-        for key in ("clean_accuracy", "fgsm_accuracy", "pgd_accuracy"):
+        for key in ("clean_accuracy", "fgsm_accuracy", "pgd_accuracy", "eps", "retention"):
             values[f"robustness/evasion_{key}"] = getattr(evasion, key)
-        values["robustness/evasion_eps"] = evasion.eps
-        values["robustness/evasion_retention"] = evasion.retention
         output = evasion.to_dict()
     retention = _finite(run.field("robustness/poisoning_retention"))
     parts = (["PGD evasion retention acc_PGD / acc_clean (ART, L-inf eps "
@@ -372,10 +379,8 @@ def discrimination_index(run: RunView) -> Measured:
     result = group_fairness_report(run.y_test.cpu().numpy(), preds.cpu().numpy(), sensitive.values,
                                    attribute=sensitive.name, binary=run.summary.info.num_classes == 2)
     values = {"fairness/sensitive_attribute": sensitive.name, "fairness/discrimination_index": result.index,
-              "fairness/demographic_parity_difference":
-                  float("nan") if result.demographic_parity_difference is None else result.demographic_parity_difference,
-              "fairness/equalized_odds_difference":
-                  float("nan") if result.equalized_odds_difference is None else result.equalized_odds_difference}
+              "fairness/demographic_parity_difference": _nan_if_none(result.demographic_parity_difference),
+              "fairness/equalized_odds_difference": _nan_if_none(result.equalized_odds_difference)}
     return Measured(values, "measured",
                     f"max over {sensitive.name} groups of |F1(group) - F1(rest)| of the final model's test predictions; "
                     "fairlearn demographic-parity and equalised-odds differences reported beside it",
@@ -415,9 +420,8 @@ def visualisation(run: RunView) -> Measured:
         "client_registry": len(np.asarray(info.client_num_samples)) == info.num_clients,
         "dashboard_figure": figure,
     }
-    return Measured({"explainability/visualisation": governance.coverage(items, governance.VISUALISATION_ITEMS)},
-                    "measured", "share of the lifecycle-dashboard items available: " + ", ".join(
-                        f"{k} {'yes' if items[k] else 'no'}" for k in governance.VISUALISATION_ITEMS))
+    return _coverage("explainability/visualisation", items, governance.VISUALISATION_ITEMS,
+                     "share of the lifecycle-dashboard items available")
 
 
 # -- accountability (paper Sec. 3.5) -----------------------------------------------------------
@@ -479,9 +483,8 @@ def client_registry(run: RunView) -> Measured:
         "traffic_bytes": any("bytes_sent" in r.client_metrics and "bytes_received" in r.client_metrics for r in trained),
         "connection_status": counters,
     }
-    return Measured({"federation/client_registry": governance.coverage(items, governance.REGISTRY_ITEMS)}, "measured",
-                    "share of the client-registry items the run record keeps: " + ", ".join(
-                        f"{k} {'yes' if items[k] else 'no'}" for k in governance.REGISTRY_ITEMS))
+    return _coverage("federation/client_registry", items, governance.REGISTRY_ITEMS,
+                     "share of the client-registry items the run record keeps")
 
 
 @measure("federation/co_versioning", source="governance.co_versioning_coverage",

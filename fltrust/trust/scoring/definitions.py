@@ -214,12 +214,10 @@ class Definitions:
         KeyError
             No metric at that path.
         """
-        for pillar in self.pillars:
-            for notion in pillar.notions:
-                for metric in notion.metrics:
-                    if f"{pillar.name}/{notion.name}/{metric.name}" == path:
-                        return metric
-        raise KeyError(f"no metric {path!r} in definitions {self.name!r}")
+        metrics = {f"{p.name}/{n.name}/{m.name}": m for p in self.pillars for n in p.notions for m in n.metrics}
+        if path not in metrics:
+            raise KeyError(f"no metric {path!r} in definitions {self.name!r}")
+        return metrics[path]
 
     def replace_metric(self, path: str, **changes: Any) -> Definitions:
         """Return a copy with the metric at ``path`` changed (fields as in :class:`MetricDefinition`).
@@ -240,30 +238,32 @@ class Definitions:
         KeyError
             No metric at ``path``.
         """
-        found = False
-        pillars = []
-        for pillar in self.pillars:
-            notions = []
-            for notion in pillar.notions:
-                metrics = []
-                for metric in notion.metrics:
-                    if f"{pillar.name}/{notion.name}/{metric.name}" == path:
-                        metric = dataclasses.replace(metric, **changes)
-                        found = True
-                    metrics.append(metric)
-                notions.append(dataclasses.replace(notion, metrics=tuple(metrics)))
-            pillars.append(dataclasses.replace(pillar, notions=tuple(notions)))
-        if not found:
-            raise KeyError(f"no metric {path!r} in definitions {self.name!r}")
+        self.get_metric(path)  # KeyError when there is none
+
+        def changed(pillar: PillarDefinition, notion: NotionDefinition) -> NotionDefinition:
+            metrics = (dataclasses.replace(m, **changes) if f"{pillar.name}/{notion.name}/{m.name}" == path else m
+                       for m in notion.metrics)
+            return dataclasses.replace(notion, metrics=tuple(metrics))
+
+        pillars = (dataclasses.replace(p, notions=tuple(changed(p, n) for n in p.notions)) for p in self.pillars)
         return dataclasses.replace(self, pillars=tuple(pillars))
 
 
-def _check_keys(data: Any, allowed: frozenset[str], where: str, source: str) -> None:
+def _check_keys(data: Any, allowed: frozenset[str], where: str, source: str, children: str | None = None) -> None:
+    """Check that ``data`` is a mapping of allowed keys (with a non-empty mapping under ``children``)."""
     if not isinstance(data, Mapping):
         raise DefinitionsError(f"{source}: {where} must be a mapping, got {type(data).__name__}")
     unknown = sorted(set(data) - allowed)
     if unknown:
         raise DefinitionsError(f"{source}: unknown key(s) {unknown} in {where}; allowed keys are {sorted(allowed)}")
+    if children is not None and (not isinstance(data.get(children), Mapping) or not data[children]):
+        raise DefinitionsError(f"{source}: {where} needs a non-empty {children!r} mapping")
+
+
+def _group(cls: Any, name: str, data: Mapping[str, Any], children: list[Any], where: str, source: str) -> Any:
+    """Build a :class:`NotionDefinition` or :class:`PillarDefinition` from its parsed children."""
+    return cls(name, tuple(children), weight=_weight(data, where, source), label=str(data.get("label", "")),
+               description=str(data.get("description", "")))
 
 
 def _number(value: Any, where: str, source: str) -> float:
@@ -472,37 +472,15 @@ def definitions_from_dict(data: Mapping[str, Any], *, source: str = "<dict>", na
     pillars = []
     for pillar_name, pillar in data["pillars"].items():
         where = f"pillars.{pillar_name}"
-        _check_keys(pillar, _PILLAR_KEYS, where, source)
-        if not isinstance(pillar.get("notions"), Mapping) or not pillar["notions"]:
-            raise DefinitionsError(f"{source}: {where} needs a non-empty 'notions' mapping")
+        _check_keys(pillar, _PILLAR_KEYS, where, source, "notions")
         notions = []
         for notion_name, notion in pillar["notions"].items():
             nwhere = f"{where}.notions.{notion_name}"
-            _check_keys(notion, _NOTION_KEYS, nwhere, source)
-            if not isinstance(notion.get("metrics"), Mapping) or not notion["metrics"]:
-                raise DefinitionsError(f"{source}: {nwhere} needs a non-empty 'metrics' mapping")
-            metrics = tuple(
-                _parse_metric(metric_name, metric, f"{nwhere}.metrics.{metric_name}", source)
-                for metric_name, metric in notion["metrics"].items()
-            )
-            notions.append(
-                NotionDefinition(
-                    name=notion_name,
-                    metrics=metrics,
-                    weight=_weight(notion, nwhere, source),
-                    label=str(notion.get("label", "")),
-                    description=str(notion.get("description", "")),
-                )
-            )
-        pillars.append(
-            PillarDefinition(
-                name=pillar_name,
-                notions=tuple(notions),
-                weight=_weight(pillar, where, source),
-                label=str(pillar.get("label", "")),
-                description=str(pillar.get("description", "")),
-            )
-        )
+            _check_keys(notion, _NOTION_KEYS, nwhere, source, "metrics")
+            metrics = [_parse_metric(metric_name, metric, f"{nwhere}.metrics.{metric_name}", source)
+                       for metric_name, metric in notion["metrics"].items()]
+            notions.append(_group(NotionDefinition, notion_name, notion, metrics, nwhere, source))
+        pillars.append(_group(PillarDefinition, pillar_name, pillar, notions, where, source))
     use_provenance = data.get("use_provenance", False)
     if not isinstance(use_provenance, bool):
         raise DefinitionsError(f"{source}: use_provenance must be true or false, got {use_provenance!r}")

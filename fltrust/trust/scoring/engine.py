@@ -90,22 +90,6 @@ def _round2(value: float) -> float:
     return float(np.round(np.float64(value), 2))
 
 
-def _run_operation(metric: MetricDefinition, values: list[Any], switches: Mapping[str, Any]) -> Any:
-    """Compute the metric's raw value: its registered operation on its field values."""
-    operation = OPERATIONS[metric.operation]
-    return operation.function(*values, **{name: switches[name] for name in operation.switches})
-
-
-def _normalize(metric: MetricDefinition, raw: Any, switches: Mapping[str, Any]) -> float:
-    """Compute the metric's score: its registered score type on the raw value."""
-    kind = SCORE_TYPES[metric.type]
-    return kind.function(raw, metric, **{name: switches[name] for name in kind.switches})
-
-
-def _is_nan(value: Any) -> bool:
-    return isinstance(value, (float, np.floating)) and math.isnan(value)
-
-
 def _provenance_entry(factsheet: Mapping[str, Any], path: str) -> dict[str, Any]:
     """Return the FactSheet's provenance entry of a metric (extended mode); ``status: "unknown"`` if absent."""
     section = factsheet.get(PROVENANCE_SECTION)
@@ -117,16 +101,6 @@ def _provenance_entry(factsheet: Mapping[str, Any], path: str) -> dict[str, Any]
         out["reason"] = f"status {out.get('status')!r} is not one of {list(PROVENANCE_STATUSES)}"
         out["status"] = "unknown"
     return out
-
-
-def _not_applicable(metric: MetricDefinition, path: str, factsheet: Mapping[str, Any],
-                    provenance: dict[str, Any]) -> MetricResult:
-    inputs = {field_path: ops.resolve_field(factsheet, field_path) for field_path in metric.inputs}
-    return MetricResult(
-        name=metric.name, label=metric.label or metric.name, path=path, operation=metric.operation, type=metric.type,
-        direction=metric.direction, weight=metric.weight, inputs=inputs, raw_value=None, normalized=math.nan,
-        score=math.nan, warnings=[], provenance=provenance, applicable=False,
-    )
 
 
 def _applicable_sum(weights: list[float], items: list[Any]) -> tuple[float, bool]:
@@ -144,18 +118,17 @@ def _applicable_sum(weights: list[float], items: list[Any]) -> tuple[float, bool
     return _weighted_sum([w / total for w, _ in kept], [score for _, score in kept]), True
 
 
-def _score_metric(
-    metric: MetricDefinition, path: str, factsheet: Mapping[str, Any], switches: Mapping[str, Any], rounding: str,
-    provenance: dict[str, Any] | None = None,
-) -> MetricResult:
-    if provenance is not None and provenance.get("status") == "n/a":
-        return _not_applicable(metric, path, factsheet, provenance)
-    inputs = {field_path: ops.resolve_field(factsheet, field_path) for field_path in metric.inputs}
-    notes: list[str] = []
+def _evaluate(metric: MetricDefinition, path: str, inputs: dict[str, Any], switches: Mapping[str, Any],
+              notes: list[str]) -> tuple[Any, float]:
+    """Compute the metric's raw value (its registered operation) and score (its registered score type).
+
+    Why a score is 0, NaN or above 1 is appended to ``notes`` and logged.
+    """
+    operation, kind = OPERATIONS[metric.operation], SCORE_TYPES[metric.type]
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         try:
-            raw = _run_operation(metric, [inputs[p] for p in metric.inputs], switches)
+            raw = operation.function(*[inputs[p] for p in metric.inputs], **{n: switches[n] for n in operation.switches})
         except TypeError as exc:
             # The prototype turns a TypeError in the operation into a missing value (spec 2.2,
             # docs/references.md#trust-2-2).
@@ -167,7 +140,7 @@ def _score_metric(
             normalized = 0.0
         else:
             try:
-                normalized = _normalize(metric, raw, switches)
+                normalized = kind.function(raw, metric, **{n: switches[n] for n in kind.switches})
             except norm.NormalizationError as exc:
                 raise TrustScoringError(f"metric {path} (inputs {list(inputs)}): {exc}") from None
             if math.isnan(normalized):
@@ -175,7 +148,7 @@ def _score_metric(
                     f"score is NaN ({raw!r} is not in the score map) and propagates to the notion, pillar and "
                     "trust scores (prototype bug B7; fix 'unknown_key_zero')"
                 )
-            elif _is_nan(raw):
+            elif ops._is_nan(raw):
                 notes.append("raw value is NaN; score 0")
             elif normalized > 1:
                 notes.append(f"score {normalized:.4g} is above 1: the raw value is scored as it is"
@@ -188,21 +161,23 @@ def _score_metric(
             warnings.warn_explicit(item.message, item.category, item.filename, item.lineno)
     for note in notes:
         logger.warning("%s: %s", path, note)
+    return raw, normalized
+
+
+def _score_metric(
+    metric: MetricDefinition, path: str, factsheet: Mapping[str, Any], switches: Mapping[str, Any], rounding: str,
+    provenance: dict[str, Any] | None = None,
+) -> MetricResult:
+    """Score one metric; an n/a one (extended mode) is not computed: score NaN, left out of the means."""
+    inputs = {field_path: ops.resolve_field(factsheet, field_path) for field_path in metric.inputs}
+    notes: list[str] = []
+    applicable = provenance is None or provenance.get("status") != "n/a"
+    raw, normalized = _evaluate(metric, path, inputs, switches, notes) if applicable else (None, math.nan)
     score = _round2(normalized) if rounding == "prototype" and not math.isnan(normalized) else normalized
     return MetricResult(
-        name=metric.name,
-        label=metric.label or metric.name,
-        path=path,
-        operation=metric.operation,
-        type=metric.type,
-        direction=metric.direction,
-        weight=metric.weight,
-        inputs=inputs,
-        raw_value=raw,
-        normalized=float(normalized),
-        score=float(score),
-        warnings=notes,
-        provenance=provenance,
+        name=metric.name, label=metric.label or metric.name, path=path, operation=metric.operation, type=metric.type,
+        direction=metric.direction, weight=metric.weight, inputs=inputs, raw_value=raw, normalized=float(normalized),
+        score=float(score), warnings=notes, provenance=provenance, applicable=applicable,
     )
 
 
@@ -295,7 +270,7 @@ def score_factsheet(
 
     pillar_results = []
     for pillar in tree.pillars:
-        notion_results = []
+        notion_results, metric_weights = [], []
         for notion in pillar.notions:
             metric_results = []
             for metric in notion.metrics:
@@ -303,6 +278,7 @@ def score_factsheet(
                 provenance = _provenance_entry(factsheet, path) if tree.use_provenance else None
                 metric_results.append(_score_metric(metric, path, factsheet, switches, rounding, provenance))
             weights = _weights(notion.metrics, use_weights, f"the metrics of notion {pillar.name}/{notion.name}")
+            metric_weights.append(weights)
             notion_score, notion_applicable = _applicable_sum(weights, metric_results)
             notion_results.append(
                 NotionResult(notion.name, notion.label or notion.name, notion.weight, notion_score, metric_results,
@@ -313,14 +289,11 @@ def score_factsheet(
         if tree.pillar_aggregation == "notion_mean":
             pillar_score, pillar_applicable = _applicable_sum(notion_weights, notion_results)
         else:  # flattened: every metric of the pillar counts once (weighted: w_notion * w_metric)
-            flat_weights, flat_items = [], []
-            metric_count = sum(len(n.metrics) for n in notion_results)
-            for notion_weight, notion, result in zip(notion_weights, pillar.notions, notion_results):
-                metric_weights = _weights(notion.metrics, use_weights, f"the metrics of notion {pillar.name}/{notion.name}")
-                for metric_weight, metric_result in zip(metric_weights, result.metrics):
-                    flat_weights.append(notion_weight * metric_weight if use_weights else 1 / metric_count)
-                    flat_items.append(metric_result)
-            pillar_score, pillar_applicable = _applicable_sum(flat_weights, flat_items)
+            count = sum(len(n.metrics) for n in notion_results)
+            flat = [(notion_weight * weight if use_weights else 1 / count, metric_result)
+                    for notion_weight, weights, result in zip(notion_weights, metric_weights, notion_results)
+                    for weight, metric_result in zip(weights, result.metrics)]
+            pillar_score, pillar_applicable = _applicable_sum([w for w, _ in flat], [m for _, m in flat])
         if prototype_rounding and pillar_applicable:
             pillar_score = _round2(pillar_score)
         pillar_results.append(

@@ -70,18 +70,12 @@ def _is_bool(value: Any) -> bool:
 
 def _as_number(value: Any, *, type_name: str) -> float:
     """Return ``value`` as a float; bools are not numbers here (callers decide about them)."""
-    if _is_bool(value):
-        return float(value)
-    if isinstance(value, numbers.Real):
+    if _is_bool(value) or isinstance(value, numbers.Real):
         return float(value)
     raise NormalizationError(
         f"{type_name} needs a number, got {value!r} ({type(value).__name__}); "
         "fix the factsheet field or choose a score type that accepts this value"
     )
-
-
-def _is_nan(value: float) -> bool:
-    return math.isnan(value)
 
 
 # -- score types --------------------------------------------------------------------------------
@@ -123,7 +117,7 @@ def true_score(value: Any, direction: str = "asc", *, coerce_types: bool = False
     if value is False:
         return 0.0
     number = _as_number(value, type_name="true_score")
-    if _is_nan(number):
+    if math.isnan(number):
         return 0.0
     return number if direction == "asc" else 1.0 - number
 
@@ -158,7 +152,7 @@ def range_score(value: Any, ranges: Sequence[float], direction: str = "asc") -> 
     """
     _check_direction(direction)
     number = _as_number(value, type_name="ranges")
-    if _is_nan(number):
+    if math.isnan(number):
         return 0.0
     fraction = _count_below(number, ranges) / (len(ranges) + 1)
     return fraction if direction == "asc" else 1.0 - fraction
@@ -191,7 +185,7 @@ def breakpoint_score(value: Any, breakpoints: Sequence[float], direction: str = 
     if len(breakpoints) < 2:
         raise NormalizationError("breakpoints needs at least two values")
     number = _as_number(value, type_name="breakpoints")
-    if _is_nan(number):
+    if math.isnan(number):
         return 0.0
     steps = len(breakpoints) - 1
     fraction = min(_count_below(number, breakpoints), steps) / steps
@@ -223,7 +217,7 @@ def scaled_score(value: Any, low: float, high: float, direction: str = "asc") ->
     if not high > low:
         raise NormalizationError(f"scaled_score needs low < high, got low={low!r}, high={high!r}")
     number = _as_number(value, type_name="scaled_score")
-    if _is_nan(number):
+    if math.isnan(number):
         return 0.0
     fraction = min(max((number - low) / (high - low), 0.0), 1.0)
     return fraction if direction == "asc" else 1.0 - fraction
@@ -353,7 +347,7 @@ def property_score(value: Any) -> float:
     float
     """
     number = _as_number(value, type_name="property_check")
-    if _is_nan(number):
+    if math.isnan(number):
         return 0.0
     if not 0.0 <= number <= 1.0:
         raise NormalizationError(f"property_check expects a fraction in [0, 1], got {number!r}")

@@ -24,9 +24,9 @@ keyword arguments, with the values :func:`fltrust.trust.scoring.fixes.engine_swi
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Generic, TypeVar
+from typing import Any, TypeVar
 
 __all__ = [
     "METRIC_KEYS",
@@ -111,7 +111,7 @@ class ScoreType:
 Entry = TypeVar("Entry", Operation, ScoreType)
 
 
-class Registry(Generic[Entry]):
+class Registry(dict[str, Entry]):
     """Name -> entry, in registration order; a name is registered once.
 
     Parameters
@@ -121,8 +121,8 @@ class Registry(Generic[Entry]):
     """
 
     def __init__(self, kind: str) -> None:
+        super().__init__()
         self.kind = kind
-        self._entries: dict[str, Entry] = {}
 
     def register(self, entry: Entry) -> Entry:
         """Add ``entry`` under ``entry.name``.
@@ -141,11 +141,11 @@ class Registry(Generic[Entry]):
         RegistryError
             The name is taken by another function.
         """
-        old = self._entries.get(entry.name)
+        old = self.get(entry.name)
         if old is not None and _qualname(old.function) != _qualname(entry.function):
             raise RegistryError(f"{self.kind} {entry.name!r} is already registered by {_qualname(old.function)}; "
                                 "pick another name")
-        self._entries[entry.name] = entry
+        self[entry.name] = entry
         return entry
 
     def unregister(self, name: str) -> None:
@@ -155,23 +155,7 @@ class Registry(Generic[Entry]):
         ----------
         name : str
         """
-        self._entries.pop(name, None)
-
-    def __getitem__(self, name: str) -> Entry:
-        """Return the entry registered under ``name``."""
-        return self._entries[name]
-
-    def __contains__(self, name: object) -> bool:
-        """Tell whether ``name`` is registered."""
-        return name in self._entries
-
-    def __iter__(self) -> Iterator[str]:
-        """Iterate over the registered names."""
-        return iter(self._entries)
-
-    def __len__(self) -> int:
-        """Count the registered entries."""
-        return len(self._entries)
+        self.pop(name, None)
 
     def names(self) -> list[str]:
         """Return the registered names, sorted.
@@ -180,7 +164,7 @@ class Registry(Generic[Entry]):
         -------
         list of str
         """
-        return sorted(self._entries)
+        return sorted(self)
 
 
 def _qualname(function: Callable[..., Any]) -> str:
