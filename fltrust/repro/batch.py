@@ -331,12 +331,8 @@ def run_jobs(jobs: list[NotebookJob], *, title: str, parallel: int = 1, in_proce
             futures = {pool.submit(_execute_job, job, kernels): job for job in todo}
             for future in as_completed(futures):
                 name, seconds, error = future.result()
-                if error is None:
-                    tqdm.write(f"done {name} in {seconds:.1f} s")
-                else:
-                    failures.append(name)
-                    tqdm.write(f"FAILED {name}: {error}")
-                    tqdm.write(f"  executed notebook kept at {futures[future].output_notebook}")
+                _report_job(tqdm.write, name, seconds, error,
+                            f"executed notebook kept at {futures[future].output_notebook}", failures)
                 bar.update(1)
                 bar.set_postfix_str(name)
     except KeyboardInterrupt:
@@ -367,13 +363,20 @@ def _run_in_process(todo: list[NotebookJob]) -> list[str]:
         except KeyboardInterrupt:
             raise KeyboardInterrupt(f"stopped during {job.name}, {len(todo) - position - 1} queued job(s) "
                                     "cancelled; finished jobs keep their results") from None
-        if error is None:
-            print(f"done {name} in {seconds:.1f} s")
-        else:
-            failures.append(name)
-            print(f"FAILED {name}: {error}")
-            print(f"  output kept at {job.output_notebook.with_suffix(IN_PROCESS_LOG_SUFFIX)}")
+        _report_job(print, name, seconds, error,
+                    f"output kept at {job.output_notebook.with_suffix(IN_PROCESS_LOG_SUFFIX)}", failures)
     return failures
+
+
+def _report_job(write: Callable[[str], Any], name: str, seconds: float, error: str | None, kept: str,
+                failures: list[str]) -> None:
+    """One finished job's lines (``kept``: where a failed job's output is); a failed job joins ``failures``."""
+    if error is None:
+        write(f"done {name} in {seconds:.1f} s")
+    else:
+        failures.append(name)
+        write(f"FAILED {name}: {error}")
+        write(f"  {kept}")
 
 
 def _stop_jobs(pool: Any, futures: dict[Any, NotebookJob], kernels: KernelRegistry) -> str:

@@ -198,14 +198,10 @@ def _figure(path: Path, compact: bool) -> str:
 def _figures_html(figures: list[Path], paper: Paper, folder: Path, compact: bool) -> str:
     if not figures:
         return f"<p>No figures in <code>{html.escape(_shown(folder))}</code> yet.</p>"
-    summary = [f for f in figures if f.name in paper.summary_figures]
-    rest = [f for f in figures if f.name not in paper.summary_figures]
-    out = [_figure(f, compact) for f in summary]
+    out = [_figure(f, compact) for f in figures if f.name in paper.summary_figures]
     groups: dict[str, list[Path]] = {}
-    for f in rest:  # <condition>_notions.png, <condition>_timeseries.png / exp1_paper.png, ...
-        stem = f.stem
-        key = stem.rsplit("_", 1)[0] if "_" in stem else stem
-        groups.setdefault(key, []).append(f)
+    for f in [f for f in figures if f.name not in paper.summary_figures]:  # <condition>_notions.png, exp1_paper.png, ...
+        groups.setdefault(f.stem.rsplit("_", 1)[0], []).append(f)
     for key, files in groups.items():
         inner = "\n".join(_figure(f, compact) for f in files)
         out.append(f"<details><summary>{html.escape(key)} ({len(files)} figure{'s' if len(files) > 1 else ''})"

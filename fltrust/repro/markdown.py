@@ -28,12 +28,13 @@ from __future__ import annotations
 
 import math
 from functools import cache
+from collections.abc import Iterable
 from typing import Any
 
 import jinja2
 import pandas as pd
 
-__all__ = ["DASH", "fmt", "fmt_raw", "is_missing", "lines", "mark", "render", "table"]
+__all__ = ["DASH", "fmt", "fmt_raw", "grouped", "is_missing", "lines", "mark", "render", "table"]
 
 DASH = "–"
 """What a table shows for a missing value (an en dash)."""
@@ -187,3 +188,15 @@ def lines(text: str) -> list[str]:
     ['## A', '', 'text', '']
     """
     return text.removesuffix("\n").split("\n") if text else []
+
+
+def grouped(pairs: Iterable[tuple[Any, str]]) -> dict[Any, list[str]]:
+    """The names of ``(key, name)`` pairs by key, each name once, both in first-seen order.
+
+    >>> grouped([("a", "x"), ("b", "y"), ("a", "x"), ("a", "z")])
+    {'a': ['x', 'z'], 'b': ['y']}
+    """
+    out: dict[Any, dict[str, None]] = {}
+    for key, name in pairs:
+        out.setdefault(key, {})[name] = None
+    return {key: list(names) for key, names in out.items()}

@@ -49,11 +49,13 @@ Example
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 from fltrust.config import ConfigError
 
-__all__ = ["MARKER", "PACKAGED_RESOURCES", "REPO_ENV", "is_checkout", "repo_root", "resource_root"]
+__all__ = ["MARKER", "PACKAGED_RESOURCES", "REPO_ENV", "is_checkout", "repo_root", "resource_root", "write_configs"]
 
 REPO_ENV = "FLTRUST_REPO"
 """Environment variable naming the checkout."""
@@ -125,3 +127,20 @@ def resource_root(root: str | os.PathLike[str] | None = None) -> Path:
     if is_checkout(work) or not is_checkout(PACKAGED_RESOURCES):
         return work
     return PACKAGED_RESOURCES
+
+
+def write_configs(folder: str | os.PathLike[str], configs: Iterable[tuple[str, dict[str, Any], str]]) -> list[Path]:
+    """Write every ``(name, config, header)`` as ``folder/<name>.yaml`` (validated first), its header comment
+    on top; returns the paths."""
+    import yaml
+
+    from fltrust.config import ExperimentConfig
+
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for name, data, header in configs:
+        ExperimentConfig.from_dict(data)  # validate before writing
+        paths.append(folder / f"{name}.yaml")
+        paths[-1].write_text(header + yaml.safe_dump(data, sort_keys=False, width=120))
+    return paths

@@ -215,23 +215,17 @@ def provenance_cells(records: Sequence[Mapping[str, Any] | None], root: str | Pa
     >>> provenance_cells([None])
     ['not recorded', '–', '–', '–', '–', 'unknown']
     """
-    def cell(record: Mapping[str, Any] | None, column: str) -> str:
+    def cells(record: Mapping[str, Any] | None) -> list[str]:
         if not record:
-            return NOT_RECORDED if column == "commit" else DASH
+            return [NOT_RECORDED] + [DASH] * (len(COLUMNS) - 2)
         blas, threads = record.get("blas") or {}, record.get("threads") or {}
         libraries, device = record.get("libraries") or {}, record.get("device") or {}
-        if column == "commit":
-            return short_commit(record)
-        if column == COLUMNS[1]:
-            return f"{blas.get('numpy')}; {blas.get('torch')} {blas.get('torch_cpu_capability')}"
-        if column == COLUMNS[2]:
-            return f"{threads.get('torch')}, {threads.get('blas')}"
-        if column == COLUMNS[3]:
-            return f"{libraries.get('torch')} / {libraries.get('numpy')}"
-        return str(device.get("name"))
+        return [short_commit(record), f"{blas.get('numpy')}; {blas.get('torch')} {blas.get('torch_cpu_capability')}",
+                f"{threads.get('torch')}, {threads.get('blas')}", f"{libraries.get('torch')} / {libraries.get('numpy')}",
+                str(device.get("name"))]
 
     records = list(records) or [None]
-    return [_distinct([cell(r, c) for r in records]) for c in COLUMNS[:-1]] + [training_code_cell(records, root)]
+    return [_distinct(list(column)) for column in zip(*map(cells, records))] + [training_code_cell(records, root)]
 
 
 def provenance_frame(

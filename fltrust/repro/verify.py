@@ -38,7 +38,7 @@ import json
 import math
 import sys
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
@@ -302,12 +302,6 @@ def _number(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
-def _same(a: Any, b: Any) -> bool:
-    if _number(a) and _number(b):
-        return a == b or (math.isnan(a) and math.isnan(b))
-    return a == b
-
-
 def _elements(value: Any) -> list[Any]:
     return list(value) if isinstance(value, (list, tuple)) else [value]
 
@@ -347,7 +341,7 @@ def compare_fields(committed: Mapping[str, Mapping[Any, Any]], rerun: Mapping[st
                 diff.first_round = _earlier(diff.first_round, key)
                 continue
             for a, b in zip(mine, other):
-                if _same(a, b):
+                if a == b or (_number(a) and _number(b) and math.isnan(a) and math.isnan(b)):  # NaN is NaN
                     continue
                 if key is None and len(values) == 1 and len(mine) == 1:
                     diff.values = (a, b)
@@ -427,10 +421,8 @@ def _flatten(prefix: str, value: Any) -> dict[str, dict[Any, Any]]:
 
 def _repeat_index(result: Mapping[str, Any], repeat: int) -> int | None:
     """The position of ``repeat`` among a result's runs (run ids end in ``-r<repeat>``)."""
-    for i, run_id in enumerate(result.get("run_ids") or []):
-        if str(run_id).endswith(f"-r{repeat}"):
-            return i
-    return None
+    return next((i for i, run_id in enumerate(result.get("run_ids") or []) if str(run_id).endswith(f"-r{repeat}")),
+                None)
 
 
 def _trust_fields(result: Mapping[str, Any], rounds: int) -> dict[str, dict[Any, Any]]:
@@ -651,18 +643,14 @@ def verify(
         raise VerifyError(f"--rounds {rounds}: compare at least one round (--rounds 1 or more)")
     if repeat < 0:
         raise VerifyError(f"--repeat {repeat}: repeats count from 0")
+    scratch = Path(out_dir) if out_dir is not None else Path("runs") / "verify" / f"{target}-r{repeat}"
     if condition in conditions:
-        paper = "fairness"
+        outcome = _verify_condition(target, repeat, rounds, scratch, device, config_dir, results_dir, stream)
     elif target in experiments:
-        paper = "trust"
+        outcome = _verify_experiment(target, repeat, rounds, scratch, device, results_dir, stream)
     else:
         raise VerifyError(f"verify {target}: not a condition or experiment; known conditions: {', '.join(conditions)}; "
                           f"known experiments: {', '.join(experiments)}")
-    scratch = Path(out_dir) if out_dir is not None else Path("runs") / "verify" / f"{target}-r{repeat}"
-    if paper == "fairness":
-        outcome = _verify_condition(target, repeat, rounds, scratch, device, config_dir, results_dir, stream)
-    else:
-        outcome = _verify_experiment(target, repeat, rounds, scratch, device, results_dir, stream)
     outcome.wall_s = time.perf_counter() - start
     return outcome
 
@@ -705,19 +693,9 @@ def _verify_condition(target: str, repeat: int, rounds: int | None, scratch: Pat
     scratch.mkdir(parents=True, exist_ok=True)
     record = _rerun(cfg, scratch, compare, stream, device)
     rerun = condition_result(condition, [record], quick=bool(committed["quick"]))
-    mine = _fairness_fields(committed, repeat, compare)
-    theirs = _fairness_fields(rerun, repeat, compare)
-    not_compared = []
-    if "model_hash" not in mine:
-        not_compared.append("model hash chain: the committed result holds no round_trace (written before model "
-                            "hashes were stored in results)")
-    if compare == total:
-        mine.update(_fairness_summary(committed, repeat))
-        theirs.update(_fairness_summary(rerun, repeat))
-    else:
-        not_compared.append(f"Table 3 window and data scale: only rounds 1-{compare} of {total} were rerun")
-    return _outcome(target, "fairness", repeat, compare, path, record, committed, committed_run, recorded,
-                    mine, theirs, not_compared)
+    return _outcome(target, "fairness", repeat, compare, total, path, record, committed, committed_run, recorded,
+                    rerun, lambda result: _fairness_fields(result, repeat, compare),
+                    lambda result: _fairness_summary(result, repeat), "Table 3 window and data scale")
 
 
 def _verify_experiment(target: str, repeat: int, rounds: int | None, scratch: Path, device: Device | None,
@@ -747,31 +725,35 @@ def _verify_experiment(target: str, repeat: int, rounds: int | None, scratch: Pa
         record = _rerun(cfg, scratch, compare, stream, device)
         rerun = {"round_trace": [round_trace(record)],
                  **({"dp_trace": dp_trace(record)} if cfg.privacy.mode == "nbafl" else {})}
-    mine, theirs = _trust_fields(committed, compare), _trust_fields(rerun, compare)
+    return _outcome(target, "trust", 0, compare, total, path, record, committed, committed_run, recorded, rerun,
+                    lambda result: _trust_fields(result, compare), _trust_summary, "trust scores")
+
+
+Fields = Callable[[Mapping[str, Any]], dict[str, dict[Any, Any]]]
+
+
+def _outcome(target: str, paper: str, repeat: int, compare: int, total: int, path: Path, record: RunRecord,
+             committed: Mapping[str, Any], committed_run: str, recorded: dict[str, Any] | None,
+             rerun: Mapping[str, Any], fields: Fields, summary: Fields, summarised: str) -> Verification:
+    """Compare ``fields`` of the committed result and its rerun, and their ``summary`` when every round was rerun
+    (else ``summarised`` is named as not compared)."""
+    mine, theirs = fields(committed), fields(rerun)
     not_compared = []
     if "model_hash" not in mine:
         not_compared.append("model hash chain: the committed result holds no round_trace (written before model "
                             "hashes were stored in results)")
     if compare == total:
-        mine.update(_trust_summary(committed))
-        theirs.update(_trust_summary(rerun))
+        mine.update(summary(committed))
+        theirs.update(summary(rerun))
     else:
-        not_compared.append(f"trust scores: only rounds 1-{compare} of {total} were rerun")
-    return _outcome(target, "trust", 0, compare, path, record, committed, committed_run, recorded,
-                    mine, theirs, not_compared)
-
-
-def _outcome(target: str, paper: str, repeat: int, compare: int, path: Path, record: RunRecord,
-             committed: Mapping[str, Any], committed_run: str, recorded: dict[str, Any] | None,
-             mine: dict[str, dict[Any, Any]], theirs: dict[str, dict[Any, Any]],
-             not_compared: Sequence[str]) -> Verification:
+        not_compared.append(f"{summarised}: only rounds 1-{compare} of {total} were rerun")
     compared = compare_fields(mine, theirs)
     current = record.summary.get("provenance")
     outcome = Verification(target=target, paper=paper, repeat=repeat, rounds=compare, result_path=path,
                            rerun_path=record.path, committed_run_id=committed_run, rerun_run_id=record.run_id,
                            fields=[f for f in compared if not _duration_dependent(f.field)],
                            measured=[f for f in compared if _duration_dependent(f.field)],
-                           not_compared=list(not_compared), committed_provenance=recorded, rerun_provenance=current)
+                           not_compared=not_compared, committed_provenance=recorded, rerun_provenance=current)
     if not outcome.identical:
         trace = _trace_entry(committed, repeat) or {}
         outcome.causes = likely_causes(recorded, current, committed_run_id=committed_run, rerun_run_id=record.run_id,

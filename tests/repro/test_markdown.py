@@ -15,6 +15,7 @@ TEMPLATES = {
     "fairness/results.md.j2", "fairness/misses.md.j2", "fairness/data_scale.md.j2", "fairness/authors.md.j2",
     "fairness/studies.md.j2",
     "trust/results.md.j2", "trust/dp.md.j2", "trust/extended.md.j2", "trust/ablation.md.j2", "trust/normalize.md.j2",
+    "trust/n_baiot_standin.md.j2", "trust/n_baiot_summary.md.j2",
     "provenance.md.j2",
 }
 

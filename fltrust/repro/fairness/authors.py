@@ -228,10 +228,7 @@ def read_authors_file(path: str | os.PathLike[str], *, repeat: int = 0) -> Autho
     fairness = _object(path, "general_fairness", data["general_fairness"], PAPER_NOTIONS)
     notions = {k: _numbers(path, f"general_fairness.{k}", fairness[k], rounds) for k in PAPER_NOTIONS}
     per_client = _object(path, "per_client_data", data["per_client_data"], PER_CLIENT_FIELDS)
-    shap = _rows(path, "per_client_data.shap", per_client["shap"], rounds)
-    accuracy = _rows(path, "per_client_data.accuracy", per_client["accuracy"], rounds)
-    gains = _rows(path, "per_client_data.gains", per_client["gains"], rounds)
-    eop = _rows(path, "per_client_data.avg_eop", per_client["avg_eop"], rounds)
+    shap, accuracy, gains, eop = (_rows(path, f"per_client_data.{k}", per_client[k], rounds) for k in PER_CLIENT_FIELDS)
     clients = config["num_clients"]
     accuracy_rows = []
     for k in range(rounds):
@@ -272,12 +269,9 @@ class AuthorsCondition:
         rows = []
         for run in self.runs:
             for p in range(len(run.notions["f_j"])):
-                row: dict[str, Any] = {"repeat": run.repeat, "round": p + 1}
-                row.update({k: run.notions[k][p] for k in PAPER_NOTIONS})
-                row["F_T"] = float(np.mean([run.notions[k][p] for k in PAPER_NOTIONS]))
-                row["mean_local_accuracy"] = float(np.mean(run.accuracy[p]))
-                row["aux_accuracy"] = math.nan
-                rows.append(row)
+                rows.append({"repeat": run.repeat, "round": p + 1, **{k: run.notions[k][p] for k in PAPER_NOTIONS},
+                             "F_T": float(np.mean([run.notions[k][p] for k in PAPER_NOTIONS])),
+                             "mean_local_accuracy": float(np.mean(run.accuracy[p])), "aux_accuracy": math.nan})
         return pd.DataFrame(rows)
 
     def table3(self, first_round: int = 15, last_round: int = 30) -> dict[str, Any]:

@@ -351,12 +351,10 @@ def plot_table3_comparison(
         ax.errorbar(positions, paper, yerr=STRICT_TOLERANCE, fmt="none", ecolor="black", elinewidth=2.2, capsize=2,
                     label=f"paper ± {STRICT_TOLERANCE:.2f}")
         for j, mode in enumerate(modes):
-            rows = table[table["mode"] == mode].set_index("condition")
-            ours = [rows.at[n, "ours_F_T"] if n in rows.index else np.nan for n in names]
-            std = [rows.at[n, "ours_std"] if n in rows.index else np.nan for n in names]
-            inside = [rows.at[n, "within_tolerance"] if n in rows.index else None for n in names]
-            ours = np.array([np.nan if v is None else v for v in ours], dtype=float)
-            std = np.nan_to_num(np.array([np.nan if v is None else v for v in std], dtype=float))
+            rows = table[table["mode"] == mode].set_index("condition").reindex(names)
+            ours = pd.to_numeric(rows["ours_F_T"]).to_numpy(dtype=float)
+            std = np.nan_to_num(pd.to_numeric(rows["ours_std"]).to_numpy(dtype=float))
+            inside = rows["within_tolerance"].tolist()
             bars = ax.bar(positions + (j + 1) * width, ours, width, yerr=std, capsize=3, color=colours[mode],
                           edgecolor="black", label=f"ours ({mode}) ± std over repeats")
             for bar, ok, value in zip(bars, inside, ours):

@@ -38,7 +38,7 @@ and ``data_scale``) over tables built here as DataFrames of display strings with
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -48,7 +48,7 @@ import yaml
 from fltrust.metrics.fairness.notions import PAPER_NOTIONS
 from fltrust.metrics.fairness.registry import GENERAL_FAIRNESS, NOTIONS, NotionKeys, resolve_weights
 from fltrust.repro.results import ResultsError, load_result_files
-from fltrust.repro.markdown import fmt, is_missing, lines, mark, render
+from fltrust.repro.markdown import fmt, grouped, is_missing, lines, mark, render
 from fltrust.repro.provenance_table import load_verified, provenance_frame, provenance_section
 from fltrust.repro.fairness.run import (
     PAPER_DIR,
@@ -83,7 +83,6 @@ __all__ = [
     "RESULT_KEYS",
     "RESULT_SCHEMA",
     "load_misses",
-    "misses_markdown",
     "misses_number_problems",
     "provenance_markdown",
     "result_scales",
@@ -145,8 +144,7 @@ def load_results(results_dir: str | Path) -> list[dict[str, Any]]:
     ResultsError
         If a file is not valid JSON or lacks one of :data:`RESULT_KEYS` (rerun its condition).
     """
-    results = load_result_files(results_dir, "*.json", RESULT_KEYS, "condition_result", RESULT_SCHEMA)
-    return results
+    return load_result_files(results_dir, "*.json", RESULT_KEYS, "condition_result", RESULT_SCHEMA)
 
 
 def load_misses(path: str | Path | None = None) -> dict[str, dict[str, Any]]:
@@ -308,8 +306,7 @@ def missing_conditions(results: Sequence[dict[str, Any]], mode: str = "faithful"
 # ---------------------------------------------------------------------------------------------
 
 TEMPLATE = "fairness/results.md.j2"
-"""RESULTS.md's template; its section ``fairness/misses.md.j2`` is also rendered alone by
-:func:`misses_markdown`."""
+"""RESULTS.md's template (with its sections ``fairness/misses.md.j2`` and ``fairness/data_scale.md.j2``)."""
 
 DIGITS = 3
 """Decimals of our F_T, notions and accuracies (the paper's Table 3 has 2)."""
@@ -445,39 +442,6 @@ def _one_line(text: Any) -> str:
     return " ".join(str(text).split())
 
 
-def misses_markdown(
-    table: pd.DataFrame,
-    misses: dict[str, dict[str, Any]] | None = None,
-    *,
-    threshold: float = STRICT_TOLERANCE,
-) -> list[str]:
-    """Lines of the "Misses explained" section: every faithful condition with |Δ| > ``threshold``.
-
-    Worst first. Per miss: paper and ours, our notions with the value a single notion would need
-    to close the gap alone, then from ``misses`` (:func:`load_misses`) the notion that drives it,
-    the cause, the evidence and the cheap experiment with its status and result. A miss without
-    an entry is an **unexplained finding**. Entries of conditions that are no longer misses are
-    listed at the end.
-
-    Parameters
-    ----------
-    table : pandas.DataFrame
-        :func:`summary_table` of the results.
-    misses : dict, optional
-        Miss explanations (default: :func:`load_misses`).
-    threshold : float
-        |Δ F_T| above which a faithful condition is a miss (default: :data:`STRICT_TOLERANCE`).
-
-    Returns
-    -------
-    list of str
-        The section's lines (template ``fairness/misses.md.j2``).
-    """
-    misses = load_misses() if misses is None else misses
-    notions = [k for k in NOTIONS if k in table.columns and not table[k].map(is_missing).all()]
-    return lines(render("fairness/misses.md.j2", misses=_misses_section(table, misses, threshold, notions)))
-
-
 STUDY_TITLES = {"draws": "Partition draws", "repeats": "More repeats", "aux_size": "Aux set size"}
 """Heading of each study kind's subsection in RESULTS.md."""
 
@@ -508,6 +472,13 @@ def _run_row(values: dict[str, Any]) -> list[str]:
 _RUN_HEADER = [*STUDY_COLUMNS, "non-positive s", "rounds dominated by one gain"]
 
 
+def _run_rows(runs: Sequence[tuple[Any, dict[str, Any] | None]],
+              first: Callable[[Any], list[str]]) -> tuple[list[list[str]], list[Any]]:
+    """The rows (the ``first`` cells of the variant, then :func:`_run_row`) and the F_T of the runs done."""
+    done = [(variant, run_values(entry)) for variant, entry in runs if entry is not None]
+    return [[*first(variant), *_run_row(values)] for variant, values in done], [values["F_T"] for _, values in done]
+
+
 def _distribution_frame(dist: Any) -> pd.DataFrame:
     columns = ["runs", "min", "Q1", "median", "Q3", "max", "mean", "std", "paper", "below the paper", "paper's percentile"]
     return pd.DataFrame([[
@@ -525,14 +496,8 @@ def _authors_repeats(authors: AuthorsRuns | None, condition: str) -> list[float]
 def _draws_part(study: Study, data: Any, committed: dict[str, Any] | None, paper: float | None,
                 authors: AuthorsRuns | None) -> dict[str, Any]:
     condition = study.conditions[0]
-    rows, f_t = [], []
     draws = study_runs(study, data, "draws")
-    for variant, entry in draws:
-        if entry is None:
-            continue
-        values = run_values(entry)
-        f_t.append(values["F_T"])
-        rows.append([str(variant.overrides["partition.seed"]), *_run_row(values)])
+    rows, f_t = _run_rows(draws, lambda variant: [str(variant.overrides["partition.seed"])])
     shared = study_runs(study, data, "shared")
     shared_f_t = [run_values(e)["F_T"] if e is not None else None for _, e in shared]
     theirs = _authors_repeats(authors, condition)
@@ -563,16 +528,11 @@ def _repeats_part(study: Study, data: Any, committed: dict[str, Any] | None, pap
             one = {k: v[i] for k, v in values.items()}
             f_t.append(one["F_T"])
             rows.append([str(int(repeat)), f"results/{committed['condition']}.json", *_run_row(one)])
-    for variant, entry in study_runs(study, data, "repeats"):
-        if entry is None:
-            continue
-        one = run_values(entry)
-        f_t.append(one["F_T"])
-        rows.append([str(variant.repeat), f"experiments/{study.label}.json", *_run_row(one)])
+    more, more_f_t = _run_rows(study_runs(study, data, "repeats"),
+                               lambda variant: [str(variant.repeat), f"experiments/{study.label}.json"])
+    rows, f_t = rows + more, f_t + more_f_t
     dist = distribution(f_t, paper) if f_t else None
-    inside = None
-    if dist is not None and paper is not None:
-        inside = "inside" if dist.min <= paper <= dist.max else "outside"
+    inside = None if dist is None or paper is None else ("inside" if dist.min <= paper <= dist.max else "outside")
     theirs = _authors_repeats(authors, study.conditions[0])
     welch = welch_test(f_t, theirs) if theirs and len(f_t) >= 2 else None
     return {
@@ -860,19 +820,16 @@ def _table3_wide(sub: pd.DataFrame, reported: dict[str, Any], clients: dict[str,
 def _table3_long(sub: pd.DataFrame, reported: dict[str, Any], tol: float) -> pd.DataFrame:
     """Table 3 as a long table, one row per condition, with explicit strict-band and tolerance verdicts."""
     rows = []
-    for key in DATASETS:
-        for strategy in STRATEGIES:
-            for setting in SETTINGS:
-                name = condition_name(strategy, key, setting)
-                match = sub[sub["condition"] == name]
-                paper_text = fmt(reported["values"].get(name), 2)
-                if match.empty:
-                    rows.append([name, paper_text, "not run", "", "", "", ""])
-                    continue
-                row = match.iloc[0]
-                rows.append([name, paper_text, _ours(row), str(int(row["repeats"])),
-                             fmt(row["delta"], DIGITS, signed=True), mark(row["within_strict"]),
-                             mark(row["within_tolerance"])])
+    for condition in all_conditions():
+        name = condition_name(*condition)
+        match = sub[sub["condition"] == name]
+        paper_text = fmt(reported["values"].get(name), 2)
+        if match.empty:
+            rows.append([name, paper_text, "not run", "", "", "", ""])
+            continue
+        row = match.iloc[0]
+        rows.append([name, paper_text, _ours(row), str(int(row["repeats"])), fmt(row["delta"], DIGITS, signed=True),
+                     mark(row["within_strict"]), mark(row["within_tolerance"])])
     return pd.DataFrame(rows, columns=["condition", "paper F_T", "ours F_T ± std", "n", "Δ",
                                        f"within ±{STRICT_TOLERANCE:.2f}", f"within ±{tol:.2f}"])
 
@@ -920,10 +877,7 @@ def _authors_section(
     comparison = compare_with_authors(results, authors).set_index("condition")
     compared = (*PAPER_NOTIONS, GENERAL_FAIRNESS)  # what the authors' files hold
     rows = []
-    for strategy, key, setting in all_conditions():
-        name = condition_name(strategy, key, setting)
-        if name not in comparison.index:
-            continue
+    for name in [condition_name(*c) for c in all_conditions() if condition_name(*c) in comparison.index]:
         row = comparison.loc[name]
         paper = reported["values"].get(name)
         theirs = ", ".join(fmt(v, DIGITS) for v in row["authors_F_T_per_repeat"])
@@ -1048,14 +1002,8 @@ def results_markdown(
             "long": _table3_long(sub, reported, tol),
         })
 
-    deviations: dict[str, list[str]] = {}
-    by_repeats: dict[int, list[str]] = {}
-    for res in results:
-        for text in res["deviations"]:
-            deviations.setdefault(text, [])
-            if res["condition"] not in deviations[text]:
-                deviations[text].append(res["condition"])
-        by_repeats.setdefault(int(res["table3"]["repeats"]), []).append(res["condition"])
+    deviations = grouped((text, res["condition"]) for res in results for text in res["deviations"])
+    by_repeats = grouped((int(res["table3"]["repeats"]), res["condition"]) for res in results)
 
     return render(
         TEMPLATE,
@@ -1077,7 +1025,7 @@ def results_markdown(
                                                     reported, authors),
         run_script=RUN_SCRIPT,
         per_condition=_condition_table(table, notions),
-        repeats="; ".join(f"{n} repeat(s): {', '.join(sorted(set(names)))}" for n, names in sorted(by_repeats.items())),
+        repeats="; ".join(f"{n} repeat(s): {', '.join(sorted(names))}" for n, names in sorted(by_repeats.items())),
         seeding=SEEDING,
         deviations=[f"{text} ({', '.join(sorted(names))})" for text, names in deviations.items()],
         scale=_scale_table(results),

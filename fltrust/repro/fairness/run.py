@@ -262,8 +262,7 @@ def window_means(
     out: dict[str, Any] = {}
     skipped: dict[str, int] = {}
     for key in (*notions, "mean_local_accuracy", "aux_accuracy"):
-        matrix = _round_matrix(frame, key, repeats, last_round)
-        result = mean(matrix)
+        result = mean(_round_matrix(frame, key, repeats, last_round))
         out[key] = result.value
         if key in notions:
             skipped[key] = result.num_skipped
@@ -334,26 +333,22 @@ def repeat_window_values(result: dict[str, Any]) -> dict[str, list[float | int |
     repeats = sorted(frame["repeat"].unique().tolist()) if not frame.empty else []
     out: dict[str, list[Any]] = {key: [] for key in REPEAT_QUANTITIES}
     columns = {**{k: k for k in FAIRNESS_KEYS}, "accuracy": "mean_local_accuracy"}
+    per_client = {int(r["repeat"]): r for r in (result.get("per_client") or {}).get("repeats", [])}
     for repeat in repeats:
         rows = frame[frame["repeat"] == repeat]
         for key, column in columns.items():
             out[key].append(float(rows[column].mean()) if column in rows else None)
-    per_client = {int(r["repeat"]): r for r in (result.get("per_client") or {}).get("repeats", [])}
-    for repeat in repeats:
         data = per_client.get(int(repeat))
-        if data is None:
-            out["nonpositive_s"].append(None)
-            out["dominant_gain_rounds"].append(None)
-            continue
-        window = [i for i, k in enumerate(data["round"]) if first <= k <= last]
-        out["nonpositive_s"].append(int(sum(data["num_nonpositive_s"][i] for i in window)))
-        dominated = 0
-        for i in window:
-            gains = np.abs(np.array([np.nan if g is None else g for g in data["gains"][i]], dtype=float))
-            if np.isfinite(gains).any() and np.nanmax(gains) > DOMINANCE_FACTOR * np.nanmedian(gains):
-                dominated += 1
-        out["dominant_gain_rounds"].append(dominated)
+        window = [] if data is None else [i for i, k in enumerate(data["round"]) if first <= k <= last]
+        out["nonpositive_s"].append(None if data is None else int(sum(data["num_nonpositive_s"][i] for i in window)))
+        out["dominant_gain_rounds"].append(None if data is None else sum(_dominated(data["gains"][i]) for i in window))
     return out
+
+
+def _dominated(gains: Sequence[float | None]) -> bool:
+    """Whether one participant's |gain| exceeds :data:`DOMINANCE_FACTOR` times the round's median |gain|."""
+    values = np.abs(np.array([np.nan if g is None else g for g in gains], dtype=float))
+    return bool(np.isfinite(values).any() and np.nanmax(values) > DOMINANCE_FACTOR * np.nanmedian(values))
 
 
 def _sig(value: Any, digits: int) -> float | None:
@@ -388,16 +383,11 @@ def per_client_data(records: Sequence[RunRecord], *, digits: int = SIGNIFICANT_D
             obs = r.observations.get("fairness") if r.round >= 1 else None
             if not obs:
                 continue
-            s = np.asarray(obs["s"], dtype=float)
             rows["round"].append(int(r.round))
             rows["client_ids"].append([int(i) for i in obs["client_ids"]])
-            rows["accuracy"].append(_sig_list(obs["performance"], digits))
-            rows["rewards"].append(_sig_list(obs["rewards"], digits))
-            rows["s"].append(_sig_list(s, digits))
-            rows["gains"].append(_sig_list(obs["gains"], digits))
-            rows["group_scores"].append(_sig_list(obs["group_scores"], digits))
-            rows["num_nonpositive_s"].append(int(np.sum(s <= 0)))
-            rows["cumulative_shapley"].append(_sig_list(obs["cumulative_shapley"], digits))
+            for key in ("accuracy", "rewards", "s", "gains", "group_scores", "cumulative_shapley"):
+                rows[key].append(_sig_list(obs["performance" if key == "accuracy" else key], digits))
+            rows["num_nonpositive_s"].append(int(np.sum(np.asarray(obs["s"], dtype=float) <= 0)))
         repeats.append({"repeat": int(record.config["run"]["repeat"]), "run_id": record.run_id, **rows})
     return {"digits": digits, "fields": dict(PER_CLIENT_FIELDS), "repeats": repeats}
 

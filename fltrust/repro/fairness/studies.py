@@ -366,12 +366,8 @@ def group_values(study: Study, data: dict[str, Any] | None, group: str,
 
     The per-repeat numbers ``misses.yaml`` quotes as ``<label>:<group>/<quantity>``.
     """
-    out: dict[str, list[Any]] = {key: [] for key in REPEAT_QUANTITIES}
-    for _, entry in study_runs(study, data, group, config_dir):
-        values = run_values(entry) if entry is not None else {}
-        for key in out:
-            out[key].append(values.get(key))
-    return out
+    runs = [run_values(entry) if entry is not None else {} for _, entry in study_runs(study, data, group, config_dir)]
+    return {key: [values.get(key) for values in runs] for key in REPEAT_QUANTITIES}
 
 
 @dataclass(frozen=True)

@@ -45,6 +45,7 @@ import pandas as pd
 
 from fltrust.data.base import DatasetBundle, DatasetError
 from fltrust.data.n_baiot import FEATURE_NAMES
+from fltrust.repro.markdown import render
 
 KEY_FEATURES = (
     "MI_dir_L5_weight",
@@ -302,13 +303,7 @@ def distance_overview(distances: pd.DataFrame) -> pd.DataFrame:
     >>> row["median_abs_smd"], row["median_ks"], row["ks_above_0.5"]
     (2.0, 0.5, 1)
     """
-    rows = []
-    for (source, name), part in distances.groupby(["source", "class"], sort=False):
-        rows.append({"source": source, "class": name, "features": len(part),
-                     "median_abs_smd": float(np.median(np.abs(part["smd"]))),
-                     "median_ks": float(np.median(part["ks"])), "max_ks": float(part["ks"].max()),
-                     "ks_above_0.5": int((part["ks"] > 0.5).sum())})
-    return pd.DataFrame(rows)
+    return _overview(distances, ["source", "class"], largest=True)
 
 
 def separation_overview(separation: pd.DataFrame) -> pd.DataFrame:
@@ -324,11 +319,17 @@ def separation_overview(separation: pd.DataFrame) -> pd.DataFrame:
     pandas.DataFrame
         Columns ``source``, ``features``, ``median_abs_smd``, ``median_ks``, ``ks_above_0.5``.
     """
+    return _overview(separation, ["source"], largest=False)
+
+
+def _overview(frame: pd.DataFrame, by: list[str], *, largest: bool) -> pd.DataFrame:
+    """Per group of ``by``: its feature count, median |SMD|, median (and largest) KS, features with KS > 0.5."""
     rows = []
-    for source, part in separation.groupby("source", sort=False):
-        rows.append({"source": source, "features": len(part),
-                     "median_abs_smd": float(np.median(np.abs(part["smd"]))),
-                     "median_ks": float(np.median(part["ks"])), "ks_above_0.5": int((part["ks"] > 0.5).sum())})
+    for keys, part in frame.groupby(by, sort=False):
+        largest_ks = {"max_ks": float(part["ks"].max())} if largest else {}
+        rows.append({**dict(zip(by, keys)), "features": len(part),
+                     "median_abs_smd": float(np.median(np.abs(part["smd"]))), "median_ks": float(np.median(part["ks"])),
+                     **largest_ks, "ks_above_0.5": int((part["ks"] > 0.5).sum())})
     return pd.DataFrame(rows)
 
 
@@ -377,34 +378,11 @@ def summary_paragraph(
     sep = {r["source"]: r for r in separation_overview(separation).to_dict("records")}
     if (STANDIN, "benign") not in by or STANDIN not in sep:
         raise DatasetError(f"summary_paragraph needs the {STANDIN!r} source in both tables")
-    b, a = by[(STANDIN, "benign")], by[(STANDIN, "attack")]
-    n = b["features"]
-    share = min(point_mass_share(real, features).values())
-    text = (
-        f"The synthetic N-BaIoT stand-in of experiments 4-5 is far from real traffic. Against the {summary['rows']:,} "
-        f"real rows of `real_partial/` (devices 1, 3 and 5; benign rows of device 1 only, no Mirai), its per-feature "
-        f"distributions differ with a median Kolmogorov-Smirnov statistic of {b['median_ks']:.2f} (benign) and "
-        f"{a['median_ks']:.2f} (attack) over the {n} features (above 0.5 for {b['ks_above_0.5']} and "
-        f"{a['ks_above_0.5']} of them), in the standardised units the models see. "
-        f"The real attack rows are almost a single point (at least {share:.1%} of them sit exactly at the class median "
-        f"of each key feature: the gafgyt floods repeat one 60-byte packet), while the stand-in draws Gaussian rows; "
-        f"and the real classes are far apart feature by feature (median between-class KS {sep[REAL]['median_ks']:.2f}, "
-        f"above 0.5 for {sep[REAL]['ks_above_0.5']} features) while the stand-in's are not "
-        f"({sep[STANDIN]['median_ks']:.2f}, above 0.5 for {sep[STANDIN]['ks_above_0.5'] or 'no'} features): its "
-        f"classes differ by small "
-        f"shifts spread over all {n} features and by device-specific attack means."
-    )
-    if (CALIBRATED, "benign") in by and CALIBRATED in sep:
-        cb, ca = by[(CALIBRATED, "benign")], by[(CALIBRATED, "attack")]
-        text += (
-            f" Calibrating each class to the real per-feature mean and standard deviation "
-            f"(`data.standin_calibration: real_partial`, not used by the committed results) matches those moments "
-            f"(median |SMD| {max(cb['median_abs_smd'], ca['median_abs_smd']):.0e}) and brings the between-class KS "
-            f"to {sep[CALIBRATED]['median_ks']:.2f}, but the shapes stay Gaussian: its median KS against the real rows "
-            f"is still {cb['median_ks']:.2f} (benign) and {ca['median_ks']:.2f} (attack)."
-        )
-    return text + (" The accuracies and model-dependent trust scores of experiments 4-5 therefore describe the "
-                   "stand-in, not N-BaIoT traffic.")
+    calibrated = (CALIBRATED, "benign") in by and CALIBRATED in sep
+    return render("trust/n_baiot_summary.md.j2", rows=summary["rows"], b=by[(STANDIN, "benign")],
+                  a=by[(STANDIN, "attack")], share=min(point_mass_share(real, features).values()), real=sep[REAL],
+                  standin=sep[STANDIN], calibrated=sep[CALIBRATED] if calibrated else None,
+                  cb=by.get((CALIBRATED, "benign")), ca=by.get((CALIBRATED, "attack")))
 
 
 def _fmt(value: Any, digits: int = 2) -> str:
@@ -418,9 +396,9 @@ def _fmt(value: Any, digits: int = 2) -> str:
     return f"{value:.{digits}f}"
 
 
-def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
-    return (["| " + " | ".join(header) + " |", "|" + "|".join(" --- " for _ in header) + "|"]
-            + ["| " + " | ".join(r) + " |" for r in rows])
+def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+    return "\n".join(["| " + " | ".join(header) + " |", "|" + "|".join(" --- " for _ in header) + "|"]
+                     + ["| " + " | ".join(r) + " |" for r in rows])
 
 
 def comparison_markdown(
@@ -458,38 +436,9 @@ def comparison_markdown(
 
     summary = real_partial_summary(real)
     features = list(dict.fromkeys(stats["feature"]))
-    out = ["# N-BaIoT: synthetic stand-in vs real rows", "",
-           f"Generated by `{command}` (library: `fltrust.repro.trust.n_baiot_compare`); do not edit by hand.", ""]
-    devices = "; ".join(f"{d}: " + ", ".join(f"{t} {n:,}" for t, n in traffic.items())
-                        for d, traffic in summary["devices"].items())
-    out += [f"**Real rows**: `real_partial/` of the shared mirror, {summary['rows']:,} rows "
-            f"({summary['benign_rows']:,} "
-            f"benign, {summary['attack_rows']:,} attack) of 3 of the 9 devices ({devices}). Every benign row is "
-            "device 1's; 99.9 % of the attack rows are gafgyt tcp/udp floods of devices 3 and 5. No Mirai rows.", ""]
-    out += ["**Stand-ins** (training split, 115 features standardised on it):", ""]
-    out += [f"- {name}: {note}" for name, note in standin_notes.items()] + [""]
-    out += [f"**Units**: the real rows are z-scored per feature as a {STANDIN_BENIGN_SHARE:.0%} benign / "
-            f"{1 - STANDIN_BENIGN_SHARE:.0%} attack mixture of their classes (the stand-in's class mix), so both sit "
-            "in the standardised units the models see (module docstring of `fltrust.repro.trust.n_baiot_compare`).", ""]
-    if figure:
-        out += [f"Figure: `{figure}` (`fltrust.viz.n_baiot.plot_standin_vs_real`).", ""]
     overview = distance_overview(distances)
-    if STANDIN in set(overview["source"]):
-        out += ["## Summary", "", summary_paragraph(real, overview, separation, features=features), ""]
-
-    out += ["## Distance over all 115 features", "",
-            "Per class: median |SMD| (standardised mean difference, stand-in − real), median and largest two-sample "
-            "Kolmogorov-Smirnov statistic D (0 = same marginal distribution, 1 = disjoint), and how many features "
-            "have D > 0.5.", ""]
-    rows = [[r["source"], r["class"], str(r["features"]), _fmt(r["median_abs_smd"]), _fmt(r["median_ks"]),
-             _fmt(r["max_ks"]), str(r["ks_above_0.5"])] for r in overview.to_dict("records")]
-    out += _table(["stand-in", "class", "features", "median abs SMD", "median KS", "max KS", "KS > 0.5"], rows) + [""]
-
-    out += ["## Key features, standardised units", "",
-            "Mean, standard deviation and 5 / 50 / 95 % quantiles per class; SMD, std ratio and KS of each stand-in "
-            "against the real rows of the same class.", ""]
     dist = distances.set_index(["source", "feature", "class"])
-    rows = []
+    key_rows = []
     for feature in features:
         for name in CLASSES:
             for r in stats[(stats["feature"] == feature) & (stats["class"] == name)].to_dict("records"):
@@ -499,34 +448,37 @@ def comparison_markdown(
                 else:
                     d = dist.loc[(r["source"], feature, name)]
                     cells += [_fmt(d["smd"]), _fmt(d["std_ratio"]), _fmt(d["ks"])]
-                rows.append(cells)
-    out += _table(["feature", "class", "source", "mean", "std", "q05", "q50", "q95", "SMD", "std ratio", "KS"],
-                  rows) + [""]
-
-    out += ["## Benign against attack within each source", "",
-            "SMD (attack − benign) and KS between the two classes of one source: how separable the classes are "
-            "on that feature. Over all features (median |SMD|, median KS, features with KS > 0.5):", ""]
-    rows = [[r["source"], str(r["features"]), _fmt(r["median_abs_smd"]), _fmt(r["median_ks"]), str(r["ks_above_0.5"])]
-            for r in separation_overview(separation).to_dict("records")]
-    out += _table(["source", "features", "median abs SMD", "median KS", "KS > 0.5"], rows) + ["", "Key features:", ""]
+                key_rows.append(cells)
     sep = separation.set_index(["source", "feature"])
     sources = list(dict.fromkeys(separation["source"]))
-    rows = [[f"`{f}`"] + [f"{_fmt(sep.loc[(s, f), 'smd'])} / {_fmt(sep.loc[(s, f), 'ks'])}" for s in sources]
-            for f in features]
-    out += _table(["feature"] + [f"{s}: SMD / KS" for s in sources], rows) + [""]
-
-    shares = point_mass_share(real, features)
-    out += ["## Real rows in raw units", "",
-            "For orientation: the unscaled real values (packets, bytes, bytes², correlation). Share of the attack "
-            "rows exactly at their class median: " + ", ".join(f"`{f}` {v:.1%}" for f, v in shares.items()) + ".", ""]
-    rows = []
+    raw_rows = []
     for feature in features:
         for label, name in enumerate(CLASSES):
             v = real.loc[real["label"] == label, feature].to_numpy(dtype=np.float64)
             q = np.quantile(v, QUANTILES)
-            rows.append([f"`{feature}`", name, _fmt(v.mean()), _fmt(v.std()), _fmt(q[0]), _fmt(q[1]), _fmt(q[2])])
-    out += _table(["feature", "class", "mean", "std", "q05", "q50", "q95"], rows) + [""]
-    return "\n".join(out) + "\n"
+            raw_rows.append([f"`{feature}`", name, _fmt(v.mean()), _fmt(v.std()), _fmt(q[0]), _fmt(q[1]), _fmt(q[2])])
+    return render(
+        "trust/n_baiot_standin.md.j2", command=command, figure=figure, notes=standin_notes,
+        rows=f"{summary['rows']:,}", benign=f"{summary['benign_rows']:,}", attack=f"{summary['attack_rows']:,}",
+        devices="; ".join(f"{d}: " + ", ".join(f"{t} {n:,}" for t, n in traffic.items())
+                          for d, traffic in summary["devices"].items()),
+        mix=f"{STANDIN_BENIGN_SHARE:.0%} benign / {1 - STANDIN_BENIGN_SHARE:.0%} attack",
+        summary=summary_paragraph(real, overview, separation, features=features)
+        if STANDIN in set(overview["source"]) else None,
+        overview=_table(["stand-in", "class", "features", "median abs SMD", "median KS", "max KS", "KS > 0.5"],
+                        [[r["source"], r["class"], str(r["features"]), _fmt(r["median_abs_smd"]), _fmt(r["median_ks"]),
+                          _fmt(r["max_ks"]), str(r["ks_above_0.5"])] for r in overview.to_dict("records")]),
+        key_features=_table(["feature", "class", "source", "mean", "std", "q05", "q50", "q95", "SMD", "std ratio", "KS"],
+                            key_rows),
+        separation=_table(["source", "features", "median abs SMD", "median KS", "KS > 0.5"],
+                          [[r["source"], str(r["features"]), _fmt(r["median_abs_smd"]), _fmt(r["median_ks"]),
+                            str(r["ks_above_0.5"])] for r in separation_overview(separation).to_dict("records")]),
+        separation_key=_table(["feature"] + [f"{s}: SMD / KS" for s in sources],
+                              [[f"`{f}`"] + [f"{_fmt(sep.loc[(s, f), 'smd'])} / {_fmt(sep.loc[(s, f), 'ks'])}"
+                                             for s in sources] for f in features]),
+        shares=", ".join(f"`{f}` {v:.1%}" for f, v in point_mass_share(real, features).items()),
+        raw=_table(["feature", "class", "mean", "std", "q05", "q50", "q95"], raw_rows),
+    )
 
 
 CALIBRATION_MODULE = "fltrust/data/n_baiot_calibration.py"

@@ -27,9 +27,9 @@ import pandas as pd
 
 from fltrust.core.io import atomic_write_text
 from fltrust.names import DEVICES, Device, TrustMode
-from fltrust.repro.markdown import DASH, fmt, lines, render
+from fltrust.repro.markdown import DASH, fmt
 
-__all__ = ["EXPERIMENTS", "WITHOUT_NORMALIZE_FILE", "load_without_normalize", "normalize_markdown", "normalize_section",
+__all__ = ["EXPERIMENTS", "WITHOUT_NORMALIZE_FILE", "load_without_normalize", "normalize_section",
            "run_without_normalize", "without_normalize_record", "write_without_normalize"]
 
 WITHOUT_NORMALIZE_FILE = "without_normalize.json"
@@ -183,24 +183,6 @@ def normalize_section(before: Mapping[str, Any] | None, results: Sequence[Mappin
         accuracy[f"{name} without"] = [fmt(acc_b[k], 3) if k < len(acc_b) else "" for k in range(1, rounds)]
         accuracy[f"{name} with"] = [fmt(acc_a[k], 3) if k < len(acc_a) else "" for k in range(1, rounds)]
     return {"scores": pd.DataFrame(score_rows), "final": pd.DataFrame(final_rows), "accuracy": accuracy}
-
-
-def normalize_markdown(before: Mapping[str, Any] | None, results: Sequence[Mapping[str, Any]]) -> list[str]:
-    """Lines of the section alone (template ``trust/normalize.md.j2``).
-
-    Parameters
-    ----------
-    before : dict or None
-        :func:`load_without_normalize`'s content.
-    results : sequence of dict
-        The committed experiment results.
-
-    Returns
-    -------
-    list of str
-        The section's lines (empty without a section).
-    """
-    return lines(render("trust/normalize.md.j2", normalize=normalize_section(before, results)))
 
 
 def run_without_normalize(out_dir: str | Path, experiments: Sequence[str] = EXPERIMENTS, *,

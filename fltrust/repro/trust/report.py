@@ -29,8 +29,9 @@ DataFrames of display strings with the formatters of :mod:`fltrust.repro.markdow
 
 from __future__ import annotations
 
+import itertools
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -39,7 +40,7 @@ import yaml
 
 from fltrust.names import PAPER_TREE_TRUST_MODES
 from fltrust.repro.results import NUMBER, NUMBER_LIST, TEXT_LIST, Each, Maybe, ResultsError, load_result_files, schema_problem
-from fltrust.repro.markdown import fmt, fmt_raw, is_missing, mark, render
+from fltrust.repro.markdown import fmt, fmt_raw, grouped, is_missing, mark, render
 from fltrust.repro.paths import REPO_ENV
 from fltrust.repro.provenance_table import load_verified, provenance_frame, provenance_section
 from fltrust.repro.trust.experiments import EXPERIMENTS, PAPER_DIR, PAPER_INPUTS
@@ -97,11 +98,7 @@ def standin_summary(path: str | Path = STANDIN_COMPARISON_FILE) -> str | None:
     lines = path.read_text(encoding="utf-8").splitlines()
     if "## Summary" not in lines:
         return None
-    body = []
-    for line in lines[lines.index("## Summary") + 1:]:
-        if line.startswith("## "):
-            break
-        body.append(line)
+    body = itertools.takewhile(lambda line: not line.startswith("## "), lines[lines.index("## Summary") + 1:])
     return "\n".join(body).strip() or None
 
 RESULT_KEYS = (
@@ -210,12 +207,6 @@ def missing_experiments(results: Sequence[dict[str, Any]]) -> list[str]:
     return [name for name in EXPERIMENTS if name not in done]
 
 
-def _modes(results: Sequence[dict[str, Any]]) -> list[str]:
-    """The modes compared with the paper (extended mode has its own table)."""
-    present = {m for r in results for m in r["modes"]}
-    return [m for m in PAPER_TREE_TRUST_MODES if m in present]
-
-
 def _paper_value(reported: dict[str, Any], experiment: str, item: str) -> float | None:
     """The paper's stated value of ``item`` ("trust_score", a pillar, or "pillar/metric")."""
     entry = reported["experiments"].get(experiment, {})
@@ -228,10 +219,22 @@ def _paper_value(reported: dict[str, Any], experiment: str, item: str) -> float 
     return None if node is None else float(node["value"])
 
 
-def _delta(ours: Any, paper: float | None) -> float | None:
-    if paper is None or ours is None or (isinstance(ours, float) and math.isnan(ours)):
-        return None
-    return float(ours) - paper
+def _versus(reported: dict[str, Any], res: dict[str, Any], item: str, ours: Any) -> dict[str, Any]:
+    """``paper``, ``delta`` and ``match`` (|delta| within the tolerance) of one of our values; NaN and None
+    where the paper states no value."""
+    paper = _paper_value(reported, res["experiment"], item)
+    delta = (None if paper is None or ours is None or (isinstance(ours, float) and math.isnan(ours))
+             else float(ours) - paper)
+    return {"paper": float("nan") if paper is None else paper, "delta": float("nan") if delta is None else delta,
+            "match": None if delta is None else bool(abs(delta) <= float(reported["tolerance"]["absolute"]) + 1e-9)}
+
+
+def _paper_modes(results: Sequence[dict[str, Any]]) -> Iterator[tuple[dict[str, Any], str, dict[str, Any]]]:
+    """(result, mode, its summary) of every mode compared with the paper."""
+    for res in results:
+        for mode, summary in res["modes"].items():
+            if mode in PAPER_TREE_TRUST_MODES:
+                yield res, mode, summary
 
 
 def comparison_frame(results: Sequence[dict[str, Any]], reported: dict[str, Any] | None = None) -> pd.DataFrame:
@@ -252,25 +255,16 @@ def comparison_frame(results: Sequence[dict[str, Any]], reported: dict[str, Any]
         value; ``match`` is ``|delta| <= tolerance`` (None without a paper value).
     """
     reported = reported or load_reported()
-    tol = float(reported["tolerance"]["absolute"])
     rows = []
-    for res in results:
-        for mode, summary in res["modes"].items():
-            if mode not in PAPER_TREE_TRUST_MODES:
-                continue
-            items = [("trust_score", "Trust score", summary["trust_score"])]
-            items += [(p, reported["pillar_labels"].get(p, p), summary["pillars"].get(p)) for p in reported["pillars"]]
-            for item, label, ours in items:
-                paper = _paper_value(reported, res["experiment"], item)
-                delta = _delta(ours, paper)
-                rows.append({
-                    "experiment": res["experiment"], "mode": mode, "item": item, "label": label,
-                    "paper": float("nan") if paper is None else paper,
-                    "ours": float("nan") if ours is None else float(ours),
-                    "delta": float("nan") if delta is None else delta,
-                    "match": None if delta is None else bool(abs(delta) <= tol + 1e-9),
-                    "synthetic": bool(res["synthetic"]), "quick": bool(res["quick"]),
-                })
+    for res, mode, summary in _paper_modes(results):
+        items = [("trust_score", "Trust score", summary["trust_score"])]
+        items += [(p, reported["pillar_labels"].get(p, p), summary["pillars"].get(p)) for p in reported["pillars"]]
+        for item, label, ours in items:
+            rows.append({
+                "experiment": res["experiment"], "mode": mode, "item": item, "label": label,
+                "ours": float("nan") if ours is None else float(ours), **_versus(reported, res, item, ours),
+                "synthetic": bool(res["synthetic"]), "quick": bool(res["quick"]),
+            })
     return pd.DataFrame(rows, columns=["experiment", "mode", "item", "label", "paper", "ours", "delta", "match",
                                        "synthetic", "quick"])
 
@@ -316,22 +310,14 @@ def metric_frame(results: Sequence[dict[str, Any]], reported: dict[str, Any] | N
         is ``pillar/metric``).
     """
     reported = reported or load_reported()
-    tol = float(reported["tolerance"]["absolute"])
     rows = []
-    for res in results:
-        for mode, summary in res["modes"].items():
-            if mode not in PAPER_TREE_TRUST_MODES:
-                continue
-            for path, values in summary["metrics"].items():
-                paper = _paper_value(reported, res["experiment"], path)
-                delta = _delta(values["score"], paper)
-                rows.append({
-                    "experiment": res["experiment"], "mode": mode, "metric": path, "label": values["label"],
-                    "raw": values["raw"], "score": float("nan") if values["score"] is None else values["score"],
-                    "paper": float("nan") if paper is None else paper,
-                    "delta": float("nan") if delta is None else delta,
-                    "match": None if delta is None else bool(abs(delta) <= tol + 1e-9),
-                })
+    for res, mode, summary in _paper_modes(results):
+        for path, values in summary["metrics"].items():
+            rows.append({
+                "experiment": res["experiment"], "mode": mode, "metric": path, "label": values["label"],
+                "raw": values["raw"], "score": float("nan") if values["score"] is None else values["score"],
+                **_versus(reported, res, path, values["score"]),
+            })
     return pd.DataFrame(rows, columns=["experiment", "mode", "metric", "label", "raw", "score", "paper", "delta",
                                        "match"])
 
@@ -387,41 +373,32 @@ def _experiment_heading(res: dict[str, Any]) -> str:
     return f"{res['experiment']}: {_title_as_run(res)} ({res['figure']}){tag}"
 
 
-def _mode_columns(modes: Sequence[str]) -> list[str]:
-    return [x for m in modes for x in (MODE_LABELS[m], "Δ")]
-
-
-def _mode_cells(part: pd.DataFrame, modes: Sequence[str], cells: Callable[[pd.Series], list[str]]) -> list[str]:
-    """The two cells of each mode (:func:`_mode_columns`): ``cells`` of ``part``'s row in that mode,
-    or ``not run`` and an empty Δ where ``part`` has no row in it."""
-    out: list[str] = []
-    for mode in modes:
-        row = part[part["mode"] == mode]
-        out += ["not run", ""] if row.empty else cells(row.iloc[0])
-    return out
+def _mode_table(parts: Iterable[tuple[str, pd.DataFrame]], header: str, modes: Sequence[str],
+                cells: Callable[[pd.Series], list[str]]) -> pd.DataFrame:
+    """One row per ``(label, rows)`` of ``parts``: the label, the paper's value, then per mode the two
+    ``cells`` of its row in that mode (``not run`` and an empty Δ where it has none)."""
+    rows = []
+    for label, part in parts:
+        row = [label, fmt(part.iloc[0]["paper"], 2)]
+        for mode in modes:
+            match = part[part["mode"] == mode]
+            row += ["not run", ""] if match.empty else cells(match.iloc[0])
+        rows.append(row)
+    return pd.DataFrame(rows, columns=[header, "paper", *(x for m in modes for x in (MODE_LABELS[m], "Δ"))])
 
 
 def _score_table(sub: pd.DataFrame, items: Sequence[str], modes: Sequence[str]) -> pd.DataFrame:
     """Trust and pillar scores of one experiment (:func:`comparison_frame` rows): paper, then ours and Δ per mode."""
-    rows = []
-    for item in items:
-        part = sub[sub["item"] == item]
-        if part.empty:
-            continue
-        rows.append([part.iloc[0]["label"], fmt(part.iloc[0]["paper"], 2)] + _mode_cells(
-            part, modes, lambda row: [fmt(row["ours"], 3), _delta_cell(row["delta"], row["match"], 3)]))
-    return pd.DataFrame(rows, columns=["score", "paper"] + _mode_columns(modes))
+    parts = [sub[sub["item"] == item] for item in items]
+    return _mode_table([(part.iloc[0]["label"], part) for part in parts if not part.empty], "score", modes,
+                       lambda row: [fmt(row["ours"], 3), _delta_cell(row["delta"], row["match"], 3)])
 
 
 def _metric_table(sub: pd.DataFrame, modes: Sequence[str]) -> pd.DataFrame:
     """Metrics of one experiment (rows of :func:`metric_frame`): paper, then ``score (raw)`` and Δ per mode."""
-    rows = []
-    for path in dict.fromkeys(sub["metric"]):
-        part = sub[sub["metric"] == path]
-        rows.append([path, fmt(part.iloc[0]["paper"], 2)] + _mode_cells(
-            part, modes, lambda row: [f"{fmt(row['score'], 2)} ({fmt_raw(row['raw'])})",
-                                      _delta_cell(row["delta"], row["match"], 2)]))
-    return pd.DataFrame(rows, columns=["metric", "paper"] + _mode_columns(modes))
+    parts = [(path, sub[sub["metric"] == path]) for path in dict.fromkeys(sub["metric"])]
+    return _mode_table(parts, "metric", modes, lambda row: [f"{fmt(row['score'], 2)} ({fmt_raw(row['raw'])})",
+                                                            _delta_cell(row["delta"], row["match"], 2)])
 
 
 def _match_tables(
@@ -473,9 +450,8 @@ def _ablation_as_result(ablation: dict[str, Any]) -> dict[str, Any]:
     """The attack ablation (and its variants) as one provenance-table entry: every run's id and record."""
     parts = [ablation, *(ablation.get("variants") or [])]
     run_ids = list(dict.fromkeys(run["run_id"] for part in parts for run in part.get("runs", []) if run.get("run_id")))
-    runs: dict[str, Any] = {}
-    for part in parts:
-        runs.update(((part.get("provenance") or {}).get("runs")) or {})
+    runs = {run_id: record for part in parts
+            for run_id, record in ((part.get("provenance") or {}).get("runs") or {}).items()}
     return {"experiment": f"attack ablation ({ablation.get('experiment')})", "run_ids": run_ids,
             "provenance": {"runs": runs}}
 
@@ -522,7 +498,7 @@ def results_markdown(
     quick = quick or any(r["quick"] for r in results)
     synthetic = [r["experiment"] for r in results if r["synthetic"]]
     stand_ins = sorted({str(r.get("dataset", "")).removeprefix("synthetic_") for r in results if r["synthetic"]})
-    modes = _modes(results)
+    modes = [m for m in PAPER_TREE_TRUST_MODES if any(m in r["modes"] for r in results)]  # extended: its own table
     comparison = comparison_frame(results, reported)
     metrics = metric_frame(results, reported)
     items = ["trust_score"] + list(reported["pillars"])
@@ -538,12 +514,7 @@ def results_markdown(
             "metrics": _metric_table(metrics[metrics["experiment"] == res["experiment"]], modes),
         })
     matches, coincidental = _match_tables(comparison, metrics, modes)
-    deviations: dict[str, list[str]] = {}
-    for res in results:
-        for text in res["deviations"]:
-            deviations.setdefault(text, [])
-            if res["experiment"] not in deviations[text]:
-                deviations[text].append(res["experiment"])
+    deviations = grouped((text, res["experiment"]) for res in results for text in res["deviations"])
 
     return render(
         TEMPLATE,

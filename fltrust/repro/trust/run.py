@@ -27,6 +27,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import time
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -259,10 +260,8 @@ def mode_observer(cfg: ExperimentConfig, mode: str) -> Any:
 
 def _needs_replay(record: RunRecord, mode: str) -> bool:
     """Whether :func:`mode_factsheet` would replay ``record`` for ``mode`` (not its own mode, not cached)."""
-    from fltrust.trust.observer import FACTSHEET_FILE
-
     own = ExperimentConfig.from_dict(record.config).metrics.trust.mode
-    return mode != own and not (record.path / MODE_FOLDER / mode / FACTSHEET_FILE).is_file()
+    return mode != own and not _measured_in_run(record, mode)
 
 
 def _measured_in_run(record: RunRecord, mode: str) -> bool:
@@ -378,15 +377,14 @@ def run_trust_experiment(
                 ext_cfg = experiment_config(name, mode=EXTENDED_TRUST_MODE, quick=quick, device=device, data_dir=data_dir,
                                             full_scale=full_scale).with_overrides(settings)
                 run.extended_record = run_experiment(ext_cfg, out_dir=out, force=force)
-            fs = mode_factsheet(run.extended_record, mode, device=device)
-            report = score_factsheet(fs, mode=mode)
-            write_report(report, run.extended_record.path / MODE_FOLDER / mode, plot=False)
+            scored = run.extended_record
+            fs = mode_factsheet(scored, mode, device=device)
         else:
             if replay is None and _needs_replay(record, mode):
                 replay = replay_experiment(record, device=device)
-            fs = mode_factsheet(record, mode, device=device, replay=replay)
-            report = score_factsheet(fs, mode=mode)
-            write_report(report, record.path / MODE_FOLDER / mode, plot=False)
+            scored, fs = record, mode_factsheet(record, mode, device=device, replay=replay)
+        report = score_factsheet(fs, mode=mode)
+        write_report(report, scored.path / MODE_FOLDER / mode, plot=False)
         run.factsheets[mode], run.reports[mode] = fs, report
     run.elapsed_s = time.perf_counter() - start
     return run
@@ -394,15 +392,9 @@ def run_trust_experiment(
 
 def report_summary(report: TrustReport) -> dict[str, Any]:
     """Trust score, pillar scores and every metric's raw value and score of one report (JSON-ready)."""
-    metrics = {}
-    for pillar in report.pillars:
-        for metric in pillar.metrics():
-            metrics[f"{pillar.name}/{metric.name}"] = {
-                "label": metric.label,
-                "raw": to_plain(metric.raw_value),
-                "normalized": to_plain(metric.normalized),
-                "score": to_plain(metric.score),
-            }
+    metrics = {f"{pillar.name}/{metric.name}": {
+        "label": metric.label, "raw": to_plain(metric.raw_value), "normalized": to_plain(metric.normalized),
+        "score": to_plain(metric.score)} for pillar in report.pillars for metric in pillar.metrics()}
     return {
         "trust_score": to_plain(report.trust_score),
         "pillars": {p.name: to_plain(p.score) for p in report.pillars},
@@ -506,15 +498,13 @@ def extended_run_summary(record: RunRecord) -> dict[str, Any]:
     companion = ExperimentConfig.from_dict(record.config).metrics.trust.mode == EXTENDED_TRUST_MODE
     fs = load_factsheet(record.path / FACTSHEET_FILE if companion
                         else record.path / MODE_FOLDER / EXTENDED_TRUST_MODE / FACTSHEET_FILE)
-    statuses: dict[str, int] = {}
-    for entry in (fs.get("provenance") or {}).values():
-        status = entry.get("status", "unknown") if isinstance(entry, dict) else "unknown"
-        statuses[status] = statuses.get(status, 0) + 1
+    statuses = Counter(entry.get("status", "unknown") if isinstance(entry, dict) else "unknown"
+                       for entry in (fs.get("provenance") or {}).values())
     return to_plain({
         "run_id": record.run_id,
         "run_wall_time_s": record.summary.get("wall_time_s"),
         "final_aux_accuracy": record.summary.get("final_aux_accuracy"),
-        "provenance": statuses,
+        "provenance": dict(statuses),
         "measured_in": "companion" if companion else "run",
     })
 

@@ -153,15 +153,11 @@ def extended_frame(results: Sequence[dict[str, Any]]) -> pd.DataFrame:
         row = {"experiment": res["experiment"], "synthetic": bool(res["synthetic"]), "quick": bool(res["quick"]),
                "trust_score": summary["trust_score"]}
         row.update({p: summary["pillars"].get(p) for p in EXTENDED_PILLARS})
-        metrics = summary["metrics"]
-        for key in EXTENDED_METRICS:
-            row[key] = (metrics.get(key) or {}).get("score")
+        row.update({key: (summary["metrics"].get(key) or {}).get("score") for key in EXTENDED_METRICS})
         ext = res.get("extended_run") or {}
-        row["server_accuracy"] = ext.get("final_aux_accuracy")
-        row["run_id"] = ext.get("run_id")
-        row["provenance"] = ext.get("provenance") or {}
-        row["measured_in"] = ext.get("measured_in", "companion")  # results before the observer rode along
-        rows.append(row)
+        rows.append({**row, "server_accuracy": ext.get("final_aux_accuracy"), "run_id": ext.get("run_id"),
+                     "provenance": ext.get("provenance") or {},
+                     "measured_in": ext.get("measured_in", "companion")})  # results before the observer rode along
     return pd.DataFrame(rows)
 
 
