@@ -795,8 +795,7 @@ class LocalDPSGD(PrivacyMechanism):
         return new, loss
 
     def epsilon(self, rounds_done: int) -> float | None:
-        eps = [epsilon_from_history(h, self.delta) for h in self.histories.values()]
-        return max(eps) if eps else 0.0
+        return max((epsilon_from_history(h, self.delta) for h in self.histories.values()), default=0.0)
 
     def accounting(self, client_id: int) -> list[list[float]]:
         return self.histories.get(str(client_id), [])

@@ -198,8 +198,13 @@ class Strategy:
             The model the client sends, its training loss, and optionally the model its
             performance is measured with and extra values for the server.
         """
-        params, loss = client.train(global_params, epochs=self.local_epochs)
+        params, loss = client.train(global_params, epochs=self.local_epochs, **self.local_objective(global_params))
         return LocalResult(params, loss)
+
+    def local_objective(self, global_params: Params) -> dict[str, Any]:
+        """Further ``train`` keywords of the local objective (the base class: none; FedProx: its
+        proximal term around ``global_params``), for :meth:`local_update` and its grouped form."""
+        return {}
 
     def local_updates(self, clients: Sequence[ClientHandle], global_params: Params, group: Any = None) -> list[LocalResult]:
         """Local updates of all of a round's clients.
@@ -244,7 +249,7 @@ class Strategy:
         list of LocalResult
             One result per client, in the order of ``clients``.
         """
-        params, losses = group.train(global_params, epochs=self.local_epochs)
+        params, losses = group.train(global_params, epochs=self.local_epochs, **self.local_objective(global_params))
         return [LocalResult(p, loss) for p, loss in zip(params, losses)]
 
     def _grouped_matches(self) -> bool:
@@ -317,19 +322,8 @@ class FedProx(Strategy):
         super().__init__(**kwargs)
         self.proximal_mu = float(proximal_mu)
 
-    def local_update(self, client: ClientHandle, global_params: Params) -> LocalResult:
-        params, loss = client.train(
-            global_params,
-            epochs=self.local_epochs,
-            proximal_center=global_params,
-            proximal_mu=self.proximal_mu,
-        )
-        return LocalResult(params, loss)
-
-    def local_updates_grouped(self, clients: Sequence[ClientHandle], global_params: Params, group: Any) -> list[LocalResult]:
-        params, losses = group.train(global_params, epochs=self.local_epochs,
-                                     proximal_center=global_params, proximal_mu=self.proximal_mu)
-        return [LocalResult(p, loss) for p, loss in zip(params, losses)]
+    def local_objective(self, global_params: Params) -> dict[str, Any]:
+        return {"proximal_center": global_params, "proximal_mu": self.proximal_mu}
 
 
 @registry.STRATEGIES.register
@@ -376,10 +370,8 @@ class QFedAvg(Strategy):
         return [LocalResult(p, loss, extra=e) for p, loss, e in zip(params, losses, extras)]
 
     def aggregate(self, global_params: Params, results: list[ClientResult], server_loss: float) -> Params:
-        if self.qfedavg_variant == "flower_legacy":
-            losses = [server_loss] * len(results)
-        else:
-            losses = [r.extra["qffl_loss"] for r in results]
+        legacy = self.qfedavg_variant == "flower_legacy"  # one central loss for every client
+        losses = [server_loss] * len(results) if legacy else [r.extra["qffl_loss"] for r in results]
         return qffl_aggregate(global_params, [r.params for r in results], losses, q=self.q,
                               learning_rate=self.qffl_learning_rate)
 
@@ -422,36 +414,28 @@ class Ditto(Strategy):
         self.personal: dict[int, Params] = {}
 
     def local_update(self, client: ClientHandle, global_params: Params) -> LocalResult:
-        s = self
         params, loss = client.train(global_params, epochs=self.local_epochs)
         personal = self.personal.get(client.client_id, [p.copy() for p in global_params])
-        anchor = params if s.ditto_anchor == "local" else global_params
-        if s.ditto_epochs > 0:
-            personal, _ = client.train(
-                personal,
-                epochs=s.ditto_epochs,
-                proximal_center=anchor,
-                proximal_mu=s.ditto_lambda,
-                learning_rate=s.ditto_lr,
-                plain_sgd=True,
-                seed_offset=1,
-                private=False,  # the personal model never leaves the client
-            )
+        if self.ditto_epochs > 0:  # private=False: the personal model never leaves the client
+            personal, _ = client.train(personal, **self._personal_kwargs(params, global_params), private=False)
         self.personal[client.client_id] = personal
         return LocalResult(params, loss, eval_params=personal)
 
     def local_updates_grouped(self, clients: Sequence[ClientHandle], global_params: Params, group: Any) -> list[LocalResult]:
-        s = self
         params, losses = group.train(global_params, epochs=self.local_epochs)
         personal = [self.personal.get(c.client_id, [p.copy() for p in global_params]) for c in clients]
-        if s.ditto_epochs > 0:
-            anchor = params if s.ditto_anchor == "local" else global_params
-            personal, _ = group.train(personal, epochs=s.ditto_epochs, proximal_center=anchor,
-                                      proximal_mu=s.ditto_lambda, learning_rate=s.ditto_lr, plain_sgd=True,
-                                      seed_offset=1, private=False)
+        if self.ditto_epochs > 0:
+            personal, _ = group.train(personal, **self._personal_kwargs(params, global_params), private=False)
         for c, v in zip(clients, personal):
             self.personal[c.client_id] = v
         return [LocalResult(p, loss, eval_params=v) for p, loss, v in zip(params, losses, personal)]
+
+    def _personal_kwargs(self, local: Any, global_params: Params) -> dict[str, Any]:
+        """The personal track's training keywords: plain SGD on stream 1, proximal to the anchor
+        (``local``, the client's trained w_n, or the received global model)."""
+        anchor = local if self.ditto_anchor == "local" else global_params
+        return dict(epochs=self.ditto_epochs, proximal_center=anchor, proximal_mu=self.ditto_lambda,
+                    learning_rate=self.ditto_lr, plain_sgd=True, seed_offset=1)
 
     def state_dict(self) -> dict[str, Any]:
         """The clients' personal models, ``{"personal": {str(client_id): params}}``."""
@@ -486,6 +470,8 @@ class Krum(Strategy):
     """
 
     name = "krum"
+    f_factor: ClassVar[int] = 2  # the rule needs clients_per_round >= f_factor * f + 3 (f_source)
+    f_source: ClassVar[str] = "Blanchard et al. 2017"
 
     def __init__(self, *, num_malicious_nodes: int = 0, **kwargs: Any) -> None:
         super().__init__(**kwargs)
@@ -493,13 +479,13 @@ class Krum(Strategy):
 
     @classmethod
     def max_malicious_nodes(cls, clients_per_round: int) -> int | None:
-        return max(0, (clients_per_round - 3) // 2)
+        return max(0, (clients_per_round - 3) // cls.f_factor)
 
     def check(self, *, clients_per_round: int) -> None:
-        f = self.num_malicious_nodes
-        if clients_per_round < 2 * f + 3:
+        f, k = self.num_malicious_nodes, self.f_factor
+        if clients_per_round < k * f + 3:
             raise ConfigError(f"strategy.name={self.name!r} with num_malicious_nodes={f} needs clients_per_round >= "
-                              f"2f + 3 = {2 * f + 3} (Blanchard et al. 2017), got {clients_per_round}")
+                              f"{k}f + 3 = {k * f + 3} ({self.f_source}), got {clients_per_round}")
 
     def aggregate(self, global_params: Params, results: list[ClientResult], server_loss: float) -> Params:
         return robust.krum([r.params for r in results], self.num_malicious_nodes)
@@ -577,16 +563,8 @@ class Bulyan(Krum):
     """
 
     name = "bulyan"
-
-    @classmethod
-    def max_malicious_nodes(cls, clients_per_round: int) -> int | None:
-        return max(0, (clients_per_round - 3) // 4)
-
-    def check(self, *, clients_per_round: int) -> None:
-        f = self.num_malicious_nodes
-        if clients_per_round < 4 * f + 3:
-            raise ConfigError(f"strategy.name='bulyan' with num_malicious_nodes={f} needs clients_per_round >= "
-                              f"4f + 3 = {4 * f + 3} (El Mhamdi et al. 2018), got {clients_per_round}")
+    f_factor = 4
+    f_source = "El Mhamdi et al. 2018"
 
     def aggregate(self, global_params: Params, results: list[ClientResult], server_loss: float) -> Params:
         f = self.num_malicious_nodes

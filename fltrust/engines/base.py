@@ -129,9 +129,8 @@ class EngineBase:
         self.attack_plan = attack if attack is not None else AttackPlan()
         self.reliability = reliability if reliability is not None else ReliabilityConfig()
         self.trainer = LocalTrainer(self.model, training, self.fed.bundle.num_classes, self.device)
-        self.evaluator = None
-        if training.vectorize != "off":
-            self.evaluator = BatchedEvaluator(self.model, training, self.fed.bundle.num_classes, self.device)
+        self.evaluator = (BatchedEvaluator(self.model, training, self.fed.bundle.num_classes, self.device)
+                          if training.vectorize != "off" else None)
 
     @classmethod
     def check_components(cls, *, strategy: type[Strategy], privacy: type[PrivacyMechanism],
@@ -226,8 +225,8 @@ class EngineBase:
                   "epsilon": self.privacy.epsilon(rounds), "privacy": self.privacy.describe(),
                   **(engine_fields or {}), **(extra_summary or {})}
         fields.update(self.robustness_summary(recorder.records, final_aux[1]))  # attack / reliability blocks
-        recorder.finish(global_params, self.model.state_dict(), wall, self.system(recorder.records, global_params),
-                        fields)
+        recorder.finish(global_params, self.model.state_dict(), wall,
+                        system_figures(self.model, recorder.records, global_params), fields)
         return fields
 
     # -- one round ------------------------------------------------------------------------
@@ -237,31 +236,59 @@ class EngineBase:
 
     def evaluate_aux(self, params: Params) -> tuple[float, float]:
         """(loss, accuracy) of ``params`` on the server's auxiliary set D."""
-        if self.evaluator is not None:
-            result = self.evaluator.evaluate_shared(params, [self.fed.x_aux], [self.fed.y_aux])[0]
-        else:
-            result = self.trainer.evaluate(params, self.fed.x_aux, self.fed.y_aux)
+        result = self.evaluate_on(params, [self.fed.x_aux], [self.fed.y_aux])[0]
         return result.loss, result.accuracy
 
-
-    def system(self, records: list[RoundRecord], params: Params) -> dict[str, Any]:
-        """System figures of the run (model size, traffic, training time).
+    def evaluate_on(self, params: Any, xs: list, ys: list, *, each: bool = False) -> list:
+        """Results of ``params`` on each dataset ``(xs[k], ys[k])``, batched where ``training.vectorize`` allows.
 
         Parameters
         ----------
-        records : list of RoundRecord
-            The run's rounds.
-        params : Params
-            The final global model (its size in bytes is ``model_bytes``).
+        params : Params or list of Params
+            One model, or (``each``) one model per dataset.
+        xs, ys : list of torch.Tensor
+            The datasets' inputs and labels.
+        each : bool
+            Evaluate model k on dataset k instead of the one model on every dataset.
 
         Returns
         -------
-        dict of str to Any
-            See :func:`system_figures`.
+        list
+            One evaluation result (``loss``, ``accuracy``, ...) per dataset, in order.
         """
-        return system_figures(self.model, records, params)
+        if self.evaluator is not None:
+            return (self.evaluator.evaluate_each if each else self.evaluator.evaluate_shared)(params, xs, ys)
+        models = params if each else [params] * len(xs)
+        return [self.trainer.evaluate(p, x, y) for p, x, y in zip(models, xs, ys)]
 
     # -- attacks and injected failures (fltrust.attacks, fltrust.faults) -------------------------
+    def round_extras(self, ids: Any, counters: dict[str, float]) -> dict[str, float]:
+        """Server metrics of the attack (``num_malicious`` among ``ids``, the clients whose updates are
+        aggregated) and of the injected failures: ``counters`` (``num_sampled``, ``num_dropped``,
+        ``num_failed``, ``num_timed_out``; ``{}`` when nothing is injected), then ``num_aggregated``
+        and ``model_kept``.
+
+        Parameters
+        ----------
+        ids : sequence of int
+            The ids of the clients whose updates are aggregated.
+        counters : dict of str to float
+            The round's injected-failure counts (``{}``: no failure counters).
+
+        Returns
+        -------
+        dict of str to float
+            The counters that apply (``{}`` without an attack and without injected failures).
+        """
+        out: dict[str, float] = {}
+        if self.attack_plan.active:
+            out["num_malicious"] = float(sum(self.attack_plan.is_malicious(c) for c in ids))
+        if counters:
+            out.update(counters)
+            out["num_aggregated"] = float(len(ids))
+            out["model_kept"] = float(len(ids) == 0)
+        return out
+
     def robustness_summary(self, records: list[RoundRecord], final_aux_accuracy: float | None) -> dict[str, Any]:
         """The summary's ``attack`` and ``reliability`` blocks (only those that apply); ``self.model``
         must hold the final global model.
@@ -320,3 +347,26 @@ def system_figures(model: nn.Module, records: list[RoundRecord], params: Params)
             "bytes_down_total": total("bytes_received"), "train_time_s_total": total("train_time_s")}
 
 
+def progress_bar(run: RunSettings, rounds: int, first: int = 1, label: str = ""):
+    """The run's progress bar over its rounds (off unless ``run.progress``).
+
+    Parameters
+    ----------
+    run : RunSettings
+        The run's name (the bar's label) and ``progress`` switch.
+    rounds : int
+        The number of rounds the bar counts.
+    first : int
+        The round the bar starts at (a resumed run starts past 1).
+    label : str
+        Appended to the run's name.
+
+    Returns
+    -------
+    tqdm.auto.tqdm
+        The bar (disabled when ``run.progress`` is off).
+    """
+    from tqdm.auto import tqdm
+
+    return tqdm(total=rounds, initial=first - 1, desc=run.name + label, unit="round", disable=not run.progress,
+                leave=False)

@@ -149,11 +149,9 @@ def mlp_layers(net) -> list[tuple[int, int]] | None:
     layers = []
     for i, spec in enumerate(specs):
         want = "linear" if i % 2 == 0 else "relu"
-        if spec[0] != want:
+        if spec[0] != want or (want == "linear" and spec[2] is None):  # a linear layer without bias: no MLP here
             return None
         if want == "linear":
-            if spec[2] is None:
-                return None
             layers.append((spec[1], spec[2]))
     if not layers or specs[-1][0] != "linear":
         return None

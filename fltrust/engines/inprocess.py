@@ -36,7 +36,7 @@ import numpy as np
 from fltrust.algorithms.strategies import ClientResult
 from fltrust.core.evaluation import get_params
 from fltrust.core.records import Params, RoundRecord, RunInfo
-from fltrust.engines.base import EngineBase, RunSettings
+from fltrust.engines.base import EngineBase, RunSettings, progress_bar
 from fltrust.engines.client import FailingClient, SimulatedClient
 from fltrust.engines.vectorized import ClientGroup, VectorTrainer, vectorize_reason
 from fltrust.runs import RunFolderError, RunRecorder, read_checkpoint, write_checkpoint
@@ -97,19 +97,12 @@ class Engine(EngineBase):
         start = time.perf_counter()
         clients = [SimulatedClient(self, int(cid), round_) for cid in ids]
         val_x, val_y = [c.x_val for c in clients], [c.y_val for c in clients]
-        if self.evaluator is not None:  # batched across the round's clients
-            rewards = self.evaluator.evaluate_shared(global_params, val_x, val_y)
-        else:
-            rewards = [self.trainer.evaluate(global_params, c.x_val, c.y_val) for c in clients]
-        if self.vector is not None:  # the clients train side by side (fltrust.engines.vectorized)
-            updates = self.strategy.local_updates(clients, global_params, group=ClientGroup(self.vector, clients))
-        else:
-            updates = self.strategy.local_updates(clients, global_params)
+        rewards = self.evaluate_on(global_params, val_x, val_y)  # batched across the round's clients
+        # with a group the clients train side by side (fltrust.engines.vectorized)
+        group = ClientGroup(self.vector, clients) if self.vector is not None else None
+        updates = self.strategy.local_updates(clients, global_params, group=group)
         trained = [u.eval_params or u.params for u in updates]
-        if self.evaluator is not None:
-            performances = self.evaluator.evaluate_each(trained, val_x, val_y)
-        else:
-            performances = [self.trainer.evaluate(p, c.x_val, c.y_val) for c, p in zip(clients, trained)]
+        performances = self.evaluate_on(trained, val_x, val_y, each=True)
         ids, clients, rewards, updates, performances = self.after_local_updates(  # update-level attack, time-outs
             round_, global_params, ids, clients, rewards, updates, performances, faults)
         if not len(ids):
@@ -132,15 +125,10 @@ class Engine(EngineBase):
         }
         rows.update(self.attack_rows(ids))
         new_params = self.privacy.aggregate(self.strategy, global_params, results, aux_before[0], round_)
-        aux_loss, aux_acc = self.evaluate_aux(new_params)
-        server = {"aux_loss_before": aux_before[0], "aux_accuracy_before": aux_before[1],
-                  "aux_loss": aux_loss, "aux_accuracy": aux_acc}
-        eps = self.privacy.epsilon(round_)
-        if eps is not None:
-            server["epsilon"] = eps
+        server = self._server_metrics(round_, aux_before, self.evaluate_aux(new_params))
         # the mechanism's own figures (NbAFL: how much noise this round added, against the model's size)
         server.update(self.privacy.round_metrics(global_params, new_params, [c.num_samples for c in clients]))
-        server.update(self.round_extras(faults, ids))
+        server.update(self.round_extras(ids, faults.counters()))
         return RoundRecord(
             round=round_, client_ids=ids, client_metrics={k: np.asarray(v, dtype=float) for k, v in rows.items()},
             client_confusion=np.stack([p.confusion for p in performances]), server_metrics=server,
@@ -200,7 +188,7 @@ class Engine(EngineBase):
         last = recorder.records[-1]
         aux_before = (last.server_metrics["aux_loss"], last.server_metrics["aux_accuracy"])
         first = last.round + 1
-        progress = _progress(self.settings, self.training.rounds, first)
+        progress = progress_bar(self.settings, self.training.rounds, first)
         try:
             for round_ in range(first, self.training.rounds + 1):
                 record = self.run_round(round_, global_params, aux_before)
@@ -297,41 +285,23 @@ class Engine(EngineBase):
                 update.params = plan.sent_params(client.client_id, global_params, update.params)
         if not faults.active:
             return ids, clients, rewards, updates, performances
-        keep = faults.arrived(ids)
-        pick = [i for i, k in enumerate(keep) if k]
-        return (np.asarray([ids[i] for i in pick], dtype=np.int64), [clients[i] for i in pick],
-                [rewards[i] for i in pick], [updates[i] for i in pick], [performances[i] for i in pick])
+        pick = [i for i, k in enumerate(faults.arrived(ids)) if k]
+        kept = ([values[i] for i in pick] for values in (clients, rewards, updates, performances))
+        return (np.asarray([ids[i] for i in pick], dtype=np.int64), *kept)
 
     def attack_rows(self, ids: np.ndarray) -> dict[str, list[float]]:
         """``client_metrics["malicious"]`` (1 = malicious) when an attack runs."""
         plan = self.attack_plan
         return {"malicious": [float(plan.is_malicious(c)) for c in ids]} if plan.active else {}
 
-    def round_extras(self, faults, ids: np.ndarray) -> dict[str, float]:
-        """Server metrics of the attack (``num_malicious`` aggregated) and of the injected
-        failures (``num_sampled``, ``num_dropped``, ``num_failed``, ``num_timed_out``,
-        ``num_aggregated``, ``model_kept``).
-
-        Parameters
-        ----------
-        faults : fltrust.faults.FaultPlan or None
-            The round's plan; ``None`` or an inactive plan adds no failure counters.
-        ids : numpy.ndarray
-            The ids of the clients whose updates are aggregated.
-
-        Returns
-        -------
-        dict of str to float
-            The counters that apply (``{}`` without an attack and without injected failures).
-        """
-        out: dict[str, float] = {}
-        if self.attack_plan.active:
-            out["num_malicious"] = float(sum(self.attack_plan.is_malicious(c) for c in ids))
-        if faults is not None and faults.active:
-            out.update(faults.counters())
-            out["num_aggregated"] = float(len(ids))
-            out["model_kept"] = float(len(ids) == 0)
-        return out
+    def _server_metrics(self, round_: int, before: tuple[float, float], after: tuple[float, float]) -> dict[str, float]:
+        """The aux loss and accuracy before and after the round, and the epsilon spent (when accounted)."""
+        server = {"aux_loss_before": before[0], "aux_accuracy_before": before[1], "aux_loss": after[0],
+                  "aux_accuracy": after[1]}
+        eps = self.privacy.epsilon(round_)
+        if eps is not None:
+            server["epsilon"] = eps
+        return server
 
     def empty_round(self, round_: int, global_params: Params, aux_before: tuple[float, float], faults) -> RoundRecord:
         """A round in which no update arrived: the global model is kept (and the round says so).
@@ -353,12 +323,8 @@ class Engine(EngineBase):
             A record without clients.
         """
         log.warning("round %d: no client update arrived; the global model is kept", round_)
-        server = {"aux_loss_before": aux_before[0], "aux_accuracy_before": aux_before[1],
-                  "aux_loss": aux_before[0], "aux_accuracy": aux_before[1]}
-        eps = self.privacy.epsilon(round_)
-        if eps is not None:
-            server["epsilon"] = eps
-        server.update(self.round_extras(faults, np.zeros(0, dtype=np.int64)))
+        server = self._server_metrics(round_, aux_before, aux_before)
+        server.update(self.round_extras(np.zeros(0, dtype=np.int64), faults.counters()))
         return RoundRecord(round=round_, client_ids=np.zeros(0, dtype=np.int64), client_metrics={},
                            client_confusion=None, server_metrics=server, client_params=[],
                            global_params_before=global_params, global_params_after=[p.copy() for p in global_params])
@@ -412,8 +378,3 @@ def _load_checkpoint(path, identity: dict[str, Any]) -> dict | None:
         return None
     return state
 
-
-def _progress(run: RunSettings, rounds: int, first: int):
-    from tqdm.auto import tqdm
-
-    return tqdm(total=rounds, initial=first - 1, desc=run.name, unit="round", disable=not run.progress, leave=False)

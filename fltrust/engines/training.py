@@ -19,6 +19,7 @@ from __future__ import annotations
 import copy
 import math
 import warnings
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import torch
@@ -133,30 +134,43 @@ class LocalTrainer:
             ]
         n = len(y)
         batch = self.training.batch_size
-        last_loss = float("nan")
-        for epoch in range(epochs):
+
+        def batches():
             order = torch.randperm(n, generator=generator).to(self.device)
-            # the reported loss (last epoch) is summed on the device: no host sync per step
-            total, count = torch.zeros((), dtype=torch.float64, device=self.device), 0
-            report = epoch == epochs - 1
             for start in range(0, n, batch):
                 index = order[start : start + batch]
-                xb, yb = x[index], y[index]
-                optimizer.zero_grad(set_to_none=True)
-                loss = loss_per_sample(model(xb), yb).mean()
-                if center is not None:
-                    prox = sum(((p - c) ** 2).sum() for p, c in zip(model.parameters(), center))
-                    loss = loss + 0.5 * proximal_mu * prox
-                loss.backward()
-                if self.training.grad_clip is not None:
-                    nn.utils.clip_grad_norm_(model.parameters(), self.training.grad_clip)
-                optimizer.step()
+                yield x[index], y[index]
+
+        def step(xb: torch.Tensor, yb: torch.Tensor) -> torch.Tensor:
+            optimizer.zero_grad(set_to_none=True)
+            loss = loss_per_sample(model(xb), yb).mean()
+            if center is not None:
+                prox = sum(((p - c) ** 2).sum() for p, c in zip(model.parameters(), center))
+                loss = loss + 0.5 * proximal_mu * prox
+            loss.backward()
+            if self.training.grad_clip is not None:
+                nn.utils.clip_grad_norm_(model.parameters(), self.training.grad_clip)
+            optimizer.step()
+            return loss
+
+        last_loss = self._epochs(epochs, batches, step)
+        return get_params(model), last_loss
+
+    def _epochs(self, epochs: int, batches: Callable[[], Iterable], step: Callable) -> float:
+        """Run ``step(xb, yb) -> loss`` on every batch of ``batches()``, once per epoch; the mean loss of
+        the last epoch (summed on the device: no host sync per step), NaN without epochs."""
+        last_loss = float("nan")
+        for epoch in range(epochs):
+            total, count = torch.zeros((), dtype=torch.float64, device=self.device), 0
+            report = epoch == epochs - 1
+            for xb, yb in batches():
+                loss = step(xb, yb)
                 if report:
                     total += loss.detach().double() * len(yb)
                 count += len(yb)
             if report:
                 last_loss = float(total) / max(count, 1)
-        return get_params(model), last_loss
+        return last_loss
 
     def train_private(
         self,
@@ -215,25 +229,18 @@ class LocalTrainer:
                 max_grad_norm=dp.max_grad_norm,
                 noise_generator=torch.Generator(device=self.device).manual_seed(seed),
             )
-        last_loss = float("nan")
-        for epoch in range(epochs):
-            total, count = torch.zeros((), dtype=torch.float64, device=self.device), 0
-            report = epoch == epochs - 1
-            for xb, yb in private_loader:
-                if len(yb) == 0:
-                    continue
-                private_opt.zero_grad(set_to_none=True)
-                loss = loss_per_sample(private_model(xb), yb).mean()
-                with warnings.catch_warnings():
-                    # Opacus's per-sample hooks fire on module outputs because inputs need no grad
-                    warnings.filterwarnings("ignore", message="Full backward hook is firing")
-                    loss.backward()
-                private_opt.step()
-                if report:
-                    total += loss.detach().double() * len(yb)
-                count += len(yb)
-            if report:
-                last_loss = float(total) / max(count, 1)
+
+        def step(xb: torch.Tensor, yb: torch.Tensor) -> torch.Tensor:
+            private_opt.zero_grad(set_to_none=True)
+            loss = loss_per_sample(private_model(xb), yb).mean()
+            with warnings.catch_warnings():
+                # Opacus's per-sample hooks fire on module outputs because inputs need no grad
+                warnings.filterwarnings("ignore", message="Full backward hook is firing")
+                loss.backward()
+            private_opt.step()
+            return loss
+
+        last_loss = self._epochs(epochs, lambda: ((xb, yb) for xb, yb in private_loader if len(yb)), step)
         history = [list(h) for h in engine.accountant.history]
         trained = private_model._module if hasattr(private_model, "_module") else private_model
         return get_params(trained), last_loss, history

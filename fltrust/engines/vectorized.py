@@ -89,9 +89,7 @@ from fltrust.engines.schedule import BatchSchedule, batch_schedule
 from fltrust.engines.stacked_optimizer import StackedKind, StackedOptimizer
 from fltrust.engines.training import fused_adam as fused_adam_kernel
 
-VECTORIZE_MODES = ("auto", "on", "off")
-
-__all__ = ["MLP_EVAL_ROWS", "MLP_GEMMS", "VECTORIZE_MODES", "BatchSchedule", "BatchedEvaluator", "ClientGroup",
+__all__ = ["MLP_EVAL_ROWS", "MLP_GEMMS", "BatchSchedule", "BatchedEvaluator", "ClientGroup",
            "StackedOptimizer", "VectorTrainer", "batch_schedule", "vectorize_reason"]
 
 
@@ -184,9 +182,8 @@ class VectorTrainer(BatchedEvaluator):
         self.num_params = self.offsets[-1]
         self.mlp = mlp_layers(self.net) if manual_mlp else None  # None: autograd's stacked step
         self.fused_adam = fused_adam_kernel(self.device) if fused_adam is None else bool(fused_adam)
-        if os.environ.get("FLTRUST_CUDA_GRAPH", "") == "1":
-            cuda_graph = True
-        self.cuda_graph = bool(cuda_graph) and self.device.type == "cuda"
+        cuda_graph = bool(cuda_graph) or os.environ.get("FLTRUST_CUDA_GRAPH", "") == "1"
+        self.cuda_graph = cuda_graph and self.device.type == "cuda"
 
     # -- parameters ---------------------------------------------------------------------------
     def flatten(self, params: Params | Sequence[Params], K: int) -> torch.Tensor:
@@ -206,18 +203,15 @@ class VectorTrainer(BatchedEvaluator):
         """
         if len(params) == len(self.shapes) and not isinstance(params[0], (list, tuple)):
             row = np.concatenate([np.asarray(p).reshape(-1) for p in params])
-            flat = torch.as_tensor(row).to(self.device, self.dtype)
-            return flat.unsqueeze(0).repeat(K, 1)
+            return torch.as_tensor(row).to(self.device, self.dtype).unsqueeze(0).repeat(K, 1)
         rows = np.stack([np.concatenate([np.asarray(p).reshape(-1) for p in ps]) for ps in params])
         return torch.as_tensor(rows).to(self.device, self.dtype)
 
     def unflatten(self, flat: torch.Tensor) -> list[Params]:
         """K parameter sets (numpy, ``state_dict`` order) from a ``(K, N)`` buffer (one transfer)."""
         host = flat.detach().cpu().numpy()
-        out = []
-        for k in range(host.shape[0]):
-            out.append([host[k, a:b].reshape(s).copy() for a, b, s in zip(self.offsets, self.offsets[1:], self.shapes)])
-        return out
+        return [[row[a:b].reshape(s).copy() for a, b, s in zip(self.offsets, self.offsets[1:], self.shapes)]
+                for row in host]
 
     def views(self, flat: torch.Tensor) -> list[torch.Tensor]:
         """Per-``state_dict``-entry views ``(K, *shape)`` of a ``(K, N)`` buffer."""
@@ -304,12 +298,9 @@ class VectorTrainer(BatchedEvaluator):
         params_sorted = self.unflatten(flat)
         losses_sorted = (loss_sum / torch.as_tensor([max(sizes[k], 1) for k in order], dtype=torch.float64,
                                                     device=self.device)).cpu().numpy()
-        params: list[Params] = [None] * K  # type: ignore[list-item]
-        losses = [float("nan")] * K
-        for j, k in enumerate(order):
-            params[k] = params_sorted[j]
-            losses[k] = float(losses_sorted[j]) if sizes[k] else float("nan")
-        return params, losses
+        position = {k: j for j, k in enumerate(order)}  # client k's row in the stack
+        return ([params_sorted[position[k]] for k in range(K)],
+                [float(losses_sorted[position[k]]) if sizes[k] else float("nan") for k in range(K)])
 
     def _forward_loss(self, s: int, ka: int, sched: BatchSchedule, leaves, x, y, gens) -> torch.Tensor:
         idx = sched.index[s, :ka]
@@ -516,8 +507,8 @@ class VectorTrainer(BatchedEvaluator):
             grad.mul_(coef.unsqueeze(1))
         return losses
 
-    def _grad(self, s, ka, sched, flat, center, mu, x, y, gens, grad_buffer):
-        """Autograd gradient of the stacked loss for rows ``[:ka]``, written into ``grad_buffer``."""
+    def _step(self, s, ka, sched, flat, center, mu, x, y, opt, loss_sum, gens, grad_buffer) -> None:
+        """One step with the autograd gradient of the stacked loss for rows ``[:ka]`` (into ``grad_buffer``)."""
         active = flat[:ka]
         leaves = [v.detach().requires_grad_(True) for v in self.views(active)]
         with torch.enable_grad():
@@ -526,10 +517,6 @@ class VectorTrainer(BatchedEvaluator):
         grad = grad_buffer[:ka]
         torch.cat([g.reshape(ka, -1) for g in grads], 1, out=grad)
         losses = self._finish_grad(active, grad, losses.detach(), center, mu, ka)
-        return active, grad, losses
-
-    def _step(self, s, ka, sched, flat, center, mu, x, y, opt, loss_sum, gens, grad_buffer) -> None:
-        active, grad, losses = self._grad(s, ka, sched, flat, center, mu, x, y, gens, grad_buffer)
         if sched.report[s]:
             loss_sum[:ka] += losses.double() * sched.loss_weight[s, :ka]
         opt.update(active, grad, ka)
@@ -572,11 +559,7 @@ class VectorTrainer(BatchedEvaluator):
                     losses = (per * w).sum(1)
                     grads = torch.autograd.grad(losses.sum(), leaves)
                 grad = torch.cat([g.reshape(ka, -1) for g in grads], 1)
-                losses = losses.detach()
-                if center is not None:
-                    diff = active - center[:ka]
-                    grad.add_(diff, alpha=mu)
-                    losses = losses + 0.5 * mu * (diff * diff).sum(1)
+                losses = self._finish_grad(active, grad, losses.detach(), center, mu, ka)  # no clipping when graphed
                 loss_sum[:ka] += losses.double() * lw
                 opt.step_capturable(active, grad, ka, step_t)
                 cursor.add_(1)

@@ -32,11 +32,11 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
-from flwr.app import ArrayRecord, ConfigRecord, Message, MetricRecord
+from flwr.app import Array, ArrayRecord, ConfigRecord, Message, MetricRecord
 from flwr.serverapp import Grid
 from flwr.serverapp.strategy import Strategy
 
@@ -51,15 +51,6 @@ log = logging.getLogger("fltrust")
 
 __all__ = ["AUX_ACCURACY", "AUX_LOSS", "ClientRow", "ObservedLegacyStrategy", "ObservedStrategy", "ObserverSink",
            "RoundSink", "aux_evaluate_fn", "discover_partitions", "partition_query_reply"]
-
-
-def _client_id(metrics: Mapping[str, Any], node_id: int, node_partitions: Mapping[int, int] | None) -> int:
-    if CLIENT_ID_KEY in metrics:
-        return int(metrics[CLIENT_ID_KEY])
-    if node_partitions and node_id in node_partitions:
-        return int(node_partitions[node_id])
-    raise ValueError(f"the reply of node {node_id} has no {CLIENT_ID_KEY!r} metric; report it with "
-                     "fltrust.flower.ClientReport (or pass node_partitions)")
 
 
 class _SubsetGrid(Grid):
@@ -136,6 +127,9 @@ class ObservedStrategy(Strategy):
     recorded once Flower has evaluated the aggregated model. In a hand-written loop call
     :meth:`end_round` after each aggregation instead.
     """
+
+    report_in_metrics: ClassVar[bool] = True
+    """Whether a reply without the ``"fltrust"`` ConfigRecord reports in its MetricRecord (``instrument``'s: no)."""
 
     def __init__(self, strategy: Strategy, sink: RoundSink, *, sampler: Callable[[int], Sequence[int]] | None = None,
                  node_partitions: Mapping[int, int] | None = None, keep_extra_metrics: bool = True,
@@ -263,7 +257,7 @@ class ObservedStrategy(Strategy):
         if arrays is not None and self.builder.reference is not None:
             # keep the global model's dtypes (Flower returns float64 for int buffers and in QFedAvg)
             params = arrays_to_params(arrays, like=self.builder.reference)
-            arrays = ArrayRecord(dict(zip(arrays.keys(), (_array(p) for p in params))))
+            arrays = ArrayRecord(dict(zip(arrays.keys(), (Array(np.ascontiguousarray(p)) for p in params))))
         if pending is not None and pending.round == server_round:
             pending.rows = rows
             pending.rejected = [r.to_json() for r in rejected]
@@ -280,7 +274,7 @@ class ObservedStrategy(Strategy):
             del content[FLTRUST_KEY]
             return values, record
         metric_records = list(content.metric_records.values())
-        return (dict(metric_records[0]) if metric_records else None), record
+        return (dict(metric_records[0]) if metric_records and self.report_in_metrics else None), record
 
     def _fallback_id(self, node: int) -> int | None:
         """The client id of a node whose report names none (``node_partitions``)."""
@@ -328,18 +322,15 @@ class ObservedStrategy(Strategy):
 
     def _row(self, message: Message) -> ClientRow:
         """One reply as a :class:`ClientRow`, trusted as it is (no ``schema``)."""
-        content = message.content
-        key = getattr(self.strategy, "arrayrecord_key", "arrays")
-        record = content.array_records.get(key) or next(iter(content.array_records.values()), None)
-        metric_records = list(content.metric_records.values())
-        if record is None or not metric_records:
+        has_metrics = len(message.content.metric_records) > 0
+        metrics, record = self._report(message)
+        if record is None or not has_metrics or metrics is None:
             raise ValueError(f"node {message.metadata.src_node_id} replied without an ArrayRecord and a MetricRecord")
-        metrics = dict(metric_records[0])
-        if FLTRUST_KEY in content.config_records:  # the report beside the metrics (fltrust's ClientApp)
-            metrics = dict(content[FLTRUST_KEY])
-            del content[FLTRUST_KEY]  # the wrapped strategy aggregates the MetricRecord only
         node = int(message.metadata.src_node_id)
-        cid = _client_id(metrics, node, self.node_partitions)
+        cid = int(metrics[CLIENT_ID_KEY]) if CLIENT_ID_KEY in metrics else self._fallback_id(node)
+        if cid is None:
+            raise ValueError(f"the reply of node {node} has no {CLIENT_ID_KEY!r} metric; report it with "
+                             "fltrust.flower.ClientReport (or pass node_partitions)")
         params = arrays_to_params(record)
         if self.builder.reference is not None:
             params = [cast_like(p, ref) for p, ref in zip(params, self.builder.reference)]
@@ -410,12 +401,6 @@ class ObservedStrategy(Strategy):
 
         return super().start(grid, initial_arrays, num_rounds=num_rounds, timeout=timeout, train_config=train_config,
                              evaluate_config=evaluate_config, evaluate_fn=observed_evaluate)
-
-
-def _array(p: np.ndarray):
-    from flwr.app import Array
-
-    return Array(np.ascontiguousarray(p))
 
 
 def aux_evaluate_fn(evaluate: Callable[[Params], tuple[float, float]]) -> Callable[[int, ArrayRecord], MetricRecord]:

@@ -60,7 +60,7 @@ from typing import Any
 
 import numpy as np
 import torch
-from flwr.app import ArrayRecord, ConfigRecord, Message, MetricRecord
+from flwr.app import ArrayRecord, ConfigRecord, MetricRecord
 from flwr.serverapp import Grid
 from flwr.serverapp.strategy import Strategy
 from torch import nn
@@ -70,7 +70,7 @@ from fltrust.core.observers import ObserverSet, RoundObserver
 from fltrust.core.records import AppFacts, Params, RoundRecord, RunInfo
 from fltrust.flower.adapter import ObservedStrategy
 from fltrust.flower.client import ClientReport
-from fltrust.flower.records import CLIENT_ID_KEY, FLTRUST_KEY, arrays_to_params
+from fltrust.flower.records import CLIENT_ID_KEY, arrays_to_params
 from fltrust.flower.sinks import ClientRow
 from fltrust.flower.tensors import as_tensors, model_device, model_num_classes, read_labels
 from fltrust.flower.validation import ClientIds, ReportSchema
@@ -107,10 +107,8 @@ def _resolve_out_dir(out_dir: str | Path, app_folder: Path | None) -> Path:
     """An absolute ``out_dir``; a relative one is taken in the app's folder (never the process's
     working directory, which under Flower's runtimes is the SuperLink's)."""
     path = Path(out_dir).expanduser()
-    if path.is_absolute():
+    if path.is_absolute() or app_folder is None:  # interactive: the working directory is the only folder there is
         return path.resolve()
-    if app_folder is None:
-        return path.resolve()  # interactive: the working directory is the only folder there is
     from flwr.common.constant import APP_DIR
     from flwr.supercore.utils import get_flwr_home
 
@@ -233,6 +231,8 @@ class InstrumentedStrategy(ObservedStrategy):
         What the observers were told (clients, rounds, the app's facts; label counts as they arrive).
     """
 
+    report_in_metrics = False  # the report is the "fltrust" ConfigRecord: a reply without one is rejected
+
     def __init__(self, strategy: Strategy, *, model: nn.Module, aux: tuple[torch.Tensor, torch.Tensor] | None,
                  test: tuple[torch.Tensor, torch.Tensor] | None, out_dir: Path, name: str,
                  fairness: FairnessSettings | None, trust: TrustSettings | None, facts: dict[str, Any],
@@ -255,18 +255,6 @@ class InstrumentedStrategy(ObservedStrategy):
         self._told_fedsv_cost = self._warned_exact = self._warned_signed = False
 
     # -- replies -------------------------------------------------------------------------------
-    def _report(self, message: Message) -> tuple[dict[str, Any] | None, Any]:
-        """The client's fltrust report (removed from the reply, so the app's strategy never sees it)
-        and its ArrayRecord; ``None`` for a reply without the report (it is rejected)."""
-        content = message.content
-        key = getattr(self.strategy, "arrayrecord_key", "arrays")
-        record = content.array_records.get(key) or next(iter(content.array_records.values()), None)
-        if FLTRUST_KEY not in content.config_records:
-            return None, record
-        values = dict(content[FLTRUST_KEY])
-        del content[FLTRUST_KEY]
-        return values, record
-
     def _accepted(self, server_round: int, rows: list[ClientRow], checked: list) -> None:
         """Record the accepted clients' training label counts (rejected ones never reach RunInfo) and
         say what the round's FedSV will cost, before it runs."""

@@ -122,7 +122,7 @@ class ClientReport:
         return self.reward_result
 
     def _values(self, trained: Any, *, num_examples: int, num_batches: int | None, train_loss: float,
-                performance: Any | None, extra: Mapping[str, float] | None) -> tuple[dict[str, Any], np.ndarray]:
+                performance: Any | None, extra: Mapping[str, float] | None, legacy: bool = False) -> dict[str, Any]:
         if self.reward_result is None or self._start is None:
             raise RuntimeError("call ClientReport.reward(received) before training, then finish(...)")
         sent = _as_params(trained)
@@ -144,7 +144,8 @@ class ClientReport:
         if num_batches is not None:
             values["num-batches"] = int(num_batches)
         values.update({k: float(v) for k, v in (extra or {}).items()})
-        return values, result.confusion
+        values[CONFUSION_KEY] = confusion_to_metric(result.confusion, legacy=legacy)
+        return values
 
     def finish(self, trained: Any, *, num_examples: int, num_batches: int, train_loss: float,
                performance: Any | None = None, extra: Mapping[str, float] | None = None):
@@ -176,10 +177,8 @@ class ClientReport:
         """
         from flwr.app import MetricRecord
 
-        values, confusion = self._values(trained, num_examples=num_examples, num_batches=num_batches,
-                                         train_loss=train_loss, performance=performance, extra=extra)
-        values[CONFUSION_KEY] = confusion_to_metric(confusion)
-        return MetricRecord(values)
+        return MetricRecord(self._values(trained, num_examples=num_examples, num_batches=num_batches,
+                                         train_loss=train_loss, performance=performance, extra=extra))
 
     def finish_legacy(self, trained: Any, **kwargs: Any) -> dict[str, Any]:
         """:meth:`finish` for the legacy API: a dict of scalars (the confusion matrix as JSON).
@@ -197,10 +196,8 @@ class ClientReport:
         dict of str to Any
             The fit metrics for ``NumPyClient.fit`` (``partition-id`` included when known).
         """
-        values, confusion = self._values(trained, performance=kwargs.pop("performance", None),
-                                         extra=kwargs.pop("extra", None), **kwargs)
-        values[CONFUSION_KEY] = confusion_to_metric(confusion, legacy=True)
-        return values
+        return self._values(trained, performance=kwargs.pop("performance", None), extra=kwargs.pop("extra", None),
+                            legacy=True, **kwargs)
 
     def attach(self, content: Any, *, model: Any = None, train_loss: float | None = None):
         """Evaluate the trained model and add the report to the reply's ``content``.
@@ -234,10 +231,8 @@ class ClientReport:
             found = [r["train_loss"] for r in content.metric_records.values() if "train_loss" in r]
             train_loss = float(found[0]) if found else float("nan")
         facts = self.train_facts
-        values, confusion = self._values(model.state_dict(), num_examples=facts["num_examples"],
-                                         num_batches=facts["num_batches"], train_loss=train_loss,
-                                         performance=None, extra=None)
-        values[CONFUSION_KEY] = confusion_to_metric(confusion)
+        values = self._values(model.state_dict(), num_examples=facts["num_examples"],
+                              num_batches=facts["num_batches"], train_loss=train_loss, performance=None, extra=None)
         values[LABEL_COUNTS_KEY] = list(facts["label_counts"])
         if facts.get("num_partitions") is not None:
             values["num-partitions"] = int(facts["num_partitions"])

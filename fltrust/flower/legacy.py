@@ -13,6 +13,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
+from flwr.common import ndarrays_to_parameters, parameters_to_ndarrays
 from flwr.server.strategy import Strategy as LegacyStrategy
 
 from fltrust.flower.records import CLIENT_ID_KEY, CONFUSION_KEY, cast_like, confusion_from_metric
@@ -65,8 +66,6 @@ class ObservedLegacyStrategy(LegacyStrategy):
         list of tuple of (ClientProxy, FitIns)
             The wrapped strategy's instructions.
         """
-        from flwr.common import parameters_to_ndarrays
-
         instructions = self.strategy.configure_fit(server_round, parameters, client_manager)
         self.builder.begin(server_round, [np.array(a, copy=True) for a in parameters_to_ndarrays(parameters)])
         return instructions
@@ -89,8 +88,6 @@ class ObservedLegacyStrategy(LegacyStrategy):
         tuple of (flwr.common.Parameters or None, dict)
             The wrapped strategy's result, its arrays cast back to the global model's dtypes.
         """
-        from flwr.common import ndarrays_to_parameters, parameters_to_ndarrays
-
         rows = []
         for proxy, res in results:
             metrics = dict(res.metrics or {})
@@ -134,8 +131,6 @@ class ObservedLegacyStrategy(LegacyStrategy):
             The wrapped strategy's ``(loss, metrics)``; the loss is recorded as ``aux_loss``, the
             metrics (e.g. ``aux_accuracy``) as further server metrics.
         """
-        from flwr.common import parameters_to_ndarrays
-
         result = self.strategy.evaluate(server_round, parameters)
         metrics: dict[str, Any] = {}
         if result is not None:

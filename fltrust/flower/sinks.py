@@ -226,9 +226,7 @@ class RoundBuilder:
         keys: list[str] = [k for k in CLIENT_METRIC_KEYS if values and all(k in v for v in values)]
         keys += sorted({k for v in values for k in v} - set(keys)) if self.keep_extra else []
         metrics = {k: np.asarray([v.get(k, np.nan) for v in values], dtype=float) for k in keys}
-        confusion = None
-        if rows and all(r.confusion is not None for r in rows):
-            confusion = np.stack([r.confusion for r in rows])
+        confusion = np.stack([r.confusion for r in rows]) if rows and all(r.confusion is not None for r in rows) else None
         return RoundRecord(
             round=pending.round, client_ids=np.asarray([r.client_id for r in rows], dtype=np.int64),
             client_metrics=metrics, client_confusion=confusion, server_metrics=server,

@@ -264,8 +264,14 @@ def _scalar(key: str, value: Any, kind: str, schema: ReportSchema, facts: RoundF
     return number, None
 
 
-def _whole_numbers(key: str, value: Any, length: tuple[int, int], problems: list[Problem]) -> np.ndarray | None:
-    """A list of non-negative whole numbers of a length in ``length`` (checked before conversion)."""
+def _whole_numbers(key: str, values: Mapping[str, Any], length: tuple[int, int],
+                   problems: list[Problem]) -> np.ndarray | None:
+    """``values[key]``, a list of non-negative whole numbers of a length in ``length`` (checked before
+    conversion); None with the problem noted when it is missing or not such a list."""
+    if key not in values:
+        problems.append(Problem(key, "is missing"))
+        return None
+    value = values[key]
     if not isinstance(value, (list, tuple)):
         problems.append(Problem(key, f"must be a list of whole numbers, not {type(value).__name__} {show(value)}"))
         return None
@@ -373,18 +379,15 @@ def check_reply(values: Mapping[str, Any] | None, record: Any, schema: ReportSch
             clean[key] = value
     k = schema.num_classes
     confusion = None
-    if CONFUSION_KEY not in values:
-        problems.append(Problem(CONFUSION_KEY, "is missing"))
-    else:
-        flat = _whole_numbers(CONFUSION_KEY, values[CONFUSION_KEY], (k * k, k * k), problems)
-        if flat is not None:
-            confusion = flat.astype(np.int64).reshape(k, k)
-            total = int(confusion.sum())
-            if "val_samples" in clean and total != clean["val_samples"]:
-                problems.append(Problem(CONFUSION_KEY, f"totals {total:,} samples; val_samples is {clean['val_samples']:,}"))
-            elif "accuracy" in clean and total > 0 and abs(np.trace(confusion) / total - clean["accuracy"]) > ACCURACY_TOLERANCE:
-                problems.append(Problem("accuracy", f"{show(clean['accuracy'])} is not the confusion matrix's trace / "
-                                                    f"total = {np.trace(confusion)}/{total}"))
+    flat = _whole_numbers(CONFUSION_KEY, values, (k * k, k * k), problems)
+    if flat is not None:
+        confusion = flat.astype(np.int64).reshape(k, k)
+        total = int(confusion.sum())
+        if "val_samples" in clean and total != clean["val_samples"]:
+            problems.append(Problem(CONFUSION_KEY, f"totals {total:,} samples; val_samples is {clean['val_samples']:,}"))
+        elif "accuracy" in clean and total > 0 and abs(np.trace(confusion) / total - clean["accuracy"]) > ACCURACY_TOLERANCE:
+            problems.append(Problem("accuracy", f"{show(clean['accuracy'])} is not the confusion matrix's trace / "
+                                                f"total = {np.trace(confusion)}/{total}"))
     if "reward_accuracy" in clean and "val_samples" in clean:
         correct = clean["reward_accuracy"] * clean["val_samples"]
         if abs(correct - round(correct)) > 1e-6 * clean["val_samples"]:
@@ -392,14 +395,11 @@ def check_reply(values: Mapping[str, Any] | None, record: Any, schema: ReportSch
                                                        f"{clean['val_samples']:,} validation samples"))
     counts = None
     if schema.label_counts:
-        if LABEL_COUNTS_KEY not in values:
-            problems.append(Problem(LABEL_COUNTS_KEY, "is missing"))
-        else:
-            counts = _whole_numbers(LABEL_COUNTS_KEY, values[LABEL_COUNTS_KEY], (1, k), problems)
-            if counts is not None and "num-examples" in clean and int(counts.sum()) != clean["num-examples"]:
-                problems.append(Problem(LABEL_COUNTS_KEY, f"sum to {show(float(counts.sum()))}; num-examples is "
-                                                          f"{clean['num-examples']:,}"))
-                counts = None
+        counts = _whole_numbers(LABEL_COUNTS_KEY, values, (1, k), problems)
+        if counts is not None and "num-examples" in clean and int(counts.sum()) != clean["num-examples"]:
+            problems.append(Problem(LABEL_COUNTS_KEY, f"sum to {show(float(counts.sum()))}; num-examples is "
+                                                      f"{clean['num-examples']:,}"))
+            counts = None
     params = _arrays(record, facts, problems)
     if problems or params is None:  # no model without a problem noted
         raise ReportRejected(problems, claimed)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -82,21 +83,13 @@ def slim_federation(fed: Federation) -> Federation:
     bundle = fed.bundle
     empty = np.zeros(0, dtype=np.int64)
     slim_bundle = dataclasses.replace(bundle, train=bundle.train.subset(empty), test=bundle.test.subset(empty))
-
-    def cpu(t: torch.Tensor) -> torch.Tensor:
-        return t.detach().to("cpu")
-
-    return dataclasses.replace(
-        fed, bundle=slim_bundle, x_train=cpu(fed.x_train), y_train=cpu(fed.y_train),
-        train_index=[cpu(i) for i in fed.train_index], val_index=[cpu(i) for i in fed.val_index],
-        x_aux=cpu(fed.x_aux[:0]), y_aux=cpu(fed.y_aux[:0]), x_test=cpu(fed.x_test[:0]), y_test=cpu(fed.y_test[:0]),
-    )
+    slim = dataclasses.replace(fed, bundle=slim_bundle, x_aux=fed.x_aux[:0], y_aux=fed.y_aux[:0],
+                               x_test=fed.x_test[:0], y_test=fed.y_test[:0])
+    return _federation_to(slim, lambda t: t.detach().to("cpu"))
 
 
-def _federation_to(fed: Federation, device: torch.device) -> Federation:
-    def to(t: torch.Tensor) -> torch.Tensor:
-        return t.to(device)
-
+def _federation_to(fed: Federation, to: Callable[[torch.Tensor], torch.Tensor]) -> Federation:
+    """``fed`` with every tensor ``to(tensor)`` (moved)."""
     return dataclasses.replace(
         fed, x_train=to(fed.x_train), y_train=to(fed.y_train), train_index=[to(i) for i in fed.train_index],
         val_index=[to(i) for i in fed.val_index], x_aux=to(fed.x_aux), y_aux=to(fed.y_aux),
@@ -117,7 +110,7 @@ class _ClientRuntime:
         # the process's own copies: the strategy (Ditto's personal models) and the mechanism (its
         # accounting) change per training, and an in-process grid hands over the server's objects
         strategy, privacy = copy.deepcopy(payload.strategy), copy.deepcopy(payload.privacy)
-        self.engine = EngineBase(_federation_to(payload.federation, device), model, strategy=strategy,
+        self.engine = EngineBase(_federation_to(payload.federation, lambda t: t.to(device)), model, strategy=strategy,
                                  privacy=privacy, training=training,
                                  clients_per_round=payload.clients_per_round, run=payload.run, device=device,
                                  attack=payload.attack, reliability=payload.reliability)
@@ -131,7 +124,7 @@ class _ClientRuntime:
         ``FitIns`` records of Flower's SecAgg+ workflow and answer with a ``FitRes`` record, which
         ``secaggplus_mod`` masks before it leaves the node.
         """
-        from flwr.app import ConfigRecord, Message, RecordDict
+        from flwr.app import ConfigRecord, Message, MetricRecord, RecordDict
 
         from fltrust.faults import DROPPED, FAILED, TIMED_OUT, InjectedDropout, InjectedTimeout, client_fault
         from fltrust.algorithms.strategies import Ditto
@@ -180,17 +173,15 @@ class _ClientRuntime:
                                     extra=extra)
             if history:
                 metrics[DP_HISTORY_KEY] = [float(v) for entry in history for v in entry]
+            keep = set(AGGREGATED_KEYS) | set(update.extra)  # what Flower aggregates, and the strategy's keys
             # the per-client report travels beside the metrics Flower's strategy aggregates, as the
             # ConfigRecord "fltrust" that ObservedStrategy reads and removes before aggregation
             content = RecordDict({"arrays": params_to_arrays(sent, self.names),
-                                  "metrics": _aggregated_metrics(metrics, update.extra),
+                                  "metrics": MetricRecord({k: v for k, v in metrics.items() if k in keep}),
                                   FLTRUST_KEY: ConfigRecord(dict(metrics))})
         if isinstance(strategy, Ditto):
-            personal = params_to_arrays(strategy.personal[pid], self.names)
-            if store == "server":
-                content[PERSONAL_KEY] = personal
-            else:
-                context.state[PERSONAL_KEY] = personal
+            holder = content if store == "server" else context.state
+            holder[PERSONAL_KEY] = params_to_arrays(strategy.personal[pid], self.names)
             strategy.personal = {}
         if fault == TIMED_OUT:  # it trained, but its update arrives after the deadline
             raise InjectedTimeout(pid, round_)
@@ -222,15 +213,12 @@ _RUNTIMES: dict[str, tuple[Any, _ClientRuntime]] = {}
 def _runtime(source) -> _ClientRuntime:
     """The process's runtime for this run, built on first use from a Ray ObjectRef (the Ray
     actors of a simulation) or from a :class:`ClientPayload` itself (in-process grids)."""
-    if isinstance(source, ClientPayload):
-        key = f"payload-{id(source)}"
-    else:
-        key = source.hex()
+    local = isinstance(source, ClientPayload)
+    key = f"payload-{id(source)}" if local else source.hex()
     if key not in _RUNTIMES:
         _RUNTIMES.clear()  # one run at a time per process
-        if isinstance(source, ClientPayload):
-            payload = source
-        else:
+        payload = source
+        if not local:
             import ray
 
             payload = ray.get(source)
@@ -256,11 +244,3 @@ def build_client_app(payload_ref):
 
     return app
 
-
-def _aggregated_metrics(report, strategy_keys) -> Any:
-    """The MetricRecord a ClientApp sends for Flower's aggregation: :data:`AGGREGATED_KEYS` and
-    the strategy's keys (e.g. q-FFL's ``qffl_loss``), taken from the full ``report``."""
-    from flwr.app import MetricRecord
-
-    keep = set(AGGREGATED_KEYS) | set(strategy_keys)
-    return MetricRecord({k: v for k, v in report.items() if k in keep})

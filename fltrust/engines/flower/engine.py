@@ -60,7 +60,7 @@ from fltrust.algorithms.strategies import Strategy
 from fltrust.config import ConfigError, FlowerConfig
 from fltrust.core.evaluation import get_params
 from fltrust.core.records import Params, RunInfo
-from fltrust.engines.base import EngineBase, RunSettings
+from fltrust.engines.base import EngineBase, progress_bar
 from fltrust.flower.adapter import ObservedStrategy, aux_evaluate_fn
 from fltrust.engines.flower.client_app import (
     AGGREGATED_KEYS,
@@ -269,19 +269,17 @@ class FlowerEngine(EngineBase):
     def _observe(self, server_round: int, *, sampled: int, reasons: list[str], arrived_ids: list[int]) -> None:
         """Count a round's error replies by injected category (an unexpected error is raised) and
         the malicious clients among the updates that arrived -> server metrics of the round."""
-        from fltrust.faults import count_errors
+        from fltrust.faults import DROPPED, FAILED, TIMED_OUT, count_errors
 
         counts = count_errors(reasons)
         if counts["unexpected"]:
             odd = [r for r in reasons if "[fltrust:injected-" not in r]
             raise RuntimeError(f"round {server_round}: {len(odd)} client(s) failed: {'; '.join(odd)}")
-        out = self._rounds.setdefault(server_round, {})
-        if self.attack_plan.active:
-            out["num_malicious"] = float(sum(self.attack_plan.is_malicious(c) for c in arrived_ids))
-        if self.reliability.active:
-            out.update({"num_sampled": float(sampled), "num_dropped": float(counts["dropped"]),
-                        "num_failed": float(counts["failed"]), "num_timed_out": float(counts["timed_out"]),
-                        "num_aggregated": float(len(arrived_ids)), "model_kept": float(not arrived_ids)})
+        counters: dict[str, float] = {}
+        if self.reliability.active:  # num_sampled, num_dropped, num_failed, num_timed_out
+            counters = {"num_sampled": float(sampled)}
+            counters.update({f"num_{k}": float(counts[k]) for k in (DROPPED, FAILED, TIMED_OUT)})
+        self._rounds.setdefault(server_round, {}).update(self.round_extras(arrived_ids, counters))
 
     def _filter_replies(self, server_round: int, replies: list) -> list:
         """ObservedStrategy ``reply_filter``: the error replies of injected failures are counted and
@@ -289,18 +287,13 @@ class FlowerEngine(EngineBase):
         from fltrust.faults import classify_error
         from fltrust.flower.records import CLIENT_ID_KEY
 
-        kept, reasons = [], []
-        for message in replies:
-            if message.has_error() and classify_error(message.error.reason) is not None:
-                reasons.append(message.error.reason)
-            else:
-                kept.append(message)
+        kept = [m for m in replies if not (m.has_error() and classify_error(m.error.reason) is not None)]
         arrived = [int(m.content[FLTRUST_KEY][CLIENT_ID_KEY]) for m in kept if not m.has_error()]
-        self._observe(server_round, sampled=len(replies), reasons=reasons + [m.error.reason for m in kept if m.has_error()],
+        self._observe(server_round, sampled=len(replies), reasons=[m.error.reason for m in replies if m.has_error()],
                       arrived_ids=arrived)
         return kept
 
-    def _secagg_server(self, p: SecAggPlus, grid, context, recorder: RunRecorder, mapping: dict[int, int], evaluate) -> None:
+    def _secagg_server(self, p: SecAggPlus, grid, context, recorder: RunRecorder, mapping: dict[int, int], evaluate):
         """``privacy.secure_aggregation: secagg+``: Flower's ``DefaultWorkflow`` with
         ``SecAggPlusWorkflow`` driving a legacy FedAvg (fltrust's sampling) through a
         ``LegacyContext``. The server only sees the weighted sum of the masked, quantised updates;
@@ -355,8 +348,7 @@ class FlowerEngine(EngineBase):
             on_errors=on_errors, on_done=on_done)
         legacy = LegacyContext(context=context, config=ServerConfig(num_rounds=self.training.rounds), strategy=observed)
         DefaultWorkflow(fit_workflow=workflow)(grid, legacy)
-        self._final = observed.builder.final_params
-        self.timings["round_s"] = [observed.builder.round_seconds[r] for r in sorted(observed.builder.round_seconds)]
+        return observed
 
     def _simulate(self, server_app, payload: ClientPayload) -> None:
         """Run ``server_app`` against one ClientApp per client on Flower's Simulation Runtime."""
@@ -408,17 +400,17 @@ class FlowerEngine(EngineBase):
                     return result
 
                 if self.secure_aggregation is not None:
-                    self._secagg_server(self.secure_aggregation, grid, context, recorder, mapping, evaluate)
-                    return
-                strategy = build_flower_strategy(self.strategy, clients_per_round=self.per_round, seed=self.seed,
-                                                 central_noise=self.privacy.central_noise,
-                                                 central_loss=self._central_loss,
-                                                 ditto_personal_store=self.flower.ditto_personal_store)
-                observed = ObservedStrategy(strategy, recorder, sampler=self.sample_clients, node_partitions=mapping,
-                                            keep_extra_metrics=False, server_metrics_fn=self._server_metrics,
-                                            reply_hook=self._merge_dp, strict=True, reply_filter=self._filter_replies)
-                observed.start(grid, params_to_arrays(get_params(self.model), names), num_rounds=self.training.rounds,
-                               evaluate_fn=evaluate)
+                    observed = self._secagg_server(self.secure_aggregation, grid, context, recorder, mapping, evaluate)
+                else:
+                    strategy = build_flower_strategy(self.strategy, clients_per_round=self.per_round, seed=self.seed,
+                                                     central_noise=self.privacy.central_noise,
+                                                     central_loss=self._central_loss,
+                                                     ditto_personal_store=self.flower.ditto_personal_store)
+                    observed = ObservedStrategy(strategy, recorder, sampler=self.sample_clients, node_partitions=mapping,
+                                                keep_extra_metrics=False, server_metrics_fn=self._server_metrics,
+                                                reply_hook=self._merge_dp, strict=True, reply_filter=self._filter_replies)
+                    observed.start(grid, params_to_arrays(get_params(self.model), names),
+                                   num_rounds=self.training.rounds, evaluate_fn=evaluate)
                 self._final = observed.builder.final_params
                 self.timings["round_s"] = [observed.builder.round_seconds[r] for r in sorted(observed.builder.round_seconds)]
             except BaseException as exc:  # noqa: BLE001 - re-raised in run(), after Flower has shut down
@@ -482,7 +474,7 @@ class FlowerEngine(EngineBase):
         start_time = time.perf_counter()
         self._error, self._final, self._aux, self._rounds, self._tally = None, None, None, {}, None
         self.timings = {"flower_version": require_flower()}
-        progress = _progress(self.settings, self.training.rounds)
+        progress = progress_bar(self.settings, self.training.rounds, label=" (flower)")
         self._stop.clear()
         try:
             with quiet_flower(verbose=log.isEnabledFor(logging.DEBUG)), sigint_stops(self._stop) as ctrl_c:
@@ -513,8 +505,3 @@ def _legacy_dp(metrics: dict) -> dict:
     value = metrics.get(DP_HISTORY_KEY)
     return {**metrics, DP_HISTORY_KEY: json.loads(value)} if isinstance(value, str) else metrics
 
-
-def _progress(run: RunSettings, rounds: int):
-    from tqdm.auto import tqdm
-
-    return tqdm(total=rounds, desc=f"{run.name} (flower)", unit="round", disable=not run.progress, leave=False)

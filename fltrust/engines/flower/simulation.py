@@ -28,6 +28,7 @@ import socket
 import subprocess
 import sys
 import threading
+import types
 import warnings
 from dataclasses import dataclass
 
@@ -79,19 +80,17 @@ def ray_on_loopback():
         ray_constants.ENABLE_RAY_CLUSTER = previous
 
 
-class _QuietFilter(logging.Filter):
-    def filter(self, record: logging.LogRecord) -> bool:
-        text = record.getMessage()
-        return not any(m in text for m in _QUIET_MESSAGES)
+def _not_quieted(record: logging.LogRecord) -> bool:
+    """The log filter of :func:`quiet_flower`: False for Flower's expected messages."""
+    return not any(m in record.getMessage() for m in _QUIET_MESSAGES)
 
 
 @contextlib.contextmanager
 def quiet_flower(verbose: bool):
     """Flower's INFO chatter off (unless ``verbose``) and its two expected warnings dropped."""
     logger = logging.getLogger("flwr")
-    quiet = _QuietFilter()
     level = logger.level
-    logger.addFilter(quiet)
+    logger.addFilter(_not_quieted)
     if not verbose:
         logger.setLevel(logging.WARNING)
     try:
@@ -101,7 +100,7 @@ def quiet_flower(verbose: bool):
             warnings.filterwarnings("ignore", message="Tip: In future versions of Ray", category=FutureWarning)
             yield
     finally:
-        logger.removeFilter(quiet)
+        logger.removeFilter(_not_quieted)
         logger.setLevel(level)
 
 
@@ -148,9 +147,8 @@ def check_ray_target(flower: FlowerConfig) -> RayTarget | None:
                                   f"this machine has, so no client could start; use flower.num_gpus <= {gpus}")
         return None
     target = resolve_ray_target(flower.ray_address)
-    host, port = _split(target.contact)
     try:
-        socket.create_connection((host, port), timeout=5).close()
+        socket.create_connection(_split(target.contact), timeout=5).close()
     except OSError as exc:
         raise ConfigError(f"{target.field}: nothing answers at {target.contact} "
                           f"({exc.strerror or type(exc).__name__}); start the cluster (`ray start --head`) "
@@ -216,10 +214,6 @@ class RayTarget:
         """``flower.ray_address='...'`` for error messages (naming the contacted address where it differs)."""
         shown = f"flower.ray_address={self.given!r}"
         return shown if self.address == self.given else f"{shown} (the cluster at {self.address})"
-
-    def mode(self):
-        """The context :func:`join_ray` calls ``ray.init`` in: Ray's loopback mode for a loopback cluster."""
-        return ray_on_loopback() if self.loopback and not self.client else contextlib.nullcontext()
 
     def init_kwargs(self) -> dict:
         """The arguments of ``ray.init`` that depend on the target."""
@@ -334,14 +328,16 @@ def _trial_join(target: RayTarget, timeout_s: float) -> dict:
         except subprocess.TimeoutExpired:
             os.killpg(child.pid, signal.SIGKILL)  # its own session: the child and anything it started
             out, _ = child.communicate()
-            if _TRIAL_MARK in out:  # it joined, and then hung leaving
-                return _trial_view(out)
-            raise ConfigError(f"{target.field}: Ray did not join the cluster at {target.contact} within "
-                              f"{timeout_s:.0f} s ({_last_line(out)}); check that it runs there, that this "
-                              f"machine is one of its nodes (or use ray://), and that its Ray version is "
-                              f"{_ray_version()}") from None
+            if _TRIAL_MARK not in out:  # else it joined, and then hung leaving
+                import ray
+
+                raise ConfigError(f"{target.field}: Ray did not join the cluster at {target.contact} within "
+                                  f"{timeout_s:.0f} s ({_last_line(out)}); check that it runs there, that this "
+                                  f"machine is one of its nodes (or use ray://), and that its Ray version is "
+                                  f"{ray.__version__}") from None
     if _TRIAL_MARK in out:
-        return _trial_view(out)
+        line = next(line for line in out.splitlines() if line.startswith(_TRIAL_MARK))
+        return json.loads(line[len(_TRIAL_MARK):])
     raise ConfigError(f"{target.field}: Ray could not join the cluster at {target.contact} "
                       f"(exit {child.returncode}: {_last_line(out)})")
 
@@ -349,22 +345,11 @@ def _trial_join(target: RayTarget, timeout_s: float) -> dict:
 _TRIAL_MARK = "FLTRUST-TRIAL "
 
 
-def _trial_view(out: str) -> dict:
-    line = next(line for line in out.splitlines() if line.startswith(_TRIAL_MARK))
-    return json.loads(line[len(_TRIAL_MARK):])
-
-
 def _last_line(text: str) -> str:
     lines = [line.strip() for line in (text or "").splitlines() if line.strip()]
     # Ray's log prefix "[date time W pid tid] file.h:153: " dropped
     last = re.sub(r"^\[[^]]*\]\s*(\S+:\d+:\s*)?", "", lines[-1]) if lines else "no output"
     return last if len(last) <= 240 else last[:237] + "..."
-
-
-def _ray_version() -> str:
-    import ray
-
-    return ray.__version__
 
 
 def join_ray(target: RayTarget, timeout_s: float | None = None, **options) -> None:
@@ -396,7 +381,7 @@ def join_ray(target: RayTarget, timeout_s: float | None = None, **options) -> No
 
     trial = _trial_join(target, RAY_JOIN_TIMEOUT_S if timeout_s is None else timeout_s)
     _check_joined(target, trial.get("gcs"), trial.get("node_ip"))
-    with target.mode():
+    with ray_on_loopback() if target.loopback and not target.client else contextlib.nullcontext():  # a loopback cluster
         ray.init(**target.init_kwargs(), **options)
     if not target.client:
         try:
@@ -512,13 +497,6 @@ def stop_with(grid, stop: threading.Event) -> None:
     grid.pull_messages = pull_messages
 
 
-class Interrupt:
-    """What :func:`sigint_stops` saw: ``interrupted`` is True once a Ctrl-C arrived."""
-
-    def __init__(self) -> None:
-        self.interrupted = False
-
-
 @contextlib.contextmanager
 def sigint_stops(stop: threading.Event):
     """Within the block, a first Ctrl-C (SIGINT) only sets ``stop``; a second one raises
@@ -535,10 +513,10 @@ def sigint_stops(stop: threading.Event):
 
     Yields
     ------
-    Interrupt
+    types.SimpleNamespace
         Its ``interrupted`` tells whether a Ctrl-C arrived in the block.
     """
-    seen = Interrupt()
+    seen = types.SimpleNamespace(interrupted=False)  # True once a Ctrl-C arrived
     if (threading.current_thread() is not threading.main_thread()
             or signal.getsignal(signal.SIGINT) is not signal.default_int_handler):
         yield seen

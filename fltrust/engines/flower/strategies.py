@@ -43,8 +43,10 @@ from typing import Any, cast
 import numpy as np
 
 from flwr.app import ArrayRecord, ConfigRecord, Message, MessageType, MetricRecord, RecordDict
+from flwr.common import FitIns
 from flwr.server.strategy import FedAvg as LegacyFedAvg
 from flwr.server.workflow import SecAggPlusWorkflow
+from flwr.server.workflow.constant import MAIN_CONFIGS_RECORD, Key
 from flwr.serverapp import Grid
 from flwr.serverapp.strategy import (
     Bulyan,
@@ -253,9 +255,8 @@ class QFedAvg(FlowerQFedAvg):
             raise RuntimeError("QFedAvg.aggregate_train called before configure_train")
         global_params = arrays_to_params(current)
         client_params = [arrays_to_params(next(iter(m.content.array_records.values()))) for m in valid]
-        if self.variant == "flower_legacy":
-            loss = float(cast(Callable, self.central_loss)(server_round, current))
-            losses = [loss] * len(valid)
+        if self.variant == "flower_legacy":  # one central loss for every client
+            losses = [float(cast(Callable, self.central_loss)(server_round, current))] * len(valid)
         else:
             losses = [float(next(iter(m.content.metric_records.values()))[self.train_loss_key]) for m in valid]
         new = qffl_aggregate(global_params, client_params, losses, q=self.q, learning_rate=self.client_learning_rate)
@@ -340,10 +341,6 @@ class FlowerCounterpart:
     secure_aggregation: bool = False
 
 
-def _qfedavg(s: fl.QFedAvg, r: FlowerRound):
-    return QFedAvg(s.qffl_learning_rate, s.q, variant=s.qfedavg_variant, central_loss=r.central_loss, **r.common)
-
-
 FLOWER_STRATEGIES: dict[type[fl.Strategy], FlowerCounterpart] = {
     fl.FedAvg: FlowerCounterpart(lambda s, r: FedAvg(**r.common), secure_aggregation=True),
     fl.FedProx: FlowerCounterpart(lambda s, r: FedProx(**r.common, proximal_mu=s.proximal_mu), secure_aggregation=True),
@@ -356,7 +353,8 @@ FLOWER_STRATEGIES: dict[type[fl.Strategy], FlowerCounterpart] = {
     # one-shot Multi-Krum; see fltrust.algorithms.aggregation), so both engines compute the same
     fl.Bulyan: FlowerCounterpart(lambda s, r: Bulyan(**r.common, num_malicious_nodes=s.num_malicious_nodes,
                                                      selection_rule=krum_selection_rule)),
-    fl.QFedAvg: FlowerCounterpart(_qfedavg),
+    fl.QFedAvg: FlowerCounterpart(lambda s, r: QFedAvg(s.qffl_learning_rate, s.q, variant=s.qfedavg_variant,
+                                                       central_loss=r.central_loss, **r.common)),
     fl.Ditto: FlowerCounterpart(lambda s, r: Ditto(**r.common, personal_store=r.personal_store)),
 }
 """fltrust strategy class -> its Flower counterpart (the exact class: a subclass that changes the
@@ -441,8 +439,7 @@ def build_flower_strategy(strategy: fl.Strategy, *, clients_per_round: int, seed
     """
     m = int(clients_per_round)
     weight = "num-batches" if strategy.weighting == "batches" else "num-examples"
-    if central_noise is not None:
-        weight = UNIT_WEIGHT_KEY
+    weight = UNIT_WEIGHT_KEY if central_noise is not None else weight
     common = dict(fraction_train=1.0, fraction_evaluate=0.0, min_train_nodes=m, min_evaluate_nodes=0,
                   min_available_nodes=m, weighted_by_key=weight, train_metrics_aggr_fn=mean_scalar_metrics)
     # Flower's DP wrapper clips every ArrayRecord of a reply, so under server-side DP the
@@ -534,8 +531,6 @@ class SampledLegacyFedAvg(LegacyFedAvg):
         RuntimeError
             If a sampled client has no connected SuperNode.
         """
-        from flwr.common import FitIns
-
         by_client = {c: n for n, c in self.node_partitions.items()}
         proxies = {int(p.node_id): p for p in client_manager.all().values()}
         fit_ins = FitIns(parameters, {"server-round": int(server_round)})
@@ -579,18 +574,15 @@ class ObservedSecAggPlusWorkflow(SecAggPlusWorkflow):
     def __init__(self, *args, on_errors: Callable[[int, list[str]], None] | None = None,
                  on_done: Callable[[int, bool], None] | None = None, **kwargs) -> None:
         super().__init__(*args, **kwargs)
-        self.on_errors = on_errors
-        self.on_done = on_done
+        self.on_errors = on_errors or (lambda server_round, reasons: None)
+        self.on_done = on_done or (lambda server_round, ok: None)
 
     @staticmethod
     def _round(context) -> int:
-        from flwr.server.workflow.constant import MAIN_CONFIGS_RECORD, Key
-
         return int(context.state.config_records[MAIN_CONFIGS_RECORD][Key.CURRENT_ROUND])
 
     def __call__(self, grid: Grid, context) -> None:
-        if self.on_done is not None:
-            self.on_done(self._round(context), False)
+        self.on_done(self._round(context), False)
         super().__call__(grid, context)
 
     def collect_masked_vectors_stage(self, grid: Grid, context, state) -> bool:
@@ -612,8 +604,7 @@ class ObservedSecAggPlusWorkflow(SecAggPlusWorkflow):
         """
         ok = super().collect_masked_vectors_stage(grid, context, state)
         errors = {id(e.args[0]): e.args[0] for e in state.failures if e.args}
-        if self.on_errors is not None:
-            self.on_errors(self._round(context), [str(getattr(err, "reason", err)) for err in errors.values()])
+        self.on_errors(self._round(context), [str(getattr(err, "reason", err)) for err in errors.values()])
         return ok
 
     def unmask_stage(self, grid: Grid, context, state) -> bool:
@@ -634,6 +625,5 @@ class ObservedSecAggPlusWorkflow(SecAggPlusWorkflow):
             Whether the stage succeeded (Flower's result, unchanged).
         """
         ok = super().unmask_stage(grid, context, state)
-        if self.on_done is not None:
-            self.on_done(self._round(context), bool(ok))
+        self.on_done(self._round(context), bool(ok))
         return ok
