@@ -47,8 +47,8 @@ _OPTIONAL = ("provenance", "applicable")
 """Fields written only when set (``provenance``) or ``False`` (``applicable``); defaults when absent."""
 
 
-class _Plain:
-    """JSON-ready ``to_dict`` / ``from_dict`` of a result dataclass, field by field in declaration order.
+class PlainResult:
+    """The base of the four result classes: JSON-ready ``to_dict`` / ``from_dict``, field by field.
 
     A list of results (``metrics``, ``notions``, ``pillars``) is written and read as a list of their
     dicts; ``provenance`` is written only when set and ``applicable`` only when ``False``.
@@ -103,7 +103,7 @@ class _Plain:
 
 
 @dataclass
-class MetricResult(_Plain):
+class MetricResult(PlainResult):
     """One scored metric.
 
     Attributes
@@ -156,7 +156,7 @@ class MetricResult(_Plain):
 
 
 @dataclass
-class NotionResult(_Plain):
+class NotionResult(PlainResult):
     """One notion: its metrics and its score (weight = notion weight within its pillar).
 
     ``applicable`` is ``False`` when every metric of the notion is n/a (extended mode).
@@ -172,7 +172,7 @@ class NotionResult(_Plain):
 
 
 @dataclass
-class PillarResult(_Plain):
+class PillarResult(PlainResult):
     """One pillar: its notions and its score (weight = pillar weight in the trust score).
 
     ``applicable`` is ``False`` when every notion of the pillar is n/a (extended mode).
@@ -198,7 +198,7 @@ class PillarResult(_Plain):
 
 
 @dataclass
-class TrustReport(_Plain):
+class TrustReport(PlainResult):
     """Result of :func:`fltrust.trust.scoring.score_factsheet`.
 
     Attributes
