@@ -326,10 +326,8 @@ def _from_fltrust(exc: BaseException) -> bool:
     """True when ``exc``'s class is defined in fltrust or fltrust code raised it (a deliberate message)."""
     if type(exc).__module__.split(".")[0] == "fltrust":
         return True
-    tb = exc.__traceback__
-    while tb is not None and tb.tb_next is not None:
-        tb = tb.tb_next
-    return tb is not None and tb.tb_frame.f_code.co_filename.startswith(str(Path(__file__).resolve().parent) + os.sep)
+    last = traceback.extract_tb(exc.__traceback__, limit=-1)  # the frame that raised it
+    return bool(last) and last[0].filename.startswith(str(Path(__file__).resolve().parent) + os.sep)
 
 
 def _non_directory_parent(path: str | None) -> str | None:

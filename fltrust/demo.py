@@ -170,8 +170,10 @@ def _cell(value: Any, digits: int = 3) -> str:
     return f"{float(value):.{digits}f}"
 
 
-def _table(header: Sequence[str], rows: Sequence[Sequence[str]], indent: str = "  ") -> list[str]:
-    """Plain-text table, columns left-aligned to their widest cell."""
+def _table(header: Sequence[str], rows: Sequence[Sequence[str]], what: str, indent: str = "  ") -> list[str]:
+    """Plain-text table, columns left-aligned to their widest cell; ``no <what> result`` without rows."""
+    if not rows:
+        return [f"{indent}no {what} result"]
     widths = [max(len(str(r[i])) for r in [header, *rows]) for i in range(len(header))]
     return [indent + "  ".join(str(c).ljust(w) for c, w in zip(row, widths)).rstrip() for row in [header, *rows]]
 
@@ -197,9 +199,7 @@ def fairness_headline(results_dir: str | Path) -> list[str]:
     rows = [(r.condition, _cell(r.paper_F_T, 2), _cell(r.ours_F_T), _cell(r.delta), _data_label(r.synthetic))
             for r in table.itertuples()]
     title = "Federated Fairness Analytics: general fairness F_T (Table 3)" + _scale(results)
-    if not rows:
-        return [title, "  no condition result"]
-    return [title, *_table(("condition", "reported", "ours", "Δ", "data"), rows)]
+    return [title, *_table(("condition", "reported", "ours", "Δ", "data"), rows, "condition")]
 
 
 def trust_headline(results_dir: str | Path) -> list[str]:
@@ -230,9 +230,7 @@ def trust_headline(results_dir: str | Path) -> list[str]:
         rows.append((res["experiment"], res["paper_dataset"], _cell(paper.get(res["experiment"]), 2), *ours,
                      _data_label(res["synthetic"])))
     title = "FederatedTrust: trust score per experiment and scoring mode (Figures 4-5)" + _scale(results)
-    if not rows:
-        return [title, "  no experiment result"]
-    return [title, *_table(("exp", "dataset", "reported", *modes, "data"), rows)]
+    return [title, *_table(("exp", "dataset", "reported", *modes, "data"), rows, "experiment")]
 
 
 def _data_label(synthetic: bool) -> str:

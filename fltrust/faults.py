@@ -83,10 +83,7 @@ class InjectedDropout(InjectedFault):
 
 
 class InjectedFailure(InjectedFault):
-    """The client's training raised (``reliability.failure_rate``)."""
-
-    category = FAILED
-    marker = "[fltrust:injected-failure]"
+    """The client's training raised (``reliability.failure_rate``); the category and marker are the base's."""
 
 
 class InjectedTimeout(InjectedFault):
@@ -119,12 +116,11 @@ def client_fault(seed: int, round_: int, client_id: int, rel: ReliabilityConfig)
     if not rel.active:
         return OK
     u = float(np.random.default_rng([int(seed), int(round_), int(client_id), 23]).random())
-    if u < rel.dropout_rate:
-        return DROPPED
-    if u < rel.dropout_rate + rel.failure_rate:
-        return FAILED
-    if u < rel.dropout_rate + rel.failure_rate + rel.timeout_rate:
-        return TIMED_OUT
+    bound = 0.0
+    for category, rate in ((DROPPED, rel.dropout_rate), (FAILED, rel.failure_rate), (TIMED_OUT, rel.timeout_rate)):
+        bound += rate  # the cumulative rates: dropout, + failure, + timeout
+        if u < bound:
+            return category
     return OK
 
 

@@ -222,13 +222,6 @@ _STATISTICS: dict[TrustMode, dict[str, Any]] = {
         "cap_cvs": True,
         "cap_fi": False,
     },
-    "paper": {
-        "entropy_method": "client_identification",
-        "class_imbalance_method": "present_classes",
-        "feature_importance_method": "class_sums",
-        "cap_cvs": False,
-        "cap_fi": False,
-    },
     "fixed": {
         "entropy_method": "client_identification",
         "class_imbalance_method": "all_classes",
@@ -237,6 +230,8 @@ _STATISTICS: dict[TrustMode, dict[str, Any]] = {
         "cap_fi": True,
     },
 }
+# the paper's statistics: the prototype's, with the client-identification entropy and uncapped CVs
+_STATISTICS["paper"] = {**_STATISTICS["prototype"], "entropy_method": "client_identification", "cap_cvs": False}
 _STATISTICS["extended"] = _STATISTICS["fixed"]
 TRUST_MODE_DEFAULTS: dict[TrustMode, dict[str, Any]] = {
     mode: {**_STATISTICS[mode], "nan_is_missing": "nan_is_missing" in TRUST_SCORING_DEFAULTS[mode]["fixes"]}

@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import math
 import reprlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
@@ -131,9 +131,29 @@ def _positive(owner: str, name: str, value: Any, *, allow_zero: bool = False) ->
         raise SettingsError(owner, name, f"={show(value)} must be {'>= 0' if allow_zero else '> 0'}")
 
 
-def _resolve(settings: Any, defaults: dict[str, Any]) -> None:
-    """Replace ``None`` switches by the mode's defaults (the dataclass is frozen)."""
-    for name, default in defaults.items():
+def _nonnegative(owner: str, name: str, value: Any) -> None:
+    _positive(owner, name, value, allow_zero=True)
+
+
+_BOOL = (True, False)
+
+
+def _check_fields(settings: Any, owner: str, **rules: tuple[Any, ...] | Callable[[str, str, Any], None]) -> None:
+    """Check the named fields, in the order given: a tuple lists the allowed values (:func:`_choice`),
+    else the rule is a check ``rule(owner, name, value)`` (:func:`_positive`, :func:`_nonnegative`)."""
+    for name, rule in rules.items():
+        value = getattr(settings, name)
+        if isinstance(rule, tuple):
+            _choice(owner, name, value, rule)
+        else:
+            rule(owner, name, value)
+
+
+def _resolve(settings: Any, owner: str, modes: tuple[str, ...], defaults: Mapping[Any, dict[str, Any]]) -> None:
+    """Check ``settings.mode`` against ``modes``, then replace ``None`` switches by the mode's
+    ``defaults`` (the dataclass is frozen)."""
+    _choice(owner, "mode", settings.mode, modes)
+    for name, default in defaults[settings.mode].items():
         if getattr(settings, name) is None:
             object.__setattr__(settings, name, default)
 
@@ -288,26 +308,17 @@ class FairnessSettings(FairnessOptions):
 
     def __post_init__(self) -> None:
         owner = "FairnessSettings"
-        _choice(owner, "mode", self.mode, FAIRNESS_MODES)
-        _resolve(self, FAIRNESS_MODE_DEFAULTS[self.mode])
-        _choice(owner, "shapley_include_empty", self.shapley_include_empty, (True, False))
-        _choice(owner, "coalition_weighting", self.coalition_weighting, COALITION_WEIGHTINGS)
-        _choice(owner, "nonpositive_policy", self.nonpositive_policy, NONPOSITIVE_POLICIES)
-        _choice(owner, "reward", self.reward, REWARDS)
-        _choice(owner, "group_metric", self.group_metric, GROUP_METRICS)
-        _choice(owner, "jain_zero_guard", self.jain_zero_guard, JAIN_ZERO_GUARDS)
-        _choice(owner, "shapley", self.shapley, SHAPLEY_METHODS)
-        _positive(owner, "shapley_permutations", self.shapley_permutations)
-        _positive(owner, "exact_max_players", self.exact_max_players)
-        _positive(owner, "shapley_auto_exact_players", self.shapley_auto_exact_players)
-        _positive(owner, "shapley_sampler_permutations", self.shapley_sampler_permutations)
-        _positive(owner, "shapley_truncation", self.shapley_truncation, allow_zero=True)
-        _positive(owner, "shapley_target_error", self.shapley_target_error, allow_zero=True)
+        _resolve(self, owner, FAIRNESS_MODES, FAIRNESS_MODE_DEFAULTS)
+        _check_fields(self, owner, shapley_include_empty=_BOOL, coalition_weighting=COALITION_WEIGHTINGS,
+                      nonpositive_policy=NONPOSITIVE_POLICIES, reward=REWARDS, group_metric=GROUP_METRICS,
+                      jain_zero_guard=JAIN_ZERO_GUARDS, shapley=SHAPLEY_METHODS, shapley_permutations=_positive,
+                      exact_max_players=_positive, shapley_auto_exact_players=_positive,
+                      shapley_sampler_permutations=_positive, shapley_truncation=_nonnegative,
+                      shapley_target_error=_nonnegative)
         if self.shapley_target_error >= 1:
             raise SettingsError(owner, "shapley_target_error", f"={show(self.shapley_target_error)} must be a fraction "
                                 "of the value range in [0, 1) (0 = a fixed number of permutations)")
-        _positive(owner, "shapley_max_coalitions", self.shapley_max_coalitions)
-        _positive(owner, "aux_batch_size", self.aux_batch_size)
+        _check_fields(self, owner, shapley_max_coalitions=_positive, aux_batch_size=_positive)
         if not isinstance(self.notion_weights, Mapping):
             raise SettingsError(owner, "notion_weights", f"={show(self.notion_weights)} must be a mapping notion name "
                                 "-> weight, e.g. {'f_j': 0.5, 'my_notion': 0.1}")
@@ -546,19 +557,12 @@ class TrustSettings(TrustOptions):
 
     def __post_init__(self) -> None:
         owner = "TrustSettings"
-        _choice(owner, "mode", self.mode, TRUST_MODES)
-        _resolve(self, TRUST_MODE_DEFAULTS[self.mode])
-        _choice(owner, "entropy_method", self.entropy_method, ENTROPY_METHODS)
-        _choice(owner, "class_imbalance_method", self.class_imbalance_method, CLASS_IMBALANCE_METHODS)
-        _choice(owner, "feature_importance_method", self.feature_importance_method, FEATURE_IMPORTANCE_METHODS)
-        for name in ("cap_cvs", "cap_fi", "nan_is_missing", "score_every_round", "model_metrics_every_round"):
-            _choice(owner, name, getattr(self, name), (True, False))
-        _positive(owner, "evasion_eps", self.evasion_eps)
-        _positive(owner, "evasion_samples", self.evasion_samples, allow_zero=True)
-        _positive(owner, "evasion_pgd_steps", self.evasion_pgd_steps)
-        _positive(owner, "mia_samples", self.mia_samples, allow_zero=True)
-        _positive(owner, "reference_samples", self.reference_samples)
-        _positive(owner, "reputation_tolerance", self.reputation_tolerance, allow_zero=True)
+        _resolve(self, owner, TRUST_MODES, TRUST_MODE_DEFAULTS)
+        _check_fields(self, owner, entropy_method=ENTROPY_METHODS, class_imbalance_method=CLASS_IMBALANCE_METHODS,
+                      feature_importance_method=FEATURE_IMPORTANCE_METHODS, cap_cvs=_BOOL, cap_fi=_BOOL,
+                      nan_is_missing=_BOOL, score_every_round=_BOOL, model_metrics_every_round=_BOOL,
+                      evasion_eps=_positive, evasion_samples=_nonnegative, evasion_pgd_steps=_positive,
+                      mia_samples=_nonnegative, reference_samples=_positive, reputation_tolerance=_nonnegative)
         if not isinstance(self.declared, dict):
             raise SettingsError(owner, "declared", f"={show(self.declared)} must be a mapping")
         for key, value in self.declared.items():  # scalars only: a YAML alias bomb never reaches str()/repr()
@@ -568,14 +572,9 @@ class TrustSettings(TrustOptions):
                 raise SettingsError(owner, f"declared.{name}", f"={show(value)} must be a number or a word (at most "
                                     "64 characters), e.g. testing_coverage: 0.8 or encryption: none")
         validate_declarations(self.declared, owner=owner)
-        _positive(owner, "clever_samples", self.clever_samples, allow_zero=True)
-        _positive(owner, "clever_nb_batches", self.clever_nb_batches)
-        _positive(owner, "clever_batch_size", self.clever_batch_size)
-        _positive(owner, "clever_radius", self.clever_radius)
-        _choice(owner, "clever_norm", self.clever_norm, CLEVER_NORMS)
-        _positive(owner, "shap_background", self.shap_background)
-        _positive(owner, "shap_samples", self.shap_samples, allow_zero=True)
-        _positive(owner, "shap_nsamples", self.shap_nsamples)
+        _check_fields(self, owner, clever_samples=_nonnegative, clever_nb_batches=_positive, clever_batch_size=_positive,
+                      clever_radius=_positive, clever_norm=CLEVER_NORMS, shap_background=_positive,
+                      shap_samples=_nonnegative, shap_nsamples=_positive)
 
     @property
     def switches(self) -> dict[str, Any]:

@@ -27,7 +27,8 @@ Example
 Modules
 -------
 - :mod:`~fltrust.config.checks`: :class:`ConfigError` and the value checks the sections use
-  (``choice``, ``positive``, ``at_most``, ``fraction``).
+  (``choice``, ``positive``, ``nonnegative``, ``at_most``, ``fraction``, ``share``; ``check_fields``
+  runs a section's rules, field by field).
 - :mod:`~fltrust.config.data`: the ``data``, ``partition`` and ``model`` sections
   (:class:`DataConfig`, :class:`PartitionConfig`, :class:`ModelConfig`).
 - :mod:`~fltrust.config.learning`: ``strategy``, ``training`` and ``privacy``

@@ -7,6 +7,7 @@ to :mod:`fltrust.config`: the other modules of the package import them, users se
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from fltrust.settings import show
@@ -94,3 +95,34 @@ def fraction(section: str, name: str, value: Any, *, allow_zero: bool = False) -
     low_ok = value >= 0 if allow_zero else value > 0
     if not (low_ok and value <= 1):
         raise ConfigError(f"{section}.{name}={show(value)} must lie in {'[0' if allow_zero else '(0'}, 1]")
+
+
+def nonnegative(section: str, name: str, value: Any) -> None:
+    """:func:`positive` with ``allow_zero``: ``value >= 0``; ``None`` passes."""
+    positive(section, name, value, allow_zero=True)
+
+
+def share(section: str, name: str, value: Any) -> None:
+    """:func:`fraction` with ``allow_zero``: ``value`` in ``[0, 1]``; ``None`` passes."""
+    fraction(section, name, value, allow_zero=True)
+
+
+def check_fields(section_obj: Any, section: str, **rules: tuple[Any, ...] | Callable[[str, str, Any], None]) -> None:
+    """Check the named fields of a section, in the order given.
+
+    Parameters
+    ----------
+    section_obj : dataclass
+        The section whose fields are read.
+    section : str
+        Its name, for the messages.
+    **rules
+        Per field: a tuple of its allowed values (:func:`choice`), or a check called as
+        ``rule(section, name, value)`` (:func:`positive`, :func:`nonnegative`, :func:`fraction`, :func:`share`).
+    """
+    for name, rule in rules.items():
+        value = getattr(section_obj, name)
+        if isinstance(rule, tuple):
+            choice(section, name, value, rule)
+        else:
+            rule(section, name, value)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from fltrust.config.checks import ConfigError, choice, fraction, positive
+from fltrust.config.checks import ConfigError, check_fields, fraction, nonnegative, positive, share
 from fltrust.names import (
     AUX_SOURCES,
     DATASETS,
@@ -92,18 +92,14 @@ class DataConfig:
     normalize: list[float] | None = None
 
     def __post_init__(self) -> None:
-        choice("data", "name", self.name, DATASETS)
+        check_fields(self, "data", name=DATASETS)
         if self.normalize is not None and (len(self.normalize) != 2 or not self.normalize[1] > 0):
             raise ConfigError(f"data.normalize={self.normalize!r} must be [mean, std] with std > 0, e.g. [0.1307, 0.3081]")
-        choice("data", "standin_calibration", self.standin_calibration, STANDIN_CALIBRATIONS)
-        choice("data", "onehot_order", self.onehot_order, ONEHOT_ORDERS)
-        choice("data", "scaling", self.scaling, FEATURE_SCALINGS)
-        positive("data", "synthetic_samples", self.synthetic_samples)
+        check_fields(self, "data", standin_calibration=STANDIN_CALIBRATIONS, onehot_order=ONEHOT_ORDERS,
+                     scaling=FEATURE_SCALINGS, synthetic_samples=positive)
         for name in ("train_files", "test_files"):
             _check_relative_files(name, getattr(self, name))
-        positive("data", "max_train_samples", self.max_train_samples)
-        positive("data", "max_test_samples", self.max_test_samples)
-        positive("data", "pooled_train_samples", self.pooled_train_samples)
+        check_fields(self, "data", max_train_samples=positive, max_test_samples=positive, pooled_train_samples=positive)
 
 
 def _check_relative_files(name: str, files: list[str] | None) -> None:
@@ -165,16 +161,11 @@ class PartitionConfig:
     seed: int | None = None
 
     def __post_init__(self) -> None:
-        positive("partition", "num_clients", self.num_clients)
-        choice("partition", "aux_source", self.aux_source, AUX_SOURCES)
-        choice("partition", "scheme", self.scheme, PARTITION_SCHEMES)
-        positive("partition", "alpha", self.alpha)
-        positive("partition", "min_partition_size", self.min_partition_size, allow_zero=True)
-        fraction("partition", "val_fraction", self.val_fraction, allow_zero=True)
+        check_fields(self, "partition", num_clients=positive, aux_source=AUX_SOURCES, scheme=PARTITION_SCHEMES,
+                     alpha=positive, min_partition_size=nonnegative, val_fraction=share)
         if self.val_fraction >= 1:
             raise ConfigError("partition.val_fraction must be < 1 so that clients keep training data")
-        fraction("partition", "aux_fraction", self.aux_fraction)
-        positive("partition", "aux_max_samples", self.aux_max_samples)
+        check_fields(self, "partition", aux_fraction=fraction, aux_max_samples=positive)
         if self.client_splits is not None:
             shares = list(self.client_splits)
             if len(shares) != 3 or any(not isinstance(v, (int, float)) or v < 0 for v in shares) \
@@ -192,4 +183,4 @@ class ModelConfig:
     name: ModelName = "nsl_kdd_mlp"
 
     def __post_init__(self) -> None:
-        choice("model", "name", self.name, MODEL_NAMES)
+        check_fields(self, "model", name=MODEL_NAMES)

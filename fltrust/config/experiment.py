@@ -139,15 +139,7 @@ class ExperimentConfig:
             "training": {"rounds": 3, "local_epochs": 1, "batch_size": 32},
             "run": {"name": "tiny", "progress": False, "torch_threads": 1, "device": "cpu"},
         }
-
-        def merge(into: dict[str, Any], new: dict[str, Any]) -> None:
-            for key, value in new.items():
-                if isinstance(value, dict) and isinstance(into.get(key), dict):
-                    merge(into[key], value)
-                else:
-                    into[key] = value
-
-        merge(data, sections)
+        apply_overrides(data, {f"{name}.{key}": value for name, section in sections.items() for key, value in section.items()})
         return cls.from_dict(data)
 
     @classmethod
@@ -203,9 +195,7 @@ def _coerce(value: Any, hint: Any, path: str) -> Any:
         if value is None and type(None) in args:
             return None
         errors = []
-        for arg in args:
-            if arg is type(None):
-                continue
+        for arg in (a for a in args if a is not type(None)):
             try:
                 return _coerce(value, arg, path)
             except ConfigError as exc:
@@ -256,9 +246,8 @@ def _check_finite(obj: Any, prefix: str) -> None:
             _check_finite(value, path + ".")
             continue
         items = value if isinstance(value, list) else [value]
-        for item in items:
-            if isinstance(item, float) and not math.isfinite(item):
-                raise ConfigError(f"{path}={show(value)} must be a finite number (NaN and infinity are not allowed)")
+        if any(isinstance(item, float) and not math.isfinite(item) for item in items):
+            raise ConfigError(f"{path}={show(value)} must be a finite number (NaN and infinity are not allowed)")
 
 
 def load_config(path: str | Path, overrides: dict[str, Any] | None = None) -> ExperimentConfig:

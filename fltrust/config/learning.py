@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from fltrust import registry
-from fltrust.config.checks import ConfigError, choice, fraction, positive
+from fltrust.config.checks import ConfigError, check_fields, fraction, nonnegative, positive
 from fltrust.names import (
     DITTO_ANCHORS,
     LOSS_SCALINGS,
@@ -90,26 +90,18 @@ class StrategyConfig:
     options: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        choice("strategy", "name", self.name, registry.STRATEGIES.names())
+        check_fields(self, "strategy", name=registry.STRATEGIES.names())
         if not isinstance(self.options, dict) or not all(isinstance(k, str) for k in self.options):
             raise ConfigError(f"strategy.options={self.options!r} must be a mapping of option names to values")
-        positive("strategy", "num_malicious_nodes", self.num_malicious_nodes, allow_zero=True)
-        positive("strategy", "num_nodes_to_select", self.num_nodes_to_select)
+        check_fields(self, "strategy", num_malicious_nodes=nonnegative, num_nodes_to_select=positive)
         if not 0.0 <= self.beta < 0.5:
             raise ConfigError(f"strategy.beta={self.beta!r} must lie in [0, 0.5) (fraction cut at each end)")
-        fraction("strategy", "fraction_fit", self.fraction_fit)
-        positive("strategy", "clients_per_round", self.clients_per_round)
+        check_fields(self, "strategy", fraction_fit=fraction, clients_per_round=positive)
         if self.fraction_fit is None and self.clients_per_round is None:
             raise ConfigError("set strategy.fraction_fit or strategy.clients_per_round")
-        choice("strategy", "weighting", self.weighting, WEIGHTINGS)
-        positive("strategy", "q", self.q, allow_zero=True)
-        positive("strategy", "qffl_learning_rate", self.qffl_learning_rate)
-        choice("strategy", "qfedavg_variant", self.qfedavg_variant, QFEDAVG_VARIANTS)
-        positive("strategy", "ditto_lambda", self.ditto_lambda, allow_zero=True)
-        positive("strategy", "ditto_lr", self.ditto_lr)
-        positive("strategy", "ditto_epochs", self.ditto_epochs, allow_zero=True)
-        choice("strategy", "ditto_anchor", self.ditto_anchor, DITTO_ANCHORS)
-        positive("strategy", "proximal_mu", self.proximal_mu, allow_zero=True)
+        check_fields(self, "strategy", weighting=WEIGHTINGS, q=nonnegative, qffl_learning_rate=positive,
+                     qfedavg_variant=QFEDAVG_VARIANTS, ditto_lambda=nonnegative, ditto_lr=positive,
+                     ditto_epochs=nonnegative, ditto_anchor=DITTO_ANCHORS, proximal_mu=nonnegative)
 
 
 @dataclass(frozen=True)
@@ -153,16 +145,9 @@ class TrainingConfig:
     vectorize: Vectorize = "auto"
 
     def __post_init__(self) -> None:
-        positive("training", "rounds", self.rounds)
-        positive("training", "local_epochs", self.local_epochs)
-        positive("training", "batch_size", self.batch_size)
-        choice("training", "optimizer", self.optimizer, OPTIMIZERS)
-        positive("training", "learning_rate", self.learning_rate)
-        positive("training", "momentum", self.momentum, allow_zero=True)
-        positive("training", "weight_decay", self.weight_decay, allow_zero=True)
-        positive("training", "grad_clip", self.grad_clip)
-        choice("training", "loss_scaling", self.loss_scaling, LOSS_SCALINGS)
-        choice("training", "vectorize", self.vectorize, VECTORIZE)
+        check_fields(self, "training", rounds=positive, local_epochs=positive, batch_size=positive, optimizer=OPTIMIZERS,
+                     learning_rate=positive, momentum=nonnegative, weight_decay=nonnegative, grad_clip=positive,
+                     loss_scaling=LOSS_SCALINGS, vectorize=VECTORIZE)
 
 
 @dataclass(frozen=True)
@@ -227,20 +212,12 @@ class PrivacyConfig:
     secagg_quantization_range: int = 4194304
 
     def __post_init__(self) -> None:
-        choice("privacy", "mode", self.mode, registry.PRIVACY_MECHANISMS.names())
-        choice("privacy", "secure_aggregation", self.secure_aggregation, (None, *SECURE_AGGREGATIONS))
-        fraction("privacy", "secagg_num_shares", self.secagg_num_shares)
-        fraction("privacy", "secagg_reconstruction_threshold", self.secagg_reconstruction_threshold)
-        positive("privacy", "secagg_clipping_range", self.secagg_clipping_range)
-        positive("privacy", "secagg_quantization_range", self.secagg_quantization_range)
-        positive("privacy", "target_epsilon", self.target_epsilon)
-        fraction("privacy", "delta", self.delta)
-        positive("privacy", "max_grad_norm", self.max_grad_norm)
-        positive("privacy", "clipping_norm", self.clipping_norm)
-        positive("privacy", "noise_multiplier", self.noise_multiplier, allow_zero=True)
-        positive("privacy", "nbafl_mu", self.nbafl_mu, allow_zero=True)
-        positive("privacy", "nbafl_w_clip", self.nbafl_w_clip)
-        positive("privacy", "nbafl_constant", self.nbafl_constant)
+        check_fields(self, "privacy", mode=registry.PRIVACY_MECHANISMS.names(),
+                     secure_aggregation=(None, *SECURE_AGGREGATIONS), secagg_num_shares=fraction,
+                     secagg_reconstruction_threshold=fraction, secagg_clipping_range=positive,
+                     secagg_quantization_range=positive, target_epsilon=positive, delta=fraction,
+                     max_grad_norm=positive, clipping_norm=positive, noise_multiplier=nonnegative,
+                     nbafl_mu=nonnegative, nbafl_w_clip=positive, nbafl_constant=positive)
         if self.mode == "nbafl":
             self._check_nbafl_noise()
 

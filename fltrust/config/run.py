@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from fltrust.config.checks import ConfigError, at_most, choice, fraction, positive
+from fltrust.config.checks import ConfigError, at_most, check_fields, fraction, nonnegative, positive, share
 from fltrust.names import ATTACK_KINDS, DEVICES, ENGINES, PERSONAL_STORES, AttackKind, Device, EngineName, PersonalStore
 from fltrust.settings import show
 
@@ -57,12 +57,8 @@ class AttackConfig:
     trigger_value: float | None = None
 
     def __post_init__(self) -> None:
-        choice("attack", "kind", self.kind, ATTACK_KINDS)
-        positive("attack", "num_malicious", self.num_malicious, allow_zero=True)
-        fraction("attack", "flip_fraction", self.flip_fraction)
-        fraction("attack", "poison_fraction", self.poison_fraction)
-        positive("attack", "trigger_size", self.trigger_size)
-        positive("attack", "target_label", self.target_label, allow_zero=True)
+        check_fields(self, "attack", kind=ATTACK_KINDS, num_malicious=nonnegative, flip_fraction=fraction,
+                     poison_fraction=fraction, trigger_size=positive, target_label=nonnegative)
         if self.malicious_clients is not None:
             if any(c < 0 for c in self.malicious_clients) or len(set(self.malicious_clients)) != len(self.malicious_clients):
                 raise ConfigError(f"attack.malicious_clients={show(self.malicious_clients)} must be distinct client ids >= 0")
@@ -94,8 +90,7 @@ class ReliabilityConfig:
     timeout_rate: float = 0.0
 
     def __post_init__(self) -> None:
-        for name in ("dropout_rate", "failure_rate", "timeout_rate"):
-            fraction("reliability", name, getattr(self, name), allow_zero=True)
+        check_fields(self, "reliability", dropout_rate=share, failure_rate=share, timeout_rate=share)
         if self.dropout_rate + self.failure_rate + self.timeout_rate > 1.0:
             raise ConfigError("reliability.dropout_rate + failure_rate + timeout_rate must not exceed 1")
 
@@ -132,11 +127,9 @@ class FlowerConfig:
     ditto_personal_store: PersonalStore = "server"
 
     def __post_init__(self) -> None:
-        positive("flower", "num_cpus", self.num_cpus)
-        positive("flower", "num_gpus", self.num_gpus, allow_zero=True)
-        positive("flower", "num_supernodes", self.num_supernodes)
+        check_fields(self, "flower", num_cpus=positive, num_gpus=nonnegative, num_supernodes=positive)
         _check_ray_address(self.ray_address)
-        choice("flower", "ditto_personal_store", self.ditto_personal_store, PERSONAL_STORES)
+        check_fields(self, "flower", ditto_personal_store=PERSONAL_STORES)
 
 
 RAY_ADDRESS = re.compile(r"(ray://)?(?P<host>[A-Za-z0-9._-]+|\[[0-9A-Fa-f:.]+\]):(?P<port>[0-9]{1,5})")
@@ -209,14 +202,11 @@ class RunConfig:
     deviations: list[str] = field(default_factory=list)
 
     def __post_init__(self) -> None:
-        choice("run", "device", self.device, DEVICES)
-        choice("run", "engine", self.engine, ENGINES)
-        positive("run", "seed", self.seed, allow_zero=True)
-        positive("run", "repeat", self.repeat, allow_zero=True)
+        check_fields(self, "run", device=DEVICES, engine=ENGINES, seed=nonnegative, repeat=nonnegative)
         if self.seed + self.repeat > SEED_MAX:
             raise ConfigError(f"run.seed={self.seed} with run.repeat={self.repeat} is too large: seed + repeat must be "
                               f"at most {SEED_MAX:,} (numpy's legacy seeding, used for CLEVER, takes 32 bits)")
-        positive("run", "torch_threads", self.torch_threads)
+        check_fields(self, "run", torch_threads=positive)
         at_most("run", "torch_threads", self.torch_threads, TORCH_THREADS_MAX, "CPU threads of one process")
         if not RUN_NAME.fullmatch(self.name):
             raise ConfigError(

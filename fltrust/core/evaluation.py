@@ -25,7 +25,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from fltrust.core.stacked import stacked_loss_pred, stacked_net
+from fltrust.core.stacked import stacked_loss_pred, stacked_net, train_mode
 
 LOSS_SCALINGS = ("mean", "per_batch_sum")
 """``training.loss_scaling``: :data:`fltrust.names.LOSS_SCALINGS` spelled again, since the core imports nothing
@@ -80,7 +80,7 @@ def _scale_loss(batch_losses: list[torch.Tensor], batch_sizes: list[int], scalin
     """Combine per-batch summed losses into the run's loss convention."""
     n = sum(batch_sizes)
     if scaling == "mean":
-        return torch.stack([b for b in batch_losses]).sum(0) / n
+        return torch.stack(batch_losses).sum(0) / n
     if scaling == "per_batch_sum":
         return torch.stack([b / s for b, s in zip(batch_losses, batch_sizes)]).sum(0) / n
     raise ValueError(f"loss_scaling={scaling!r}; choose one of {LOSS_SCALINGS}")
@@ -128,17 +128,15 @@ def evaluate(
     confusion = torch.zeros(num_classes, num_classes, dtype=torch.long, device=y.device)
     if n == 0:
         return EvalResult(float("nan"), float("nan"), confusion.cpu().numpy(), 0)
-    was_training = model.training
-    model.eval()
     sums, sizes = [], []
-    for start in range(0, n, batch_size):
-        xb, yb = x[start : start + batch_size], y[start : start + batch_size]
-        logits = model(xb)
-        sums.append(loss_per_sample(logits, yb).sum().double())
-        sizes.append(len(yb))
-        pred = predict(logits)
-        confusion.index_put_((yb, pred), torch.ones_like(yb), accumulate=True)
-    model.train(was_training)
+    with train_mode(model):
+        for start in range(0, n, batch_size):
+            xb, yb = x[start : start + batch_size], y[start : start + batch_size]
+            logits = model(xb)
+            sums.append(loss_per_sample(logits, yb).sum().double())
+            sizes.append(len(yb))
+            pred = predict(logits)
+            confusion.index_put_((yb, pred), torch.ones_like(yb), accumulate=True)
     loss = float(_scale_loss(sums, sizes, loss_scaling))
     conf = confusion.cpu().numpy()
     return EvalResult(loss, float(np.trace(conf) / n), conf, n)
@@ -194,14 +192,12 @@ def evaluate_many(
     net = stacked_net(template)
     refs = list(template.state_dict().values())
     n = len(y)
+    if n == 0:
+        return np.full(len(param_sets), np.nan), np.full(len(param_sets), np.nan)
     losses, accs = [], []
     for chunk_start in range(0, len(param_sets), models_per_chunk):
         chunk = param_sets[chunk_start : chunk_start + models_per_chunk]
         stacked = stack_params(chunk, refs, device)
-        if n == 0:
-            losses.append(np.full(len(chunk), np.nan))
-            accs.append(np.full(len(chunk), np.nan))
-            continue
         step = chunk_size or auto_chunk_size(template, x, len(chunk))
         per_parts, correct = [], torch.zeros(len(chunk), device=device, dtype=torch.long)
         for start in range(0, n, step):
@@ -272,10 +268,14 @@ def batch_reduced_loss(per: torch.Tensor, lengths: torch.Tensor, batch_size: int
     return torch.where(n > 0, total / n.clamp(min=1), torch.full_like(total, float("nan")))
 
 
-def _results(loss: torch.Tensor, confusion: torch.Tensor, lengths: list[int]) -> list[EvalResult]:
-    """EvalResults from device tensors: one host transfer for all."""
+def _results(loss: torch.Tensor, y: torch.Tensor, pred: torch.Tensor, row: torch.Tensor, lengths: list[int],
+             num_classes: int) -> list[EvalResult]:
+    """EvalResults of K datasets from device tensors (flat labels and predictions of the samples of rows ``row``)
+    with their (K, C, C) confusion matrices: one host transfer for all."""
+    K, c = len(lengths), num_classes
+    confusion = torch.bincount((row * c + y.long()) * c + pred.long(), minlength=K * c * c)[: K * c * c]
     loss_np = loss.cpu().numpy()
-    conf_np = confusion.cpu().numpy()
+    conf_np = confusion.reshape(K, c, c).cpu().numpy()
     out = []
     for k, n in enumerate(lengths):
         conf = conf_np[k]
@@ -284,21 +284,13 @@ def _results(loss: torch.Tensor, confusion: torch.Tensor, lengths: list[int]) ->
     return out
 
 
-def _confusions(y: torch.Tensor, pred: torch.Tensor, row: torch.Tensor, K: int, num_classes: int) -> torch.Tensor:
-    """(K, C, C) confusion matrices of flat labels/predictions belonging to rows ``row``."""
-    c = num_classes
-    flat = (row * c + y.long()) * c + pred.long()
-    return torch.bincount(flat, minlength=K * c * c)[: K * c * c].reshape(K, c, c)
-
-
-def _positions(lengths: list[int], device: torch.device) -> tuple[torch.Tensor, torch.Tensor, int]:
-    """Row id and position within the row of every sample of K concatenated datasets."""
-    K = len(lengths)
+def _positions(lengths: list[int], device: torch.device) -> tuple[torch.Tensor, ...]:
+    """Row id and position within the row of every sample of K concatenated datasets; the rows' lengths and starts."""
     lens = torch.as_tensor(lengths, dtype=torch.long, device=device)
-    row = torch.repeat_interleave(torch.arange(K, device=device), lens)
+    row = torch.repeat_interleave(torch.arange(len(lengths), device=device), lens)
     starts = torch.cumsum(lens, 0) - lens
     pos = torch.arange(int(sum(lengths)), device=device) - starts[row]
-    return row, pos, max(lengths) if lengths else 0
+    return row, pos, lens, starts
 
 
 @torch.no_grad()
@@ -366,24 +358,20 @@ def evaluate_datasets(
             def forward(xb):
                 return net(state, xb, shared_input=True)[0]
     chunk_size = chunk_size or auto_chunk_size(model, x, 1)
-    was_training = model.training
-    model.eval()
-    try:
-        pers, preds = [], []
+    pers, preds = [], []
+    with train_mode(model):
         for start in range(0, total, chunk_size):
             logits = forward(x[start : start + chunk_size])
             pers.append(loss_per_sample(logits, y[start : start + chunk_size]))
             preds.append(predict(logits))
-    finally:
-        model.train(was_training)
     per = torch.cat(pers) if len(pers) > 1 else pers[0]
     pred = torch.cat(preds) if len(preds) > 1 else preds[0]
-    row, pos, width = _positions(lengths, device)
+    row, pos, lens, _ = _positions(lengths, device)
+    width = max(lengths)
     padded = torch.zeros(K * width, dtype=per.dtype, device=device)
     padded[row * width + pos] = per
-    lens = torch.as_tensor(lengths, dtype=torch.long, device=device)
     loss = batch_reduced_loss(padded.view(K, width), lens, batch_size, loss_scaling)
-    return _results(loss, _confusions(y, pred, row, K, num_classes), lengths)
+    return _results(loss, y, pred, row, lengths, num_classes)
 
 
 @torch.no_grad()
@@ -444,32 +432,25 @@ def evaluate_stacked(
                 for _ in ys]
     x = torch.cat(list(xs))
     y = torch.cat(list(ys))
-    row, pos, _ = _positions(lengths, device)
-    lens = torch.as_tensor(lengths, dtype=torch.long, device=device)
-    starts = torch.cumsum(lens, 0) - lens
+    row, pos, lens, starts = _positions(lengths, device)
     grid = torch.arange(width, device=device).unsqueeze(0)
     valid = grid < lens.unsqueeze(1)
     fill = starts.clamp(max=len(y) - 1).unsqueeze(1)  # padded slots repeat a real sample (masked)
     index = torch.where(valid, starts.unsqueeze(1) + grid, fill)  # (K, width)
     net = stacked_net(template)
-    was_training = template.training
-    template.eval()
-    try:
-        pers, preds = [], []
+    pers, preds = [], []
+    with train_mode(template):
         for start in range(0, width, chunk_size):
             idx = index[:, start : start + chunk_size]
             out = net(stacked, x[idx], train=False)
             per, pred = stacked_loss_pred(out, y[idx])
             pers.append(per)
             preds.append(pred)
-    finally:
-        template.train(was_training)
     per = torch.cat(pers, 1) if len(pers) > 1 else pers[0]
     pred = torch.cat(preds, 1) if len(preds) > 1 else preds[0]
     per = per.masked_fill(~valid, 0.0)
     loss = batch_reduced_loss(per, lens, batch_size, loss_scaling)
-    conf = _confusions(y, pred[row, pos], row, K, num_classes)
-    return _results(loss, conf, lengths)
+    return _results(loss, y, pred[row, pos], row, lengths, num_classes)
 
 
 def stack_params(param_sets: list[list[np.ndarray]], refs: list[torch.Tensor], device: torch.device) -> list[torch.Tensor]:
@@ -532,11 +513,8 @@ def auto_chunk_size(model: nn.Module, x: torch.Tensor, num_models: int, budget_b
         hooks = [m.register_forward_hook(lambda _m, _i, o: sizes.append(int(o.numel()) if torch.is_tensor(o) else 0))
                  for m in model.modules() if not list(m.children())]
         try:
-            with torch.no_grad():
-                was = model.training
-                model.eval()
+            with torch.no_grad(), train_mode(model):
                 model(x[:1])
-                model.train(was)
         finally:
             for h in hooks:
                 h.remove()

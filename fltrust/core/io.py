@@ -8,7 +8,6 @@ and a failed write removes its temporary file.
 
 from __future__ import annotations
 
-import io
 import json
 import os
 import tempfile
@@ -135,9 +134,7 @@ def atomic_torch_save(path: str | Path, obj: Any) -> None:
     """
     import torch
 
-    buffer = io.BytesIO()
-    torch.save(obj, buffer)
-    atomic_write_bytes(path, buffer.getvalue())
+    atomic_write(path, lambda handle: torch.save(obj, handle))  # the same bytes as saving to a BytesIO
 
 
 def atomic_savez(path: str | Path, arrays: dict[str, np.ndarray]) -> None:

@@ -88,12 +88,8 @@ class ObserverSet:
 
     def run_end(self, summary: RunSummary) -> dict[str, Any]:
         """Call every observer's ``on_run_end(summary)``; returns what they report, by observer name."""
-        out: dict[str, Any] = {}
-        for observer in self.observers:
-            result = observer.on_run_end(summary)
-            if result is not None:
-                out[observer.name] = dict(result)
-        return out
+        results = {observer.name: observer.on_run_end(summary) for observer in self.observers}
+        return {name: dict(result) for name, result in results.items() if result is not None}
 
     def state_dict(self) -> dict[str, Any]:
         """Every observer's ``state_dict()``, by observer name."""

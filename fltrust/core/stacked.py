@@ -29,14 +29,16 @@ This module imports nothing else of fltrust (engine-neutral core).
 from __future__ import annotations
 
 import operator
-from collections.abc import Callable, Sequence
+from collections import Counter
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 from torch.func import functional_call
 
-__all__ = ["ProgramNet", "VmapNet", "UnsupportedModel", "stacked_net", "has_dropout", "has_buffers"]
+__all__ = ["ProgramNet", "VmapNet", "UnsupportedModel", "stacked_net", "has_dropout", "has_buffers", "train_mode"]
 
 NoiseFn = Callable[[int, tuple[int, ...]], torch.Tensor]
 """``noise(i, shape)``: the scaled dropout mask (``bernoulli(1-p) / (1-p)``) of the i-th dropout
@@ -57,8 +59,31 @@ def has_buffers(model: nn.Module) -> bool:
     return any(True for _ in model.buffers())
 
 
+@contextmanager
+def train_mode(model: nn.Module, train: bool = False) -> Iterator[nn.Module]:
+    """Put ``model`` in train or eval mode for a ``with`` block, then back in its previous mode (also on an error).
+
+    Parameters
+    ----------
+    model : torch.nn.Module
+        The model whose mode is set.
+    train : bool, default False
+        Train mode (``True``) or eval mode (``False``) inside the block.
+
+    Yields
+    ------
+    torch.nn.Module
+        ``model``.
+    """
+    was = model.training
+    model.train(train)
+    try:
+        yield model
+    finally:
+        model.train(was)
+
+
 _RELUS = {torch.relu, F.relu}
-_FLATTENS = {torch.flatten}
 
 
 class _Value:
@@ -81,7 +106,7 @@ class _MaxPool2x2(torch.autograd.Function):
     on CPU several times faster than ``max_pool2d_with_indices`` for the papers' small maps."""
 
     @staticmethod
-    def forward(ctx, x: torch.Tensor) -> torch.Tensor:
+    def forward(ctx, x: torch.Tensor) -> torch.Tensor:  # also the no-grad fast path (no graph is recorded then)
         a, b, c, d = x[..., 0::2, 0::2], x[..., 0::2, 1::2], x[..., 1::2, 0::2], x[..., 1::2, 1::2]
         m = torch.maximum(torch.maximum(a, b), torch.maximum(c, d))
         ctx.save_for_backward(x, m)
@@ -108,10 +133,7 @@ def _max_pool(t: torch.Tensor, spec: tuple) -> torch.Tensor:
     _, ks, st, pad, dil, ceil = spec
     simple = ks in (2, (2, 2)) and st in (2, (2, 2)) and pad in (0, (0, 0)) and dil in (1, (1, 1))
     if simple and t.shape[-1] % 2 == 0 and t.shape[-2] % 2 == 0 and t.is_floating_point():
-        if t.requires_grad:
-            return _MaxPool2x2.apply(t)
-        a, b, c, d = t[..., 0::2, 0::2], t[..., 0::2, 1::2], t[..., 1::2, 0::2], t[..., 1::2, 1::2]
-        return torch.maximum(torch.maximum(a, b), torch.maximum(c, d))
+        return _MaxPool2x2.apply(t)
     if t.dim() == 5:
         out = F.max_pool2d(t.reshape(-1, *t.shape[2:]), ks, st, pad, dil, ceil)
         return out.reshape(*t.shape[:2], *out.shape[1:])
@@ -229,12 +251,8 @@ class ProgramNet:
     def _function_op(node) -> tuple:
         if node.target in _RELUS and not node.kwargs.get("inplace", False):
             return ("relu",)
-        if node.target in _FLATTENS:
-            start = node.args[1] if len(node.args) > 1 else node.kwargs.get("start_dim", 0)
-            end = node.args[2] if len(node.args) > 2 else node.kwargs.get("end_dim", -1)
-            if end != -1 or not isinstance(start, int) or start < 1:
-                raise UnsupportedModel("torch.flatten must keep the batch dimension")
-            return ("flatten", start)
+        if node.target is torch.flatten:
+            return _flatten_op(node, "torch.flatten")
         if node.target is F.leaky_relu:
             slope = node.args[1] if len(node.args) > 1 else node.kwargs.get("negative_slope", 0.01)
             return ("leaky", float(slope))
@@ -247,11 +265,7 @@ class ProgramNet:
         if node.target == "relu":
             return ("relu",)
         if node.target == "flatten":
-            start = node.args[1] if len(node.args) > 1 else node.kwargs.get("start_dim", 0)
-            end = node.args[2] if len(node.args) > 2 else node.kwargs.get("end_dim", -1)
-            if end != -1 or not isinstance(start, int) or start < 1:
-                raise UnsupportedModel("Tensor.flatten must keep the batch dimension")
-            return ("flatten", start)
+            return _flatten_op(node, "Tensor.flatten")
         if node.target in ("reshape", "view"):
             shape = node.args[1:]
             if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
@@ -368,21 +382,27 @@ class ProgramNet:
         raise UnsupportedModel(f"op {kind}")
 
 
+def _flatten_op(node, what: str) -> tuple:
+    """The ``flatten`` op of a traced ``torch.flatten`` / ``Tensor.flatten`` call (``what`` names it in errors)."""
+    start = node.args[1] if len(node.args) > 1 else node.kwargs.get("start_dim", 0)
+    end = node.args[2] if len(node.args) > 2 else node.kwargs.get("end_dim", -1)
+    if end != -1 or not isinstance(start, int) or start < 1:
+        raise UnsupportedModel(f"{what} must keep the batch dimension")
+    return ("flatten", start)
+
+
 def _fuse_act_pool(ops: list[tuple]) -> list[tuple]:
     """Replace ``activation -> max-pool`` by ``max-pool -> activation`` (fewer elements to
     activate). Exact for ReLU and LeakyReLU (monotone): same values, and the gradient reaches the
     same input element (ties below zero receive a zero gradient either way)."""
-    uses: dict[int, int] = {}
-    for _, src, _ in ops:
-        if src is not None:
-            uses[src] = uses.get(src, 0) + 1
+    uses = Counter(src for _, src, _ in ops if src is not None)
     out: list[tuple] = []
     i = 0
     while i < len(ops):
         spec, src, dst = ops[i]
         if (i + 1 < len(ops) and spec != "output" and spec[0] in ("relu", "leaky")
                 and ops[i + 1][0] != "output" and ops[i + 1][0][0] == "maxpool"
-                and ops[i + 1][1] == dst and uses.get(dst, 0) == 1):
+                and ops[i + 1][1] == dst and uses[dst] == 1):
             out.append((("pool_act", ops[i + 1][0], spec), src, ops[i + 1][2]))
             i += 2
             continue
@@ -464,18 +484,12 @@ class VmapNet:
     def __call__(self, params, x, *, shared_input: bool = False, train: bool = False, noise=None) -> torch.Tensor:
         if train and not self.trainable:
             raise UnsupportedModel("vmap training needs a model without buffers and dropout")
-        template = self.template
-        names = self.names
 
         def run(p: tuple[torch.Tensor, ...], xb: torch.Tensor) -> torch.Tensor:
-            return functional_call(template, dict(zip(names, p)), (xb,))
+            return functional_call(self.template, dict(zip(self.names, p)), (xb,))
 
-        was = template.training
-        template.train(train)
-        try:
+        with train_mode(self.template, train):
             return torch.vmap(run, in_dims=(0, None if shared_input else 0))(tuple(params), x)
-        finally:
-            template.train(was)
 
 
 _CACHE: dict[tuple[int, str], tuple[nn.Module, ProgramNet | VmapNet]] = {}

@@ -48,13 +48,10 @@ class ArraySplit:
     extras: dict[str, np.ndarray] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        if len(self.x) != len(self.y):
-            raise DatasetError(f"x has {len(self.x)} rows but y has {len(self.y)}")
-        if self.groups is not None and len(self.groups) != len(self.y):
-            raise DatasetError(f"groups has {len(self.groups)} rows but y has {len(self.y)}")
-        for key, value in self.extras.items():
-            if len(value) != len(self.y):
-                raise DatasetError(f"extras[{key!r}] has {len(value)} rows but y has {len(self.y)}")
+        columns = [("x", self.x), ("groups", self.groups), *((f"extras[{k!r}]", v) for k, v in self.extras.items())]
+        for name, value in columns:
+            if value is not None and len(value) != len(self.y):
+                raise DatasetError(f"{name} has {len(value)} rows but y has {len(self.y)}")
 
     def __len__(self) -> int:
         return len(self.y)

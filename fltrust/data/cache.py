@@ -132,11 +132,8 @@ def file_sha256(path: Path) -> str:
     except OSError:
         digest = ""
     if len(digest) != 64:
-        hasher = hashlib.sha256()
         with open(path, "rb") as handle:
-            for block in iter(lambda: handle.read(1 << 20), b""):
-                hasher.update(block)
-        digest = hasher.hexdigest()
+            digest = hashlib.file_digest(handle, "sha256").hexdigest()
         _try_atomic_write(store, digest.encode())
     _SHA256_MEMO[key] = digest
     return digest

@@ -157,19 +157,22 @@ def _load_batches(batch_dir: Path, folder: Path, train_files: list[str], test_fi
         arrays, _ = cached_arrays("cifar10_batches", paths, functools.partial(_parse_batches, paths), disk=False)
         _check_labels(arrays["y"], f"{batch_dir.name} {split} batches")
         splits[split] = ArraySplit(x=normalise(arrays["x"]), y=arrays["y"].copy())
+    return _bundle(splits, "python_batches", folder, train_paths + test_paths)
+
+
+def _bundle(splits: dict[str, ArraySplit], layout: str, folder: Path, paths: list[Path],
+            group_names: list[str] | None = None) -> DatasetBundle:
+    """The CIFAR-10 bundle of the ``train`` and ``test`` splits read from ``paths`` in one layout."""
     return DatasetBundle(
         name="cifar10",
         train=splits["train"],
         test=splits["test"],
         num_classes=10,
         input_shape=INPUT_SHAPE,
+        group_names=group_names,
         class_names=list(CLASS_NAMES),
-        source={
-            "loader": "cifar10",
-            "layout": "python_batches",
-            "folder": str(folder),
-            "files": [file_record(p, folder) for p in train_paths + test_paths],
-        },
+        source={"loader": "cifar10", "layout": layout, "folder": str(folder),
+                "files": [file_record(p, folder) for p in paths]},
     )
 
 
@@ -234,21 +237,7 @@ def _load_npz(paths: list[Path], folder: Path) -> DatasetBundle:
         )
         for s in ("train", "test")
     }
-    return DatasetBundle(
-        name="cifar10",
-        train=splits["train"],
-        test=splits["test"],
-        num_classes=10,
-        input_shape=INPUT_SHAPE,
-        group_names=group_names,
-        class_names=list(CLASS_NAMES),
-        source={
-            "loader": "cifar10",
-            "layout": "npz",
-            "folder": str(folder),
-            "files": [file_record(path, folder) for path in paths],
-        },
-    )
+    return _bundle(splits, "npz", folder, paths, group_names)
 
 
 # -- entry point -------------------------------------------------------------------------------

@@ -431,9 +431,8 @@ def load_femnist(
         is ``"tff_h5"`` when only h5 files were read and ``"leaf+tff_h5"`` when both kinds were.
     """
     folder = Path(folder)
-    paths = {}
-    for s, chosen in zip(SPLITS, (train_files, test_files)):
-        paths[s] = require_files(folder, chosen, "FEMNIST LEAF shards or TFF h5 files") if chosen else shard_files(folder, s)
+    paths = {s: require_files(folder, chosen, "FEMNIST LEAF shards or TFF h5 files") if chosen else shard_files(folder, s)
+             for s, chosen in zip(SPLITS, (train_files, test_files))}
     parsed = {s: cached_arrays("femnist_leaf_v2", paths[s], functools.partial(_parse_shards, paths[s]))[0] for s in SPLITS}
     masks, dropped = keep_largest_copies(parsed, paths, folder)
     raw = {s: {k: v if masks[s].all() else v[masks[s]] for k, v in parsed[s].items()} for s in SPLITS}

@@ -154,26 +154,18 @@ def fetch_dataset(name: str, root: str | os.PathLike[str] | None = None, *, time
     return folder
 
 
-class _ChecksumMismatch(Exception):
-    """A downloaded file's SHA-256 is not the committed one (``digest``: what was downloaded)."""
-
-    def __init__(self, digest: str) -> None:
-        super().__init__(digest)
-        self.digest = digest
-
-
-def _download_checked(url: str, dest: Path, expected: str, timeout: float) -> None:
+def _download_checked(url: str, dest: Path, expected: str, timeout: float) -> str:
     """Download ``url`` to a hidden file beside ``dest`` and rename it to ``dest`` only when its
-    SHA-256 is ``expected``; nothing is left behind otherwise (raises :class:`_ChecksumMismatch`,
-    or what :func:`_download` raises)."""
+    SHA-256 is ``expected``; nothing is left behind otherwise. Returns the download's SHA-256
+    (raises what :func:`_download` raises)."""
     dest.parent.mkdir(parents=True, exist_ok=True)
     staged = dest.with_name(f".{dest.name}.download")
     try:
         _download(url, staged, timeout)
         digest = file_sha256(staged)
-        if digest != expected:
-            raise _ChecksumMismatch(digest)
-        os.replace(staged, dest)
+        if digest == expected:
+            os.replace(staged, dest)
+        return digest
     finally:
         for leftover in (staged, staged.with_name(staged.name + ".part")):
             leftover.unlink(missing_ok=True)
@@ -209,22 +201,18 @@ def fetch_file_set(spec: FileSetSpec, root: str | os.PathLike[str] | None = None
         wrong one with both hashes.
     """
     folder = data_root(root) / spec.folder
-    pending = []
-    for relative, expected in spec.expected_sha256().items():
-        path = folder / relative
-        local = file_sha256(path) if path.is_file() else None
-        if local != expected:
-            pending.append((relative, expected, local))
     problems, offline = [], None
-    for relative, expected, local in pending:
+    for relative, expected in spec.expected_sha256().items():
         path, url = folder / relative, spec.url(relative)
+        local = file_sha256(path) if path.is_file() else None
+        if local == expected:
+            continue
         if offline is None:
             try:
-                _download_checked(url, path, expected, timeout)
-                continue
-            except _ChecksumMismatch as exc:
-                problems.append(f"{path}: the download from {url} has sha256 {exc.digest}, the known file "
-                                f"{expected}; not put in place (the source changed or the transfer is corrupt)")
+                digest = _download_checked(url, path, expected, timeout)
+                if digest != expected:
+                    problems.append(f"{path}: the download from {url} has sha256 {digest}, the known file "
+                                    f"{expected}; not put in place (the source changed or the transfer is corrupt)")
                 continue
             except urllib.error.HTTPError as exc:
                 problems.append(f"{path}: {url} answered HTTP {exc.code} ({exc.reason}); put the file in {path.parent}/")

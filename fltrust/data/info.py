@@ -16,7 +16,7 @@ from typing import Any
 
 from fltrust.data import n_baiot
 from fltrust.data.base import DatasetError
-from fltrust.data.cache import DatasetNotFoundError, file_sha256
+from fltrust.data.cache import DatasetNotFoundError, file_record
 from fltrust.data.registry import (
     REFERENCE_SPECS,
     SPECS,
@@ -36,22 +36,19 @@ def file_listing(name: str, folder: Path) -> list[dict[str, Any]]:
 
     ``known`` is True/False when the registry knows the file's SHA-256 and None otherwise.
     """
-    spec = reference_spec(name) if name in REFERENCE_SPECS else spec_of(name)
-    rows = []
-    if folder.is_dir():
-        for path in sorted(p for p in folder.rglob("*") if p.is_file() and not p.name.startswith(".")):
-            relative = str(path.relative_to(folder))
-            digest = file_sha256(path)
-            expected = spec.expected_sha256().get(relative)
-            rows.append(
-                {
-                    "path": relative,
-                    "bytes": int(path.stat().st_size),
-                    "sha256": digest,
-                    "known": None if expected is None else digest == expected,
-                }
-            )
+    known = (reference_spec(name) if name in REFERENCE_SPECS else spec_of(name)).expected_sha256()
+    paths = sorted(p for p in folder.rglob("*") if p.is_file() and not p.name.startswith(".")) if folder.is_dir() else []
+    rows = [file_record(path, folder) for path in paths]
+    for row in rows:
+        expected = known.get(row["path"])
+        row["known"] = None if expected is None else row["sha256"] == expected
     return rows
+
+
+def _mismatches(files: list[dict[str, Any]], expected: dict[str, str]) -> list[dict[str, str]]:
+    """``{"path", "sha256", "expected"}`` of each listed file whose SHA-256 differs from the known one."""
+    return [{"path": f["path"], "sha256": f["sha256"], "expected": expected[f["path"]]}
+            for f in files if f["known"] is False]
 
 
 def dataset_info(root: str | os.PathLike[str] | None = None, *, count: bool = True) -> list[dict[str, Any]]:
@@ -90,12 +87,7 @@ def dataset_info(root: str | os.PathLike[str] | None = None, *, count: bool = Tr
             "files": file_listing(name, folder),
             "problem": None,
         }
-        expected = spec.expected_sha256()
-        entry["checksum_mismatch"] = [
-            {"path": f["path"], "sha256": f["sha256"], "expected": expected[f["path"]]}
-            for f in entry["files"]
-            if f["known"] is False
-        ]
+        entry["checksum_mismatch"] = _mismatches(entry["files"], spec.expected_sha256())
         if count:
             try:
                 bundle = _load_real(None, folder, seed=0, real=spec.name)
@@ -142,8 +134,7 @@ def file_set_info(spec: FileSetSpec, folder: Path) -> dict[str, Any]:
     expected = spec.expected_sha256()
     listed = {f["path"] for f in files}
     missing = [relative for relative in expected if relative not in listed]
-    mismatch = [{"path": f["path"], "sha256": f["sha256"], "expected": expected[f["path"]]}
-                for f in files if f["known"] is False]
+    mismatch = _mismatches(files, expected)
     problem = None
     if missing:
         problem = (f"{len(missing)} of {len(expected)} files missing from {folder} "

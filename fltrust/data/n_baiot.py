@@ -197,9 +197,7 @@ def _ragged_line(source: Path | IO[bytes], name: str, columns: tuple[str, ...]) 
     return None
 
 
-def _first_bad_value(
-    source: Path | IO[bytes], name: str, columns: tuple[str, ...] = FEATURE_NAMES
-) -> DatasetError:
+def _first_bad_value(source: Path | IO[bytes], name: str, columns: tuple[str, ...]) -> DatasetError:
     """Describe the first field of a rejected CSV that is not a finite number."""
     try:
         frame = pd.read_csv(source, dtype=str, keep_default_na=False)
@@ -308,14 +306,10 @@ def load_n_baiot(
     train_rows, test_rows = stratified_split(y_all[rows], g_all[rows], test_fraction, rng)
     train_rows, test_rows = rows[train_rows], rows[test_rows]
     x_train, x_test = standardise(x_all[train_rows], x_all[test_rows])
-    splits = {
-        "train": ArraySplit(x_train, y_all[train_rows], g_all[train_rows], {"attack": a_all[train_rows]}),
-        "test": ArraySplit(x_test, y_all[test_rows], g_all[test_rows], {"attack": a_all[test_rows]}),
-    }
     return DatasetBundle(
         name="n_baiot",
-        train=splits["train"],
-        test=splits["test"],
+        train=ArraySplit(x_train, y_all[train_rows], g_all[train_rows], {"attack": a_all[train_rows]}),
+        test=ArraySplit(x_test, y_all[test_rows], g_all[test_rows], {"attack": a_all[test_rows]}),
         num_classes=2,
         input_shape=(NUM_FEATURES,),
         group_names=list(found),
@@ -452,12 +446,14 @@ def read_zip_member(path: Path, max_bytes: int = MAX_ZIP_MEMBER_BYTES) -> tuple[
 
 def _parse_real_partial(path: Path, traffic: str) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
     """``x`` float32 (N, 115) and ``y`` (0 benign, 1 attack) of one partial real file."""
+    labelled = traffic.startswith("benign+")  # only a .csv name can say so
     if path.suffix.lower() == ".zip":
         member, data = read_zip_member(path)
         values = _read_numeric_csv(lambda: io.BytesIO(data), f"{path.name}:{member}", FEATURE_NAMES, path)
-        y = np.full(len(values), 0 if traffic == "benign" else 1, dtype=np.int64)
-    elif traffic.startswith("benign+"):
-        values = _read_numeric_csv(lambda: path, path.name, FEATURE_NAMES + (LABEL_COLUMN,), path)
+    else:
+        values = _read_numeric_csv(lambda: path, path.name, FEATURE_NAMES + ((LABEL_COLUMN,) if labelled else ()), path)
+    y = np.full(len(values), 0 if traffic == "benign" else 1, dtype=np.int64)
+    if labelled:
         normal = values[:, -1]
         if not np.isin(normal, (0, 1)).all():
             row = int(np.flatnonzero(~np.isin(normal, (0, 1)))[0])
@@ -466,9 +462,6 @@ def _parse_real_partial(path: Path, traffic: str) -> tuple[dict[str, np.ndarray]
                 f"expected 1 (benign) or 0 (attack)"
             )
         values, y = values[:, :-1], (normal == 0).astype(np.int64)
-    else:
-        values = _read_numeric_csv(lambda: path, path.name, FEATURE_NAMES, path)
-        y = np.full(len(values), 0 if traffic == "benign" else 1, dtype=np.int64)
     return {"x": values.astype(np.float32), "y": y}, {"rows": len(values)}
 
 

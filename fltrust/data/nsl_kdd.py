@@ -153,9 +153,7 @@ def _parse_kdd_file(path: Path) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
         Naming the file and line of the first malformed row, empty, missing (``nan``) or infinite
         value, unknown category or mis-spelt ``normal`` label.
     """
-    dtypes: dict[str, Any] = {c: "float64" for c in CONTINUOUS_COLUMNS}
-    dtypes.update({c: str for c in CATEGORICAL_COLUMNS + ("label",)})
-    dtypes["difficulty"] = "float64"
+    dtypes: dict[str, Any] = {c: str if c in CATEGORICAL_COLUMNS + ("label",) else "float64" for c in FILE_COLUMNS}
     try:
         frame = pd.read_csv(path, header=None, names=list(FILE_COLUMNS), dtype=dtypes, skipinitialspace=True)
     except (ValueError, pd.errors.ParserError) as exc:
@@ -211,13 +209,13 @@ def _bad_cell(path: Path, mask: np.ndarray, what: str) -> DatasetError:
     row, column = (int(i) for i in np.argwhere(mask)[0])
     number, fields = _line_of_row(path, row)
     raw = fields[column].strip() if column < len(fields) else ""
-    return DatasetError(f"{path.name} line {number}: field {column + 1} ({FILE_COLUMNS[column]}) = {_shown(raw)} {what}; "
-                        f"fix or remove that line")
+    return _field_error(path, number, column, raw, f"{what}; fix or remove that line")
 
 
-def _shown(text: str) -> str:
-    """A field as a message shows it: quoted, at most 40 characters."""
-    return repr(text) if len(text) <= 40 else repr(text[:37]) + "..."
+def _field_error(path: Path, number: int, column: int, text: str, what: str) -> DatasetError:
+    """The error for field ``column`` of line ``number`` (shown quoted, at most 40 characters)."""
+    shown = repr(text) if len(text) <= 40 else repr(text[:37]) + "..."
+    return DatasetError(f"{path.name} line {number}: field {column + 1} ({FILE_COLUMNS[column]}) = {shown} {what}")
 
 
 def _first_bad_line(path: Path) -> DatasetError | None:
@@ -240,17 +238,11 @@ def _first_bad_line(path: Path) -> DatasetError | None:
                 )
             for i in sorted(numeric):
                 try:
-                    value = float(fields[i])
+                    problem = None if np.isfinite(float(fields[i])) else "is not a finite number; fix or remove that line"
                 except ValueError:
-                    return DatasetError(
-                        f"{path.name} line {number}: field {i + 1} ({FILE_COLUMNS[i]}) = {_shown(fields[i])} "
-                        f"is not a number"
-                    )
-                if not np.isfinite(value):
-                    return DatasetError(
-                        f"{path.name} line {number}: field {i + 1} ({FILE_COLUMNS[i]}) = {_shown(fields[i])} "
-                        f"is not a finite number; fix or remove that line"
-                    )
+                    problem = "is not a number"
+                if problem:
+                    return _field_error(path, number, i, fields[i], problem)
     return None
 
 
@@ -296,12 +288,8 @@ def scale_continuous(
 
 def one_hot(raw: dict[str, np.ndarray]) -> np.ndarray:
     """The 84 one-hot columns (protocol_type, service, flag) in the global order, float32."""
-    blocks = []
-    for field, values in CATEGORIES.items():
-        codes = pd.Categorical(raw[field], categories=list(values)).codes
-        block = np.zeros((len(codes), len(values)), dtype=np.float32)
-        block[np.arange(len(codes)), codes] = 1.0
-        blocks.append(block)
+    blocks = [np.eye(len(values), dtype=np.float32)[pd.Categorical(raw[field], categories=list(values)).codes]
+              for field, values in CATEGORIES.items()]
     return np.concatenate(blocks, axis=1)
 
 
@@ -355,10 +343,8 @@ def load_nsl_kdd(
     if scaling not in SCALINGS:
         raise DatasetError(f"NSL-KDD scaling={scaling!r} is not allowed; choose one of {list(SCALINGS)}")
     folder = Path(folder)
-    train_files = list(train_files or DEFAULT_TRAIN_FILES)
-    test_files = list(test_files or DEFAULT_TEST_FILES)
-    train_raw, train_records = read_kdd_files(folder, train_files)
-    test_raw, test_records = read_kdd_files(folder, test_files)
+    train_raw, train_records = read_kdd_files(folder, train_files or DEFAULT_TRAIN_FILES)
+    test_raw, test_records = read_kdd_files(folder, test_files or DEFAULT_TEST_FILES)
     train_cont, test_cont = scale_continuous(train_raw["continuous"], test_raw["continuous"], scaling)
     return DatasetBundle(
         name="nsl_kdd",
@@ -416,18 +402,13 @@ def per_partition_column_order(split: ArraySplit, index: np.ndarray) -> np.ndarr
             f"per_partition_column_order needs NSL-KDD extras {missing}; load the split with load_nsl_kdd"
         )
     index = np.asarray(index, dtype=np.int64)
-    offset = {}
-    start = len(CONTINUOUS_COLUMNS)
-    for field, values in CATEGORIES.items():
-        offset[field] = start
-        start += len(values)
+    position = {name: i for i, name in enumerate(FEATURE_NAMES)}
     present_cols: list[int] = []
     absent_cols: list[int] = []
     for field, values in CATEGORIES.items():
         present = set(np.unique(split.extras[field][index]).tolist())
-        position = {v: offset[field] + i for i, v in enumerate(values)}
-        present_cols += [position[v] for v in sorted(present)]
-        absent_cols += [position[v] for v in values if v not in present]
+        present_cols += [position[f"{field}={v}"] for v in sorted(present)]
+        absent_cols += [position[f"{field}={v}"] for v in values if v not in present]
     perm = np.concatenate([np.arange(len(CONTINUOUS_COLUMNS)), present_cols, absent_cols]).astype(np.int64)
     assert len(perm) == NUM_FEATURES
     return perm

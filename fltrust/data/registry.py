@@ -342,19 +342,14 @@ def spec_of(name: str) -> DatasetSpec:
 
 def _check_options(cfg: DataConfig) -> None:
     base = cfg.name.removeprefix("synthetic_")
-    if cfg.onehot_order != "global" and base != "nsl_kdd":
-        raise DatasetError(
-            f"data.onehot_order={cfg.onehot_order!r} only applies to NSL-KDD; use 'global' for {cfg.name}"
-        )
-    if cfg.scaling != "fit_train" and base != "nsl_kdd":
-        raise DatasetError(f"data.scaling={cfg.scaling!r} only applies to NSL-KDD; use 'fit_train' for {cfg.name}")
+    for option, default, dataset, title in (("onehot_order", "global", "nsl_kdd", "NSL-KDD"),
+                                            ("scaling", "fit_train", "nsl_kdd", "NSL-KDD"),
+                                            ("standin_calibration", "none", "n_baiot", "synthetic N-BaIoT")):
+        if getattr(cfg, option) != default and base != dataset:
+            raise DatasetError(f"data.{option}={getattr(cfg, option)!r} only applies to {title}; "
+                               f"use {default!r} for {cfg.name}")
     if cfg.balance and base != "n_baiot":
         raise DatasetError(f"data.balance=true only applies to N-BaIoT; set it to false for {cfg.name}")
-    if cfg.standin_calibration != "none" and base != "n_baiot":
-        raise DatasetError(
-            f"data.standin_calibration={cfg.standin_calibration!r} only applies to synthetic N-BaIoT; "
-            f"use 'none' for {cfg.name}"
-        )
     if cfg.name == "n_baiot" and (cfg.train_files or cfg.test_files):
         raise DatasetError(
             "data.train_files/test_files are not used by n_baiot (it reads every device's CSVs); remove them"
@@ -364,19 +359,16 @@ def _check_options(cfg: DataConfig) -> None:
 def _load_real(cfg: DataConfig | None, folder: Path, seed: int, real: RealDataset | None = None) -> DatasetBundle:
     """Load real files with ``cfg``'s options, or with each loader's defaults when ``cfg`` is None (``real``)."""
     name: DatasetName | None = cfg.name if cfg is not None else real
-    files = {} if cfg is None else {"train_files": cfg.train_files, "test_files": cfg.test_files}
+    files: dict[str, Any] = {} if cfg is None else {"train_files": cfg.train_files, "test_files": cfg.test_files}
     if name == "cifar10":
         return cifar10.load_cifar10(folder, **files)
     if name == "femnist":
         return femnist.load_femnist(folder, **files)
     if name == "nsl_kdd":
-        if cfg is None:
-            return nsl_kdd.load_nsl_kdd(folder)
-        return nsl_kdd.load_nsl_kdd(folder, cfg.train_files, cfg.test_files, onehot_order=cfg.onehot_order,
-                                    scaling=cfg.scaling)
+        options: dict[str, Any] = {} if cfg is None else {"onehot_order": cfg.onehot_order, "scaling": cfg.scaling}
+        return nsl_kdd.load_nsl_kdd(folder, **files, **options)
     if name == "n_baiot":
-        return n_baiot.load_n_baiot(folder, seed=seed) if cfg is None else n_baiot.load_n_baiot(
-            folder, seed=seed, balance=cfg.balance)
+        return n_baiot.load_n_baiot(folder, seed=seed, **({} if cfg is None else {"balance": cfg.balance}))
     raise DatasetError(f"data.name={name!r} has no loader")  # pragma: no cover - DATASETS and SPECS agree
 
 

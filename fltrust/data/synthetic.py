@@ -28,6 +28,7 @@ generator                   imitates
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -46,8 +47,11 @@ def _sizes(n_train: int, n_test: int | None) -> tuple[int, int]:
     return n_train, n_test
 
 
-def _source(name: str, seed: int, n_train: int, n_test: int) -> dict[str, object]:
-    return {"generator": name, "seed": seed, "train_samples": n_train, "test_samples": n_test}
+def _bundle(name: str, seed: int, train: ArraySplit, test: ArraySplit, *, extra: dict[str, object] | None = None,
+            **facts: Any) -> DatasetBundle:
+    """A synthetic bundle whose ``source`` records the generator, seed, split sizes and ``extra``."""
+    source = {"generator": name, "seed": seed, "train_samples": len(train), "test_samples": len(test), **(extra or {})}
+    return DatasetBundle(name=name, train=train, test=test, synthetic=True, source=source, **facts)
 
 
 def _upsample(templates: np.ndarray, factor: int) -> np.ndarray:
@@ -71,16 +75,8 @@ def synthetic_cifar10(n_train: int = 2000, *, seed: int = 0, n_test: int | None 
         x = np.clip(templates[y] + np.float32(0.35) * noise, -1.0, 1.0)
         return ArraySplit(x=x, y=y.astype(np.int64))
 
-    return DatasetBundle(
-        name="synthetic_cifar10",
-        train=draw(n_train),
-        test=draw(n_test),
-        num_classes=10,
-        input_shape=cifar10.INPUT_SHAPE,
-        synthetic=True,
-        class_names=list(cifar10.CLASS_NAMES),
-        source=_source("synthetic_cifar10", seed, n_train, n_test),
-    )
+    return _bundle("synthetic_cifar10", seed, draw(n_train), draw(n_test), num_classes=10,
+                   input_shape=cifar10.INPUT_SHAPE, class_names=list(cifar10.CLASS_NAMES))
 
 
 def synthetic_femnist(
@@ -113,17 +109,9 @@ def synthetic_femnist(
         x = np.clip(templates[y] + brightness[groups, None, None, None] + np.float32(0.2) * noise, 0.0, 1.0)
         return ArraySplit(x=x, y=y, groups=groups.astype(np.int64))
 
-    return DatasetBundle(
-        name="synthetic_femnist",
-        train=draw(n_train),
-        test=draw(n_test),
-        num_classes=k,
-        input_shape=femnist.INPUT_SHAPE,
-        synthetic=True,
-        group_names=[f"writer_{i:02d}" for i in range(num_writers)],
-        class_names=list(femnist.CLASS_NAMES),
-        source=_source("synthetic_femnist", seed, n_train, n_test),
-    )
+    return _bundle("synthetic_femnist", seed, draw(n_train), draw(n_test), num_classes=k,
+                   input_shape=femnist.INPUT_SHAPE, group_names=[f"writer_{i:02d}" for i in range(num_writers)],
+                   class_names=list(femnist.CLASS_NAMES))
 
 
 _SYNTHETIC_ATTACKS = np.array(
@@ -160,16 +148,8 @@ def synthetic_nsl_kdd(n_train: int = 2000, *, seed: int = 0, n_test: int | None 
         raw["attack"] = np.where(y == 1, attack_names, "normal")
         return nsl_kdd.build_split(raw, continuous)
 
-    return DatasetBundle(
-        name="synthetic_nsl_kdd",
-        train=draw(n_train),
-        test=draw(n_test),
-        num_classes=2,
-        input_shape=(nsl_kdd.NUM_FEATURES,),
-        synthetic=True,
-        class_names=list(nsl_kdd.CLASS_NAMES),
-        source=_source("synthetic_nsl_kdd", seed, n_train, n_test),
-    )
+    return _bundle("synthetic_nsl_kdd", seed, draw(n_train), draw(n_test), num_classes=2,
+                   input_shape=(nsl_kdd.NUM_FEATURES,), class_names=list(nsl_kdd.CLASS_NAMES))
 
 
 def _device_traffic(device: str) -> list[str]:
@@ -239,18 +219,11 @@ def synthetic_n_baiot(
         x_raw = _calibrate_to_real_partial(train[0], train[1], [(train[0], train[1]), (test[0], test[1])])
         train, test = (x_raw[0], *train[1:]), (x_raw[1], *test[1:])
     x_train, x_test = n_baiot.standardise(train[0], test[0])
-    return DatasetBundle(
-        name="synthetic_n_baiot",
-        train=ArraySplit(x_train, train[1], train[2], {"attack": train[3]}),
-        test=ArraySplit(x_test, test[1], test[2], {"attack": test[3]}),
-        num_classes=2,
-        input_shape=(n_baiot.NUM_FEATURES,),
-        synthetic=True,
-        group_names=list(devices),
-        class_names=list(n_baiot.CLASS_NAMES),
-        source={**_source("synthetic_n_baiot", seed, len(train[1]), len(test[1])), "balance": balance,
-                **({"calibration": calibration} if calibration != "none" else {})},
-    )
+    return _bundle("synthetic_n_baiot", seed, ArraySplit(x_train, train[1], train[2], {"attack": train[3]}),
+                   ArraySplit(x_test, test[1], test[2], {"attack": test[3]}), num_classes=2,
+                   input_shape=(n_baiot.NUM_FEATURES,), group_names=list(devices),
+                   class_names=list(n_baiot.CLASS_NAMES),
+                   extra={"balance": balance, **({"calibration": calibration} if calibration != "none" else {})})
 
 
 def _calibrate_to_real_partial(

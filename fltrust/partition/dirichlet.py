@@ -137,11 +137,9 @@ class DirichletPartitioner(Partitioner):
                 f"with partition.alpha={self.alpha} and partition.num_clients={num_clients}; "
                 "raise alpha, lower min_partition_size or use fewer clients"
             )
-        out = []
-        for indices in clients:
-            indices = np.asarray(indices, dtype=np.int64)
+        out = [np.asarray(indices, dtype=np.int64) for indices in clients]
+        for indices in out:
             rng.shuffle(indices)
-            out.append(indices)
         return out
 
     def _draw(

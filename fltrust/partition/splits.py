@@ -198,9 +198,7 @@ def select_aux(n_test: int, fraction: float, max_samples: int | None, rng: np.ra
         raise PartitionError(f"partition.aux_fraction={fraction!r} must lie in (0, 1]")
     if max_samples is not None and max_samples < 1:
         raise PartitionError(f"partition.aux_max_samples={max_samples!r} must be >= 1 or None")
-    size = math.ceil(fraction * n_test)
-    if max_samples is not None:
-        size = min(size, max_samples)
+    size = min(math.ceil(fraction * n_test), n_test if max_samples is None else max_samples)
     if size >= n_test:
         return np.arange(n_test, dtype=np.int64)
     return np.sort(rng.choice(n_test, size=size, replace=False)).astype(np.int64)
@@ -236,10 +234,8 @@ def class_counts(y: np.ndarray, partitions: list[np.ndarray], num_classes: int) 
         raise PartitionError(
             f"labels span [{y.min()}, {y.max()}] but num_classes={num_classes}; labels must lie in [0, num_classes)"
         )
-    counts = np.zeros((len(partitions), num_classes), dtype=np.int64)
-    for c, indices in enumerate(partitions):
-        counts[c] = np.bincount(y[np.asarray(indices, dtype=np.int64)], minlength=num_classes)
-    return counts
+    rows = [np.bincount(y[np.asarray(indices, dtype=np.int64)], minlength=num_classes) for indices in partitions]
+    return np.array(rows, dtype=np.int64).reshape(len(partitions), num_classes)
 
 
 @dataclass(frozen=True)
@@ -347,14 +343,9 @@ def build_client_splits(
     partitions = partitioner.partition(y, groups)
 
     val_rng = np.random.default_rng([partition_seed, VAL_STREAM])
-    train, val = [], []
-    for indices in partitions:
-        if cfg.client_splits is not None:
-            train_idx, val_idx = three_way_split(indices, list(cfg.client_splits), val_rng)
-        else:
-            train_idx, val_idx = train_val_split(indices, cfg.val_fraction, val_rng)
-        train.append(train_idx)
-        val.append(val_idx)
+    pairs = [three_way_split(indices, list(cfg.client_splits), val_rng) if cfg.client_splits is not None
+             else train_val_split(indices, cfg.val_fraction, val_rng) for indices in partitions]
+    train, val = [pair[0] for pair in pairs], [pair[1] for pair in pairs]
 
     k = int(y.max()) + 1 if num_classes is None else int(num_classes)
     aux = None

@@ -60,11 +60,8 @@ round by round, the log grows on every rerun); dot files (lock, holder, temporar
 
 
 def _file_sha256(path: Path) -> str:
-    digest = hashlib.sha256()
     with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
+        return hashlib.file_digest(handle, "sha256").hexdigest()
 
 
 def _covered_files(folder: Path) -> dict[str, str]:

@@ -8,6 +8,7 @@ run's final ``state_dict``.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -65,37 +66,27 @@ def read_plain_torch(path: str | Path, what: str, *, map_location: Any = "cpu") 
         raise RunFolderError(f"{path}: unreadable {what} ({type(exc).__name__}: {reason})") from None
 
 
-def _to_tensors(value: Any) -> Any:
-    """numpy arrays -> tensors (same dtype and bytes), numpy scalars -> Python numbers, recursively."""
+def _map_leaves(value: Any, leaf: Callable[[Any], Any]) -> Any:
+    """``leaf`` applied to every value inside nested dicts, lists and tuples (their types kept)."""
+    if isinstance(value, dict):
+        return {k: _map_leaves(v, leaf) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return type(value)(_map_leaves(v, leaf) for v in value)
+    return leaf(value)
+
+
+def _to_tensor(value: Any) -> Any:
+    """A numpy array -> a tensor (same dtype and bytes), a numpy scalar -> a Python number."""
     import torch
 
     if isinstance(value, np.ndarray):
         return torch.from_numpy(np.array(value, copy=True, order="C"))
-    if isinstance(value, np.generic):
-        return value.item()
-    if isinstance(value, dict):
-        return {k: _to_tensors(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return type(value)(_to_tensors(v) for v in value)
-    return value
-
-
-def _to_arrays(value: Any) -> Any:
-    """Inverse of :func:`_to_tensors`: tensors -> numpy arrays, recursively."""
-    import torch
-
-    if isinstance(value, torch.Tensor):
-        return value.numpy()
-    if isinstance(value, dict):
-        return {k: _to_arrays(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return type(value)(_to_arrays(v) for v in value)
-    return value
+    return value.item() if isinstance(value, np.generic) else value
 
 
 def write_checkpoint(path: str | Path, state: dict[str, Any]) -> None:
     """Save an engine's state as plain data (numpy arrays become tensors), atomically."""
-    atomic_torch_save(path, _to_tensors(state))
+    atomic_torch_save(path, _map_leaves(state, _to_tensor))
 
 
 def read_checkpoint(path: str | Path) -> dict[str, Any]:
@@ -106,10 +97,12 @@ def read_checkpoint(path: str | Path) -> dict[str, Any]:
     RunFolderError
         The file is unreadable, not plain data (:func:`read_plain_torch`), or not a dict.
     """
+    import torch
+
     state = read_plain_torch(path, "checkpoint")
     if not isinstance(state, dict):
         raise RunFolderError(f"{path}: not an fltrust checkpoint (a {type(state).__name__}, not a dict)")
-    return _to_arrays(state)
+    return _map_leaves(state, lambda value: value.numpy() if isinstance(value, torch.Tensor) else value)
 
 
 def load_final_model(path: str | Path, *, map_location: Any = "cpu") -> dict[str, Any]:

@@ -56,47 +56,30 @@ class RunDiverged(RuntimeError):
         self.what = what
 
 
+class _File:
+    """A file of every run folder: ``RunFolder(path).<attribute>`` is ``path / name``."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __get__(self, folder: RunFolder, owner: type | None = None) -> Path:
+        return folder.path / self.name
+
+
 @dataclass
 class RunFolder:
     """Paths of one run folder."""
 
     path: Path
-
-    @property
-    def config(self) -> Path:
-        return self.path / "config.yaml"
-
-    @property
-    def dataset(self) -> Path:
-        return self.path / "dataset.json"
-
-    @property
-    def rounds(self) -> Path:
-        return self.path / "rounds.jsonl"
-
-    @property
-    def checkpoint(self) -> Path:
-        return self.path / "checkpoint.pt"
-
-    @property
-    def final_model(self) -> Path:
-        return self.path / "final_model.pt"
-
-    @property
-    def summary(self) -> Path:
-        return self.path / "summary.json"
-
-    @property
-    def log(self) -> Path:
-        return self.path / "log.txt"
-
-    @property
-    def lock(self) -> Path:
-        return self.path / ".lock"
-
-    @property
-    def holder(self) -> Path:
-        return self.path / ".holder.json"
+    config = _File("config.yaml")
+    dataset = _File("dataset.json")
+    rounds = _File("rounds.jsonl")
+    checkpoint = _File("checkpoint.pt")
+    final_model = _File("final_model.pt")
+    summary = _File("summary.json")
+    log = _File("log.txt")
+    lock = _File(".lock")
+    holder = _File(".holder.json")
 
     def status(self) -> str | None:
         """``summary.json``'s status (``complete``, ``diverged``), or None when there is none."""
@@ -239,10 +222,9 @@ def check_finite(record: RoundRecord) -> None:
     why = "".join(f"; {c}" for c in causes)
     if not _finite(record.global_params_after):
         raise RunDiverged(record.round, f"the aggregated model has NaN/inf parameters{why}")
-    for key in ("aux_loss",):
-        value = record.server_metrics.get(key)
-        if value is not None and not np.isfinite(value):
-            raise RunDiverged(record.round, f"the aggregated model's {key} is {value}{why}")
+    aux_loss = record.server_metrics.get("aux_loss")
+    if aux_loss is not None and not np.isfinite(aux_loss):
+        raise RunDiverged(record.round, f"the aggregated model's aux_loss is {aux_loss}{why}")
     if bad_loss:
         raise RunDiverged(record.round, "; ".join(causes))
 

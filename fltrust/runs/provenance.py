@@ -185,16 +185,13 @@ def code_state(package: str | os.PathLike[str] | None = None) -> dict[str, Any]:
     except ValueError:
         inside = ""
     changed = []
-    entries = status.split("\0")
-    i = 0
-    while i < len(entries):
-        entry = entries[i]
-        i += 1
+    entries = iter(status.split("\0"))
+    for entry in entries:
         if len(entry) < 4:
             continue
         code, path = entry[:2], entry[3:]
         if code[0] in "RC":  # a rename or copy is followed by its source path
-            i += 1
+            next(entries, None)
         if path.startswith(inside) or (code != "??" and path in DEPENDENCY_FILES):
             changed.append(path)  # the rest (results, RESULTS.md, scratch files) is not code
     changed = sorted(set(changed))
@@ -211,28 +208,19 @@ def git_head(root: str | os.PathLike[str] | None = None) -> str | None:
     return head.strip() if head else None
 
 
-@functools.cache
-def _libraries() -> dict[str, str | None]:
+def _version(distribution: str) -> str | None:
+    """The installed version of a distribution, or None when it is not installed."""
     from importlib import metadata
-
-    out: dict[str, str | None] = {}
-    for name in LIBRARIES:
-        try:
-            out[name] = metadata.version(name)
-        except metadata.PackageNotFoundError:
-            out[name] = None
-    return out
-
-
-def _fltrust_version() -> str:
-    from importlib import metadata
-
-    import fltrust
 
     try:
-        return metadata.version("fltrust")
+        return metadata.version(distribution)
     except metadata.PackageNotFoundError:
-        return fltrust.__version__
+        return None
+
+
+@functools.cache
+def _libraries() -> dict[str, str | None]:
+    return {name: _version(name) for name in LIBRARIES}
 
 
 @functools.cache
@@ -260,10 +248,7 @@ def _torch_blas() -> str:
 def _blas_threads() -> int | None:
     from threadpoolctl import threadpool_info
 
-    for lib in threadpool_info():
-        if lib.get("user_api") == "blas":
-            return lib.get("num_threads")
-    return None
+    return next((lib.get("num_threads") for lib in threadpool_info() if lib.get("user_api") == "blas"), None)
 
 
 def _device(device: Any) -> dict[str, Any]:
@@ -308,11 +293,12 @@ def provenance(device: Any = None, *, package: str | os.PathLike[str] | None = N
     import numpy
     import torch
 
+    import fltrust
     from fltrust.blas import numpy_blas
 
     return {
         "schema": SCHEMA,
-        "fltrust": _fltrust_version(),
+        "fltrust": _version("fltrust") or fltrust.__version__,
         "code": code_state(package),
         "libraries": dict(_libraries()),
         "blas": {"numpy": numpy_blas(), "numpy_version": numpy.__version__, "torch": _torch_blas(),

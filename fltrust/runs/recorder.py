@@ -189,11 +189,9 @@ class RunRecorder:
                              wall_time_s=wall_time_s, system=system)
         atomic_torch_save(self.folder.final_model, final_state)
         observed = self.observers.run_end(summary)
-        self._write_summary({"status": "complete", "run_id": self.info.run_id, "wall_time_s": wall_time_s,
-                             **fields, "system": system,
-                             "model_hash_chain": self.records[-1].server_metrics.get("chain_hash"),
-                             "observers": observed})
-        self.folder.checkpoint.unlink(missing_ok=True)
+        self._close({"status": "complete", "run_id": self.info.run_id, "wall_time_s": wall_time_s, **fields,
+                     "system": system, "model_hash_chain": self.records[-1].server_metrics.get("chain_hash"),
+                     "observers": observed})
 
     def diverged(self, error: RunDiverged, wall_time_s: float, fields: dict[str, Any]) -> None:
         """Close a diverged run: keep the finite rounds, write ``status: diverged``.
@@ -210,15 +208,14 @@ class RunRecorder:
         bad = RoundRecord(round=error.round, client_ids=np.zeros(0, dtype=np.int64),
                           observations={"diverged": {"reason": error.what}})
         self._append(bad)
-        self._write_summary({"status": "diverged", "run_id": self.info.run_id, "diverged_round": error.round,
-                             "reason": error.what, "wall_time_s": wall_time_s, **fields})
-        self.folder.checkpoint.unlink(missing_ok=True)
+        self._close({"status": "diverged", "run_id": self.info.run_id, "diverged_round": error.round,
+                     "reason": error.what, "wall_time_s": wall_time_s, **fields})
 
-    def _write_summary(self, summary: dict[str, Any]) -> None:
-        """Write ``summary.json`` with its provenance (:func:`fltrust.runs.provenance.provenance`, unless
-        the caller's fields hold one) and its integrity entry: the head of the record chain, the SHA-256
-        of every other file the run wrote (config, dataset, final model, FactSheet, trust report,
-        ...), and a link chaining all of it onto the records."""
+    def _close(self, summary: dict[str, Any]) -> None:
+        """Close the run: write ``summary.json`` with its provenance (:func:`fltrust.runs.provenance.provenance`,
+        unless the caller's fields hold one) and its integrity entry -- the head of the record chain, the
+        SHA-256 of every other file the run wrote (config, dataset, final model, FactSheet, trust report,
+        ...), and a link chaining all of it onto the records --, then remove the checkpoint."""
         body = to_plain(summary)
         if "provenance" not in body:  # which code, libraries, BLAS and threads ran it (never in the run id)
             body["provenance"] = provenance(body.get("device"))
@@ -228,3 +225,4 @@ class RunRecorder:
                            "link": _summary_link(self.record_head, body, files, algorithm, self.key),
                            "fields": field_digests(body)}
         atomic_write_json(self.folder.summary, body)
+        self.folder.checkpoint.unlink(missing_ok=True)

@@ -134,10 +134,7 @@ def _ratio_fairness(
         raise MetricInputError(f"jain_zero_guard={jain_zero_guard!r}; choose one of {list(JAIN_ZERO_GUARDS)}")
     with np.errstate(divide="ignore", invalid="ignore"):
         ratios = values / s
-    if nonpositive_policy == "exclude":
-        included = s > 0
-    else:
-        included = np.ones(values.size, dtype=bool)
+    included = s > 0 if nonpositive_policy == "exclude" else np.ones(values.size, dtype=bool)
     num_dropped = int(values.size - included.sum())
     kept = ratios[included]
     if nonpositive_policy == "exclude" and kept.size < 2:
@@ -288,20 +285,14 @@ def authors_group_values(confusion: np.ndarray, sensitive_attributes: Sequence[i
     """
     counts = _confusions(confusion)
     num_attributes = len(_attributes(sensitive_attributes))
-    num_classes = counts.shape[1]
     total = counts.sum(axis=(1, 2)).astype(float)
     correct_per_label = np.einsum("nkk->nk", counts).astype(float)
     wrong_per_label = counts.sum(axis=2) - correct_per_label
     correct, wrong = correct_per_label.sum(axis=1), wrong_per_label.sum(axis=1)
-    values = np.empty((counts.shape[0], num_attributes))
-    for position in range(num_attributes):
-        if position < num_classes:
-            c_a, w_a = correct_per_label[:, position], wrong_per_label[:, position]
-        else:  # no label equals this position: c_a = w_a = 0
-            c_a = w_a = np.zeros(counts.shape[0])
-        with np.errstate(divide="ignore", invalid="ignore"):
-            values[:, position] = (2.0 * (c_a - w_a) - (correct - wrong)) / total
-    return values
+    pad = ((0, 0), (0, max(0, num_attributes - counts.shape[1])))  # no label equals a position >= K: c_a = w_a = 0
+    c_a, w_a = (np.pad(per_label, pad)[:, :num_attributes] for per_label in (correct_per_label, wrong_per_label))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return (2.0 * (c_a - w_a) - (correct - wrong)[:, None]) / total[:, None]
 
 
 def authors_group_fairness(confusion: np.ndarray, sensitive_attributes: Sequence[int]) -> GroupFairness:
@@ -376,9 +367,7 @@ def label_group_arrays(
     labels = np.arange(num_classes)
     attributes = [a for a in dict.fromkeys(_attributes(sensitive_attributes)) if 0 <= a < num_classes]
     rest = [int(k) for k in labels if k not in attributes]
-    groups: list[tuple[str, list[int]]] = [(str(a), [a]) for a in attributes]
-    if rest:
-        groups.append(("rest", rest))
+    groups = [(str(a), [a]) for a in attributes] + [("rest", rest)]  # an empty "rest" has no members: skipped below
     cell_true, cell_pred = np.divmod(np.arange(num_classes * num_classes), num_classes)
     y = np.repeat(cell_true, counts.ravel())
     y_hat = np.repeat(cell_pred, counts.ravel())

@@ -28,6 +28,9 @@ from fltrust.settings import FairnessSettings
 
 __all__ = ["FairnessObserver"]
 
+_STATE = ("cumulative_shapley", "cumulative_rewards")
+"""The observer's state across rounds (length C each): what a resumed run restores."""
+
 
 class FairnessObserver(BaseObserver):
     """Computes the Federated Fairness Analytics notions after every round of any FL engine.
@@ -293,8 +296,7 @@ class FairnessObserver(BaseObserver):
         return {
             "settings": settings,
             "sensitive_attributes": None if self.sensitive_attributes is None else list(self.sensitive_attributes),
-            "cumulative_shapley": self.cumulative_shapley.tolist(),
-            "cumulative_rewards": self.cumulative_rewards.tolist(),
+            **self.state_dict(),
         }
 
     # -- resume ----------------------------------------------------------------------------
@@ -306,10 +308,7 @@ class FairnessObserver(BaseObserver):
         dict
             ``cumulative_shapley`` and ``cumulative_rewards``: lists of length C.
         """
-        return {
-            "cumulative_shapley": self.cumulative_shapley.tolist(),
-            "cumulative_rewards": self.cumulative_rewards.tolist(),
-        }
+        return {key: getattr(self, key).tolist() for key in _STATE}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         """Restore :meth:`state_dict`.
@@ -324,7 +323,7 @@ class FairnessObserver(BaseObserver):
         MetricInputError
             A key is missing or a vector does not have C entries.
         """
-        for key in ("cumulative_shapley", "cumulative_rewards"):
+        for key in _STATE:
             if key not in state:
                 raise MetricInputError(f"fairness observer state has no {key!r}; was it saved by state_dict()?")
             values = np.asarray(state[key], dtype=float)

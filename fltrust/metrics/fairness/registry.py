@@ -321,14 +321,6 @@ class NotionKeys(Sequence[str]):
         """Count the keys."""
         return len(self._keys())
 
-    def __iter__(self) -> Iterator[str]:
-        """Iterate over the keys in order."""
-        return iter(self._keys())
-
-    def __contains__(self, key: object) -> bool:
-        """Tell whether ``key`` is one of the keys."""
-        return key in self._keys()
-
     def __eq__(self, other: object) -> bool:
         """Compare the keys, in order, with another key sequence."""
         if isinstance(other, (NotionKeys, tuple, list)):

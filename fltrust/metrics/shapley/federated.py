@@ -363,17 +363,7 @@ def federated_shapley(
             target_error=target_error,
             max_coalitions=max_coalitions,
         )
-        return FedSVResult(
-            phi=estimate.phi,
-            utilities=estimate.utilities,
-            method=method,
-            num_permutations=estimate.num_permutations,
-            stderr=estimate.stderr,
-            num_truncated=estimate.num_truncated,
-            stopped=estimate.stopped,
-            target_error=estimate.target_error,
-            error_ratio=estimate.error_ratio,
-        )
+        return FedSVResult(**vars(estimate), method=method, error_ratio=estimate.error_ratio)  # the estimate's fields
     if method == "exact":
         utilities = evaluate(all_coalitions(players))
         phi = shapley_values(players, utilities, include_empty=include_empty)

@@ -62,13 +62,15 @@ def _check_players(players: Sequence[Hashable]) -> list[Hashable]:
     return players
 
 
-def _check_enumerable(players: list[Hashable]) -> None:
+def _check_enumerable(players: Sequence[Hashable]) -> list[Hashable]:
+    players = _check_players(players)
     if len(players) > EXACT_PLAYER_LIMIT:
         raise MetricInputError(
             f"exact Shapley values of {len(players)} players need 2^{len(players)} - 1 = "
             f"{2 ** len(players) - 1:,} coalitions; enumeration stops at EXACT_PLAYER_LIMIT={EXACT_PLAYER_LIMIT} "
             "players: use permutation_shapley (or federated_shapley(method='auto'))"
         )
+    return players
 
 
 def all_coalitions(players: Sequence[Hashable]) -> list[frozenset]:
@@ -89,8 +91,7 @@ def all_coalitions(players: Sequence[Hashable]) -> list[frozenset]:
     MetricInputError
         No players, repeated players, or more than :data:`EXACT_PLAYER_LIMIT` of them.
     """
-    players = _check_players(players)
-    _check_enumerable(players)
+    players = _check_enumerable(players)
     return [
         frozenset(members)
         for size in range(1, len(players) + 1)
@@ -141,8 +142,7 @@ def shapley_values(
     >>> shapley_values(["p", "q"], lambda T: sum(a[i] for i in T)).tolist()
     [1.0, 2.0]
     """
-    players = _check_players(players)
-    _check_enumerable(players)
+    players = _check_enumerable(players)
     value = _lookup(utility)
     m = len(players)
     phi = np.zeros(m)

@@ -49,6 +49,13 @@ MAX_ADAPTIVE_PERMUTATIONS_PER_PLAYER = 100
 """With a ``target_error``, :func:`permutation_shapley` walks at most this many orders per player."""
 
 
+def _check_sizes(num_players: int, num_permutations: int, budget: str) -> None:
+    if num_players < 1:
+        raise MetricInputError(f"num_players={num_players} must be >= 1")
+    if num_permutations < 1:
+        raise MetricInputError(f"num_permutations={num_permutations} must be >= 1 (the {budget} budget)")
+
+
 def sample_permutations(num_players: int, num_permutations: int, seed: int | Sequence[int]) -> np.ndarray:
     """Draw uniform random orderings of ``num_players`` players.
 
@@ -74,10 +81,7 @@ def sample_permutations(num_players: int, num_permutations: int, seed: int | Seq
     MetricInputError
         ``num_players`` or ``num_permutations`` below 1.
     """
-    if num_players < 1:
-        raise MetricInputError(f"num_players={num_players} must be >= 1")
-    if num_permutations < 1:
-        raise MetricInputError(f"num_permutations={num_permutations} must be >= 1 (the Monte Carlo budget)")
+    _check_sizes(num_players, num_permutations, "Monte Carlo")
     rng = np.random.default_rng(seed)
     return rng.permuted(np.tile(np.arange(num_players), (num_permutations, 1)), axis=1)
 
@@ -205,10 +209,7 @@ def guided_permutations(num_players: int, num_permutations: int, seed: int | Seq
     >>> all(sorted(row) == [0, 1, 2] for row in perms.tolist())
     True
     """
-    if num_players < 1:
-        raise MetricInputError(f"num_players={num_players} must be >= 1")
-    if num_permutations < 1:
-        raise MetricInputError(f"num_permutations={num_permutations} must be >= 1 (the sampling budget)")
+    _check_sizes(num_players, num_permutations, "sampling")
     rng = np.random.default_rng(seed)
     offset = int(rng.integers(num_players))
     keys = rng.random((num_permutations, num_players))
@@ -528,10 +529,9 @@ def permutation_shapley(
 def _error_ratio(phi: np.ndarray, stderr: np.ndarray) -> float:
     """Largest standard error over the value range ``max(phi) - min(phi)`` (inf when undefined)."""
     spread = float(np.ptp(phi)) if phi.size else 0.0
-    finite = stderr[np.isfinite(stderr)]
-    if finite.size < stderr.size:
+    if not np.all(np.isfinite(stderr)):
         return float("inf")
-    largest = float(finite.max()) if finite.size else 0.0
+    largest = float(stderr.max()) if stderr.size else 0.0
     if spread > 0:
         return largest / spread
     return 0.0 if largest == 0 else float("inf")
