@@ -239,6 +239,11 @@ class EngineBase:
         result = self.evaluate_on(params, [self.fed.x_aux], [self.fed.y_aux])[0]
         return result.loss, result.accuracy
 
+    def _epsilon_metric(self, round_: int) -> dict[str, float]:
+        """``{"epsilon": the privacy spent up to round_}`` where the mechanism accounts it, else ``{}``."""
+        eps = self.privacy.epsilon(round_)
+        return {} if eps is None else {"epsilon": eps}
+
     def evaluate_on(self, params: Any, xs: list, ys: list, *, each: bool = False) -> list:
         """Results of ``params`` on each dataset ``(xs[k], ys[k])``, batched where ``training.vectorize`` allows.
 

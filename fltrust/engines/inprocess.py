@@ -168,9 +168,7 @@ class Engine(EngineBase):
         folder = recorder.folder
         start_time = time.perf_counter()
         identity = checkpoint_identity(self.settings, info, (dataset_extra or {}).get("fingerprint"))
-        state = None
-        if resume and folder.checkpoint.is_file():
-            state = _load_checkpoint(folder.checkpoint, identity)
+        state = _load_checkpoint(folder.checkpoint, identity) if resume and folder.checkpoint.is_file() else None
         if state is not None and recorder.resume(info, state):  # the records are read back from rounds.jsonl
             global_params = state["global_params"]
             self.strategy.load_state_dict(state["strategy"])
@@ -296,12 +294,8 @@ class Engine(EngineBase):
 
     def _server_metrics(self, round_: int, before: tuple[float, float], after: tuple[float, float]) -> dict[str, float]:
         """The aux loss and accuracy before and after the round, and the epsilon spent (when accounted)."""
-        server = {"aux_loss_before": before[0], "aux_accuracy_before": before[1], "aux_loss": after[0],
-                  "aux_accuracy": after[1]}
-        eps = self.privacy.epsilon(round_)
-        if eps is not None:
-            server["epsilon"] = eps
-        return server
+        return {"aux_loss_before": before[0], "aux_accuracy_before": before[1], "aux_loss": after[0],
+                "aux_accuracy": after[1], **self._epsilon_metric(round_)}
 
     def empty_round(self, round_: int, global_params: Params, aux_before: tuple[float, float], faults) -> RoundRecord:
         """A round in which no update arrived: the global model is kept (and the round says so).

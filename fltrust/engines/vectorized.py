@@ -379,9 +379,8 @@ class VectorTrainer(BatchedEvaluator):
                     torch.bmm(g, W[i], out=prev)
                     torch.ops.aten.threshold_backward.grad_input(prev, inp, 0, grad_input=prev)
                     g = prev
-            losses = self._finish_grad(active, grad, losses, center, mu, ka)
-            if report:
-                loss_sum[:ka] += losses.double() * sched.loss_weight[s, :ka]
+            self._finish_grad(active, grad, losses, center, mu, ka, loss_sum,
+                              sched.loss_weight[s, :ka] if report else None)
             opt.update(active, grad, ka)
 
     def _train_mlp_numpy(self, sched: BatchSchedule, flat, center, mu, x, y, opt, loss_sum) -> None:
@@ -464,9 +463,8 @@ class VectorTrainer(BatchedEvaluator):
                     if i > 0:
                         prev = deltas[i - 1]
                         torch.ops.aten.threshold_backward.grad_input(prev, outs[i - 1], 0, grad_input=prev)
-                losses = self._finish_grad(active, grad, losses, center, mu, ka)
-                if report:
-                    loss_sum[:ka] += losses.double() * sched.loss_weight[s, :ka]
+                self._finish_grad(active, grad, losses, center, mu, ka, loss_sum,
+                                  sched.loss_weight[s, :ka] if report else None)
                 opt.update(active, grad, ka)
         finally:
             self._mlp_layout(flat, to_training=False)
@@ -493,8 +491,9 @@ class VectorTrainer(BatchedEvaluator):
                 xb[: ka * B], xb[: ka * B].view(ka, B, -1), tb[: ka * B], tb[: ka * B].view(ka, B),
                 [o[:ka] for o in outs], [d[:ka] for d in deltas])
 
-    def _finish_grad(self, active, grad, losses, center, mu, ka):
-        """Proximal term and clipping on the ``(ka, N)`` gradient; the loss (None where not reported)."""
+    def _finish_grad(self, active, grad, losses, center, mu, ka, loss_sum, loss_weight) -> None:
+        """Proximal term and clipping on the ``(ka, N)`` gradient; where the step's loss is reported
+        (``loss_weight`` not None), ``loss_sum[:ka] += loss * loss_weight``."""
         if center is not None:
             diff = active - center[:ka]
             grad.add_(diff, alpha=mu)
@@ -505,7 +504,8 @@ class VectorTrainer(BatchedEvaluator):
             norms = torch.stack([grad[:, a:b].norm(dim=1) for a, b in zip(self.offsets, self.offsets[1:])], 1)
             coef = (clip / (norms.norm(dim=1) + 1e-6)).clamp(max=1.0)
             grad.mul_(coef.unsqueeze(1))
-        return losses
+        if losses is not None and loss_weight is not None:
+            loss_sum[:ka] += losses.double() * loss_weight
 
     def _step(self, s, ka, sched, flat, center, mu, x, y, opt, loss_sum, gens, grad_buffer) -> None:
         """One step with the autograd gradient of the stacked loss for rows ``[:ka]`` (into ``grad_buffer``)."""
@@ -516,9 +516,8 @@ class VectorTrainer(BatchedEvaluator):
             grads = torch.autograd.grad(losses.sum(), leaves)
         grad = grad_buffer[:ka]
         torch.cat([g.reshape(ka, -1) for g in grads], 1, out=grad)
-        losses = self._finish_grad(active, grad, losses.detach(), center, mu, ka)
-        if sched.report[s]:
-            loss_sum[:ka] += losses.double() * sched.loss_weight[s, :ka]
+        self._finish_grad(active, grad, losses.detach(), center, mu, ka, loss_sum,
+                          sched.loss_weight[s, :ka] if sched.report[s] else None)
         opt.update(active, grad, ka)
 
     def _train_graphed(self, sched, flat, center, mu, x, y, opt, loss_sum) -> None:
@@ -559,8 +558,8 @@ class VectorTrainer(BatchedEvaluator):
                     losses = (per * w).sum(1)
                     grads = torch.autograd.grad(losses.sum(), leaves)
                 grad = torch.cat([g.reshape(ka, -1) for g in grads], 1)
-                losses = self._finish_grad(active, grad, losses.detach(), center, mu, ka)  # no clipping when graphed
-                loss_sum[:ka] += losses.double() * lw
+                # no clipping when graphed
+                self._finish_grad(active, grad, losses.detach(), center, mu, ka, loss_sum, lw)
                 opt.step_capturable(active, grad, ka, step_t)
                 cursor.add_(1)
             for _ in range(s, end):

@@ -107,11 +107,9 @@ def kernel_environment(threads_per_job: int | None = None) -> Iterator[None]:
     try:
         yield
     finally:
-        for key, value in saved.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
+        for key in saved:
+            os.environ.pop(key, None)
+        os.environ.update({key: value for key, value in saved.items() if value is not None})
 
 
 def execute_notebook(notebook: Path, output: Path, parameters: dict[str, Any]) -> None:
@@ -310,8 +308,7 @@ def run_jobs(jobs: list[NotebookJob], *, title: str, parallel: int = 1, in_proce
     failures: list[str] = []
     todo = []
     for job in jobs:
-        reason = job.stale_reason()
-        if reason is None:
+        if job.stale_reason() is None:
             tqdm.write(f"skipped {job.name}: complete in {job.result_path}")
         else:
             todo.append(job)
@@ -412,11 +409,8 @@ def _select(names: list[str], pattern: str | None) -> list[str]:
 
 
 def _folders(paper: str, quick: bool, out_dir: str | Path | None) -> dict[str, Path]:
-    paper_dir = REPO / "papers_repro" / paper
-    if out_dir is None:
-        base = REPO / "runs" / "repro" / f"{paper}-quick" if quick else paper_dir
-    else:
-        base = Path(out_dir).resolve()
+    default = REPO / "runs" / "repro" / f"{paper}-quick" if quick else REPO / "papers_repro" / paper
+    base = default if out_dir is None else Path(out_dir).resolve()
     figures = base / "figures" if (quick or out_dir is not None) else REPO / "figures" / _figure_folder(paper)
     return {
         "base": base,

@@ -105,27 +105,19 @@ def _heading_open(renderer, tokens, idx, options, env) -> str:
     return renderer.renderToken(tokens, idx, options, env)
 
 
-def _link_open(renderer, tokens, idx, options, env) -> str:
-    return ""  # the page links nowhere: [text](target) is shown as "text (target)"
-
-
 def _link_close(renderer, tokens, idx, options, env) -> str:
     opening = next(t for t in reversed(tokens[:idx]) if t.type == "link_open")
     return "" if opening.markup == "autolink" else f" ({html.escape(str(opening.attrGet('href')), quote=False)})"
 
 
-def _markdown_it() -> MarkdownIt:
-    """CommonMark with GitHub tables; raw HTML and images are text, links are not followed."""
-    md = MarkdownIt("commonmark", {"html": False, "xhtmlOut": False}).enable("table").disable("image")
-    md.add_render_rule("heading_open", _heading_open)
-    md.add_render_rule("link_open", _link_open)
-    md.add_render_rule("link_close", _link_close)
-    md.add_render_rule("table_open", lambda *_: '<div class="table"><table>\n')  # wide tables scroll
-    md.add_render_rule("table_close", lambda *_: "</table></div>\n")
-    return md
-
-
-_MARKDOWN = _markdown_it()
+# CommonMark with GitHub tables; raw HTML and images are text, links are not followed
+_MARKDOWN = MarkdownIt("commonmark", {"html": False, "xhtmlOut": False}).enable("table").disable("image")
+_MARKDOWN.add_render_rule("heading_open", _heading_open)
+# the page links nowhere: [text](target) is shown as "text (target)"
+_MARKDOWN.add_render_rule("link_open", lambda *_: "")
+_MARKDOWN.add_render_rule("link_close", _link_close)
+_MARKDOWN.add_render_rule("table_open", lambda *_: '<div class="table"><table>\n')  # wide tables scroll
+_MARKDOWN.add_render_rule("table_close", lambda *_: "</table></div>\n")
 
 
 def markdown_to_html(text: str) -> str:
@@ -294,7 +286,6 @@ def report_html(
     results_dir, figures_dir = Path(results_dir), Path(figures_dir)
     text, count = _markdown(p, results_dir, quick)
     figures = _ordered_figures(figures_dir, p)
-    body = markdown_to_html(text)
     commands_html = html.escape("\n".join(commands))
     meta = (f"Self-contained report of the {html.escape(p.title)} reproduction: {count} result file(s) from "
             f"<code>{html.escape(_shown(results_dir))}</code>, {len(figures)} figure(s) from "
@@ -312,7 +303,7 @@ def report_html(
         "<body>",
         "<main>",
         f'<p class="meta">{meta}</p>',
-        body,
+        markdown_to_html(text),
         '<h2 id="figures">Figures</h2>',
         _figures_html(figures, p, figures_dir, compact_figures),
         '<h2 id="regenerate">How to regenerate this page</h2>',

@@ -124,9 +124,7 @@ def resource_root(root: str | os.PathLike[str] | None = None) -> Path:
         present, else :func:`repo_root`.
     """
     work = repo_root(root)
-    if is_checkout(work) or not is_checkout(PACKAGED_RESOURCES):
-        return work
-    return PACKAGED_RESOURCES
+    return work if is_checkout(work) or not is_checkout(PACKAGED_RESOURCES) else PACKAGED_RESOURCES
 
 
 def write_configs(folder: str | os.PathLike[str], configs: Iterable[tuple[str, dict[str, Any], str]]) -> list[Path]:

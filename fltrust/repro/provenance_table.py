@@ -188,10 +188,6 @@ def training_code_cell(records: Sequence[Mapping[str, Any] | None], root: str | 
     return f"**changed**: {len(names)} file(s) ({shown})"
 
 
-def _distinct(values: Sequence[str]) -> str:
-    return ", ".join(dict.fromkeys(sorted(values)))
-
-
 def provenance_cells(records: Sequence[Mapping[str, Any] | None], root: str | Path | None = None) -> list[str]:
     """The :data:`COLUMNS` cells of a group of runs: each column's distinct values, sorted.
 
@@ -225,7 +221,8 @@ def provenance_cells(records: Sequence[Mapping[str, Any] | None], root: str | Pa
                 str(device.get("name"))]
 
     records = list(records) or [None]
-    return [_distinct(list(column)) for column in zip(*map(cells, records))] + [training_code_cell(records, root)]
+    distinct = [", ".join(dict.fromkeys(sorted(column))) for column in zip(*map(cells, records))]  # sorted, once each
+    return distinct + [training_code_cell(records, root)]
 
 
 def provenance_frame(

@@ -38,12 +38,13 @@ import json
 import math
 import sys
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
 from fltrust.core.io import atomic_write_json, to_plain
+from fltrust.core.observers import BaseObserver
 from fltrust.core.records import RoundRecord
 from fltrust.names import Device
 from fltrust.repro.results import round_trace, run_provenance
@@ -363,11 +364,14 @@ def _trace_fields(entry: Mapping[str, Any] | None, rounds: int) -> dict[str, dic
     """``model_hash`` and ``round_trace.aux_*`` of one :func:`round_trace` entry, rounds 0..rounds."""
     if not entry:
         return {}
+    return {**_by_round(entry, rounds, ["model_hash"]),
+            **_by_round(entry, rounds, ["aux_loss", "aux_accuracy"], prefix="round_trace.")}
+
+
+def _by_round(entry: Mapping[str, Any], rounds: int, keys: Iterable[str], prefix: str = "") -> dict[str, dict[int, Any]]:
+    """``{prefix + key: {round: value}}`` of the per-round lists ``keys`` of ``entry``, rounds up to ``rounds``."""
     keep = [i for i, k in enumerate(entry["round"]) if k <= rounds]
-    out = {"model_hash": {entry["round"][i]: entry["model_hash"][i] for i in keep}}
-    for key in ("aux_loss", "aux_accuracy"):
-        out[f"round_trace.{key}"] = {entry["round"][i]: entry[key][i] for i in keep}
-    return out
+    return {prefix + key: {int(entry["round"][i]): entry[key][i] for i in keep} for key in keys}
 
 
 def _trace_entry(result: Mapping[str, Any], repeat: int) -> dict[str, Any] | None:
@@ -386,10 +390,8 @@ def _fairness_fields(result: Mapping[str, Any], repeat: int, rounds: int) -> dic
             out[f"per_round.{key}"] = {int(per_round["round"][i]): values[i] for i in rows}
     entry = next((e for e in (result.get("per_client") or {}).get("repeats", []) if int(e["repeat"]) == repeat), None)
     if entry is not None:
-        keep = [i for i, k in enumerate(entry["round"]) if k <= rounds]
-        for key, values in entry.items():
-            if key not in ("repeat", "run_id", "round"):
-                out[f"per_client.{key}"] = {int(entry["round"][i]): values[i] for i in keep}
+        keys = [key for key in entry if key not in ("repeat", "run_id", "round")]
+        out.update(_by_round(entry, rounds, keys, prefix="per_client."))
     return out
 
 
@@ -441,8 +443,7 @@ def _trust_summary(result: Mapping[str, Any]) -> dict[str, dict[Any, Any]]:
             out[key] = {None: result[key]}
     for mode, summary in (result.get("modes") or {}).items():
         out[f"modes.{mode}.trust_score"] = {None: summary.get("trust_score")}
-        for pillar, score in (summary.get("pillars") or {}).items():
-            out[f"modes.{mode}.pillars.{pillar}"] = {None: score}
+        out.update(_flatten(f"modes.{mode}.pillars", summary.get("pillars") or {}))
         for metric, values in (summary.get("metrics") or {}).items():
             for part in ("raw", "score"):
                 out[f"modes.{mode}.metrics.{metric}.{part}"] = {None: values.get(part)}
@@ -524,7 +525,7 @@ class _Enough(Exception):
     """Raised by :class:`_Progress` after the last compared round (``--rounds``)."""
 
 
-class _Progress:
+class _Progress(BaseObserver):
     """An observer that prints one line per round, keeps the rounds, and stops the run after ``stop_after``."""
 
     name = "verify_progress"
@@ -545,15 +546,6 @@ class _Progress:
                   file=self.stream, flush=True)
         if self.stop_after is not None and record.round >= self.stop_after:
             raise _Enough(record.round)
-
-    def on_run_end(self, summary: Any) -> None:
-        return None
-
-    def state_dict(self) -> dict[str, Any]:
-        return {}
-
-    def load_state_dict(self, state: dict[str, Any]) -> None:
-        return None
 
 
 def _rerun(cfg: Any, out_dir: Path, rounds: int, stream: TextIO, device: Device) -> RunRecord:

@@ -288,14 +288,11 @@ class ExtendedMetrics:
         """One entry per metric: from the measure that declares its first input, else the template's table."""
         from fltrust.trust.measures.taxonomy import template_provenance
 
-        short = {}
-        for path in tree.metric_paths():
-            pillar, _, name = path.split("/")
-            short[f"{pillar}/{name}"] = path
-        score_maps = {key: tree.get_metric(path).score_map for key, path in short.items()}
-        template = template_provenance(view, score_maps)
-        for key, path in short.items():
-            first = tree.get_metric(path).inputs[0]
+        metrics = {f"{p.name}/{m.name}": (f"{p.name}/{n.name}/{m.name}", m)  # pillar/metric -> (path, definition)
+                   for p in tree.pillars for n in p.notions for m in n.metrics}
+        template = template_provenance(view, {key: metric.score_map for key, (_, metric) in metrics.items()})
+        for key, (path, metric) in metrics.items():
+            first = metric.inputs[0]
             if first in results:
                 measure, result = results[first]  # a result of Measure.run: its status and method resolved
                 set_provenance(fs, path, result.status or measure.status, result.method or measure.provenance,

@@ -313,9 +313,7 @@ class TrustObserver(BaseObserver):
         """Per-round series (rounds >= 1): mean client accuracy and loss, server aux metrics."""
         rounds = sorted(self._series)
         keys = ("mean_accuracy", "mean_loss", "aux_accuracy", "aux_loss")
-        out: dict[str, list[Any]] = {"round": rounds}
-        out.update({k: [self._series[r].get(k) for r in rounds] for k in keys})
-        return out
+        return {"round": rounds, **{k: [self._series[r].get(k) for r in rounds] for k in keys}}
 
     def _model_with(self, params: list[np.ndarray]) -> torch.nn.Module:
         """Load ``params`` into the observer's one evaluation copy of the model and return it."""
@@ -384,11 +382,7 @@ class TrustObserver(BaseObserver):
         self.factsheet = fs
         if self.extended is not None:
             self.extended.start(info, fs)
-        self._check_definitions()
-
-    def _check_definitions(self) -> None:
-        """Load the metric definitions now (a bad file fails before training); kept for scoring."""
-        try:
+        try:  # the metric definitions, loaded now so that a bad file fails before training; kept for scoring
             from fltrust.trust.scoring import load_definitions
         except ImportError:
             return
@@ -437,12 +431,9 @@ class TrustObserver(BaseObserver):
             "aux_accuracy": float(server.get("aux_accuracy", float("nan"))),
             "aux_loss": float(server.get("aux_loss", float("nan"))),
         }
-        self._series[int(record.round)] = {k: _none_if_nan(v) for k, v in entry.items()}
-        out = {
-            "selection_cv": _none_if_nan(self._selection_cv(cap=self.switches["cap_cvs"])),
-            "mean_accuracy": _none_if_nan(entry["mean_accuracy"]),
-            "mean_loss": _none_if_nan(entry["mean_loss"]),
-        }
+        series = self._series[int(record.round)] = {k: _none_if_nan(v) for k, v in entry.items()}
+        out = {"selection_cv": _none_if_nan(self._selection_cv(cap=self.switches["cap_cvs"])),
+               **{k: series[k] for k in ("mean_accuracy", "mean_loss")}}
         if extended is not None:
             out["extended"] = extended
         elif self.settings.score_every_round and self._definitions is not None:
@@ -495,30 +486,26 @@ class TrustObserver(BaseObserver):
     def _client_performance(self, summary: RunSummary, model: torch.nn.Module) -> tuple[np.ndarray, np.ndarray, str]:
         """Per-client accuracy and loss of the global model (see the module docstring)."""
         if self.test_groups is not None:
-            accs, losses = [], []
+            results = []
             for group in np.unique(self.test_groups):
                 index = torch.as_tensor(np.flatnonzero(self.test_groups == group), device=self.y_test.device)
-                result = evaluate(
-                    model, self.x_test[index], self.y_test[index], num_classes=summary.info.num_classes,
-                    batch_size=self.batch_size, loss_scaling=self.loss_scaling,
-                )
-                accs.append(result.accuracy)
-                losses.append(result.loss)
-            return np.asarray(accs), np.asarray(losses), "final global model on each natural client's test samples"
+                results.append(evaluate(model, self.x_test[index], self.y_test[index],
+                                        num_classes=summary.info.num_classes, batch_size=self.batch_size,
+                                        loss_scaling=self.loss_scaling))
+            return (np.asarray([r.accuracy for r in results]), np.asarray([r.loss for r in results]),
+                    "final global model on each natural client's test samples")
         trained = [r for r in summary.rounds if r.round >= 1 and len(r.client_ids)]
         if not trained:
             return np.zeros(0), np.zeros(0), "no training round"
         return self._round_performance(trained[-1])
 
     def _fill_performance(self, fs: dict[str, Any], accs: np.ndarray, losses: np.ndarray) -> None:
-        sw = self.switches
         accs = accs[np.isfinite(accs)]
         set_field(fs, "performance/test_acc_avg", _mean(accs))
         set_field(fs, "performance/test_loss_avg", _mean(losses))
-        set_field(fs, "fairness/test_acc_cv", accuracy_cv(accs, cap=sw["cap_cvs"]) if accs.size else float("nan"))
-        set_field(fs, "fairness/test_acc_cv_raw", accuracy_cv(accs, cap=False) if accs.size else float("nan"))
-        set_field(fs, "fairness/selection_cv", self._selection_cv(cap=sw["cap_cvs"]))
-        set_field(fs, "fairness/selection_cv_raw", self._selection_cv(cap=False))
+        for suffix, cap in (("", self.switches["cap_cvs"]), ("_raw", False)):  # the capped CVs and the raw ones
+            set_field(fs, f"fairness/test_acc_cv{suffix}", accuracy_cv(accs, cap=cap) if accs.size else float("nan"))
+            set_field(fs, f"fairness/selection_cv{suffix}", self._selection_cv(cap=cap))
 
     def on_run_end(self, summary: RunSummary) -> Mapping[str, Any] | None:
         """Fill the post-training fields, write ``factsheet.json``, score it and write the report (Alg. 1 24-27).
@@ -550,7 +537,12 @@ class TrustObserver(BaseObserver):
         accs, losses, performance_source = self._client_performance(summary, model)
         self._fill_performance(fs, accs, losses)
         self._model_fields.fill(fs, model, int(summary.info.num_classes))
-        self._fill_summary_system(summary)
+        system = dict(summary.system or {})
+        for key, metric in (("bytes_up_total", "bytes_sent"), ("bytes_down_total", "bytes_received")):
+            if system.get(key) is None:
+                system[key] = float(sum(np.sum(r.client_metrics[metric]) for r in summary.rounds
+                                        if metric in r.client_metrics))
+        self._fill_system(fs, float(summary.wall_time_s), system)
         extended_out = None
         if self.extended is not None:
             extended_out = self.extended.run_end(summary, model, fs, self.run_folder, definitions=self._definitions,
@@ -576,14 +568,6 @@ class TrustObserver(BaseObserver):
             out["extended"] = extended_out
         out.update(self._score())
         return out
-
-    def _fill_summary_system(self, summary: RunSummary) -> None:
-        system = dict(summary.system or {})
-        for key, metric in (("bytes_up_total", "bytes_sent"), ("bytes_down_total", "bytes_received")):
-            if system.get(key) is None:
-                system[key] = float(sum(np.sum(r.client_metrics[metric]) for r in summary.rounds
-                                        if metric in r.client_metrics))
-        self._fill_system(self.factsheet, float(summary.wall_time_s), system)
 
     def _fill_system(self, fs: dict[str, Any], wall_time_s: float, system: Mapping[str, Any]) -> None:
         params = system.get("model_num_params", get_field(fs, "configuration/trainable_param_count"))

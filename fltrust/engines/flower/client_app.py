@@ -164,15 +164,16 @@ class _ClientRuntime:
         extra = {**update.extra, UNIT_WEIGHT_KEY: 1.0}
         if plan.active:
             extra["malicious"] = float(plan.is_malicious(pid))
-        history = engine.privacy.accounting(pid)
+        history = [float(v) for entry in engine.privacy.accounting(pid) for v in entry]  # [noise, rate, steps] each
+        finish: dict[str, Any] = dict(num_examples=client.num_samples, num_batches=client.num_batches,
+                                      train_loss=update.train_loss, performance=update.eval_params or update.params,
+                                      extra=extra)
         if legacy:
-            content = self._legacy_reply(report, client, update, sent, extra, history)
+            content = self._legacy_reply(report, sent, finish, history)
         else:
-            metrics = report.finish(sent, num_examples=client.num_samples, num_batches=client.num_batches,
-                                    train_loss=update.train_loss, performance=update.eval_params or update.params,
-                                    extra=extra)
+            metrics = report.finish(sent, **finish)
             if history:
-                metrics[DP_HISTORY_KEY] = [float(v) for entry in history for v in entry]
+                metrics[DP_HISTORY_KEY] = history
             keep = set(AGGREGATED_KEYS) | set(update.extra)  # what Flower aggregates, and the strategy's keys
             # the per-client report travels beside the metrics Flower's strategy aggregates, as the
             # ConfigRecord "fltrust" that ObservedStrategy reads and removes before aggregation
@@ -187,19 +188,18 @@ class _ClientRuntime:
             raise InjectedTimeout(pid, round_)
         return Message(content=content, reply_to=message)
 
-    def _legacy_reply(self, report: ClientReport, client, update, sent: Params, extra: dict, history) -> Any:
-        """The ``FitRes`` record SecAgg+'s ``secaggplus_mod`` expects (weight = ``num_examples``)."""
+    def _legacy_reply(self, report: ClientReport, sent: Params, finish: dict[str, Any], history: list[float]) -> Any:
+        """The ``FitRes`` record SecAgg+'s ``secaggplus_mod`` expects (weight = ``num_examples``);
+        ``finish``: the keywords of :meth:`ClientReport.finish`."""
         import json
 
         import flwr.compat.common.recorddict_compat as compat
         from flwr.common import Code, FitRes, Status, ndarrays_to_parameters
 
-        weight = client.num_batches if self.engine.strategy.weighting == "batches" else client.num_samples
-        metrics = report.finish_legacy(sent, num_examples=client.num_samples, num_batches=client.num_batches,
-                                       train_loss=update.train_loss, performance=update.eval_params or update.params,
-                                       extra=extra)
+        weight = finish["num_batches"] if self.engine.strategy.weighting == "batches" else finish["num_examples"]
+        metrics = report.finish_legacy(sent, **finish)
         if history:
-            metrics[DP_HISTORY_KEY] = json.dumps([float(v) for entry in history for v in entry])
+            metrics[DP_HISTORY_KEY] = json.dumps(history)
         fitres = FitRes(Status(Code.OK, ""), ndarrays_to_parameters(sent), int(weight), metrics)
         return compat.fitres_to_recorddict(fitres, keep_input=True)
 

@@ -63,9 +63,7 @@ from fltrust.core.records import Params, RunInfo
 from fltrust.engines.base import EngineBase, progress_bar
 from fltrust.flower.adapter import ObservedStrategy, aux_evaluate_fn
 from fltrust.engines.flower.client_app import (
-    AGGREGATED_KEYS,
     DP_HISTORY_KEY,
-    LEGACY_FITINS_KEY,
     ClientPayload,
     build_client_app,
     slim_federation,
@@ -75,7 +73,6 @@ from fltrust.flower.records import FLTRUST_KEY, arrays_to_params, params_to_arra
 from fltrust.engines.flower.simulation import (
     LOOPBACK,
     NodeTally,
-    SimulationStopped,
     available_cpus,
     check_ray_target,
     join_ray,
@@ -101,8 +98,8 @@ from fltrust.runs import RunRecorder
 log = logging.getLogger("fltrust")
 
 # with names of the ClientApp (fltrust.engines.flower.client_app) and of the Ray helpers (fltrust.engines.flower.simulation)
-__all__ = ["AGGREGATED_KEYS", "DP_HISTORY_KEY", "LEGACY_FITINS_KEY", "LOOPBACK", "FlowerEngine", "SecAggPlus",
-           "SimulationStopped", "available_cpus", "build_client_app", "check_ray_target"]
+__all__ = ["DP_HISTORY_KEY", "LOOPBACK", "FlowerEngine", "SecAggPlus", "available_cpus", "build_client_app",
+           "check_ray_target"]
 
 
 @dataclass(frozen=True)
@@ -260,10 +257,7 @@ class FlowerEngine(EngineBase):
                 self.privacy.add_accounting(row.client_id, entries)
 
     def _server_metrics(self, server_round: int) -> dict[str, float]:
-        eps = self.privacy.epsilon(server_round)
-        out = {} if eps is None else {"epsilon": eps}
-        out.update(self._rounds.get(server_round, {}))
-        return out
+        return {**self._epsilon_metric(server_round), **self._rounds.get(server_round, {})}
 
     # -- attacks, injected failures, SecAgg+: what the server observed --------------------
     def _observe(self, server_round: int, *, sampled: int, reasons: list[str], arrived_ids: list[int]) -> None:

@@ -463,9 +463,8 @@ def record_ray_nodes(app, tally):
         ray.get(tally.add.remote(node, ray.util.get_node_ip_address(), partition, message.metadata.message_type))
         return app(message, context)
 
-    outer.train()(run)
-    outer.evaluate()(run)
-    outer.query()(run)
+    for register in (outer.train, outer.evaluate, outer.query):
+        register()(run)
     return outer
 
 

@@ -43,7 +43,7 @@ from fltrust.data.registry import FFA_RESULTS_COMMIT, REFERENCE_SPECS, data_root
 from fltrust.repro.fairness.conditions import DATASETS, all_conditions, condition_name
 from fltrust.metrics.fairness.notions import PAPER_NOTIONS
 from fltrust.metrics.fairness.registry import GENERAL_FAIRNESS
-from fltrust.repro.fairness.run import window_means
+from fltrust.repro.fairness.run import figure4_row, window_means
 
 __all__ = [
     "AUTHORS_DATA",
@@ -266,13 +266,10 @@ class AuthorsCondition:
             plain mean, ``mean_local_accuracy`` the participants' mean accuracy (their f_o), no
             ``aux_accuracy`` (NaN: the files do not hold it).
         """
-        rows = []
-        for run in self.runs:
-            for p in range(len(run.notions["f_j"])):
-                rows.append({"repeat": run.repeat, "round": p + 1, **{k: run.notions[k][p] for k in PAPER_NOTIONS},
-                             "F_T": float(np.mean([run.notions[k][p] for k in PAPER_NOTIONS])),
-                             "mean_local_accuracy": float(np.mean(run.accuracy[p])), "aux_accuracy": math.nan})
-        return pd.DataFrame(rows)
+        return pd.DataFrame([{"repeat": run.repeat, "round": p + 1, **{k: run.notions[k][p] for k in PAPER_NOTIONS},
+                              "F_T": float(np.mean([run.notions[k][p] for k in PAPER_NOTIONS])),
+                              "mean_local_accuracy": float(np.mean(run.accuracy[p])), "aux_accuracy": math.nan}
+                             for run in self.runs for p in range(len(run.notions["f_j"]))])
 
     def table3(self, first_round: int = 15, last_round: int = 30) -> dict[str, Any]:
         """:func:`fltrust.repro.fairness.run.window_means` of :meth:`frame` (Table 3: rounds 15-30)."""
@@ -482,14 +479,6 @@ def authors_figure4_frame(authors: AuthorsRuns, first_round: int = 21, last_roun
     The columns of :func:`fltrust.repro.fairness.run.figure4_frame` (``mode`` faithful); the means
     are :func:`fltrust.repro.fairness.run.window_means` of :meth:`AuthorsCondition.frame`.
     """
-    rows = []
-    for name, cond in authors.conditions.items():
-        strategy, key, setting = _CONDITIONS[name]
-        means = cond.table3(first_round, last_round)
-        rows.append({
-            "condition": name, "dataset": DATASETS[key].paper_label, "dataset_key": key,
-            "clients": DATASETS[key].num_clients, "strategy": strategy, "setting": setting, "mode": "faithful",
-            "F_T": means["F_T"], "mean_local_accuracy": means["mean_local_accuracy"],
-            "window": (first_round, last_round), "quick": False, "synthetic": False,
-        })
-    return pd.DataFrame(rows)
+    return pd.DataFrame([figure4_row(name, DATASETS[_CONDITIONS[name][1]].num_clients, "faithful",
+                                     cond.table3(first_round, last_round), (first_round, last_round))
+                         for name, cond in authors.conditions.items()])

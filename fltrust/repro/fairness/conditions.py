@@ -18,7 +18,7 @@ FEMNIST: 205 of the 311 writers of the local copy (three LEAF runs); iid pools t
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -63,21 +63,20 @@ CIFAR10_MIRROR_NOTES = (
     "server aux set = the other 9,799 images instead of the official 10,000-image test batch",
 )
 
+_CIFAR10_100C = DatasetSetup(
+    "cifar10_100c", "CIFAR-10 cross-device (100C)", "cifar10", "cifar_cnn", 100, 0.05, 10,
+    "dirichlet", 0.5, 0.1, 0.1, 1.0, q=0.2, ditto_lambda=0.8, ditto_lr=0.01,
+    local_pooled_train_samples=50_000,
+    local_notes=CIFAR10_MIRROR_NOTES,
+)
+
 DATASETS: dict[str, DatasetSetup] = {
     s.key: s
     for s in (
-        DatasetSetup(
-            "cifar10_100c", "CIFAR-10 cross-device (100C)", "cifar10", "cifar_cnn", 100, 0.05, 10,
-            "dirichlet", 0.5, 0.1, 0.1, 1.0, q=0.2, ditto_lambda=0.8, ditto_lr=0.01,
-            local_pooled_train_samples=50_000,
-            local_notes=CIFAR10_MIRROR_NOTES,
-        ),
-        DatasetSetup(
-            "cifar10_10c", "CIFAR-10 cross-silo (10C)", "cifar10", "cifar_cnn", 10, 0.5, 10,
-            "dirichlet", 0.5, 0.1, 0.1, 1.0, q=0.2, ditto_lambda=0.8, ditto_lr=0.01,
-            local_pooled_train_samples=50_000,
-            local_notes=CIFAR10_MIRROR_NOTES,
-        ),
+        _CIFAR10_100C,
+        # cross-silo: the same setup with 10 clients, half of them per round
+        replace(_CIFAR10_100C, key="cifar10_10c", paper_label="CIFAR-10 cross-silo (10C)", num_clients=10,
+                fraction_fit=0.5),
         DatasetSetup(
             "femnist_205c", "FEMNIST (205C)", "femnist", "femnist_cnn", 205, 0.025, 5,
             "natural", 0.0, 25 / 221, 0.1, 1.0, q=0.0005, ditto_lambda=0.836, ditto_lr=0.02,
@@ -105,6 +104,16 @@ DATASETS: dict[str, DatasetSetup] = {
 def condition_name(strategy: str, dataset_key: str, setting: str) -> str:
     """E.g. ``fedavg_nslkdd_100c_iid``."""
     return f"{strategy}_{dataset_key}_{setting}"
+
+
+def split_condition(name: str) -> tuple[str, str, str]:
+    """(strategy, dataset key, setting) of a condition name; the inverse of :func:`condition_name`.
+
+    >>> split_condition("fedavg_nslkdd_100c_iid")
+    ('fedavg', 'nslkdd_100c', 'iid')
+    """
+    parts = name.split("_")
+    return parts[0], "_".join(parts[1:-1]), parts[-1]
 
 
 def all_conditions() -> list[tuple[str, str, str]]:

@@ -33,7 +33,7 @@ import pandas as pd
 
 from fltrust.metrics.fairness.registry import FAIRNESS_KEYS, GENERAL_FAIRNESS
 from fltrust.repro.fairness.authors import AuthorsRuns
-from fltrust.repro.fairness.conditions import DATASETS, SETTINGS, STRATEGIES, condition_name
+from fltrust.repro.fairness.conditions import DATASETS, SETTINGS, STRATEGIES, condition_name, split_condition
 from fltrust.repro.fairness.report import STRATEGY_LABELS
 from fltrust.repro.fairness.run import STRICT_TOLERANCE, load_reported, result_frame, window_means
 from fltrust.viz.fairness import (
@@ -242,8 +242,7 @@ def plot_figure4(points: pd.DataFrame, *, quick: bool = False, synthetic: bool |
     for ax, (key, setup) in zip(axes.ravel(), DATASETS.items()):
         panel = _panel(points, key, setup)
         ax.set_title(dataset_title(key, _panel_clients(panel, key)), fontsize="medium")
-        ax.set_xlabel("performance: mean local accuracy")
-        ax.set_ylabel("general fairness $F_T$")
+        ax.set(xlabel="performance: mean local accuracy", ylabel="general fairness $F_T$")
         ax.axhline(ACCEPTABLE_FAIRNESS, color="grey", linestyle=":", linewidth=1)
         if panel.empty:
             ax.text(0.5, 0.5, "not run", ha="center", va="center", transform=ax.transAxes, color="grey")
@@ -367,8 +366,7 @@ def plot_table3_comparison(
         ax.set_xticklabels([f"{STRATEGY_LABELS[s]}\n{t}" for s, t in groups], fontsize="small")
         panel = table[table["condition"].isin(names)]
         ax.set_title(dataset_title(key, _panel_clients(panel, key)), fontsize="medium")
-        ax.set_ylim(0, 1.05)
-        ax.set_ylabel("$F_T$, Table 3 window")
+        ax.set(ylim=(0, 1.05), ylabel="$F_T$, Table 3 window")
     handles, labels = axes[0, 0].get_legend_handles_labels()
     from matplotlib.patches import Patch
 
@@ -443,8 +441,7 @@ def plot_dataset_figure(
                 for ax in (bar_ax, line_ax):
                     ax.text(0.5, 0.5, "not run", ha="center", va="center", transform=ax.transAxes, color="grey")
                     ax.set_title(label, fontsize="medium")
-                    ax.set_xticks([])
-                    ax.set_yticks([])
+                    ax.set(xticks=[], yticks=[])
                 continue
             frame = result_frame(res)
             notions = frame_notions(frame)
@@ -516,8 +513,7 @@ def save_condition_figures(
     folder.mkdir(parents=True, exist_ok=True)
     name, mode = result["condition"], result["mode"]
     stem = name if mode == "faithful" else f"{name}-{mode}"
-    key = "_".join(name.split("_")[1:-1])
-    where = dataset_title(key, result.get("num_clients"))
+    where = dataset_title(split_condition(name)[1], result.get("num_clients"))
     frame = result_frame(result)
     window = (int(result["window"][0]), int(result["window"][1]))
     quick, synthetic = bool(result["quick"]), bool(result["synthetic"])

@@ -50,6 +50,7 @@ from fltrust.metrics.fairness.registry import GENERAL_FAIRNESS, NOTIONS, NotionK
 from fltrust.repro.results import ResultsError, load_result_files
 from fltrust.repro.markdown import fmt, grouped, is_missing, lines, mark, render
 from fltrust.repro.provenance_table import load_verified, provenance_frame, provenance_section
+from fltrust.repro.provenance_table import provenance_markdown as _provenance_lines
 from fltrust.repro.fairness.run import (
     PAPER_DIR,
     PAPER_INPUTS,
@@ -75,6 +76,7 @@ from fltrust.repro.fairness.studies import (
 )
 from fltrust.repro.fairness.authors import AuthorsRuns, compare_with_authors, welch_test
 from fltrust.repro.fairness.conditions import DATASETS, SETTINGS, STRATEGIES, all_conditions, condition_name
+from fltrust.repro.fairness.conditions import split_condition
 from fltrust.core.io import atomic_write_text
 
 __all__ = [
@@ -183,14 +185,6 @@ _QUOTED = re.compile(r"-|-?\d+(?:\.\d+)?")
 _TRIPLE = re.compile(r"(?<![\d.])-?\d+(?:\.\d+)?(?: / -?\d+(?:\.\d+)?){2,}(?!\d|\.\d)")
 
 
-def _matches(typed: str, value: float | int | None) -> bool:
-    """Whether a number typed with d decimals is ``value`` rounded to d decimals (either way at a tie)."""
-    if value is None:
-        return False
-    decimals = len(typed.split(".")[1]) if "." in typed else 0
-    return abs(float(typed) - float(value)) <= 0.5 * 10 ** -decimals + 1e-9
-
-
 def misses_number_problems(
     misses: dict[str, dict[str, Any]] | None = None, results: Sequence[dict[str, Any]] | None = None,
     studies: dict[str, Any] | None = None,
@@ -254,8 +248,9 @@ def misses_number_problems(
                                 "repeats (runs)")
                 continue
             for repeat, (t, v) in enumerate(zip(typed, data)):
-                if t != "-" and not _matches(t, v):
-                    decimals = len(t.split(".")[1]) if "." in t else 0
+                decimals = len(t.split(".")[1]) if "." in t else 0
+                # a number typed with d decimals must be the value rounded to d decimals (either way at a tie)
+                if t != "-" and (v is None or not abs(float(t) - float(v)) <= 0.5 * 10 ** -decimals + 1e-9):
                     shown = "none" if v is None else f"{float(v):.{decimals}f} ({float(v):.6g})"
                     problems.append(f"misses.yaml {name}: {key} repeat {repeat}: typed {t}, the data give {shown}")
         history = [str(line).split(":", 1)[0].strip() for line in entry.get("history") or []]
@@ -345,10 +340,6 @@ def _add_result_columns(table: pd.DataFrame, results: Sequence[dict[str, Any]]) 
                 f"table row {i} is {table.at[i, 'condition']!r} but result {i} is {res['condition']!r}; "
                 "build the table with table3(results) from the same list"
             )
-    if "within_strict" not in table.columns:  # a table3() of an older version
-        table["within_strict"] = [None if is_missing(d) else abs(d) <= STRICT_TOLERANCE + 1e-12 for d in table["delta"]]
-    if "skipped" not in table.columns:
-        table["skipped"] = 0
     table["mode"] = [r["mode"] for r in results]
     table["window"] = [tuple(r["window"]) for r in results]
     seconds = [[s for s in r["seconds_per_run"] if s is not None] for r in results]
@@ -363,12 +354,6 @@ def summary_table(results: Sequence[dict[str, Any]], reported: dict[str, Any] | 
     an empty frame with :data:`TABLE_COLUMNS`.
     """
     return _add_result_columns(table3(results, reported), results)
-
-
-def _shown_notions(results: Sequence[dict[str, Any]]) -> list[str]:
-    """The registered notions that some result's Table 3 window holds (a notion registered after the
-    results were written adds no empty column)."""
-    return [k for k in NOTIONS if any(k in res["table3"] for res in results)]
 
 
 def _single_notion_shifts(row: pd.Series, notions: Sequence[str]) -> str:
@@ -556,10 +541,9 @@ def _aux_part(study: Study, data: Any, results: dict[str, dict[str, Any]], repor
         runs = study_runs(study, data, condition)
         after_values = [run_values(e) if e is not None else {} for _, e in runs]
         new = [v.get("F_T") for v in after_values]
-        old = [before["F_T"][v.repeat] if v.repeat < len(before["F_T"]) else None for v, _ in runs]
+        old, old_s = ([values[v.repeat] if v.repeat < len(values) else None for v, _ in runs]
+                      for values in (before["F_T"], before["nonpositive_s"]))
         delta = [None if a is None or b is None or is_missing(a) or is_missing(b) else a - b for a, b in zip(new, old)]
-        old_s = [before["nonpositive_s"][v.repeat] if v.repeat < len(before["nonpositive_s"]) else None
-                 for v, _ in runs]
         rows.append([
             condition, fmt(reported["values"].get(condition), 2), f"{_triple(old)} ({_mean_std(old)})",
             f"{_triple(new)} ({_mean_std(new)})",
@@ -591,15 +575,12 @@ def _studies_section(results: Sequence[dict[str, Any]], studies: dict[str, Any],
         section = {"label": study.label, "kind": study.kind, "title": STUDY_TITLES[study.kind],
                    "conditions": ", ".join(study.conditions), "purpose": study.purpose, "done": done,
                    "runs": cost.runs, "pending": pending}
-        if done:
-            condition = study.conditions[0]
-            paper = reported["values"].get(condition)
-            if study.kind == "draws":
-                section.update(_draws_part(study, data, faithful.get(condition), paper, authors), paper=fmt(paper, 2))
-            elif study.kind == "repeats":
-                section.update(_repeats_part(study, data, faithful.get(condition), paper, authors), paper=fmt(paper, 2))
-            else:
-                section.update(_aux_part(study, data, faithful, reported))
+        if done and study.kind == "aux_size":
+            section.update(_aux_part(study, data, faithful, reported))
+        elif done:
+            paper = reported["values"].get(study.conditions[0])
+            part = _draws_part if study.kind == "draws" else _repeats_part
+            section.update(part(study, data, faithful.get(study.conditions[0]), paper, authors), paper=fmt(paper, 2))
         sections.append(section)
     return sections
 
@@ -710,16 +691,12 @@ VERIFY_EXAMPLE = "fltrust repro verify <condition> --repeat 0"
 
 def _provenance_frame(results: Sequence[dict[str, Any]]) -> pd.DataFrame:
     """The provenance table: one row per dataset, mode and distinct provenance of its conditions."""
-    groups = []
-    for mode in sorted({r["mode"] for r in results}, key=lambda m: (m != "faithful", m)):
-        for key, setup in DATASETS.items():
-            members = [r for r in results if r["mode"] == mode and "_".join(r["condition"].split("_")[1:-1]) == key]
-            if members:
-                groups.append(([setup.paper_label, mode], members))
-    known = set(DATASETS)
-    others = [r for r in results if "_".join(r["condition"].split("_")[1:-1]) not in known]
-    for res in sorted(others, key=lambda r: r["condition"]):
-        groups.append((["_".join(res["condition"].split("_")[1:-1]), res["mode"]], [res]))
+    modes = sorted({r["mode"] for r in results}, key=lambda m: (m != "faithful", m))
+    keys = [split_condition(r["condition"])[1] for r in results]
+    groups = [([setup.paper_label, mode], members) for mode in modes for key, setup in DATASETS.items()
+              if (members := [r for r, k in zip(results, keys) if r["mode"] == mode and k == key])]
+    groups += [([k, r["mode"]], [r]) for r, k in sorted(zip(results, keys), key=lambda rk: rk[0]["condition"])
+               if k not in DATASETS]
     return provenance_frame(groups, ["dataset", "mode", "conditions"], root=REPO)
 
 
@@ -737,8 +714,7 @@ def provenance_markdown(results: Sequence[dict[str, Any]]) -> list[str]:
     list of str
         The section's lines (template ``provenance.md.j2``).
     """
-    return lines(render("provenance.md.j2", provenance=provenance_section(_provenance_frame(results),
-                                                                            command=VERIFY_EXAMPLE)))
+    return _provenance_lines(_provenance_frame(results), command=VERIFY_EXAMPLE)
 
 
 STILL_GLOBAL_MODEL = 0.01
@@ -836,22 +812,16 @@ def _table3_long(sub: pd.DataFrame, reported: dict[str, Any], tol: float) -> pd.
 
 def _condition_table(table: pd.DataFrame, notions: Sequence[str]) -> pd.DataFrame:
     """The "Per condition" table: notions, F_T, accuracy, rounds, window, sizes, NaN skipped, seconds, flags."""
-    rows = []
-    for _, row in table.sort_values(["mode", "condition"]).iterrows():
-        rows.append([
-            row["condition"], row["mode"],
-            *(fmt(row[k], DIGITS) for k in notions),
-            fmt(row["ours_F_T"], DIGITS), fmt(row["mean_local_accuracy"], DIGITS),
-            str(int(row["rounds"])), f"{row['window'][0]}-{row['window'][1]}", str(int(row["clients"])),
-            str(int(row["repeats"])), str(int(row["skipped"])), fmt(row["seconds_per_run"], 1),
-            " ".join(flag for flag in ("quick", "synthetic") if row[flag]),
-        ])
+    rows = [[
+        row["condition"], row["mode"],
+        *(fmt(row[k], DIGITS) for k in notions),
+        fmt(row["ours_F_T"], DIGITS), fmt(row["mean_local_accuracy"], DIGITS),
+        str(int(row["rounds"])), f"{row['window'][0]}-{row['window'][1]}", str(int(row["clients"])),
+        str(int(row["repeats"])), str(int(row["skipped"])), fmt(row["seconds_per_run"], 1),
+        " ".join(flag for flag in ("quick", "synthetic") if row[flag]),
+    ] for _, row in table.sort_values(["mode", "condition"]).iterrows()]
     return pd.DataFrame(rows, columns=["condition", "mode", *notions, GENERAL_FAIRNESS, "accuracy", "rounds",
                                        "window", "clients", "repeats", "NaN skipped", "s / run", "flags"])
-
-
-def _consistency(value: Any) -> str:
-    return "–" if is_missing(value) else ("consistent" if bool(value) else "differs")
 
 
 def _authors_section(
@@ -881,7 +851,8 @@ def _authors_section(
         row = comparison.loc[name]
         paper = reported["values"].get(name)
         theirs = ", ".join(fmt(v, DIGITS) for v in row["authors_F_T_per_repeat"])
-        p_value, verdict = fmt(row["welch_p"], DIGITS), _consistency(row["consistent"])
+        p_value = fmt(row["welch_p"], DIGITS)
+        verdict = "–" if is_missing(row["consistent"]) else ("consistent" if bool(row["consistent"]) else "differs")
         section["cells"][name] = f" / authors {theirs} (Welch p {p_value}: {verdict})"
         same = None if paper is None else abs(round(float(row["authors_F_T"]), 2) - float(paper)) < 1e-9
         rows.append([
@@ -977,14 +948,13 @@ def results_markdown(
     tolerance = reported["tolerance"]
     tol = float(tolerance["absolute"])
     table = _add_result_columns(table, results)
-    notions = _shown_notions(results)
+    # the registered notions that some result's Table 3 window holds (one registered after the results adds no column)
+    notions = [k for k in NOTIONS if any(k in res["table3"] for res in results)]
     quick = quick or any(r["quick"] for r in results)
-    clients: dict[str, int] = {}  # our client count per dataset, where a full-size result differs from the paper's
-    for res in results:
-        if res["quick"]:
-            continue  # smoke tests shrink the clients on purpose (and say so loudly)
-        key = "_".join(res["condition"].split("_")[1:-1])
-        clients[key] = max(clients.get(key, 0), int(res["num_clients"]))
+    # our client count per dataset (the largest: the last one of the sorted results wins), where a full-size result
+    # differs from the paper's; smoke tests shrink the clients on purpose (and say so loudly)
+    full = sorted((res for res in results if not res["quick"]), key=lambda res: int(res["num_clients"]))
+    clients = {split_condition(res["condition"])[1]: int(res["num_clients"]) for res in full}
 
     modes = sorted({r["mode"] for r in results} | {"faithful"}, key=lambda m: (m != "faithful", m))
     beside = _authors_section(results, authors, reported, quick=quick)

@@ -34,7 +34,7 @@ from fltrust.core.io import atomic_write_text, to_plain
 from fltrust.metrics.fairness.registry import FAIRNESS_KEYS, GENERAL_FAIRNESS, NOTIONS
 from fltrust.metrics.jain import MetricInputError
 from fltrust.names import FAIRNESS_MODES, Device
-from fltrust.repro.fairness.conditions import DATASETS, QUICK_OVERRIDES, quick_overrides
+from fltrust.repro.fairness.conditions import DATASETS, QUICK_OVERRIDES, quick_overrides, split_condition
 from fltrust.repro.paths import REPO_ENV, repo_root, resource_root
 from fltrust.repro.results import (
     NUMBER,
@@ -106,7 +106,7 @@ def condition_configs(
     if not path.is_file():
         known = sorted(p.stem for p in Path(config_dir).glob("*.yaml"))
         raise FileNotFoundError(f"no condition config {path.name}; known conditions: {known}")
-    dataset_key = "_".join(name.split("_")[1:-1])
+    dataset_key = split_condition(name)[1]
     overrides: dict[str, Any] = {"metrics.fairness.mode": mode, "run.device": device}
     if mode == "corrected" and dataset_key.startswith("nslkdd"):
         overrides["data.onehot_order"] = "global"  # the faithful per-split encoding is the authors' bug
@@ -142,11 +142,9 @@ def notions_frame(records: Sequence[RunRecord]) -> pd.DataFrame:
             if r.round < 1:
                 continue
             obs = r.observations.get("fairness", {})
-            row = {"repeat": repeat, "round": r.round}
-            row.update({k: _num(obs.get(k)) for k in FAIRNESS_KEYS})
-            row["mean_local_accuracy"] = float(np.mean(r.client_metrics["accuracy"]))
-            row["aux_accuracy"] = r.server_metrics.get("aux_accuracy")
-            rows.append(row)
+            rows.append({"repeat": repeat, "round": r.round, **{k: _num(obs.get(k)) for k in FAIRNESS_KEYS},
+                         "mean_local_accuracy": float(np.mean(r.client_metrics["accuracy"])),
+                         "aux_accuracy": r.server_metrics.get("aux_accuracy")})
     return pd.DataFrame(rows)
 
 
@@ -259,27 +257,22 @@ def window_means(
         return table3_window_mean(rows, first_round, last_round, skip_nan=skip_nan)
 
     notions = [k for k in FAIRNESS_KEYS if k in frame.columns or k == GENERAL_FAIRNESS]
-    out: dict[str, Any] = {}
-    skipped: dict[str, int] = {}
-    for key in (*notions, "mean_local_accuracy", "aux_accuracy"):
-        result = mean(_round_matrix(frame, key, repeats, last_round))
-        out[key] = result.value
-        if key in notions:
-            skipped[key] = result.num_skipped
+    means = {key: mean(_round_matrix(frame, key, repeats, last_round))
+             for key in (*notions, "mean_local_accuracy", "aux_accuracy")}
     ft = _round_matrix(frame, GENERAL_FAIRNESS, repeats, last_round)
     per_repeat = [mean(ft[i : i + 1]).value for i in range(len(repeats))]
     finite = [v for v in per_repeat if np.isfinite(v)]
     return {
-        **{k: out[k] for k in notions},
+        **{k: means[k].value for k in notions},
         "F_T_per_repeat": per_repeat,
         "F_T_std": float(np.std(finite, ddof=1)) if len(finite) > 1 else float("nan"),
         "repeats": int(window["repeat"].nunique()),
         "rounds_in_window": int(window["round"].nunique()),
-        "mean_local_accuracy": out["mean_local_accuracy"],
-        "aux_accuracy": out["aux_accuracy"],
+        "mean_local_accuracy": means["mean_local_accuracy"].value,
+        "aux_accuracy": means["aux_accuracy"].value,
         "skip_nan": bool(skip_nan),
         "num_values": int(len(repeats) * (last_round - first_round + 1)),
-        "num_skipped": skipped,
+        "num_skipped": {k: means[k].num_skipped for k in notions},
     }
 
 
@@ -353,12 +346,9 @@ def _dominated(gains: Sequence[float | None]) -> bool:
 
 def _sig(value: Any, digits: int) -> float | None:
     """``value`` rounded to ``digits`` significant digits; None for None / NaN / inf."""
-    if value is None:
+    if value is None or not math.isfinite(float(value)):
         return None
-    value = float(value)
-    if not math.isfinite(value):
-        return None
-    return float(f"{value:.{digits}g}")
+    return float(f"{float(value):.{digits}g}")
 
 
 def _sig_list(values: Any, digits: int) -> list[float | None]:
@@ -666,8 +656,7 @@ def table3(results: Sequence[dict[str, Any]], reported: dict[str, Any] | None = 
     rows = []
     for res in results:
         name = res["condition"]
-        strategy, *dataset, setting = name.split("_")
-        dataset_key = "_".join(dataset)
+        strategy, dataset_key, setting = split_condition(name)
         ours = _num(res["table3"][GENERAL_FAIRNESS])  # None (every round NaN) -> NaN
         paper = reported["values"].get(name)
         delta = None if paper is None or not np.isfinite(ours) else ours - paper
@@ -720,29 +709,26 @@ def figure4_frame(
     """
     rows = []
     for res in results:
-        strategy, *dataset, setting = res["condition"].split("_")
-        dataset_key = "_".join(dataset)
         if res["rounds"] >= last_round:
             frame = result_frame(res)
             means = window_means(frame, first_round, last_round, skip_nan=res["mode"] == "corrected")
             window = (first_round, last_round)
         else:
             means, window = res["table3"], tuple(res["window"])
-        rows.append({
-            "condition": res["condition"],
-            "dataset": DATASETS[dataset_key].paper_label if dataset_key in DATASETS else dataset_key,
-            "dataset_key": dataset_key,
-            "clients": res["num_clients"],
-            "strategy": strategy,
-            "setting": setting,
-            "mode": res["mode"],
-            GENERAL_FAIRNESS: _num(means[GENERAL_FAIRNESS]),
-            "mean_local_accuracy": _num(means["mean_local_accuracy"]),
-            "window": window,
-            "quick": res["quick"],
-            "synthetic": res["synthetic"],
-        })
+        rows.append(figure4_row(res["condition"], res["num_clients"], res["mode"], means, window,
+                                quick=res["quick"], synthetic=res["synthetic"]))
     return pd.DataFrame(rows)
+
+
+def figure4_row(condition: str, clients: int, mode: str, means: Mapping[str, Any], window: tuple[int, int], *,
+                quick: bool = False, synthetic: bool = False) -> dict[str, Any]:
+    """One row of :func:`figure4_frame` (ours, or the authors':
+    :func:`fltrust.repro.fairness.authors.authors_figure4_frame`) from a condition's window means."""
+    strategy, key, setting = split_condition(condition)
+    return {"condition": condition, "dataset": DATASETS[key].paper_label if key in DATASETS else key, "dataset_key": key,
+            "clients": clients, "strategy": strategy, "setting": setting, "mode": mode,
+            GENERAL_FAIRNESS: _num(means[GENERAL_FAIRNESS]), "mean_local_accuracy": _num(means["mean_local_accuracy"]),
+            "window": window, "quick": quick, "synthetic": synthetic}
 
 
 __all__ = [
@@ -772,4 +758,5 @@ __all__ = [
     "load_reported",
     "table3",
     "figure4_frame",
+    "figure4_row",
 ]

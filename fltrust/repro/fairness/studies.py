@@ -104,9 +104,9 @@ class Study:
     def __post_init__(self) -> None:
         if self.kind not in STUDY_KINDS:
             raise ValueError(f"study {self.label}: kind {self.kind!r} is not one of {list(STUDY_KINDS)}")
-        if len(set(map(_key, self.variants))) != len(self.variants):
-            raise ValueError(f"study {self.label}: a variant is listed twice")
         listed = set(map(_key, self.variants))
+        if len(listed) != len(self.variants):
+            raise ValueError(f"study {self.label}: a variant is listed twice")
         for name, members in self.groups.items():
             if not set(map(_key, members)) <= listed:
                 raise ValueError(f"study {self.label}: group {name} holds a run that is not among its variants")
@@ -119,13 +119,6 @@ class Study:
 
 def _key(variant: Variant) -> tuple[Any, ...]:
     return (variant.condition, tuple(sorted(variant.overrides.items())), variant.rounds, variant.repeat)
-
-
-def _unique(variants: Sequence[Variant]) -> tuple[Variant, ...]:
-    seen: dict[tuple[Any, ...], Variant] = {}
-    for v in variants:
-        seen.setdefault(_key(v), v)
-    return tuple(seen.values())
 
 
 def draw_study(
@@ -179,7 +172,7 @@ def draw_study(
         purpose=(f"One run per partition draw (partition.seed 0-{draws - 1}, seed 0), and the authors' protocol, one "
                  f"draw (partition.seed {shared_seed}) shared by seeds 0-{shared_repeats - 1}: where does the paper's "
                  "value fall among the draws' F_T?"),
-        variants=_unique(group_draws + shared),
+        variants=tuple({_key(v): v for v in group_draws + shared}.values()),  # each run once (equal keys: equal runs)
         groups={"draws": group_draws, "shared": shared},
         conditions=(condition,),
         params={"partition_seeds": list(range(draws)), "shared_seed": shared_seed},

@@ -77,15 +77,16 @@ def attack_ablation(
     runs = []
     for label, run, defence in entries:
         fs = load_factsheet(Path(run["path"]) / FACTSHEET_FILE)
-        outcome = None
+        outcome, retention = None, float("nan")
         if label != "clean":
             kwargs = dict(numbers["outcomes"][defence]) if defence else {
                 "clean_accuracy": clean["test_accuracy"], "attacked_accuracy": attacked["test_accuracy"],
                 "attack_success_rate": attacked["attack_success_rate"], "attack": numbers["attack"], "defence": "none"}
             outcome = attack_outcome(**kwargs)
             record_attack_outcome(fs, outcome)
-            own = run["test_accuracy"] / clean["test_accuracy"] if clean["test_accuracy"] > 0 else float("nan")
-            set_field(fs, "robustness/poisoning_retention", min(max(own, 0.0), 1.0))
+            if clean["test_accuracy"] > 0:  # its own accuracy under attack over the clean run's
+                retention = min(max(run["test_accuracy"] / clean["test_accuracy"], 0.0), 1.0)
+            set_field(fs, "robustness/poisoning_retention", retention)
         report = score_factsheet(fs, mode=EXTENDED_TRUST_MODE)
         summary = report_summary(report)
         robust = {k.split("/", 1)[1]: v["score"] for k, v in summary["metrics"].items() if k.startswith("robustness/")}
@@ -97,8 +98,7 @@ def attack_ablation(
             "test_accuracy": run["test_accuracy"],
             "attack_success_rate": run["attack_success_rate"],
             "recovery": outcome.recovery if outcome is not None and defence else float("nan"),
-            "retention": (min(max(run["test_accuracy"] / clean["test_accuracy"], 0.0), 1.0)
-                          if label != "clean" and clean["test_accuracy"] > 0 else float("nan")),
+            "retention": retention,
             "trust_score": summary["trust_score"],
             "pillars": summary["pillars"],
             "robustness_metrics": robust,
@@ -123,11 +123,8 @@ def _summaries(entries: list[tuple[str, dict[str, Any], str | None]]) -> list[tu
     """``(run_id, summary.json)`` of every run of an ablation (a missing summary reads as empty)."""
     import json
 
-    out = []
-    for _, run, _ in entries:
-        path = Path(run["path"]) / "summary.json"
-        out.append((run["run_id"], json.loads(path.read_text()) if path.is_file() else {}))
-    return out
+    paths = [(run["run_id"], Path(run["path"]) / "summary.json") for _, run, _ in entries]
+    return [(run_id, json.loads(path.read_text()) if path.is_file() else {}) for run_id, path in paths]
 
 
 ABLATION_ATTACK = {"kind": "scale", "scale": -10.0, "num_malicious": 2}

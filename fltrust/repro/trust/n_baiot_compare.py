@@ -218,11 +218,9 @@ def standin_vs_real(
         for feature, j in zip(features, columns):
             for label, name in enumerate(CLASSES):
                 values = x[y == label, j]
-                q = np.quantile(values, QUANTILES) if len(values) else [np.nan] * len(QUANTILES)
+                stats = [values.mean(), values.std(), *np.quantile(values, QUANTILES)] if len(values) else [np.nan] * 5
                 rows.append({"source": source, "feature": feature, "class": name, "n": len(values),
-                             "mean": values.mean() if len(values) else np.nan,
-                             "std": values.std() if len(values) else np.nan,
-                             "q05": q[0], "q50": q[1], "q95": q[2]})
+                             **dict(zip(STAT_COLUMNS[4:], stats))})  # mean, std, q05, q50, q95
     return pd.DataFrame(rows, columns=list(STAT_COLUMNS))
 
 
@@ -442,21 +440,16 @@ def comparison_markdown(
     for feature in features:
         for name in CLASSES:
             for r in stats[(stats["feature"] == feature) & (stats["class"] == name)].to_dict("records"):
-                cells = [f"`{feature}`", name, r["source"]] + [_fmt(r[k]) for k in ("mean", "std", "q05", "q50", "q95")]
-                if r["source"] == REAL:
-                    cells += ["", "", ""]
-                else:
-                    d = dist.loc[(r["source"], feature, name)]
-                    cells += [_fmt(d["smd"]), _fmt(d["std_ratio"]), _fmt(d["ks"])]
-                key_rows.append(cells)
+                d = None if r["source"] == REAL else dist.loc[(r["source"], feature, name)]
+                key_rows.append([f"`{feature}`", name, r["source"]] + [_fmt(r[k]) for k in STAT_COLUMNS[4:]]
+                                + (["", "", ""] if d is None else [_fmt(d[k]) for k in DISTANCE_COLUMNS[3:]]))
     sep = separation.set_index(["source", "feature"])
     sources = list(dict.fromkeys(separation["source"]))
     raw_rows = []
     for feature in features:
         for label, name in enumerate(CLASSES):
             v = real.loc[real["label"] == label, feature].to_numpy(dtype=np.float64)
-            q = np.quantile(v, QUANTILES)
-            raw_rows.append([f"`{feature}`", name, _fmt(v.mean()), _fmt(v.std()), _fmt(q[0]), _fmt(q[1]), _fmt(q[2])])
+            raw_rows.append([f"`{feature}`", name, *map(_fmt, [v.mean(), v.std(), *np.quantile(v, QUANTILES)])])
     return render(
         "trust/n_baiot_standin.md.j2", command=command, figure=figure, notes=standin_notes,
         rows=f"{summary['rows']:,}", benign=f"{summary['benign_rows']:,}", attack=f"{summary['attack_rows']:,}",
@@ -556,11 +549,9 @@ def write_standin_comparison(
     DatasetError
         Missing real files, or files whose SHA-256 differs from the known one.
     """
-    import io
-
     import matplotlib.pyplot as plt
 
-    from fltrust.core.io import atomic_write_bytes, atomic_write_text
+    from fltrust.core.io import atomic_write, atomic_write_text
     from fltrust.data.n_baiot import load_n_baiot_real_partial
     from fltrust.repro.trust.experiments import NBAIOT_SYNTHETIC_SAMPLES
     from fltrust.viz.n_baiot import plot_standin_vs_real
@@ -596,10 +587,8 @@ def write_standin_comparison(
                                   standin_notes=notes, command=COMMAND, figure=str(figure))
     atomic_write_text(Path(markdown), text)
     fig, _ = plot_standin_vs_real(frames["stats"])
-    buffer = io.BytesIO()
-    fig.savefig(buffer, format="png", dpi=120, bbox_inches="tight")
+    atomic_write(Path(figure), lambda handle: fig.savefig(handle, format="png", dpi=120, bbox_inches="tight"))
     plt.close(fig)
-    atomic_write_bytes(Path(figure), buffer.getvalue())
     return frames
 
 

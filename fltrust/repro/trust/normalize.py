@@ -113,11 +113,6 @@ def load_without_normalize(results_dir: str | Path) -> dict[str, Any] | None:
     return json.loads(path.read_text()) if path.is_file() else None
 
 
-def _after_accuracy(result: Mapping[str, Any]) -> list[Any]:
-    trace = result.get("round_trace") or []
-    return list(trace[0].get("aux_accuracy") or []) if trace else []
-
-
 def _pair(before: Any, after: Any) -> str:
     if before is None or after is None:
         return DASH
@@ -170,7 +165,8 @@ def normalize_section(before: Mapping[str, Any] | None, results: Sequence[Mappin
             score_rows.append({"experiment": run["experiment"], "mode": mode,
                                "trust score": _pair(b["trust_score"], a["trust_score"]),
                                **{p: _pair(b["pillars"].get(p), (a.get("pillars") or {}).get(p)) for p in pillars}})
-        acc_b, acc_a = run["aux_accuracy"], _after_accuracy(res)
+        trace = res.get("round_trace") or [{}]  # the committed run's server accuracy per round
+        acc_b, acc_a = run["aux_accuracy"], list(trace[0].get("aux_accuracy") or [])
         curves[run["experiment"]] = (acc_b, acc_a)
         final_rows.append({"experiment": run["experiment"], "run without": run["run_id"], "run with": res.get("run_id"),
                            "final, without": fmt(acc_b[-1], 3) if acc_b else DASH,

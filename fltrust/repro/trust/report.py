@@ -210,12 +210,9 @@ def missing_experiments(results: Sequence[dict[str, Any]]) -> list[str]:
 def _paper_value(reported: dict[str, Any], experiment: str, item: str) -> float | None:
     """The paper's stated value of ``item`` ("trust_score", a pillar, or "pillar/metric")."""
     entry = reported["experiments"].get(experiment, {})
-    if item == "trust_score":
-        node = entry.get("trust_score")
-    elif "/" in item:
-        node = (entry.get("metrics") or {}).get(item)
-    else:
-        node = (entry.get("pillars") or {}).get(item)
+    # the trust score is a key of the experiment's entry, a metric of its "metrics", a pillar of its "pillars"
+    group = entry if item == "trust_score" else entry.get("metrics" if "/" in item else "pillars") or {}
+    node = group.get(item)
     return None if node is None else float(node["value"])
 
 

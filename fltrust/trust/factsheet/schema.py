@@ -174,8 +174,7 @@ def declare_fields(fields: Sequence[FactsheetField], *, by: str) -> None:
         A path that is not ``section/field``, a template field, a field another declaration
         holds, an unknown kind or phase, or a section named ``provenance``.
     """
-    checked = []
-    for spec in fields:
+    for spec in fields:  # every field checked before any is declared
         parts = spec.path.split("/")
         if len(parts) != 2 or not all(p.isidentifier() for p in parts):
             raise FactsheetError(f"field path {spec.path!r} must look like 'section/field' (letters, digits, _)")
@@ -189,9 +188,7 @@ def declare_fields(fields: Sequence[FactsheetField], *, by: str) -> None:
         holder = _DECLARED.get(spec.path)
         if holder is not None and holder[1] != by:
             raise FactsheetError(f"field {spec.path!r} is already declared by {holder[1]!r}; pick a new path")
-        checked.append(spec)
-    for spec in checked:
-        _DECLARED[spec.path] = (spec, by)
+    _DECLARED.update((spec.path, (spec, by)) for spec in fields)
 
 
 def undeclare_fields(*, by: str) -> None:
@@ -270,17 +267,11 @@ def new_factsheet(*, include_extras: bool = True, extended: bool = False) -> dic
         ``{section: {field: default}}`` in template order.
     """
     fs: dict[str, dict[str, Any]] = {section: {} for section in SECTIONS}
-    for spec in FIELDS:
-        if spec.extra and not include_extras:
-            continue
+    specs = [spec for spec in FIELDS if include_extras or not spec.extra] + list(extended_fields() if extended else ())
+    for spec in specs:  # the extended fields' own sections follow the template's, in declaration order
         section, name = spec.path.split("/")
-        fs[section][name] = spec.default
+        fs.setdefault(section, {})[name] = spec.default
     if extended:
-        for section in extended_sections():
-            fs[section] = {}
-        for spec in extended_fields():
-            section, name = spec.path.split("/")
-            fs.setdefault(section, {})[name] = spec.default
         fs[PROVENANCE_SECTION] = {}
     return fs
 

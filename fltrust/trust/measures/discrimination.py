@@ -48,7 +48,7 @@ CIFAR-10    none                                   n/a: no attribute besides the
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any
 
 import numpy as np
@@ -211,9 +211,7 @@ class DiscriminationResult:
         dict
             The fields by name; ``per_group`` and ``group_sizes`` as plain dicts.
         """
-        return {"attribute": self.attribute, "index": self.index, "per_group": dict(self.per_group),
-                "demographic_parity_difference": self.demographic_parity_difference,
-                "equalized_odds_difference": self.equalized_odds_difference, "group_sizes": dict(self.group_sizes)}
+        return asdict(self)
 
 
 def group_fairness_report(

@@ -73,13 +73,9 @@ def digest(kind: str, model: nn.Module, *arrays: Any, **settings: Any) -> str:
     h = hashlib.sha256(kind.encode())
     device = next((p.device for p in model.parameters()), torch.device("cpu"))
     h.update(f"{type(model).__module__}.{type(model).__qualname__}|{device}\n{model}".encode())
-    for name, value in model.state_dict().items():
+    for name, value in [*model.state_dict().items(), *(("input", array) for array in arrays)]:
         dtype, shape, data = _array_bytes(value)
         h.update(f"{name}|{dtype}|{shape}".encode())
-        h.update(data)
-    for value in arrays:
-        dtype, shape, data = _array_bytes(value)
-        h.update(f"input|{dtype}|{shape}".encode())
         h.update(data)
     h.update(repr(sorted(settings.items())).encode())
     return h.hexdigest()

@@ -286,11 +286,8 @@ def record_attack_outcome(factsheet: dict, outcome: AttackOutcome) -> dict:
     """
     from fltrust.trust.factsheet import get_field, set_field, set_provenance
 
-    set_field(factsheet, "robustness/poisoning_recovery", outcome.recovery)
-    set_field(factsheet, "robustness/poisoning_retention", outcome.retention)
-    set_field(factsheet, "robustness/poisoning_accuracy_drop", outcome.accuracy_drop)
-    set_field(factsheet, "robustness/attack_success_rate", outcome.attack_success_rate)
-    set_field(factsheet, "robustness/attack", outcome.attack)
+    for key in ("poisoning_recovery", "poisoning_retention", "poisoning_accuracy_drop", "attack_success_rate", "attack"):
+        set_field(factsheet, f"robustness/{key}", getattr(outcome, key.removeprefix("poisoning_")))
     what = f"attack {outcome.attack or '(unnamed)'}, defence {outcome.defence or '(unnamed)'}"
     if math.isnan(outcome.recovery):
         robust = get_field(factsheet, "robustness/byzantine_robust")

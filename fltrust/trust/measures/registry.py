@@ -162,11 +162,9 @@ class Measure:
             if len(self.fields) != 1:
                 raise MeasureError(f"measure {self.name!r} declares {len(self.fields)} fields; return "
                                    f"Measured(values={{...}}) naming them ({list(self.paths)})")
-            value = result
-            if _is_missing(value):
-                result = Measured({self.paths[0]: value}, status="missing", reason=f"{self.name} gave no value")
-            else:
-                result = Measured({self.paths[0]: value})
+            missing = _is_missing(result)
+            result = Measured({self.paths[0]: result}, "missing" if missing else None,
+                              reason=f"{self.name} gave no value" if missing else None)
         unknown = sorted(set(result.values) - set(self.paths))
         if unknown:
             raise MeasureError(f"measure {self.name!r} returned {unknown}, which it does not declare; add them to "
@@ -349,8 +347,7 @@ def measure(
         if old is not None and _qualname(old.function) != _qualname(function):
             raise MeasureError(f"a measure named {name!r} is already registered ({_qualname(old.function)}); "
                                "rename the function")
-        if old is not None:
-            unregister_measure(name)
+        unregister_measure(name)  # the same function registered again (a reloaded module) replaces itself
         try:
             declare_fields(fields, by=name)
         except FactsheetError as exc:

@@ -59,6 +59,8 @@ from typing import Any
 
 import numpy as np
 
+from fltrust.core.io import to_plain
+
 __all__ = [
     "ContributionRound",
     "DataQualityResult",
@@ -192,12 +194,9 @@ class DataQualityResult:
         dict
             The fields by name, JSON-ready: arrays as lists, NaN as ``None``.
         """
-        def plain(a: np.ndarray) -> list[float | None]:
-            return [None if not np.isfinite(v) else float(v) for v in a]
-
-        return {"score": None if not np.isfinite(self.score) else float(self.score), "per_client": plain(self.per_client),
-                "agreement": plain(self.agreement), "fit": plain(self.fit), "flagged": list(self.flagged),
-                "flag_below": self.flag_below, "components": list(self.components)}
+        return to_plain({"score": self.score, "per_client": self.per_client, "agreement": self.agreement,
+                         "fit": self.fit, "flagged": self.flagged, "flag_below": self.flag_below,
+                         "components": self.components})
 
 
 def _mean_per_client(sums: np.ndarray, counts: np.ndarray) -> np.ndarray:
@@ -369,12 +368,9 @@ class ReputationResult:
         dict
             The fields by name, JSON-ready: arrays as lists, NaN as ``None``.
         """
-        def plain(a: np.ndarray | None) -> list[float | None] | None:
-            return None if a is None else [None if not np.isfinite(v) else float(v) for v in a]
-
-        return {"score": None if not np.isfinite(self.score) else float(self.score), "per_client": plain(self.per_client),
-                "positive": self.positive.astype(int).tolist(), "negative": self.negative.astype(int).tolist(),
-                "tolerance": self.tolerance, "fedsv_mean": plain(self.fedsv_mean), "fedsv_cv": plain(self.fedsv_cv)}
+        return to_plain({"score": self.score, "per_client": self.per_client, "positive": self.positive.astype(int),
+                         "negative": self.negative.astype(int), "tolerance": self.tolerance,
+                         "fedsv_mean": self.fedsv_mean, "fedsv_cv": self.fedsv_cv})
 
 
 def fedsv_consistency(rounds: Iterable[ContributionRound], num_clients: int) -> tuple[np.ndarray, np.ndarray] | None:

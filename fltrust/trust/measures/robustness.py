@@ -80,12 +80,6 @@ class BinaryLogitAsTwoClasses(nn.Module):
         return torch.cat([torch.zeros_like(z), z], dim=1)
 
 
-def _output_width(model: nn.Module, sample: torch.Tensor) -> int:
-    with torch.no_grad():
-        out = model(sample[:1])
-    return 1 if out.ndim == 1 else int(out.shape[-1])
-
-
 CLEVER_CHUNK_ROWS = 512
 """Most ball points whose margin gradients :func:`_clever_u` computes in one backward pass."""
 
@@ -265,7 +259,9 @@ def as_class_logits(model: nn.Module, sample: np.ndarray | torch.Tensor, nb_clas
     net = copy.deepcopy(model).eval().requires_grad_(False)
     x = torch.as_tensor(np.asarray(sample, dtype=np.float32) if not isinstance(sample, torch.Tensor) else sample,
                         device=device, dtype=torch.float32)
-    width = _output_width(net, x)
+    with torch.no_grad():
+        out = net(x[:1])
+    width = 1 if out.ndim == 1 else int(out.shape[-1])
     if width == 1:
         if nb_classes != 2:
             raise RobustnessError(f"the model emits one logit (binary) but nb_classes={nb_classes}; pass 2")

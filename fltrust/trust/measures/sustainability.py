@@ -36,6 +36,8 @@ import time
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from fltrust.core.io import to_plain
+
 __all__ = [
     "METERED_CPU_MODES",
     "known_country",
@@ -135,12 +137,7 @@ def classify_power_source(cpu_modes: list[str], gpu_metered: bool = False, apple
     parts.append("RAM estimated (CodeCarbon per-GB model)")
     metered_any = cpu_metered or gpu_metered or apple_metered
     cpu_estimated = bool(cpu_modes) and not cpu_metered
-    if metered_any and not cpu_estimated:
-        label = "meter"
-    elif metered_any:
-        label = "partial"
-    else:
-        label = "estimate"
+    label = ("partial" if cpu_estimated else "meter") if metered_any else "estimate"
     return label, "; ".join(parts)
 
 
@@ -192,12 +189,7 @@ class EnergyResult:
         dict
             The fields by name with NaN values as ``None``, and ``is_estimate``.
         """
-        out = asdict(self)
-        for key in ("energy_kwh", "emissions_kg", "carbon_intensity_g_per_kwh", "duration_s"):
-            if not math.isfinite(out[key]):
-                out[key] = None
-        out["is_estimate"] = self.is_estimate
-        return out
+        return {**to_plain(asdict(self)), "is_estimate": self.is_estimate}
 
 
 class EnergyTracker:

@@ -260,9 +260,7 @@ def contribution_rounds(run: RunView) -> list[reputation.ContributionRound]:
     list of ContributionRound
     """
     rounds = []
-    for r in run.summary.rounds:
-        if r.round < 1 or not len(r.client_ids):
-            continue
+    for r in run.trained:
         extra = run.rounds.get(int(r.round), {})
         metrics = r.client_metrics
         fedsv = None
@@ -539,13 +537,6 @@ def avg_dataset_size(run: RunView) -> float:
     return float(sizes.mean()) if sizes.size else float("nan")
 
 
-def _energy_span(run: RunView) -> str:
-    span = "rounds 0..T (training and the per-round observers; not the post-training trust metrics)"
-    if run.resumed_after is not None:
-        span += f"; ONLY the part after the resume at round {run.resumed_after}"
-    return span
-
-
 @measure("sustainability/energy_kwh", source="CodeCarbon offline", provenance="CodeCarbon offline",
          output="sustainability",
          also=(_F("sustainability/emissions_kg", "number", "CodeCarbon offline"),
@@ -566,7 +557,9 @@ def run_emissions(run: RunView) -> Measured:
     energy = run.energy
     if energy is None:
         return Measured(status="missing", reason="the tracker was not started", output={})
-    span = _energy_span(run)
+    span = "rounds 0..T (training and the per-round observers; not the post-training trust metrics)"
+    if run.resumed_after is not None:
+        span += f"; ONLY the part after the resume at round {run.resumed_after}"
     values = {"sustainability/energy_kwh": energy.energy_kwh, "sustainability/emissions_kg": energy.emissions_kg,
               "sustainability/power_source": energy.power_source,
               "sustainability/method": f"{energy.method}; span: {span}"}

@@ -66,6 +66,8 @@ _PILLAR_KEYS = frozenset({"weight", "label", "description", "notions"})
 _NOTION_KEYS = frozenset({"weight", "label", "description", "metrics"})
 _METRIC_COMMON_KEYS = frozenset({"inputs", "operation", "type", "weight", "label", "description", "score_function"})
 _TYPE_KEYS = frozenset(METRIC_KEYS)
+_LEVELS = ((_PILLAR_KEYS, "notions"), (_NOTION_KEYS, "metrics"))
+"""The keys allowed in a pillar and a notion, and the key of their children."""
 _PACKAGED_FILES = ("prototype.yaml", "paper.yaml", "extended.yaml")
 _MAX_EXTENDS = 8
 
@@ -274,6 +276,14 @@ def _number(value: Any, where: str, source: str) -> float:
     return float(value)
 
 
+def _numbers(data: Mapping[str, Any], key: str, form: str, where: str, source: str) -> Any:
+    """Read the list of numbers under ``key`` as a tuple of floats (``None`` when absent)."""
+    values = data.get(key)
+    if values is not None and not isinstance(values, list):
+        raise DefinitionsError(f"{source}: {where}.{key} must be {form}")
+    return None if values is None else tuple(_number(v, f"{where}.{key}", source) for v in values)
+
+
 def _weight(data: Mapping[str, Any], where: str, source: str) -> float | None:
     if data.get("weight") is None:
         return None
@@ -310,11 +320,7 @@ def _parse_metric(name: str, data: Any, where: str, source: str) -> MetricDefini
     inputs = data["inputs"]
     if not isinstance(inputs, list):
         raise DefinitionsError(f"{source}: {where}.inputs must be a list of field paths")
-    ranges = data.get("ranges")
-    if ranges is not None:
-        if not isinstance(ranges, list):
-            raise DefinitionsError(f"{source}: {where}.ranges must be a list of numbers")
-        ranges = tuple(_number(v, f"{where}.ranges", source) for v in ranges)
+    ranges = _numbers(data, "ranges", "a list of numbers", where, source)
     score_map = data.get("score_map")
     if score_map is not None:
         if not isinstance(score_map, Mapping):
@@ -322,11 +328,7 @@ def _parse_metric(name: str, data: Any, where: str, source: str) -> MetricDefini
         score_map = types.MappingProxyType(
             {str(k): _number(v, f"{where}.score_map[{k!r}]", source) for k, v in score_map.items()}
         )
-    scale = data.get("scale")
-    if scale is not None:
-        if not isinstance(scale, list):
-            raise DefinitionsError(f"{source}: {where}.scale must be [low, high]")
-        scale = tuple(_number(v, f"{where}.scale", source) for v in scale)
+    scale = _numbers(data, "scale", "[low, high]", where, source)
     try:
         return MetricDefinition(
             name=name,
@@ -354,38 +356,47 @@ def _is_prototype_json_layout(data: Mapping[str, Any]) -> bool:
     ) and bool(data)
 
 
+def _merge_named(old: Any, new: Any, where: str, source: str,
+                 levels: tuple[tuple[frozenset[str], str], ...] = _LEVELS) -> dict[str, Any]:
+    """Merge the entries of ``new`` into ``old`` by name, one level of the tree at a time.
+
+    A known entry has its keys replaced and its children merged the same way, one level down
+    (pillars, then notions); a metric, the last level, is replaced as a whole.
+    """
+    if not isinstance(new, Mapping):
+        raise DefinitionsError(f"{source}: {where} must be a mapping")
+    out = dict(old or {})
+    if not levels:
+        out.update(new)
+        return out
+    (allowed, children), below = levels[0], levels[1:]
+    for name, entry in new.items():
+        _check_keys(entry, allowed, f"{where}.{name}", source)
+        kept = dict(out.get(name) or {})
+        kept.update({k: v for k, v in entry.items() if k != children})
+        kept[children] = _merge_named(kept.get(children), entry.get(children) or {}, f"{where}.{name}.{children}",
+                                      source, below)
+        out[name] = kept
+    return out
+
+
 def _merge_tree(base: Mapping[str, Any], extension: Mapping[str, Any], source: str) -> dict[str, Any]:
     """Merge ``extension``'s keys into ``base`` (a raw document): pillars, notions and metrics merged by name."""
     out = {key: value for key, value in base.items() if key != "extends"}
-    for key, value in extension.items():
-        if key in ("extends", "pillars"):
-            continue
-        out[key] = value
-    pillars = dict(out.get("pillars") or {})
+    out.update((key, value) for key, value in extension.items() if key not in ("extends", "pillars"))
     extra = extension.get("pillars", {})
     if not isinstance(extra, Mapping):
         raise DefinitionsError(f"{source}: 'pillars' must be a mapping")
-    for pillar_name, pillar in extra.items():
-        _check_keys(pillar, _PILLAR_KEYS, f"pillars.{pillar_name}", source)
-        merged = dict(pillars.get(pillar_name) or {})
-        merged.update({k: v for k, v in pillar.items() if k != "notions"})
-        notions = dict(merged.get("notions") or {})
-        new_notions = pillar.get("notions") or {}
-        if not isinstance(new_notions, Mapping):
-            raise DefinitionsError(f"{source}: pillars.{pillar_name}.notions must be a mapping")
-        for notion_name, notion in new_notions.items():
-            where = f"pillars.{pillar_name}.notions.{notion_name}"
-            _check_keys(notion, _NOTION_KEYS, where, source)
-            if not isinstance(notion.get("metrics") or {}, Mapping):
-                raise DefinitionsError(f"{source}: {where}.metrics must be a mapping")
-            kept = dict(notions.get(notion_name) or {})
-            kept.update({k: v for k, v in notion.items() if k != "metrics"})
-            kept["metrics"] = {**dict(kept.get("metrics") or {}), **dict(notion.get("metrics") or {})}
-            notions[notion_name] = kept
-        merged["notions"] = notions
-        pillars[pillar_name] = merged
-    out["pillars"] = pillars
+    out["pillars"] = _merge_named(out.get("pillars"), extra, "pillars", source)
     return out
+
+
+def _parse(text: str, is_json: bool, what: str) -> Any:
+    """Parse JSON or YAML text; ``what`` names it in the error."""
+    try:
+        return json.loads(text) if is_json else yaml.safe_load(text)
+    except (yaml.YAMLError, json.JSONDecodeError) as exc:
+        raise DefinitionsError(f"{what} cannot be parsed: {exc}") from exc
 
 
 def _resolve_extends(data: Mapping[str, Any], source: str, depth: int = 0) -> Mapping[str, Any]:
@@ -407,10 +418,7 @@ def _resolve_extends(data: Mapping[str, Any], source: str, depth: int = 0) -> Ma
             raise DefinitionsError(f"{source}: extends={target!r} is neither a packaged definitions file "
                                    f"({list(_PACKAGED_FILES)}) nor an existing file ({path})")
         text, base_source = path.read_text(encoding="utf-8"), str(path)
-    try:
-        base = json.loads(text) if base_source.endswith(".json") else yaml.safe_load(text)
-    except (yaml.YAMLError, json.JSONDecodeError) as exc:
-        raise DefinitionsError(f"{source}: extends={target!r} cannot be parsed: {exc}") from exc
+    base = _parse(text, base_source.endswith(".json"), f"{source}: extends={target!r}")
     if not isinstance(base, Mapping) or "pillars" not in base:
         raise DefinitionsError(f"{source}: extends={target!r} is not a definitions file in fltrust's layout")
     return _merge_tree(_resolve_extends(base, base_source, depth + 1), data, source)
@@ -536,13 +544,7 @@ def load_definitions(
     if not path.is_file():
         raise DefinitionsError(f"definitions file {str(path)!r} does not exist; pass an existing YAML or JSON file")
     text = path.read_text(encoding="utf-8")
-    try:
-        if path.suffix.lower() in (".yaml", ".yml"):
-            data = yaml.safe_load(text)
-        elif path.suffix.lower() == ".json":
-            data = json.loads(text)
-        else:
-            raise DefinitionsError(f"definitions file {str(path)!r}: use a .yaml, .yml or .json file")
-    except (yaml.YAMLError, json.JSONDecodeError) as exc:
-        raise DefinitionsError(f"definitions file {str(path)!r} cannot be parsed: {exc}") from exc
+    if path.suffix.lower() not in (".yaml", ".yml", ".json"):
+        raise DefinitionsError(f"definitions file {str(path)!r}: use a .yaml, .yml or .json file")
+    data = _parse(text, path.suffix.lower() == ".json", f"definitions file {str(path)!r}")
     return definitions_from_dict(data, source=str(path))

@@ -166,9 +166,10 @@ def _evaluate(metric: MetricDefinition, path: str, inputs: dict[str, Any], switc
 
 def _score_metric(
     metric: MetricDefinition, path: str, factsheet: Mapping[str, Any], switches: Mapping[str, Any], rounding: str,
-    provenance: dict[str, Any] | None = None,
+    use_provenance: bool,
 ) -> MetricResult:
     """Score one metric; an n/a one (extended mode) is not computed: score NaN, left out of the means."""
+    provenance = _provenance_entry(factsheet, path) if use_provenance else None
     inputs = {field_path: ops.resolve_field(factsheet, field_path) for field_path in metric.inputs}
     notes: list[str] = []
     applicable = provenance is None or provenance.get("status") != "n/a"
@@ -272,11 +273,8 @@ def score_factsheet(
     for pillar in tree.pillars:
         notion_results, metric_weights = [], []
         for notion in pillar.notions:
-            metric_results = []
-            for metric in notion.metrics:
-                path = f"{pillar.name}/{notion.name}/{metric.name}"
-                provenance = _provenance_entry(factsheet, path) if tree.use_provenance else None
-                metric_results.append(_score_metric(metric, path, factsheet, switches, rounding, provenance))
+            metric_results = [_score_metric(metric, f"{pillar.name}/{notion.name}/{metric.name}", factsheet, switches,
+                                            rounding, tree.use_provenance) for metric in notion.metrics]
             weights = _weights(notion.metrics, use_weights, f"the metrics of notion {pillar.name}/{notion.name}")
             metric_weights.append(weights)
             notion_score, notion_applicable = _applicable_sum(weights, metric_results)

@@ -215,11 +215,7 @@ def engine_switches(fixes: Iterable[TrustFix]) -> dict[str, Any]:
     {'missing': 'strict', 'coerce_types': False, 'unknown': 'prototype'}
     """
     switches = dict(SWITCHES)
-    for name in fixes:
-        switch = FIXES[name].switch
-        if switch is not None:
-            key, value = switch
-            switches[key] = value
+    switches.update(switch for name in fixes if (switch := FIXES[name].switch) is not None)
     return switches
 
 

@@ -36,7 +36,7 @@ from __future__ import annotations
 import math
 import numbers
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -78,6 +78,15 @@ def _as_number(value: Any, *, type_name: str) -> float:
     )
 
 
+def _directed(value: Any, direction: str, type_name: str, fraction: Callable[[float], float]) -> float:
+    """Score a numeric raw value v: ``fraction(v)`` (asc) or 1 minus it (desc); NaN scores 0."""
+    number = _as_number(value, type_name=type_name)
+    if math.isnan(number):
+        return 0.0
+    share = fraction(number)
+    return share if direction == "asc" else 1.0 - share
+
+
 # -- score types --------------------------------------------------------------------------------
 
 
@@ -116,10 +125,7 @@ def true_score(value: Any, direction: str = "asc", *, coerce_types: bool = False
         return 1.0
     if value is False:
         return 0.0
-    number = _as_number(value, type_name="true_score")
-    if math.isnan(number):
-        return 0.0
-    return number if direction == "asc" else 1.0 - number
+    return _directed(value, direction, "true_score", lambda v: v)
 
 
 def _count_below(value: float, boundaries: Sequence[float]) -> int:
@@ -151,11 +157,7 @@ def range_score(value: Any, ranges: Sequence[float], direction: str = "asc") -> 
         The bin score; NaN -> 0.
     """
     _check_direction(direction)
-    number = _as_number(value, type_name="ranges")
-    if math.isnan(number):
-        return 0.0
-    fraction = _count_below(number, ranges) / (len(ranges) + 1)
-    return fraction if direction == "asc" else 1.0 - fraction
+    return _directed(value, direction, "ranges", lambda v: _count_below(v, ranges) / (len(ranges) + 1))
 
 
 def breakpoint_score(value: Any, breakpoints: Sequence[float], direction: str = "asc") -> float:
@@ -184,12 +186,8 @@ def breakpoint_score(value: Any, breakpoints: Sequence[float], direction: str = 
     _check_direction(direction)
     if len(breakpoints) < 2:
         raise NormalizationError("breakpoints needs at least two values")
-    number = _as_number(value, type_name="breakpoints")
-    if math.isnan(number):
-        return 0.0
     steps = len(breakpoints) - 1
-    fraction = min(_count_below(number, breakpoints), steps) / steps
-    return fraction if direction == "asc" else 1.0 - fraction
+    return _directed(value, direction, "breakpoints", lambda v: min(_count_below(v, breakpoints), steps) / steps)
 
 
 def scaled_score(value: Any, low: float, high: float, direction: str = "asc") -> float:
@@ -216,11 +214,7 @@ def scaled_score(value: Any, low: float, high: float, direction: str = "asc") ->
     _check_direction(direction)
     if not high > low:
         raise NormalizationError(f"scaled_score needs low < high, got low={low!r}, high={high!r}")
-    number = _as_number(value, type_name="scaled_score")
-    if math.isnan(number):
-        return 0.0
-    fraction = min(max((number - low) / (high - low), 0.0), 1.0)
-    return fraction if direction == "asc" else 1.0 - fraction
+    return _directed(value, direction, "scaled_score", lambda v: min(max((v - low) / (high - low), 0.0), 1.0))
 
 
 def _unknown_key(key: Any, score_map: Mapping[str, float], type_name: str, unknown: str, prototype: float) -> float:

@@ -144,10 +144,8 @@ def check_properties(*values: Any, missing: str = "prototype") -> float:
     return sum(1.0 for value in values if is_present(value, missing)) / len(values)
 
 
-def _is_true(flag: Any, coerce_types: bool) -> bool:
-    if coerce_types:
-        return isinstance(flag, (bool, np.bool_)) and bool(flag)
-    return flag is True
+def _is_number(value: Any) -> bool:
+    return isinstance(value, numbers.Real) and not isinstance(value, (bool, np.bool_))
 
 
 @operation("get_global_privacy_risk", arity=3, switches=("coerce_types",))
@@ -184,10 +182,10 @@ def get_global_privacy_risk(dp: Any, epsilon: Any, num_clients: Any, *, coerce_t
         When DP is on and ``num_clients`` is not a number (the scorer then treats the raw value
         as missing, as the prototype does).
     """
-    is_number = isinstance(epsilon, numbers.Real) and not isinstance(epsilon, (bool, np.bool_))
-    if not (_is_true(dp, coerce_types) and is_number and not math.isnan(epsilon)):
+    dp_on = isinstance(dp, (bool, np.bool_)) and bool(dp) if coerce_types else dp is True
+    if not (dp_on and _is_number(epsilon) and not math.isnan(epsilon)):
         return 1.0
-    if isinstance(num_clients, (bool, np.bool_)) or not isinstance(num_clients, numbers.Real):
+    if not _is_number(num_clients):
         raise TypeError(f"participants/client_num must be a number, got {num_clients!r}")
     return 1.0 / (1.0 + (float(num_clients) - 1.0) * math.exp(-float(epsilon)))
 
@@ -216,7 +214,7 @@ def get_uniform_entropy(num_clients: Any) -> float:
     TypeError
         If ``num_clients`` is not a number (scored as missing).
     """
-    if isinstance(num_clients, (bool, np.bool_)) or not isinstance(num_clients, numbers.Real):
+    if not _is_number(num_clients):
         raise TypeError(f"participants/client_num must be a number, got {num_clients!r}")
     if math.isnan(num_clients):
         return math.nan
@@ -242,7 +240,7 @@ def get_capped_value(value: Any) -> Any:
     -------
     float or None
     """
-    if value is None or isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
+    if not _is_number(value):
         return value
     return value if math.isnan(value) else min(float(value), 1.0)
 
@@ -267,13 +265,6 @@ def check_client_selector(selector: Any) -> float:
     if not isinstance(selector, str):
         return 0.0
     return 0.0 if selector.strip().lower() in RANDOM_SELECTORS else 1.0
-
-
-def _present_number(value: Any) -> bool:
-    return (
-        value is not None and not isinstance(value, (bool, np.bool_)) and isinstance(value, numbers.Real)
-        and not math.isnan(value)
-    )
 
 
 @operation("first_present", arity=None)
@@ -303,10 +294,7 @@ def first_present(*values: Any) -> Any:
     """
     if not values:
         raise ValueError("first_present needs at least one input field")
-    for value in values:
-        if is_present(value, "strict"):
-            return value
-    return None
+    return next((value for value in values if is_present(value, "strict")), None)
 
 
 @operation("mean_of_present", arity=None)
@@ -329,5 +317,5 @@ def mean_of_present(*values: Any) -> Any:
     """
     if not values:
         raise ValueError("mean_of_present needs at least one input field")
-    present = [float(v) for v in values if _present_number(v)]
+    present = [float(v) for v in values if _is_number(v) and not math.isnan(v)]
     return sum(present) / len(present) if present else None
