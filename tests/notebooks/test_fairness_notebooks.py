@@ -89,28 +89,32 @@ def test_condition_notebook_writes_a_complete_result(quick_condition):
 @pytest.mark.notebooks
 @pytest.mark.realdata
 def test_summary_notebook_writes_results_md(quick_condition):
-    # Execute
+    # Prepare: a figures folder of its own, so the condition's figures below can only come from the summary
     results_md = quick_condition / "RESULTS.md"
+    figures = quick_condition / "summary-figures"
+
+    # Execute
     execute_notebook(
         NOTEBOOKS / "fairness" / "summary.ipynb",
         quick_condition / "notebooks" / "summary.ipynb",
         {
             "results_dir": str(quick_condition / "results"),
-            "figures_dir": str(quick_condition / "figures"),
+            "figures_dir": str(figures),
             "results_md": str(results_md),
             "quick": True,
         },
     )
 
-    # Assert: the condition's row in both tables, the quick warning, both figures
+    # Assert: the condition's row in both tables, the quick warning, the summary figures and the
+    # condition's own two, redrawn from its result (a result copied in brings its figures up to date)
     result = json.loads((quick_condition / "results" / f"{CONDITION}.json").read_text())
     text = results_md.read_text()
     ours = f"{result['table3']['F_T']:.3f}"
     assert f"| NSL-KDD (100C) | 0.50 / {ours} (n=1) / Δ " in text
     assert f"| {CONDITION} | faithful |" in text
     assert "QUICK RUN" in text and "`fltrust repro fairness --quick`" in text
-    for name in ("fairness_figure4.png", "fairness_table3.png"):
-        assert (quick_condition / "figures" / name).stat().st_size > 0
+    for name in ("fairness_figure4.png", "fairness_table3.png", f"{CONDITION}_timeseries.png", f"{CONDITION}_notions.png"):
+        assert (figures / name).stat().st_size > 0
 
 
 @pytest.mark.notebooks
