@@ -30,7 +30,7 @@ from fltrust.runs.provenance import NOT_RECORDED, TRAINING_PATHS, changed_since,
 
 __all__ = ["COLUMNS", "MAX_FILES", "VERIFIED_FILE", "load_verified", "provenance_cells", "provenance_frame",
            "provenance_markdown", "provenance_section", "read_verified", "result_records", "training_code_cell",
-           "verified_lines"]
+           "unrecorded", "verified_lines"]
 
 COLUMNS = ("commit", "BLAS (numpy; torch)", "threads (torch, BLAS)", "torch / numpy", "device",
            "training code since")
@@ -260,19 +260,44 @@ def provenance_frame(
     return pd.DataFrame(rows, columns=[*labels, *COLUMNS])
 
 
-def provenance_markdown(frame: pd.DataFrame, *, command: str) -> list[str]:
+def provenance_markdown(frame: pd.DataFrame, *, command: str, results: Sequence[Mapping[str, Any]] = ()) -> list[str]:
     """Lines of the provenance section (template ``provenance.md.j2``) for ``frame``
-    (:func:`provenance_frame`); ``command`` is the paper's ``fltrust repro verify`` example."""
-    return lines(render("provenance.md.j2", provenance=provenance_section(frame, command=command)))
+    (:func:`provenance_frame`) of ``results``; ``command`` is the paper's ``fltrust repro verify`` example."""
+    return lines(render("provenance.md.j2", provenance=provenance_section(frame, command=command, results=results)))
 
 
-def provenance_section(frame: pd.DataFrame, *, command: str,
-                       verified: Mapping[str, Mapping[str, Any]] | None = None) -> dict[str, Any]:
-    """Variables of ``provenance.md.j2``: the table, the verify command, the training paths in words
-    and the recorded verifications (:func:`verified_lines`)."""
+def unrecorded(results: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """The results that a rerun would give a provenance: those with a run that recorded none, and
+    their run time as committed (the sum of their ``seconds_per_run``, on the CPUs that made them).
+
+    Parameters
+    ----------
+    results : sequence of dict
+        Condition or experiment results.
+
+    Returns
+    -------
+    dict
+        ``names`` (sorted) and ``hours``.
+
+    Examples
+    --------
+    >>> unrecorded([{"condition": "a", "run_ids": ["a-r0"], "seconds_per_run": [3600.0, 1800.0]}])
+    {'names': ['a'], 'hours': 1.5}
+    """
+    stale = [r for r in results if any(record is None for record in result_records(r))]
+    seconds = sum(float(s) for r in stale for s in r.get("seconds_per_run") or [])
+    return {"names": sorted(str(r.get("condition") or r.get("experiment")) for r in stale), "hours": seconds / 3600}
+
+
+def provenance_section(frame: pd.DataFrame, *, command: str, verified: Mapping[str, Mapping[str, Any]] | None = None,
+                       results: Sequence[Mapping[str, Any]] = ()) -> dict[str, Any]:
+    """Variables of ``provenance.md.j2``: the table, the verify command, the training paths in words,
+    the recorded verifications (:func:`verified_lines`) and the results still to rerun (:func:`unrecorded`)."""
     included = [p for p in TRAINING_PATHS if not p.startswith(":")]
     excluded = [p.removeprefix(":(exclude)") for p in TRAINING_PATHS if p.startswith(":(exclude)")]
     paths = ", ".join(f"`{p}/`" if "." not in Path(p).name else f"`{p}`" for p in included)
     if excluded:
         paths += " except " + ", ".join(f"`{p}`" for p in excluded)
-    return {"table": frame, "command": command, "paths": paths, "verified": verified_lines(verified or {})}
+    return {"table": frame, "command": command, "paths": paths, "verified": verified_lines(verified or {}),
+            "unrecorded": unrecorded(results)}

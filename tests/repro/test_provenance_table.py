@@ -8,7 +8,7 @@ import subprocess
 
 import pytest
 
-from fltrust.repro.provenance_table import COLUMNS, provenance_cells, provenance_frame, training_code_cell
+from fltrust.repro.provenance_table import COLUMNS, provenance_cells, provenance_frame, training_code_cell, unrecorded
 
 needs_git = pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
 
@@ -94,3 +94,17 @@ def test_both_papers_render_the_section_for_old_results():
                                            "run_ids": ["r0"]}]))
     assert "| NSL-KDD (100C) | faithful | fedavg_nslkdd_100c_iid | not recorded | – | – | – | – | unknown |" in text
     assert "fltrust repro verify" in text
+    assert "still to rerun (from a worktree pinned to a commit" in text and ": 1 result(s), 0.0 h of run time" in text
+
+
+def test_results_still_to_rerun_and_their_committed_run_time():
+    # Prepare: one result fully recorded, one with a repeat that predates provenance, one with none
+    current = {**result("a", record("a" * 40)), "seconds_per_run": [100.0]}
+    mixed = {**result("b", record("a" * 40), None), "seconds_per_run": [1800.0, 5400.0]}
+    old = {"condition": "c", "run_ids": ["c-r0"], "seconds_per_run": [900.0, 900.0, 1800.0]}
+
+    # Execute
+    stale = unrecorded([current, old, mixed])
+
+    # Assert: a and b's recorded run leave it; (1800 + 5400 + 900 + 900 + 1800) s = 3.0 h
+    assert stale == {"names": ["b", "c"], "hours": 3.0}

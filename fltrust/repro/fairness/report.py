@@ -714,7 +714,7 @@ def provenance_markdown(results: Sequence[dict[str, Any]]) -> list[str]:
     list of str
         The section's lines (template ``provenance.md.j2``).
     """
-    return _provenance_lines(_provenance_frame(results), command=VERIFY_EXAMPLE)
+    return _provenance_lines(_provenance_frame(results), command=VERIFY_EXAMPLE, results=results)
 
 
 STILL_GLOBAL_MODEL = 0.01
@@ -1003,7 +1003,7 @@ def results_markdown(
         still=STILL_GLOBAL_MODEL,
         authors=beside,
         provenance=provenance_section(_provenance_frame(results), command=VERIFY_EXAMPLE,
-                                      verified=None if quick else load_verified(PAPER_DIR, results)),
+                                      verified=None if quick else load_verified(PAPER_DIR, results), results=results),
     )
 
 

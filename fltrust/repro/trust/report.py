@@ -535,7 +535,7 @@ def results_markdown(
         deviations=[f"{text} ({', '.join(names)})" for text, names in deviations.items()],
         missing=", ".join(missing_experiments(results)),
         provenance=provenance_section(_provenance_frame(results, ablation), command=VERIFY_EXAMPLE,
-                                      verified=None if quick else load_verified(PAPER_DIR, results)),
+                                      verified=None if quick else load_verified(PAPER_DIR, results), results=results),
     )
 
 
