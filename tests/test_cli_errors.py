@@ -620,7 +620,8 @@ def test_an_unreachable_ray_address_is_one_line_before_ray_starts(tmp_path, caps
 def test_flower_num_cpus_beyond_the_machine_is_one_line_before_ray_starts(tmp_path, capsys, monkeypatch):
     # before: Ray started, Flower printed 7 tracebacks ("The ActorPool is empty") and hung
     pytest.importorskip("flwr")
-    from fltrust.engines.flower.engine import FlowerEngine, available_cpus
+    from fltrust.engines.flower.engine import FlowerEngine
+    from fltrust.engines.flower.simulation import available_cpus
 
     monkeypatch.setattr(FlowerEngine, "_start_ray", must_not_be_called("ray.init"))
     cpus = available_cpus()

@@ -139,7 +139,8 @@ def test_the_dispatch_tables_know_every_name():
     from fltrust.data.synthetic import GENERATORS
     from fltrust.models import MODELS
     from fltrust.repro.trust.report import MODE_LABELS
-    from fltrust.trust.factsheet import _PREPROCESSING, STRATEGY_NAMES
+    from fltrust.trust.factsheet import STRATEGY_NAMES
+    from fltrust.trust.factsheet.populate import _PREPROCESSING
     from fltrust.trust.scoring import FIXES
 
     assert set(STRATEGIES) == set(names.STRATEGIES)

@@ -57,10 +57,33 @@ def _check(param_sets: list[Params]) -> None:
         raise ValueError("all clients must send the same number of arrays")
 
 
-def _cast_like(value: np.ndarray, like: np.ndarray) -> np.ndarray:
+def cast_like(value: np.ndarray, like: np.ndarray) -> np.ndarray:
+    """``value`` in ``like``'s dtype and shape, integers rounded (every aggregation's result; the arrays
+    Flower returns).
+
+    Parameters
+    ----------
+    value : array_like
+        The values, with as many entries as ``like``.
+    like : numpy.ndarray
+        The reference array.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``value`` itself (reshaped) when the dtype already matches, else a converted copy.
+
+    Examples
+    --------
+    >>> cast_like(np.array([1.6, 2.4]), np.zeros(2, dtype=np.int64))
+    array([2, 2])
+    """
+    value = np.asarray(value).reshape(like.shape)
+    if value.dtype == like.dtype:
+        return value
     if np.issubdtype(like.dtype, np.integer):
         return np.rint(value).astype(like.dtype)
-    return value.astype(like.dtype, copy=False)
+    return value.astype(like.dtype)
 
 
 def weighted_average(param_sets: list[Params], weights: list[float] | np.ndarray) -> Params:
@@ -94,7 +117,7 @@ def weighted_average(param_sets: list[Params], weights: list[float] | np.ndarray
         raise ValueError(f"weights must be {len(param_sets)} non-negative numbers with a positive sum, got {weights}")
     w = w / w.sum()
     return [
-        _cast_like(sum(wi * p[i].astype(np.float64) for wi, p in zip(w, param_sets)), param_sets[0][i])
+        cast_like(sum(wi * p[i].astype(np.float64) for wi, p in zip(w, param_sets)), param_sets[0][i])
         for i in range(len(param_sets[0]))
     ]
 
@@ -103,7 +126,7 @@ def coordinate_median(param_sets: list[Params]) -> Params:
     """FedMedian: element-wise median of the client models (Yin et al. 2018)."""
     _check(param_sets)
     return [
-        _cast_like(np.median(np.stack([p[i].astype(np.float64) for p in param_sets]), axis=0), param_sets[0][i])
+        cast_like(np.median(np.stack([p[i].astype(np.float64) for p in param_sets]), axis=0), param_sets[0][i])
         for i in range(len(param_sets[0]))
     ]
 
@@ -168,7 +191,7 @@ def qffl_aggregate(
         for acc, g in zip(delta_sum, grads):
             acc += scale * g
         h_sum += q * loss ** (q - 1) * norm_sq + scale / learning_rate
-    return [_cast_like(t - d / h_sum, g) for t, d, g in zip(theta, delta_sum, global_params)]
+    return [cast_like(t - d / h_sum, g) for t, d, g in zip(theta, delta_sum, global_params)]
 
 
 def clip_update(update: Params, clipping_norm: float) -> tuple[Params, float]:
@@ -228,11 +251,7 @@ def krum_scores(distances: np.ndarray, num_malicious: int) -> np.ndarray:
     """
     n = len(distances)
     k = min(max(1, n - int(num_malicious) - 2), n - 1)
-    scores = np.zeros(n)
-    for i in range(n):
-        others = np.delete(distances[i], i)
-        scores[i] = np.sort(others)[:k].sum() if k > 0 else 0.0
-    return scores
+    return np.array([np.sort(np.delete(distances[i], i))[:k].sum() for i in range(n)], dtype=np.float64)
 
 
 def multikrum_select(param_sets: list[Params], num_malicious: int, num_to_select: int) -> list[int]:
@@ -331,11 +350,8 @@ def trimmed_mean(param_sets: list[Params], beta: float) -> Params:
         raise ValueError(f"beta={beta!r} must lie in [0, 0.5)")
     n = len(param_sets)
     cut = int(beta * n)
-    out = []
-    for i in range(len(param_sets[0])):
-        stacked = np.sort(np.stack([p[i].astype(np.float64) for p in param_sets]), axis=0)
-        out.append(_cast_like(stacked[cut:n - cut].mean(axis=0), param_sets[0][i]))
-    return out
+    stacked = (np.sort(np.stack([p[i].astype(np.float64) for p in param_sets]), axis=0) for i in range(len(param_sets[0])))
+    return [cast_like(s[cut:n - cut].mean(axis=0), ref) for s, ref in zip(stacked, param_sets[0])]
 
 
 def krum_select_recursive(vectors: np.ndarray, num_malicious: int, num_to_select: int) -> list[int]:
@@ -414,7 +430,7 @@ def bulyan(param_sets: list[Params], num_malicious: int, *, selection: Literal["
         chosen = multikrum_select(param_sets, f, theta)
     else:
         raise ValueError(f"selection={selection!r}; choose 'recursive' or 'multikrum'")
-    return [_cast_like(np.asarray(_closest_to_median_mean([np.asarray(param_sets[c][i]) for c in chosen], beta)),
+    return [cast_like(np.asarray(_closest_to_median_mean([np.asarray(param_sets[c][i]) for c in chosen], beta)),
                        param_sets[0][i]) for i in range(len(param_sets[0]))]
 
 

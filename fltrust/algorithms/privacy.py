@@ -188,23 +188,18 @@ def server_dp_aggregate(
         dtype; other arrays: the global model's, unchanged), and ``{"update_norms": [...],
         "noise_std": ...}``.
     """
-    updates, norms = [], []
-    for params in param_sets:
-        update = [p.astype(np.float64) - g.astype(np.float64) for p, g in zip(params, global_params)]
-        clipped, norm = clip_update(update, clipping_norm)
-        updates.append(clipped)
-        norms.append(norm)
+    diffs = ([p.astype(np.float64) - g.astype(np.float64) for p, g in zip(params, global_params)] for params in param_sets)
+    updates, norms = zip(*(clip_update(d, clipping_norm) for d in diffs))
     m = len(updates)
     std = noise_multiplier * clipping_norm / m
     new = []
     for i, g in enumerate(global_params):
-        mean_update = sum(u[i] for u in updates) / m
-        if np.issubdtype(g.dtype, np.floating):
-            mean_update = mean_update + rng.normal(0.0, std, size=g.shape)
+        if np.issubdtype(g.dtype, np.floating):  # the clipped mean update plus noise, in float64
+            mean_update = sum(u[i] for u in updates) / m + rng.normal(0.0, std, size=g.shape)
             new.append((g.astype(np.float64) + mean_update).astype(g.dtype))
         else:
             new.append(g.copy())
-    return new, {"update_norms": norms, "noise_std": std}
+    return new, {"update_norms": list(norms), "noise_std": std}
 
 
 @dataclass(frozen=True)
@@ -394,13 +389,8 @@ def trainable_mask(model: nn.Module) -> list[bool]:
 
 def _add_noise(params: Params, trainable: list[bool], std: float, rng: np.random.Generator) -> Params:
     """Gaussian noise N(0, std^2) on every entry of the trainable floating-point arrays (copies)."""
-    out = []
-    for p, t in zip(params, trainable):
-        if t and std > 0 and np.issubdtype(p.dtype, np.floating):
-            out.append((p.astype(np.float64) + rng.normal(0.0, std, size=p.shape)).astype(p.dtype))
-        else:
-            out.append(p.copy())
-    return out
+    return [(p.astype(np.float64) + rng.normal(0.0, std, size=p.shape)).astype(p.dtype)
+            if t and std > 0 and np.issubdtype(p.dtype, np.floating) else p.copy() for p, t in zip(params, trainable)]
 
 
 # --------------------------------------------------------------------------------------------

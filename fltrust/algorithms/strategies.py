@@ -355,17 +355,14 @@ class QFedAvg(Strategy):
         self.qfedavg_variant = qfedavg_variant
 
     def local_update(self, client: ClientHandle, global_params: Params) -> LocalResult:
-        extra = {}
-        if self.qfedavg_variant == "qffl":
-            extra["qffl_loss"] = client.train_loss_of(global_params)
+        extra = {"qffl_loss": client.train_loss_of(global_params)} if self.qfedavg_variant == "qffl" else {}
         params, loss = client.train(global_params, epochs=self.local_epochs)
         return LocalResult(params, loss, extra=extra)
 
     def local_updates_grouped(self, clients: Sequence[ClientHandle], global_params: Params, group: Any) -> list[LocalResult]:
-        extras: list[dict[str, float]] = [{} for _ in clients]
-        if self.qfedavg_variant == "qffl":  # each client's loss of the received model
-            for extra, loss in zip(extras, group.train_loss_of(global_params)):
-                extra["qffl_loss"] = loss
+        # with qffl, each client's loss of the received model
+        extras: list[dict[str, float]] = ([{"qffl_loss": loss} for loss in group.train_loss_of(global_params)]
+                                          if self.qfedavg_variant == "qffl" else [{} for _ in clients])
         params, losses = group.train(global_params, epochs=self.local_epochs)
         return [LocalResult(p, loss, extra=e) for p, loss, e in zip(params, losses, extras)]
 
@@ -426,8 +423,7 @@ class Ditto(Strategy):
         personal = [self.personal.get(c.client_id, [p.copy() for p in global_params]) for c in clients]
         if self.ditto_epochs > 0:
             personal, _ = group.train(personal, **self._personal_kwargs(params, global_params), private=False)
-        for c, v in zip(clients, personal):
-            self.personal[c.client_id] = v
+        self.personal.update({c.client_id: v for c, v in zip(clients, personal)})
         return [LocalResult(p, loss, eval_params=v) for p, loss, v in zip(params, losses, personal)]
 
     def _personal_kwargs(self, local: Any, global_params: Params) -> dict[str, Any]:

@@ -123,7 +123,8 @@ class Engine(EngineBase):
             "bytes_received": [model_bytes] * len(clients),
             "bytes_sent": [int(sum(p.nbytes for p in u.params)) for u in updates],
         }
-        rows.update(self.attack_rows(ids))
+        if self.attack_plan.active:  # 1 = malicious
+            rows["malicious"] = [float(self.attack_plan.is_malicious(c)) for c in ids]
         new_params = self.privacy.aggregate(self.strategy, global_params, results, aux_before[0], round_)
         server = self._server_metrics(round_, aux_before, self.evaluate_aux(new_params))
         # the mechanism's own figures (NbAFL: how much noise this round added, against the model's size)
@@ -286,11 +287,6 @@ class Engine(EngineBase):
         pick = [i for i, k in enumerate(faults.arrived(ids)) if k]
         kept = ([values[i] for i in pick] for values in (clients, rewards, updates, performances))
         return (np.asarray([ids[i] for i in pick], dtype=np.int64), *kept)
-
-    def attack_rows(self, ids: np.ndarray) -> dict[str, list[float]]:
-        """``client_metrics["malicious"]`` (1 = malicious) when an attack runs."""
-        plan = self.attack_plan
-        return {"malicious": [float(plan.is_malicious(c)) for c in ids]} if plan.active else {}
 
     def _server_metrics(self, round_: int, before: tuple[float, float], after: tuple[float, float]) -> dict[str, float]:
         """The aux loss and accuracy before and after the round, and the epsilon spent (when accounted)."""

@@ -25,7 +25,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from fltrust.algorithms.privacy import LocalDP
+from fltrust.algorithms.privacy import LocalDP, trainable_mask
 from fltrust.config import TrainingConfig
 from fltrust.core.evaluation import EvalResult, evaluate, get_params, loss_per_sample, set_params
 from fltrust.core.records import Params
@@ -298,6 +298,4 @@ def num_batches(num_samples: int, batch_size: int) -> int:
 
 def _trainable_subset(model: nn.Module, params: Params) -> Params:
     """The entries of a ``state_dict``-ordered list that are trainable parameters, in order."""
-    names = list(model.state_dict().keys())
-    trainable = {name for name, _ in model.named_parameters()}
-    return [p for name, p in zip(names, params) if name in trainable]
+    return [p for p, trainable in zip(params, trainable_mask(model)) if trainable]

@@ -80,7 +80,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from fltrust.blas import blas_threads_as_torch
-from fltrust.algorithms.privacy import PrivacyMechanism
+from fltrust.algorithms.privacy import PrivacyMechanism, trainable_mask
 from fltrust.config import TrainingConfig
 from fltrust.core.records import Params
 from fltrust.core.stacked import UnsupportedModel, has_buffers, stacked_loss_pred, stacked_net
@@ -171,14 +171,11 @@ class VectorTrainer(BatchedEvaluator):
         if not self.net.trainable:
             raise UnsupportedModel(f"{type(model).__name__} cannot be trained as a stacked model")
         state = self.model.state_dict()
-        trainable = {name for name, _ in self.model.named_parameters()}
-        if set(state) != trainable:
+        if not all(trainable_mask(self.model)):
             raise UnsupportedModel("stacked training needs a model whose state is all trainable parameters")
-        self.names = list(state)
         self.shapes = [tuple(v.shape) for v in state.values()]
         self.dtype = next(iter(state.values())).dtype
-        self.numels = [int(np.prod(s)) if s else 1 for s in self.shapes]
-        self.offsets = np.concatenate([[0], np.cumsum(self.numels)]).astype(int).tolist()
+        self.offsets = np.concatenate([[0], np.cumsum([int(np.prod(s)) for s in self.shapes])]).astype(int).tolist()
         self.num_params = self.offsets[-1]
         self.mlp = mlp_layers(self.net) if manual_mlp else None  # None: autograd's stacked step
         self.fused_adam = fused_adam_kernel(self.device) if fused_adam is None else bool(fused_adam)

@@ -43,7 +43,8 @@ from flwr.serverapp.strategy import Strategy
 from fltrust.core.records import Params, RoundRecord
 from fltrust.flower.legacy import ObservedLegacyStrategy
 from fltrust.flower.partitions import discover_partitions, partition_query_reply
-from fltrust.flower.records import CLIENT_ID_KEY, CONFUSION_KEY, FLTRUST_KEY, arrays_to_params, cast_like, confusion_from_metric
+from fltrust.algorithms.aggregation import cast_like
+from fltrust.flower.records import CLIENT_ID_KEY, CONFUSION_KEY, FLTRUST_KEY, arrays_to_params, confusion_from_metric
 from fltrust.flower.sinks import AUX_ACCURACY, AUX_LOSS, ClientRow, ObserverSink, RoundBuilder, RoundSink
 from fltrust.flower.validation import ClientIds, Problem, Rejection, ReportRejected, ReportSchema, RoundFacts, check_reply
 

@@ -279,12 +279,8 @@ class InstrumentedStrategy(ObservedStrategy):
         values = dict(record.server_metrics)
         values.update(record.observations.get("fairness") or {})
         values.update({k: v for k, v in (record.observations.get("trust") or {}).items() if k == "trust_score"})
-        out = {}
-        for key in RETURNED_KEYS:
-            value = values.get(key)
-            if key in values and not isinstance(value, (list, dict, str)):
-                out[f"fltrust.{key}"] = float("nan") if value is None else float(value)
-        return out
+        return {f"fltrust.{key}": float("nan") if values[key] is None else float(values[key])
+                for key in RETURNED_KEYS if key in values and not isinstance(values[key], (list, dict, str))}
 
     def _fedsv_cost(self, server_round: int, m: int) -> None:
         """Before a round's FedSV: its method and cost, coalition models x one aux evaluation (measured

@@ -16,7 +16,8 @@ import numpy as np
 from flwr.common import ndarrays_to_parameters, parameters_to_ndarrays
 from flwr.server.strategy import Strategy as LegacyStrategy
 
-from fltrust.flower.records import CLIENT_ID_KEY, CONFUSION_KEY, cast_like, confusion_from_metric
+from fltrust.algorithms.aggregation import cast_like
+from fltrust.flower.records import CLIENT_ID_KEY, CONFUSION_KEY, confusion_from_metric
 from fltrust.flower.sinks import AUX_LOSS, ClientRow, RoundBuilder, RoundSink
 
 log = logging.getLogger("fltrust")

@@ -39,6 +39,7 @@ from typing import Any
 
 import numpy as np
 
+from fltrust.algorithms.aggregation import cast_like
 from fltrust.core.records import Params
 from fltrust.names import CLIENT_METRIC_KEYS
 
@@ -110,34 +111,6 @@ def arrays_to_params(record, like: Params | None = None) -> Params:
     if len(like) != len(params):
         raise ValueError(f"the record holds {len(params)} arrays, the model {len(like)}")
     return [cast_like(p, ref) for p, ref in zip(params, like)]
-
-
-def cast_like(value: np.ndarray, like: np.ndarray) -> np.ndarray:
-    """``value`` in ``like``'s dtype and shape (integers rounded, as fltrust's aggregations do).
-
-    Parameters
-    ----------
-    value : array_like
-        The values, with as many entries as ``like``.
-    like : numpy.ndarray
-        The reference array.
-
-    Returns
-    -------
-    numpy.ndarray
-        ``value`` itself (reshaped) when the dtype already matches, else a converted copy.
-
-    Examples
-    --------
-    >>> cast_like(np.array([1.6, 2.4]), np.zeros(2, dtype=np.int64))
-    array([2, 2])
-    """
-    value = np.asarray(value).reshape(like.shape)
-    if value.dtype == like.dtype:
-        return value
-    if np.issubdtype(like.dtype, np.integer):
-        return np.rint(value).astype(like.dtype)
-    return value.astype(like.dtype)
 
 
 def confusion_from_metric(value: Any) -> np.ndarray:

@@ -207,9 +207,7 @@ class RoundBuilder:
             if server_round > 0:
                 log.warning("round %d ended without a training round the adapter saw", server_round)
         else:
-            for name in (AUX_LOSS, AUX_ACCURACY):
-                if name in self.previous:
-                    server[f"{name}_before"] = self.previous[name]
+            server.update({f"{name}_before": value for name, value in self.previous.items()})  # aux loss / accuracy
             if self.server_metrics_fn is not None:
                 server.update({k: float(v) for k, v in self.server_metrics_fn(server_round).items()})
             record = self._record(pending, params, server)

@@ -45,7 +45,8 @@ from typing import Any
 import numpy as np
 
 from fltrust.core.records import Params
-from fltrust.flower.records import CLIENT_ID_KEY, CONFUSION_KEY, LABEL_COUNTS_KEY, cast_like
+from fltrust.algorithms.aggregation import cast_like
+from fltrust.flower.records import CLIENT_ID_KEY, CONFUSION_KEY, LABEL_COUNTS_KEY
 from fltrust.settings import show
 
 __all__ = [

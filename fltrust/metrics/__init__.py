@@ -50,11 +50,12 @@ from fltrust.metrics.shapley import (
     shapley_values,
 )
 
-_ERRORS = ["MetricInputError"]
-
-_UNIFORMITY = ["jain_index"]
-
-_CONTRIBUTION = [
+__all__ = [
+    # errors
+    "MetricInputError",
+    # uniformity
+    "jain_index",
+    # contribution
     "FedSVResult",
     "all_coalitions",
     "average_params",
@@ -64,9 +65,7 @@ _CONTRIBUTION = [
     "permutation_coalitions",
     "sample_permutations",
     "shapley_values",
-]
-
-_FAIRNESS_NOTIONS = [
+    # fairness notions
     "NOTIONS",
     "Notion",
     "NotionInput",
@@ -85,12 +84,8 @@ _FAIRNESS_NOTIONS = [
     "RatioFairness",
     "GroupFairness",
     "RoundFairness",
-]
-
-_FAIRNESS_RUN = [
+    # fairness runs
     "FairnessSettings",
     "default_sensitive_attributes",
     "FairnessObserver",
 ]
-
-__all__ = _ERRORS + _UNIFORMITY + _CONTRIBUTION + _FAIRNESS_NOTIONS + _FAIRNESS_RUN

@@ -50,6 +50,7 @@ from fltrust.core.io import atomic_write_text
 
 REPO = repo_root()  # where outputs go: the checkout, or the cwd of a wheel outside one (fltrust.repro.paths)
 NOTEBOOKS = resource_root() / "notebooks"  # the checkout's, or the wheel's packaged copy
+FIGURE_FOLDERS = {"fairness_analytics": "fairness", "federatedtrust": "trust"}  # figures/<folder> of each paper
 
 
 @dataclass
@@ -411,7 +412,7 @@ def _select(names: list[str], pattern: str | None) -> list[str]:
 def _folders(paper: str, quick: bool, out_dir: str | Path | None) -> dict[str, Path]:
     default = REPO / "runs" / "repro" / f"{paper}-quick" if quick else REPO / "papers_repro" / paper
     base = default if out_dir is None else Path(out_dir).resolve()
-    figures = base / "figures" if (quick or out_dir is not None) else REPO / "figures" / _figure_folder(paper)
+    figures = base / "figures" if (quick or out_dir is not None) else REPO / "figures" / FIGURE_FOLDERS[paper]
     return {
         "base": base,
         "results": base / "results",
@@ -440,10 +441,6 @@ def _portable_notebook(text: str) -> str:
         if isinstance(record.get(key), str):
             record[key] = _parameter_path(Path(record[key]))
     return json.dumps(notebook, indent=1, sort_keys=True, ensure_ascii=False)
-
-
-def _figure_folder(paper: str) -> str:
-    return {"fairness_analytics": "fairness", "federatedtrust": "trust"}[paper]
 
 
 def _paper_batch(
@@ -483,7 +480,7 @@ def _paper_batch(
         jobs.append(NotebookJob(name, NOTEBOOKS / notebook_folder / item_notebook,
                                 folders["notebooks"] / f"{name}{suffix}.ipynb", parameters, result, quick,
                                 expected_run_ids(name) if expected_run_ids else None))
-    title = _figure_folder(paper)
+    title = FIGURE_FOLDERS[paper]
     failures = run_jobs(jobs, title=f"{title} {item_key}s", parallel=parallel, in_process=in_process)
     summary = NotebookJob(
         name="summary",

@@ -73,14 +73,6 @@ def _paper(name: str) -> Paper:
     return PAPERS[key]
 
 
-def _folders(paper: Paper, quick: bool, batch_dir: str | Path | None) -> dict[str, Path]:
-    """Where ``fltrust repro <paper>`` wrote its results and figures (same rule as the batch)."""
-    from fltrust.repro.batch import _folders as batch_folders
-
-    folders = batch_folders(paper.folder, quick, batch_dir)
-    return {"results": folders["results"], "figures": folders["figures"], "out": folders["base"] / "report.html"}
-
-
 def _shown(path: Path) -> str:
     """``path`` relative to the repository when inside it (the page names no machine paths)."""
     path = Path(path).resolve()
@@ -341,9 +333,11 @@ def write_report(
     compact_figures : bool
         Re-encode figures as 256-colour PNGs when smaller (default) instead of embedding them as they are.
     """
+    from fltrust.repro.batch import _folders  # where `fltrust repro <paper>` wrote its results and figures
+
     p = _paper(paper)
-    folders = _folders(p, quick, batch_dir)
-    path = Path(out) if out is not None else folders["out"]
+    folders = _folders(p.folder, quick, batch_dir)
+    path = Path(out) if out is not None else folders["base"] / "report.html"
     page = report_html(
         p.key,
         results_dir=results_dir or folders["results"],

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from fltrust.core.io import to_plain
-from fltrust.runs.chain import INTEGRITY, _algorithm, audit_key, edited_fields as _changed_fields, field_digests, record_link
+from fltrust.runs.chain import INTEGRITY, _algorithm, audit_key, entry_edits, field_digests, record_link
 from fltrust.runs.folder import RecordIntegrityWarning
 
 
@@ -178,19 +178,7 @@ def with_integrity(result: dict[str, Any]) -> dict[str, Any]:
 def edited_fields(data: dict[str, Any]) -> list[str] | None:
     """The fields of a read result that differ from its ``integrity`` entry; None when it verifies or
     cannot be checked (no entry, a keyed entry without the key, a bad key setting)."""
-    closing = data.get(INTEGRITY)
-    if not isinstance(closing, dict):
-        return None
-    try:
-        key = audit_key()
-    except ValueError:
-        return None
-    if closing.get("algorithm") != _algorithm(key):
-        return None
-    body = {k: v for k, v in data.items() if k != INTEGRITY}
-    if record_link("", body, key) == closing.get("link"):
-        return None
-    return _changed_fields(body, closing.get("fields"))
+    return entry_edits(data, lambda body, closing, key: record_link("", body, key))
 
 
 def load_result_files(folder: str | Path, pattern: str, required_keys: tuple[str, ...], writer: str,

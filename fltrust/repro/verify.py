@@ -413,12 +413,9 @@ def _fairness_summary(result: Mapping[str, Any], repeat: int) -> dict[str, dict[
 
 
 def _flatten(prefix: str, value: Any) -> dict[str, dict[Any, Any]]:
-    if isinstance(value, Mapping):
-        out: dict[str, dict[Any, Any]] = {}
-        for key, item in value.items():
-            out.update(_flatten(f"{prefix}.{key}", item))
-        return out
-    return {prefix: {None: value}}
+    if not isinstance(value, Mapping):
+        return {prefix: {None: value}}
+    return {name: leaf for key, item in value.items() for name, leaf in _flatten(f"{prefix}.{key}", item).items()}
 
 
 def _repeat_index(result: Mapping[str, Any], repeat: int) -> int | None:

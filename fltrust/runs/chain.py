@@ -11,6 +11,7 @@ import hashlib
 import hmac
 import json
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +22,7 @@ __all__ = [
     "audit_key",
     "canonical_json",
     "edited_fields",
+    "entry_edits",
     "field_digests",
     "record_link",
     "summary_edits",
@@ -154,7 +156,35 @@ def summary_edits(summary: dict[str, Any], key: bytes | None = None) -> list[str
     >>> summary_edits({**summary, "wall_time_s": 0.5}, None)
     ['wall_time_s']
     """
-    closing = summary.get(INTEGRITY)
+    def link(body: dict[str, Any], closing: dict[str, Any], key: bytes | None) -> str:
+        listed = closing.get("files")
+        files: dict[str, str] = listed if isinstance(listed, dict) else {}
+        return _summary_link(str(closing.get("record_chain")), body, files, _algorithm(key), key)
+
+    return entry_edits(summary, link, key)
+
+
+def entry_edits(data: dict[str, Any], link: Callable[[dict[str, Any], dict[str, Any], bytes | None], str],
+                key: bytes | None = None) -> list[str] | None:
+    """What was edited in ``data`` after it was written, checked against its own ``integrity`` entry.
+
+    Parameters
+    ----------
+    data : dict
+        A parsed record holding an ``integrity`` entry (``summary.json``, a paper result).
+    link : callable
+        ``link(body, entry, key)``: the link the record's body (``data`` without the entry) should have.
+    key : bytes, optional
+        The audit key; default :func:`audit_key` (a bad key setting skips the check).
+
+    Returns
+    -------
+    list of str or None
+        None when it verifies or cannot be checked here (no entry; a keyed entry without the key,
+        or a key for an unkeyed entry); otherwise the names of the edited fields
+        (:func:`edited_fields`; empty when only the entry itself was changed).
+    """
+    closing = data.get(INTEGRITY)
     if not isinstance(closing, dict):
         return None
     if key is None:
@@ -164,9 +194,7 @@ def summary_edits(summary: dict[str, Any], key: bytes | None = None) -> list[str
             return None
     if closing.get("algorithm") != _algorithm(key):
         return None
-    body = {k: v for k, v in summary.items() if k != INTEGRITY}
-    listed = closing.get("files")
-    files: dict[str, str] = listed if isinstance(listed, dict) else {}
-    if _summary_link(str(closing.get("record_chain")), body, files, _algorithm(key), key) == closing.get("link"):
+    body = {k: v for k, v in data.items() if k != INTEGRITY}
+    if link(body, closing, key) == closing.get("link"):
         return None
     return edited_fields(body, closing.get("fields"))

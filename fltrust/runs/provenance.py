@@ -201,11 +201,14 @@ def code_state(package: str | os.PathLike[str] | None = None) -> dict[str, Any]:
 
 def git_head(root: str | os.PathLike[str] | None = None) -> str | None:
     """HEAD's commit of the checkout at ``root`` (default: the package's checkout); None without git."""
-    folder = Path(root) if root is not None else _checkout(_PACKAGE)
-    if folder is None:
-        return None
-    head = _git(["rev-parse", "--verify", "HEAD"], Path(folder))
+    folder = _root(root)
+    head = None if folder is None else _git(["rev-parse", "--verify", "HEAD"], folder)
     return head.strip() if head else None
+
+
+def _root(root: str | os.PathLike[str] | None) -> Path | None:
+    """``root``, or (None) the package's checkout; None without one."""
+    return Path(root) if root is not None else _checkout(_PACKAGE)
 
 
 def _version(distribution: str) -> str | None:
@@ -418,15 +421,11 @@ def changed_since(commit: str | None, root: str | os.PathLike[str] | None = None
         Sorted paths (empty: the training code is the same); None when it cannot be told (no
         commit recorded, no git, or the commit is not in this repository).
     """
-    if not commit:
-        return None
-    folder = Path(root) if root is not None else _checkout(_PACKAGE)
+    folder = _root(root) if commit else None
     if folder is None:
         return None
-    out = _git(["diff", "--name-only", f"{commit}^{{commit}}", "HEAD", "--", *paths], Path(folder))
-    if out is None:
-        return None
-    return sorted(line for line in out.splitlines() if line.strip())
+    out = _git(["diff", "--name-only", f"{commit}^{{commit}}", "HEAD", "--", *paths], folder)
+    return None if out is None else sorted(line for line in out.splitlines() if line.strip())
 
 
 def commits_since(path: str | os.PathLike[str], root: str | os.PathLike[str] | None = None,
@@ -451,14 +450,9 @@ def commits_since(path: str | os.PathLike[str], root: str | os.PathLike[str] | N
     tuple of (str, list of str) or None
         ``(commit, commits)``; None when git cannot tell (no checkout, the file is not committed).
     """
-    folder = Path(root) if root is not None else _checkout(_PACKAGE)
+    folder = _root(root)
     if folder is None:
         return None
-    last = _git(["log", "-1", "--format=%H", "--", str(path)], folder)
-    if not last or not last.strip():
-        return None
-    commit = last.strip()
-    log = _git(["log", "--format=%h %s", f"{commit}..HEAD", "--", *paths], folder)
-    if log is None:
-        return None
-    return commit, [line for line in log.splitlines() if line.strip()]
+    commit = (_git(["log", "-1", "--format=%H", "--", str(path)], folder) or "").strip()
+    log = _git(["log", "--format=%h %s", f"{commit}..HEAD", "--", *paths], folder) if commit else None
+    return None if log is None else (commit, [line for line in log.splitlines() if line.strip()])

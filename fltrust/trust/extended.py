@@ -163,7 +163,6 @@ class ExtendedMetrics:
         """
         from fltrust.trust.measures.sustainability import EnergyTracker
 
-        self.info = info
         if self.tracker is None or not self.tracker.running:
             self.tracker = EnergyTracker(self.trust.country_iso_code)
             self.tracker.start()

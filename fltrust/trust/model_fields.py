@@ -38,10 +38,8 @@ class _Once(logging.Filter):
     def filter(self, record: logging.LogRecord) -> bool:
         if not str(record.msg).startswith(self.prefix):
             return True
-        if self.seen:
-            return False
-        self.seen = True
-        return True
+        seen, self.seen = self.seen, True
+        return not seen
 
 
 

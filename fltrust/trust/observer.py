@@ -99,7 +99,6 @@ from __future__ import annotations
 import contextlib
 import copy
 import logging
-import math
 import time
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
@@ -109,6 +108,7 @@ import numpy as np
 import torch
 
 from fltrust.core.evaluation import evaluate, set_params
+from fltrust.core.io import to_plain
 from fltrust.core.observers import BaseObserver
 from fltrust.core.records import RoundRecord, RunInfo, RunSummary
 from fltrust.settings import TrustSettings
@@ -124,7 +124,6 @@ from fltrust.trust.measures.statistics import (
     accuracy_cv,
     avg_entropy,
     class_imbalance,
-    label_entropies,
     selection_cv,
     selection_rates,
 )
@@ -154,16 +153,10 @@ def _mean(values: Any) -> float:
     return float(arr.mean()) if arr.size else float("nan")
 
 
-def _none_if_nan(value: Any) -> Any:
-    if isinstance(value, (float, np.floating)) and not math.isfinite(float(value)):
-        return None
-    return float(value) if isinstance(value, (float, np.floating)) else value
-
-
 def _scores(report: Any) -> dict[str, Any]:
     """Return the trust score and the pillar scores of a report (NaN as ``None``)."""
-    return {"trust_score": _none_if_nan(float(report.trust_score)),
-            "pillars": {p.name: _none_if_nan(float(p.score)) for p in report.pillars}}
+    pillars = {p.name: float(p.score) for p in report.pillars}
+    return to_plain({"trust_score": float(report.trust_score), "pillars": pillars})
 
 
 @contextlib.contextmanager
@@ -254,7 +247,6 @@ class TrustObserver(BaseObserver):
                 else f"extended= is only used in extended mode, not mode={settings.mode!r}"
             )
         self.settings = settings
-        self.trust = settings
         self.mode = settings.mode
         self.switches = settings.switches
         self.model = model
@@ -269,7 +261,6 @@ class TrustObserver(BaseObserver):
         self.describe = describe
         self.factsheet: dict[str, Any] = new_factsheet()
         self.num_clients = 0
-        self.client_entropies = np.zeros(0)
         self._reset()
         self._eval_model: torch.nn.Module | None = None
         self._definitions: Any = None
@@ -324,7 +315,6 @@ class TrustObserver(BaseObserver):
 
     def _fill_class_fields(self, fs: dict[str, Any], counts: np.ndarray) -> None:
         """``data/avg_entropy`` and ``fairness/class_imbalance`` from ``(clients, K)`` label counts."""
-        self.client_entropies = label_entropies(counts)
         set_field(fs, "data/avg_entropy", avg_entropy(counts, method=self.switches["entropy_method"]))
         method = self.switches["class_imbalance_method"]
         set_field(fs, "fairness/class_imbalance", class_imbalance(counts, method=method, cap=self.switches["cap_cvs"]))
@@ -431,8 +421,8 @@ class TrustObserver(BaseObserver):
             "aux_accuracy": float(server.get("aux_accuracy", float("nan"))),
             "aux_loss": float(server.get("aux_loss", float("nan"))),
         }
-        series = self._series[int(record.round)] = {k: _none_if_nan(v) for k, v in entry.items()}
-        out = {"selection_cv": _none_if_nan(self._selection_cv(cap=self.switches["cap_cvs"])),
+        series = self._series[int(record.round)] = to_plain(entry)
+        out = {"selection_cv": to_plain(self._selection_cv(cap=self.switches["cap_cvs"])),
                **{k: series[k] for k in ("mean_accuracy", "mean_loss")}}
         if extended is not None:
             out["extended"] = extended
@@ -563,7 +553,7 @@ class TrustObserver(BaseObserver):
         }
         eps = [r.server_metrics["epsilon"] for r in summary.rounds if "epsilon" in r.server_metrics]
         if eps:
-            out["epsilon_spent"] = _none_if_nan(float(eps[-1]))
+            out["epsilon_spent"] = to_plain(float(eps[-1]))
         if extended_out is not None:
             out["extended"] = extended_out
         out.update(self._score())

@@ -392,32 +392,17 @@ class TrustReport(PlainResult):
         """
         import pandas as pd
 
-        rows = []
-        for pillar in self.pillars:
-            for notion in pillar.notions:
-                for metric in notion.metrics:
-                    rows.append(
-                        {
-                            "pillar": pillar.name,
-                            "notion": notion.name,
-                            "metric": metric.name,
-                            "label": metric.label,
-                            "raw_value": metric.raw_value,
-                            "normalized": metric.normalized,
-                            "score": metric.score,
-                            "metric_weight": metric.weight,
-                            "notion_score": notion.score,
-                            "notion_weight": notion.weight,
-                            "pillar_score": pillar.score,
-                            "pillar_weight": pillar.weight,
-                            "type": metric.type,
-                            "operation": metric.operation,
-                            "direction": metric.direction,
-                        }
-                    )
-                    if self.has_provenance:
-                        rows[-1].update(status=metric.status, applicable=metric.applicable,
-                                        method=(metric.provenance or {}).get("method", ""))
+        provenance = self.has_provenance
+        rows = [
+            {"pillar": pillar.name, "notion": notion.name, "metric": metric.name, "label": metric.label,
+             "raw_value": metric.raw_value, "normalized": metric.normalized, "score": metric.score,
+             "metric_weight": metric.weight, "notion_score": notion.score, "notion_weight": notion.weight,
+             "pillar_score": pillar.score, "pillar_weight": pillar.weight, "type": metric.type,
+             "operation": metric.operation, "direction": metric.direction,
+             **({"status": metric.status, "applicable": metric.applicable,
+                 "method": (metric.provenance or {}).get("method", "")} if provenance else {})}
+            for pillar in self.pillars for notion in pillar.notions for metric in notion.metrics
+        ]
         frame = pd.DataFrame(rows)
         frame.attrs.update({"trust_score": self.trust_score, "mode": self.mode, "fixes": list(self.fixes)})
         return frame
@@ -564,7 +549,7 @@ def plot_trust_report(report: TrustReport, ax: Sequence[Any] | None = None) -> t
         metric_ax.annotate("nan" if math.isnan(value) else f"{value:.2f}", (0.0 if math.isnan(value) else value, position),
                            xytext=(3, 0), textcoords="offset points", va="center", fontsize=7)
     metric_ax.set_yticks(positions, labels, fontsize=7)
-    metric_ax.set_xlim(min(0.0, *[h for h in heights]) if heights else 0.0, 1.1)
+    metric_ax.set_xlim(min([0.0, *heights]), 1.1)
     metric_ax.set_xlabel("metric score")
     metric_ax.set_title("Metric scores by pillar")
     fig.tight_layout()

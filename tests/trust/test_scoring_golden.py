@@ -17,6 +17,7 @@ import yaml
 
 from fltrust.names import PAPER_TREE_TRUST_MODES
 from fltrust.trust import scoring
+from fltrust.trust.scoring import engine
 from fltrust.trust.scoring import (
     FIXES,
     DefinitionsError,
@@ -197,15 +198,15 @@ def test_golden_exact_values_with_final_rounding(example_dir, vector, weighting)
 def test_ties_at_x_xx5_follow_accumulation_order_and_numpy_rounding(example_dir):
     # Prepare / Execute: vector A federation = 0.0 + 1/2 * 1.0 + 1/2 * 0.57 = 0.78499999... (spec 2.5,
     # docs/references.md#trust-2-5)
-    federation = scoring._weighted_sum([1 / 2, 1 / 2], [1.0, 0.57])
+    federation = engine._weighted_sum([1 / 2, 1 / 2], [1.0, 0.57])
     # Paper federation with the raw FedAvg value rounded: 0.5 + 0.425 = 0.925 (binary just above)
-    paper_federation = scoring._weighted_sum([1 / 2, 1 / 2], [1.0, 0.85])
+    paper_federation = engine._weighted_sum([1 / 2, 1 / 2], [1.0, 0.85])
 
     # Assert
-    assert federation < 0.785 and scoring._round2(federation) == 0.78
+    assert federation < 0.785 and engine._round2(federation) == 0.78
     assert score_factsheet(_vector_a(example_dir)).pillar("architectural_soundness").score == 0.78
     assert round(paper_federation, 2) == 0.93  # Python's correctly rounded decimal rounding
-    assert scoring._round2(paper_federation) == 0.92  # numpy's, as the prototype (and the paper's 0.92)
+    assert engine._round2(paper_federation) == 0.92  # numpy's, as the prototype (and the paper's 0.92)
 
 
 def test_prototype_yaml_is_equivalent_to_the_authors_eval_metrics_json(example_dir):

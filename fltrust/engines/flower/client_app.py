@@ -33,7 +33,8 @@ from fltrust.federation import Federation
 from fltrust.engines.client import FailingClient, SimulatedClient
 from fltrust.flower.client import ClientReport
 from fltrust.flower.partitions import partition_query_reply
-from fltrust.flower.records import FLTRUST_KEY, arrays_to_params, cast_like, params_to_arrays
+from fltrust.algorithms.aggregation import cast_like
+from fltrust.flower.records import FLTRUST_KEY, arrays_to_params, params_to_arrays
 from fltrust.engines.flower.strategies import DITTO_STORE_KEY, PERSONAL_KEY, UNIT_WEIGHT_KEY, secagg_when_asked
 
 __all__ = ["AGGREGATED_KEYS", "DP_HISTORY_KEY", "LEGACY_FITINS_KEY", "ClientPayload", "build_client_app",
@@ -105,13 +106,11 @@ class _ClientRuntime:
         torch.set_num_threads(payload.torch_threads)
         device = torch.device("cuda" if payload.device == "cuda" and torch.cuda.is_available() else "cpu")
         model = payload.model.to(device)
-        # a ClientApp trains one client: the in-process engine's sequential client path
-        training = dataclasses.replace(payload.training, vectorize="off")
         # the process's own copies: the strategy (Ditto's personal models) and the mechanism (its
         # accounting) change per training, and an in-process grid hands over the server's objects
         strategy, privacy = copy.deepcopy(payload.strategy), copy.deepcopy(payload.privacy)
         self.engine = EngineBase(_federation_to(payload.federation, lambda t: t.to(device)), model, strategy=strategy,
-                                 privacy=privacy, training=training,
+                                 privacy=privacy, training=payload.training,
                                  clients_per_round=payload.clients_per_round, run=payload.run, device=device,
                                  attack=payload.attack, reliability=payload.reliability)
         self.names = list(model.state_dict().keys())

@@ -73,7 +73,6 @@ from fltrust.flower.records import FLTRUST_KEY, arrays_to_params, params_to_arra
 from fltrust.engines.flower.simulation import (
     LOOPBACK,
     NodeTally,
-    available_cpus,
     check_ray_target,
     join_ray,
     quiet_flower,
@@ -97,9 +96,7 @@ from fltrust.runs import RunRecorder
 
 log = logging.getLogger("fltrust")
 
-# with names of the ClientApp (fltrust.engines.flower.client_app) and of the Ray helpers (fltrust.engines.flower.simulation)
-__all__ = ["DP_HISTORY_KEY", "LOOPBACK", "FlowerEngine", "SecAggPlus", "available_cpus", "build_client_app",
-           "check_ray_target"]
+__all__ = ["FlowerEngine", "SecAggPlus"]
 
 
 @dataclass(frozen=True)

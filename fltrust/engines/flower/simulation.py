@@ -106,9 +106,7 @@ def quiet_flower(verbose: bool):
 
 def available_cpus() -> int:
     """CPUs this process may run on (its affinity mask where the OS has one, else ``os.cpu_count()``)."""
-    if hasattr(os, "sched_getaffinity"):
-        return len(os.sched_getaffinity(0))
-    return os.cpu_count() or 1
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
 
 def check_ray_target(flower: FlowerConfig) -> RayTarget | None:

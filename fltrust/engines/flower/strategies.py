@@ -310,8 +310,6 @@ class FlowerRound:
     common : dict
         The keyword arguments every Flower strategy of a run takes (fltrust samples, so they
         train every node offered, evaluate on none; ``weighted_by_key``).
-    clients_per_round : int
-        m.
     central_loss : callable or None
         ``central_loss(round, arrays)`` for q-FedAvg's ``flower_legacy`` variant.
     personal_store : {"server", "client"}
@@ -319,7 +317,6 @@ class FlowerRound:
     """
 
     common: dict[str, Any]
-    clients_per_round: int
     central_loss: Callable[[int, ArrayRecord], float] | None
     personal_store: PersonalStore
 
@@ -445,7 +442,7 @@ def build_flower_strategy(strategy: fl.Strategy, *, clients_per_round: int, seed
     # Flower's DP wrapper clips every ArrayRecord of a reply, so under server-side DP the
     # personal models stay on the clients (context.state); the results are the same
     store = "client" if central_noise is not None else ditto_personal_store
-    built = flower_counterpart(type(strategy)).build(strategy, FlowerRound(common, m, central_loss, store))
+    built = flower_counterpart(type(strategy)).build(strategy, FlowerRound(common, central_loss, store))
     if central_noise is not None:
         built = SeededServerSideFixedClipping(built, central_noise.noise_multiplier, central_noise.clipping_norm, m,
                                               seed=seed)
@@ -571,11 +568,11 @@ class ObservedSecAggPlusWorkflow(SecAggPlusWorkflow):
     once per reply here.)
     """
 
-    def __init__(self, *args, on_errors: Callable[[int, list[str]], None] | None = None,
-                 on_done: Callable[[int, bool], None] | None = None, **kwargs) -> None:
+    def __init__(self, *args, on_errors: Callable[[int, list[str]], None], on_done: Callable[[int, bool], None],
+                 **kwargs) -> None:
         super().__init__(*args, **kwargs)
-        self.on_errors = on_errors or (lambda server_round, reasons: None)
-        self.on_done = on_done or (lambda server_round, ok: None)
+        self.on_errors = on_errors
+        self.on_done = on_done
 
     @staticmethod
     def _round(context) -> int:

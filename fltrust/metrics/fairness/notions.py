@@ -120,13 +120,16 @@ class RatioFairness:
 
 
 def _ratio_fairness(
-    values: np.ndarray,
+    name: str,
+    values: Sequence[float] | np.ndarray,
     contribution: Sequence[float] | np.ndarray,
     *,
     nonpositive_policy: NonpositivePolicy,
     jain_zero_guard: JainZeroGuard,
     zero_sum_is_one: bool,
 ) -> RatioFairness:
+    """J of ``values / contribution`` (f_j, f_r); ``name`` names ``values`` in errors."""
+    values = _per_client(name, values)
     s = _per_client("contribution", contribution, values.size)
     if nonpositive_policy not in NONPOSITIVE_POLICIES:
         raise MetricInputError(f"nonpositive_policy={nonpositive_policy!r}; choose one of {list(NONPOSITIVE_POLICIES)}")
@@ -184,10 +187,8 @@ def individual_fairness(
     As coded, signed ``s_n`` are used (a negative ``s_n`` gives a negative gain; J ignores a
     common sign), and ``s_n = 0`` is not guarded (infinite gain, NaN index).
     """
-    x = _per_client("performance", performance)
-    return _ratio_fairness(
-        x, contribution, nonpositive_policy=nonpositive_policy, jain_zero_guard=jain_zero_guard, zero_sum_is_one=False
-    )
+    return _ratio_fairness("performance", performance, contribution, nonpositive_policy=nonpositive_policy,
+                           jain_zero_guard=jain_zero_guard, zero_sum_is_one=False)
 
 
 def incentive_fairness(
@@ -224,10 +225,8 @@ def incentive_fairness(
     RatioFairness
         ``value`` is f_r; ``ratios`` are R.
     """
-    r = _per_client("rewards", rewards)
-    return _ratio_fairness(
-        r, contribution, nonpositive_policy=nonpositive_policy, jain_zero_guard=jain_zero_guard, zero_sum_is_one=True
-    )
+    return _ratio_fairness("rewards", rewards, contribution, nonpositive_policy=nonpositive_policy,
+                           jain_zero_guard=jain_zero_guard, zero_sum_is_one=True)
 
 
 # --------------------------------------------------------------------------------------------

@@ -50,9 +50,7 @@ class DatasetSetup:
     # iid: pool the dataset and draw this many samples per client (the authors' FEMNIST random_split)
     iid_samples_per_client: int | None = None
     # what this machine's data forces us to change (None = paper setting holds)
-    local_num_clients: int | None = None
     local_aux_max_samples: int | None = None
-    local_max_train_samples: int | None = None
     local_pooled_train_samples: int | None = None
     local_notes: tuple[str, ...] = ()
 
@@ -132,10 +130,9 @@ def condition_config(strategy: str, dataset_key: str, setting: str, *, full_data
             f"datasets {list(DATASETS)}, settings {SETTINGS}"
         )
     d = DATASETS[dataset_key]
-    clients = d.num_clients if full_data or d.local_num_clients is None else d.local_num_clients
     per_round = max(1, int(d.num_clients * d.fraction_fit))  # 5 in every condition of the paper
     partition: dict[str, Any] = {
-        "num_clients": clients,
+        "num_clients": d.num_clients,
         "val_fraction": d.val_fraction_iid if setting == "iid" else d.val_fraction_niid,
         "aux_fraction": d.aux_fraction,
     }
@@ -148,12 +145,10 @@ def condition_config(strategy: str, dataset_key: str, setting: str, *, full_data
     if not full_data and d.local_aux_max_samples is not None:
         partition["aux_max_samples"] = d.local_aux_max_samples
     data: dict[str, Any] = {"name": d.data}
-    if not full_data and d.local_max_train_samples is not None:
-        data["max_train_samples"] = d.local_max_train_samples
     if not full_data and d.local_pooled_train_samples is not None:
         data["pooled_train_samples"] = d.local_pooled_train_samples
     if setting == "iid" and d.iid_samples_per_client is not None:
-        data["pooled_train_samples"] = clients * d.iid_samples_per_client
+        data["pooled_train_samples"] = d.num_clients * d.iid_samples_per_client
     if d.data == "nsl_kdd":
         # the authors' HF copy = KDDTrain+ u KDDTrain+_20Percent, KDDTest+ u KDDTest-21, their fixed
         # min-max table, and their one-hot encoding of every split on its own (fairness spec 6.7,
@@ -173,7 +168,6 @@ def condition_config(strategy: str, dataset_key: str, setting: str, *, full_data
     # a note that starts with "iid:" or "niid:" concerns that setting only
     notes = [n for n in d.local_notes if n.split(":")[0] not in SETTINGS or n.startswith(f"{setting}:")]
     deviations = [] if full_data else notes
-    name = condition_name(strategy, dataset_key, setting)
     return {
         "data": data,
         "partition": partition,
@@ -188,7 +182,7 @@ def condition_config(strategy: str, dataset_key: str, setting: str, *, full_data
             "loss_scaling": "per_batch_sum",
         },
         "metrics": {"fairness": {"enabled": True, "mode": "faithful"}},
-        "run": {"name": name, "seed": 0, "deviations": deviations},
+        "run": {"name": condition_name(strategy, dataset_key, setting), "seed": 0, "deviations": deviations},
     }
 
 

@@ -180,7 +180,7 @@ def plot_notion_bars(
     return fig, ax
 
 
-def _panel_clients(frame: pd.DataFrame, key: str) -> Any:
+def _panel_clients(frame: pd.DataFrame) -> Any:
     """Our client count of a dataset panel (None when the frame does not say)."""
     if "clients" not in frame.columns or frame.empty:
         return None
@@ -241,7 +241,7 @@ def plot_figure4(points: pd.DataFrame, *, quick: bool = False, synthetic: bool |
     fig, axes = plt.subplots(2, 2, figsize=(11, 9), squeeze=False)
     for ax, (key, setup) in zip(axes.ravel(), DATASETS.items()):
         panel = _panel(points, key, setup)
-        ax.set_title(dataset_title(key, _panel_clients(panel, key)), fontsize="medium")
+        ax.set_title(dataset_title(key, _panel_clients(panel)), fontsize="medium")
         ax.set(xlabel="performance: mean local accuracy", ylabel="general fairness $F_T$")
         ax.axhline(ACCEPTABLE_FAIRNESS, color="grey", linestyle=":", linewidth=1)
         if panel.empty:
@@ -365,7 +365,7 @@ def plot_table3_comparison(
         ax.set_xticks(positions + width * len(modes) / 2)
         ax.set_xticklabels([f"{STRATEGY_LABELS[s]}\n{t}" for s, t in groups], fontsize="small")
         panel = table[table["condition"].isin(names)]
-        ax.set_title(dataset_title(key, _panel_clients(panel, key)), fontsize="medium")
+        ax.set_title(dataset_title(key, _panel_clients(panel)), fontsize="medium")
         ax.set(ylim=(0, 1.05), ylabel="$F_T$, Table 3 window")
     handles, labels = axes[0, 0].get_legend_handles_labels()
     from matplotlib.patches import Patch

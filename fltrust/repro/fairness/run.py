@@ -21,7 +21,7 @@ import json
 import math
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -158,7 +158,7 @@ def _round_matrix(frame: pd.DataFrame, column: str, repeats: Sequence[Any], last
     index = {r: i for i, r in enumerate(repeats)}
     rows = frame[(frame["round"] >= 1) & (frame["round"] <= last_round)]
     for repeat, round_, value in zip(rows["repeat"], rows["round"], pd.to_numeric(rows[column], errors="coerce")):
-        values[index[repeat], int(round_) - 1] = np.nan if value is None else float(value)
+        values[index[repeat], int(round_) - 1] = float(value)
     return values
 
 
@@ -603,8 +603,7 @@ class Variant:
 
     def describe(self) -> dict[str, Any]:
         """The variant as plain data (stored with its result)."""
-        return {"condition": self.condition, "overrides": dict(self.overrides), "rounds": self.rounds,
-                "repeat": self.repeat}
+        return {**asdict(self), "overrides": dict(self.overrides)}
 
 
 def run_variant(

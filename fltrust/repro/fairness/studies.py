@@ -288,10 +288,8 @@ def planned_run_id(variant: Variant, config_dir: str | Path = CONFIG_DIR) -> str
 
 def stored_run(data: dict[str, Any] | None, run_id: str) -> dict[str, Any] | None:
     """The entry of ``run_id`` in a study file (a synthetic stand-in's run id carries ``-synthetic``); None if absent."""
-    for key, entry in ((data or {}).get("runs") or {}).items():
-        if key.replace("-synthetic", "") == run_id:
-            return entry
-    return None
+    runs = ((data or {}).get("runs") or {}).items()
+    return next((entry for key, entry in runs if key.replace("-synthetic", "") == run_id), None)
 
 
 def study_runs(study: Study, data: dict[str, Any] | None, group: str | None = None,

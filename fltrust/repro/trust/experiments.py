@@ -172,11 +172,6 @@ class TrustExperiment:
         """True when the experiment runs on a generated stand-in."""
         return self.dataset.startswith("synthetic_")
 
-    @property
-    def clients_per_round(self) -> int:
-        """``int(N * rate)``, at least 1."""
-        return max(1, int(self.num_clients * self.fraction))
-
 
 _FEMNIST_NOTES = (
     "FEMNIST: the 311-writer pool of three LEAF runs on this machine (LEAF niid sampling fraction 0.05, like "

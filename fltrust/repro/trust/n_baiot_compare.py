@@ -552,18 +552,12 @@ def write_standin_comparison(
     import matplotlib.pyplot as plt
 
     from fltrust.core.io import atomic_write, atomic_write_text
-    from fltrust.data.n_baiot import load_n_baiot_real_partial
     from fltrust.repro.trust.experiments import NBAIOT_SYNTHETIC_SAMPLES
     from fltrust.viz.n_baiot import plot_standin_vs_real
-    from fltrust.data.registry import checksum_mismatches, dataset_folder, describe_mismatches
     from fltrust.data.synthetic import synthetic_n_baiot
 
     n_train = NBAIOT_SYNTHETIC_SAMPLES if n_train is None else n_train
-    folder = dataset_folder("n_baiot", data_root)
-    mismatches = checksum_mismatches("n_baiot", folder)
-    if mismatches:
-        raise DatasetError(describe_mismatches("n_baiot", folder, mismatches))
-    real = load_n_baiot_real_partial(folder)
+    real = _real_rows(data_root)
     standins = {
         STANDIN: synthetic_n_baiot(n_train, seed=seed),
         CALIBRATED: synthetic_n_baiot(n_train, seed=seed, calibration="real_partial"),
@@ -592,6 +586,18 @@ def write_standin_comparison(
     return frames
 
 
+def _real_rows(data_root: str | Path | None) -> pd.DataFrame:
+    """The real rows of ``n_baiot/real_partial/`` under ``data_root``, their files checked against the known SHA-256."""
+    from fltrust.data.n_baiot import load_n_baiot_real_partial
+    from fltrust.data.registry import checksum_mismatches, dataset_folder, describe_mismatches
+
+    folder = dataset_folder("n_baiot", data_root)
+    mismatches = checksum_mismatches("n_baiot", folder)
+    if mismatches:
+        raise DatasetError(describe_mismatches("n_baiot", folder, mismatches))
+    return load_n_baiot_real_partial(folder)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """``python -m fltrust.repro.trust.n_baiot_compare [--write-calibration] [--data-dir ROOT]``.
 
@@ -613,8 +619,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     import matplotlib
 
     from fltrust.core.io import atomic_write_text
-    from fltrust.data.n_baiot import load_n_baiot_real_partial
-    from fltrust.data.registry import checksum_mismatches, dataset_folder
 
     matplotlib.use("Agg")
     parser = argparse.ArgumentParser(prog=COMMAND, description=__doc__.split("\n")[0])
@@ -627,11 +631,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(frames["summary"])
         print(f"wrote {FIGURE} and {MARKDOWN}")
         return 0
-    folder = dataset_folder("n_baiot", args.data_dir)
-    mismatches = checksum_mismatches("n_baiot", folder)
-    if mismatches:
-        raise DatasetError(f"{folder}: files differ from the known ones: {mismatches}")
-    atomic_write_text(Path(CALIBRATION_MODULE), calibration_module_text(load_n_baiot_real_partial(folder)))
+    atomic_write_text(Path(CALIBRATION_MODULE), calibration_module_text(_real_rows(args.data_dir)))
     print(f"wrote {CALIBRATION_MODULE}")
     return 0
 

@@ -30,7 +30,6 @@ DataFrames of display strings with the formatters of :mod:`fltrust.repro.markdow
 from __future__ import annotations
 
 import itertools
-import math
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -220,8 +219,7 @@ def _versus(reported: dict[str, Any], res: dict[str, Any], item: str, ours: Any)
     """``paper``, ``delta`` and ``match`` (|delta| within the tolerance) of one of our values; NaN and None
     where the paper states no value."""
     paper = _paper_value(reported, res["experiment"], item)
-    delta = (None if paper is None or ours is None or (isinstance(ours, float) and math.isnan(ours))
-             else float(ours) - paper)
+    delta = None if paper is None or is_missing(ours) else float(ours) - paper
     return {"paper": float("nan") if paper is None else paper, "delta": float("nan") if delta is None else delta,
             "match": None if delta is None else bool(abs(delta) <= float(reported["tolerance"]["absolute"]) + 1e-9)}
 
@@ -289,12 +287,9 @@ def mode_tables(comparison: pd.DataFrame) -> dict[str, pd.DataFrame]:
     >>> mode_tables(frame)["prototype"].loc["Privacy", ("exp1", "delta")]
     np.float64(-0.06)
     """
-    tables = {}
-    for mode in dict.fromkeys(comparison["mode"]):
-        sub = comparison[comparison["mode"] == mode]
-        tables[mode] = sub.pivot(index="label", columns="experiment", values=["paper", "ours", "delta"]).swaplevel(
-            axis=1).sort_index(axis=1)
-    return tables
+    return {mode: comparison[comparison["mode"] == mode].pivot(index="label", columns="experiment",
+                                                              values=["paper", "ours", "delta"])
+            .swaplevel(axis=1).sort_index(axis=1) for mode in dict.fromkeys(comparison["mode"])}
 
 
 def metric_frame(results: Sequence[dict[str, Any]], reported: dict[str, Any] | None = None) -> pd.DataFrame:
@@ -355,12 +350,10 @@ def _delta_cell(delta: Any, match: Any, digits: int) -> str:
 
 def _title_as_run(res: dict[str, Any]) -> str:
     """The experiment title with the rounds actually run (the title states the paper's)."""
-    title = res["title"]
-    settings = res.get("settings") or {}
-    run, paper = settings.get("rounds"), settings.get("paper_rounds")
-    if run is not None and paper is not None and int(run) != int(paper):
-        title = title.replace(f"{int(paper)} rounds", f"{int(run)} rounds run (paper: {int(paper)})")
-    return title
+    run, paper = res["settings"]["rounds"], res["settings"].get("paper_rounds")  # integers (RESULT_SCHEMA)
+    if paper is None or run == paper:
+        return res["title"]
+    return res["title"].replace(f"{paper} rounds", f"{run} rounds run (paper: {paper})")
 
 
 def _experiment_heading(res: dict[str, Any]) -> str:

@@ -258,12 +258,6 @@ def mode_observer(cfg: ExperimentConfig, mode: str) -> Any:
     return build
 
 
-def _needs_replay(record: RunRecord, mode: str) -> bool:
-    """Whether :func:`mode_factsheet` would replay ``record`` for ``mode`` (not its own mode, not cached)."""
-    own = ExperimentConfig.from_dict(record.config).metrics.trust.mode
-    return mode != own and not _measured_in_run(record, mode)
-
-
 def _measured_in_run(record: RunRecord, mode: str) -> bool:
     """Whether a :class:`ModeObserver` of ``mode`` wrote its FactSheet into ``record``'s folder."""
     from fltrust.trust.observer import FACTSHEET_FILE
@@ -355,8 +349,6 @@ def run_trust_experiment(
         (each report is also written to ``<run>/trust_modes/<mode>/trust_report.json``).
     """
     from fltrust.experiment import run_experiment
-    from fltrust.trust.report import write_report
-    from fltrust.trust.scoring import score_factsheet
 
     modes = _check_modes(modes)
     start = time.perf_counter()
@@ -370,24 +362,30 @@ def run_trust_experiment(
     run = TrustRun(name=name, quick=quick, record=record)
     replay = None  # one rebuilt federation and model for every replayed mode
     for mode in modes:
+        scored = record
         if mode == EXTENDED_TRUST_MODE:
-            if _measured_in_run(record, mode):
-                run.extended_record = record
-            else:  # a run completed (or resumed) without the extended observer: train it again
+            if not _measured_in_run(record, mode):  # a run completed (or resumed) without the extended observer
                 ext_cfg = experiment_config(name, mode=EXTENDED_TRUST_MODE, quick=quick, device=device, data_dir=data_dir,
                                             full_scale=full_scale).with_overrides(settings)
-                run.extended_record = run_experiment(ext_cfg, out_dir=out, force=force)
-            scored = run.extended_record
-            fs = mode_factsheet(scored, mode, device=device)
-        else:
-            if replay is None and _needs_replay(record, mode):
-                replay = replay_experiment(record, device=device)
-            scored, fs = record, mode_factsheet(record, mode, device=device, replay=replay)
-        report = score_factsheet(fs, mode=mode)
-        write_report(report, scored.path / MODE_FOLDER / mode, plot=False)
-        run.factsheets[mode], run.reports[mode] = fs, report
+                scored = run_experiment(ext_cfg, out_dir=out, force=force)  # train it again
+            run.extended_record = scored
+        elif replay is None and mode != cfg.metrics.trust.mode and not _measured_in_run(record, mode):
+            replay = replay_experiment(record, device=device)
+        run.factsheets[mode], run.reports[mode] = _score(scored, mode, device=device, replay=replay)
     run.elapsed_s = time.perf_counter() - start
     return run
+
+
+def _score(record: RunRecord, mode: TrustMode, *, device: Device,
+           replay: Experiment | None = None) -> tuple[dict[str, Any], TrustReport]:
+    """The FactSheet of ``mode`` (:func:`mode_factsheet`) and its score, written to ``<run>/trust_modes/<mode>/``."""
+    from fltrust.trust.report import write_report
+    from fltrust.trust.scoring import score_factsheet
+
+    fs = mode_factsheet(record, mode, device=device, replay=replay)
+    report = score_factsheet(fs, mode=mode)
+    write_report(report, record.path / MODE_FOLDER / mode, plot=False)
+    return fs, report
 
 
 def report_summary(report: TrustReport) -> dict[str, Any]:
@@ -529,8 +527,6 @@ def add_extended_mode(
 
     from fltrust.core.io import atomic_write_json
     from fltrust.experiment import run_experiment
-    from fltrust.trust.report import write_report
-    from fltrust.trust.scoring import score_factsheet
 
     path = Path(result_path)
     result = json.loads(path.read_text())
@@ -539,9 +535,7 @@ def add_extended_mode(
     cfg = experiment_config(name, mode=EXTENDED_TRUST_MODE, quick=quick, device=device, data_dir=data_dir)
     cfg = cfg.with_overrides({"run.progress": False, **(overrides or {})})
     record = run_experiment(cfg, out_dir=out_dir if out_dir is not None else "runs")
-    fs = mode_factsheet(record, EXTENDED_TRUST_MODE, device=device)
-    report = score_factsheet(fs, mode=EXTENDED_TRUST_MODE)
-    write_report(report, record.path / MODE_FOLDER / EXTENDED_TRUST_MODE, plot=False)
+    _, report = _score(record, EXTENDED_TRUST_MODE, device=device)
     result["modes"][EXTENDED_TRUST_MODE] = to_plain(report_summary(report))
     result["extended_run"] = dict(extended_run_summary(record), elapsed_s=time.perf_counter() - start)
     atomic_write_json(path, result)

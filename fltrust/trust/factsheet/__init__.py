@@ -27,7 +27,6 @@ from fltrust.trust.factsheet.io import (
     set_field,
     set_provenance,
 )
-from fltrust.trust.factsheet.populate import _PREPROCESSING as _PREPROCESSING  # tests check its keys
 from fltrust.trust.factsheet.populate import (
     STRATEGY_NAMES,
     TRAINING_MODEL_MAP,

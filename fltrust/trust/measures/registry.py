@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from fltrust.trust.factsheet.io import get_field
 from fltrust.trust.factsheet.schema import (
     PROVENANCE_STATUSES,
     FactsheetError,
@@ -259,6 +260,8 @@ class RunView:
     def field(self, path: str) -> Any:
         """Return the FactSheet value at ``"section/field"`` (``None`` when absent).
 
+        As :func:`fltrust.trust.factsheet.get_field` on :attr:`factsheet`.
+
         Parameters
         ----------
         path : str
@@ -267,9 +270,7 @@ class RunView:
         -------
         object or None
         """
-        section, _, name = path.partition("/")
-        node = self.factsheet.get(section)
-        return node.get(name) if isinstance(node, dict) else None
+        return get_field(self.factsheet, path)
 
 
 _MEASURES: dict[str, Measure] = {}

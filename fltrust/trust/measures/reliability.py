@@ -96,23 +96,20 @@ def system_reliability(rounds: Iterable[tuple[int, Mapping[str, Any]]]) -> Relia
     >>> system_reliability([(3, {}), (3, {})]).reliability
     1.0
     """
-    totals = {"num_sampled": 0, "num_dropped": 0, "num_failed": 0, "num_timed_out": 0}
+    totals = dict.fromkeys(("num_sampled", *FAILURE_KEYS), 0)
     reported = False
     for participants, metrics in rounds:
         counts = {key: int(metrics.get(key, 0) or 0) for key in FAILURE_KEYS}
-        if any(key in metrics for key in (*FAILURE_KEYS, "num_sampled")):
-            reported = True
+        reported = reported or any(key in metrics for key in totals)
         sampled = metrics.get("num_sampled")
         sampled = int(participants) + sum(counts.values()) if sampled is None else int(sampled)
         if any(v < 0 for v in counts.values()) or sum(counts.values()) > sampled:
             raise ValueError(f"failure counters {counts} exceed num_sampled={sampled} (or are negative)")
-        totals["num_sampled"] += sampled
-        for key, value in counts.items():
+        for key, value in {"num_sampled": sampled, **counts}.items():
             totals[key] += value
     n = totals["num_sampled"]
     rates = [totals[k] / n if n else 0.0 for k in FAILURE_KEYS]
     return ReliabilityResult(
-        num_sampled=n, num_dropped=totals["num_dropped"], num_failed=totals["num_failed"],
-        num_timed_out=totals["num_timed_out"], dropout_rate=rates[0], error_rate=rates[1], timeout_rate=rates[2],
+        **totals, dropout_rate=rates[0], error_rate=rates[1], timeout_rate=rates[2],
         reliability=max(0.0, 1.0 - sum(rates)), counters_reported=reported,
     )

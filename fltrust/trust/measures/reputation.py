@@ -199,11 +199,9 @@ class DataQualityResult:
                          "components": self.components})
 
 
-def _mean_per_client(sums: np.ndarray, counts: np.ndarray) -> np.ndarray:
-    out = np.full(sums.shape, np.nan)
-    seen = counts > 0
-    out[seen] = sums[seen] / counts[seen]
-    return out
+def _mean_per_client(sums: np.ndarray, counts: np.ndarray, seen: np.ndarray) -> np.ndarray:
+    """Return ``sums / counts`` where ``seen``, NaN elsewhere."""
+    return np.divide(sums, counts, out=np.full(sums.shape, np.nan), where=seen)
 
 
 def data_quality(rounds: Iterable[ContributionRound], num_clients: int, *, flag_below: float = 0.8) -> DataQualityResult:
@@ -247,13 +245,10 @@ def data_quality(rounds: Iterable[ContributionRound], num_clients: int, *, flag_
             ok = np.isfinite(values)
             np.add.at(sums[key], r.client_ids[ok], values[ok])
             np.add.at(counts[key], r.client_ids[ok], 1)
-    agreement = _mean_per_client(sums["agreement"], counts["agreement"])
-    fit = _mean_per_client(sums["fit"], counts["fit"])
+    agreement, fit = (_mean_per_client(sums[k], counts[k], counts[k] > 0) for k in ("agreement", "fit"))
     stacked = np.vstack([agreement, fit])
     have = np.isfinite(stacked)
-    per_client = np.full(num_clients, np.nan)
-    any_value = have.any(axis=0)
-    per_client[any_value] = np.nansum(np.where(have, stacked, 0.0), axis=0)[any_value] / have.sum(axis=0)[any_value]
+    per_client = _mean_per_client(np.where(have, stacked, 0.0).sum(axis=0), have.sum(axis=0), have.any(axis=0))
     finite = per_client[np.isfinite(per_client)]
     score = float(finite.mean()) if finite.size else float("nan")
     flagged = [int(i) for i in np.flatnonzero(np.isfinite(per_client) & (per_client < flag_below))]

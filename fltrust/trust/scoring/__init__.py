@@ -44,8 +44,6 @@ from fltrust.trust.scoring.definitions import (
     load_definitions,
 )
 from fltrust.trust.scoring.engine import PROVENANCE_SECTION, PROVENANCE_STATUSES, ROUNDINGS, score_factsheet
-from fltrust.trust.scoring.engine import _round2 as _round2  # the golden-vector tests check the rounding
-from fltrust.trust.scoring.engine import _weighted_sum as _weighted_sum  # and the accumulation order
 from fltrust.trust.scoring.fixes import (
     CLEVER_RADIUS,
     FIXES,
