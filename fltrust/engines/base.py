@@ -30,7 +30,7 @@ from fltrust.algorithms.strategies import Strategy
 from fltrust.attacks import AttackPlan
 from fltrust.config import ReliabilityConfig, TrainingConfig
 from fltrust.core.evaluation import set_params
-from fltrust.core.params import count_parameters
+from fltrust.core.params import system_figures
 from fltrust.core.records import Params, RoundRecord, RunInfo
 from fltrust.engines.batched_evaluation import BatchedEvaluator
 from fltrust.engines.training import LocalTrainer
@@ -321,35 +321,6 @@ class EngineBase:
             out["reliability"] = reliability_summary(records, self.reliability)
         return out
 
-
-
-def system_figures(model: nn.Module, records: list[RoundRecord], params: Params) -> dict[str, Any]:
-    """``model_num_params``, ``model_num_tensors``, ``model_bytes`` and traffic/time totals.
-
-    Parameters
-    ----------
-    model : torch.nn.Module
-        The architecture (parameter and tensor counts).
-    records : list of RoundRecord
-        The run's rounds; their ``bytes_sent``, ``bytes_received`` and ``train_time_s`` client
-        metrics are summed into ``bytes_up_total``, ``bytes_down_total`` (bytes) and
-        ``train_time_s_total`` (seconds).
-    params : Params
-        The final global model (``model_bytes``).
-
-    Returns
-    -------
-    dict of str to Any
-        The six figures named above.
-    """
-    n_params, n_tensors = count_parameters(model)
-
-    def total(key: str) -> float:
-        return float(sum(r.client_metrics[key].sum() for r in records if key in r.client_metrics))
-
-    return {"model_num_params": n_params, "model_num_tensors": n_tensors,
-            "model_bytes": int(sum(p.nbytes for p in params)), "bytes_up_total": total("bytes_sent"),
-            "bytes_down_total": total("bytes_received"), "train_time_s_total": total("train_time_s")}
 
 
 def progress_bar(run: RunSettings, rounds: int, first: int = 1, label: str = ""):

@@ -67,7 +67,8 @@ from torch import nn
 
 from fltrust.core.evaluation import evaluate, set_params
 from fltrust.core.observers import ObserverSet, RoundObserver
-from fltrust.core.records import AppFacts, Params, RoundRecord, RunInfo
+from fltrust.core.params import system_figures
+from fltrust.core.records import AppFacts, RoundRecord, RunInfo
 from fltrust.flower.adapter import ObservedStrategy
 from fltrust.flower.client import ClientReport
 from fltrust.flower.records import CLIENT_ID_KEY, arrays_to_params
@@ -473,23 +474,9 @@ class InstrumentedStrategy(ObservedStrategy):
             fields = {"engine": "flower app (fltrust.flower.instrument)", "seconds_per_round": wall / max(1, num_rounds),
                       "device": str(self.device), "final_aux_loss": last.get("aux_loss"),
                       "final_aux_accuracy": last.get("aux_accuracy")}
-            recorder.finish(final, state, wall, _system(self.model, records, final), fields)
+            recorder.finish(final, state, wall, system_figures(self.model, records, final), fields)
         log.info("fltrust: run recorded in %s (check it with: fltrust audit %s)", folder.path, folder.path)
         return result
-
-
-def _system(model: nn.Module, records: list, final: Params) -> dict[str, Any]:
-    """The run's system figures (model size, traffic and training time totals)."""
-    from fltrust.core.params import count_parameters
-
-    n_params, n_tensors = count_parameters(model)
-
-    def total(key: str) -> float:
-        return float(sum(np.sum(r.client_metrics[key]) for r in records if key in r.client_metrics))
-
-    return {"model_num_params": n_params, "model_num_tensors": n_tensors,
-            "model_bytes": int(sum(np.asarray(p).nbytes for p in final)), "bytes_up_total": total("bytes_sent"),
-            "bytes_down_total": total("bytes_received"), "train_time_s_total": total("train_time_s")}
 
 
 def _trust_inputs(strategy: Strategy, model: nn.Module, name: str, dataset_name: str, seed: int):
