@@ -39,6 +39,7 @@ from pathlib import Path
 from markdown_it import MarkdownIt  # pinned in constraints.txt; arrives with flwr and codecarbon via rich
 
 from fltrust.core.io import atomic_write_text
+from fltrust.repro.markdown import render
 from fltrust.repro.paths import repo_root
 
 __all__ = ["PAPERS", "markdown_to_html", "report_html", "write_report", "write_reports"]
@@ -172,53 +173,12 @@ def _ordered_figures(folder: Path, paper: Paper) -> list[Path]:
     return first + [f for f in files if f not in first]
 
 
-def _figure(path: Path, compact: bool) -> str:
-    data = base64.b64encode(_png_bytes(path, compact)).decode("ascii")
-    name = html.escape(path.name)
-    return (f'<figure><img alt="{name}" src="data:image/png;base64,{data}">'
-            f"<figcaption>{name}</figcaption></figure>")
-
-
-def _figures_html(figures: list[Path], paper: Paper, folder: Path, compact: bool) -> str:
-    if not figures:
-        return f"<p>No figures in <code>{html.escape(_shown(folder))}</code> yet.</p>"
-    out = [_figure(f, compact) for f in figures if f.name in paper.summary_figures]
-    groups: dict[str, list[Path]] = {}
-    for f in [f for f in figures if f.name not in paper.summary_figures]:  # <condition>_notions.png, exp1_paper.png, ...
-        groups.setdefault(f.stem.rsplit("_", 1)[0], []).append(f)
-    for key, files in groups.items():
-        inner = "\n".join(_figure(f, compact) for f in files)
-        out.append(f"<details><summary>{html.escape(key)} ({len(files)} figure{'s' if len(files) > 1 else ''})"
-                   f"</summary>\n{inner}\n</details>")
-    return "\n".join(out)
+def _figure(path: Path, compact: bool) -> dict[str, str]:
+    """A figure of the page: its file name and its PNG, base64-encoded."""
+    return {"name": path.name, "data": base64.b64encode(_png_bytes(path, compact)).decode("ascii")}
 
 
 # -- the page ---------------------------------------------------------------------------------
-
-_STYLE = """
-body { font-family: -apple-system, "Segoe UI", Helvetica, Arial, sans-serif; margin: 0; color: #1f2328;
-       background: #fff; line-height: 1.45; }
-main { max-width: 1250px; margin: 0 auto; padding: 1.5em 2em 3em; }
-h1 { border-bottom: 2px solid #d0d7de; padding-bottom: .3em; }
-h2 { border-bottom: 1px solid #d0d7de; padding-bottom: .2em; margin-top: 1.8em; }
-.meta { color: #57606a; font-size: .92em; }
-.table { overflow-x: auto; margin: .8em 0; }
-table { border-collapse: collapse; font-size: .86em; }
-th, td { border: 1px solid #d0d7de; padding: .3em .55em; text-align: left; vertical-align: top; }
-th { background: #f6f8fa; }
-tbody tr:nth-child(even) { background: #fafbfc; }
-code, pre { font-family: SFMono-Regular, Consolas, "Liberation Mono", Menlo, monospace; font-size: .9em; }
-code { background: #f2f4f6; padding: .05em .3em; border-radius: 4px; }
-pre { background: #f6f8fa; padding: .8em 1em; border-radius: 6px; overflow-x: auto; }
-pre code { background: none; padding: 0; }
-blockquote { margin: .8em 0; padding: .4em 1em; border-left: 4px solid #d4a72c; background: #fff8c5; }
-figure { margin: 1em 0 1.6em; }
-figure img { max-width: 100%; height: auto; border: 1px solid #eaeef2; }
-figcaption { color: #57606a; font-size: .85em; }
-details { margin: .4em 0; }
-summary { cursor: pointer; font-weight: 600; }
-"""
-
 
 def _markdown(paper: Paper, results_dir: Path, quick: bool) -> tuple[str, int]:
     """RESULTS.md text of ``results_dir`` built by the paper's writer, and the number of results."""
@@ -269,6 +229,9 @@ def report_html(
 ) -> str:
     """The HTML page of ``paper`` ("fairness" or "trust") from a results and a figures folder.
 
+    The page is the template ``templates/report.html.j2`` (style sheet included, every value escaped)
+    around :func:`markdown_to_html` of the paper's RESULTS.md text and the figures, summary figures first.
+
     Raises
     ------
     fltrust.repro.results.ResultsError
@@ -278,33 +241,14 @@ def report_html(
     results_dir, figures_dir = Path(results_dir), Path(figures_dir)
     text, count = _markdown(p, results_dir, quick)
     figures = _ordered_figures(figures_dir, p)
-    commands_html = html.escape("\n".join(commands))
-    meta = (f"Self-contained report of the {html.escape(p.title)} reproduction: {count} result file(s) from "
-            f"<code>{html.escape(_shown(results_dir))}</code>, {len(figures)} figure(s) from "
-            f"<code>{html.escape(_shown(figures_dir))}</code>. The tables are those of RESULTS.md "
-            "(same writer, same results); nothing on this page is loaded from elsewhere.")
-    return "\n".join([
-        "<!DOCTYPE html>",
-        '<html lang="en">',
-        "<head>",
-        '<meta charset="utf-8">',
-        '<meta name="viewport" content="width=device-width, initial-scale=1">',
-        f"<title>fltrust: {html.escape(p.title)} -- paper vs ours</title>",
-        f"<style>{_STYLE}</style>",
-        "</head>",
-        "<body>",
-        "<main>",
-        f'<p class="meta">{meta}</p>',
-        markdown_to_html(text),
-        '<h2 id="figures">Figures</h2>',
-        _figures_html(figures, p, figures_dir, compact_figures),
-        '<h2 id="regenerate">How to regenerate this page</h2>',
-        f"<pre><code>{commands_html}</code></pre>",
-        "</main>",
-        "</body>",
-        "</html>",
-        "",
-    ])
+    groups: dict[str, list[dict[str, str]]] = {}  # <condition>_notions.png, exp1_paper.png, ... by condition
+    for f in figures:
+        if f.name not in p.summary_figures:
+            groups.setdefault(f.stem.rsplit("_", 1)[0], []).append(_figure(f, compact_figures))
+    return render("report.html.j2", title=p.title, count=count, results_dir=_shown(results_dir),
+                  figures_dir=_shown(figures_dir), figure_count=len(figures), body=markdown_to_html(text),
+                  summary=[_figure(f, compact_figures) for f in figures if f.name in p.summary_figures],
+                  groups=groups, commands=list(commands))
 
 
 def write_report(

@@ -144,14 +144,16 @@ def table(frame: pd.DataFrame) -> str:
 def _environment() -> jinja2.Environment:
     """The templates of ``fltrust/repro/templates`` (package data, so a wheel has them too).
 
-    Markdown is not HTML, so nothing is escaped; a name the writer did not pass is an error
+    Markdown is not HTML, so nothing in a ``*.md.j2`` template is escaped; an HTML template
+    (``*.html.j2``, the page of :mod:`fltrust.repro.html_report`) escapes every variable not marked
+    ``|safe``. A name the writer did not pass is an error
     (``StrictUndefined``), never an empty string. Block tags on their own line leave no blank
     line (``trim_blocks``, ``lstrip_blocks``) and the file's final newline is kept.
     """
     env = jinja2.Environment(
         loader=jinja2.PackageLoader("fltrust.repro", "templates"),
         undefined=jinja2.StrictUndefined,
-        autoescape=False,
+        autoescape=jinja2.select_autoescape(["html.j2"], default_for_string=False, default=False),
         trim_blocks=True,
         lstrip_blocks=True,
         keep_trailing_newline=True,

@@ -16,7 +16,7 @@ TEMPLATES = {
     "fairness/studies.md.j2",
     "trust/results.md.j2", "trust/dp.md.j2", "trust/extended.md.j2", "trust/ablation.md.j2", "trust/normalize.md.j2",
     "trust/n_baiot_standin.md.j2", "trust/n_baiot_summary.md.j2",
-    "provenance.md.j2",
+    "provenance.md.j2", "report.html.j2",
 }
 
 
@@ -64,6 +64,14 @@ def test_every_template_ships_in_the_package():
 def test_a_variable_the_writer_forgot_is_an_error_not_an_empty_string():
     with pytest.raises(jinja2.UndefinedError, match="dp"):
         render("trust/dp.md.j2")
+
+
+def test_the_html_page_escapes_every_value_but_the_rendered_body():
+    page = render("report.html.j2", title="A <b>", count=1, results_dir="r&d", figures_dir="f", figure_count=1,
+                  body="<h1>kept</h1>", summary=[{"name": 'x"<y>.png', "data": "QUJD"}], groups={},
+                  commands=["fltrust repro <x>"])
+    assert "A &lt;b&gt;" in page and "r&amp;d" in page and "<h1>kept</h1>" in page
+    assert 'alt="x&#34;&lt;y&gt;.png"' in page and "fltrust repro &lt;x&gt;" in page and "<b>" not in page
 
 
 def test_markdown_is_not_html_escaped():
