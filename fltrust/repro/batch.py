@@ -3,7 +3,7 @@
 Behaviour shared by ``fltrust repro fairness`` and ``fltrust repro trust``:
 
 - a job whose result file exists and says ``"complete": true`` (with the same ``quick`` flag) is
-  skipped, so an interrupted batch resumes where it stopped;
+  skipped, so an interrupted batch resumes where it stopped (:meth:`NotebookJob.stale_reason`);
 - a failing job is reported and the batch goes on; failures are listed at the end (and the
   command exits non-zero);
 - progress is shown with tqdm; every executed notebook is kept next to the results;
@@ -44,7 +44,7 @@ from pathlib import Path
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from fltrust.names import FAIRNESS_MODES, TRUST_MODES, Device
+from fltrust.names import FAIRNESS_MODES, SYNTHETIC_DATASETS, TRUST_MODES, Device
 from fltrust.repro.paths import repo_root, resource_root
 from fltrust.core.io import atomic_write_text
 
@@ -68,7 +68,10 @@ class NotebookJob:
     def is_complete(self) -> bool:
         """True when the result file exists, is complete, has the same quick flag, was made from
         exactly the runs this job asks for (repeats and resolved configs, via their run ids), and
-        is not a synthetic stand-in (those are redone cheaply, so real data is used once present)."""
+        was not made on a synthetic stand-in *in place of* real data (those are redone cheaply, so
+        real data is used once present). A result whose configured dataset is itself a stand-in
+        (``dataset`` in :data:`fltrust.names.SYNTHETIC_DATASETS`, e.g. the N-BaIoT experiments 4-5
+        of FederatedTrust) is reused like any other."""
         return self.stale_reason() is None
 
     def stale_reason(self) -> str | None:
@@ -83,8 +86,8 @@ class NotebookJob:
             return "the result is incomplete"
         if bool(data.get("quick")) != self.quick:
             return "the result was made in the other (quick/full) mode"
-        if data.get("synthetic"):
-            return "the result was made on a synthetic stand-in"
+        if data.get("synthetic") and data.get("dataset") not in SYNTHETIC_DATASETS:
+            return "the result was made on a synthetic stand-in in place of real data"
         if self.expected_run_ids is not None:
             stored = data.get("run_ids") or ([data["run_id"]] if data.get("run_id") else [])
             if sorted(stored) != sorted(self.expected_run_ids):

@@ -57,7 +57,13 @@ def test_a_result_from_other_repeats_or_synthetic_data_is_redone(tmp_path):
     assert job.is_complete()
     result.write_text(json.dumps({"complete": True, "quick": False, "synthetic": True,
                                   "run_ids": ["c-abc-s0-r0", "c-abc-s0-r1"]}))
-    assert "synthetic" in job.stale_reason()
+    assert "synthetic stand-in in place of real data" in job.stale_reason()
+    result.write_text(json.dumps({"complete": True, "quick": False, "synthetic": True, "dataset": "femnist",
+                                  "run_ids": ["c-abc-s0-r0", "c-abc-s0-r1"]}))
+    assert "synthetic" in job.stale_reason()  # a FEMNIST experiment that fell back to the stand-in
+    result.write_text(json.dumps({"complete": True, "quick": False, "synthetic": True, "dataset": "synthetic_n_baiot",
+                                  "run_ids": ["c-abc-s0-r0", "c-abc-s0-r1"]}))
+    assert job.is_complete()  # configured on the stand-in (FederatedTrust exp4-5): nothing real would replace it
     result.write_text(json.dumps({"complete": True, "quick": True, "run_ids": ["c-abc-s0-r0", "c-abc-s0-r1"]}))
     assert "quick" in job.stale_reason()
 

@@ -272,7 +272,7 @@ def ablation_sections(ablation: dict[str, Any] | None, *, variant: bool = False)
                      fmt(r["test_accuracy"], 3), fmt(r["attack_success_rate"], 3), fmt(r["recovery"], 3),
                      fmt(r["retention"], 3), fmt(rm.get("poisoning_defence"), 3),
                      fmt(rm.get("empirical_robustness"), 3), fmt(r["pillars"].get("robustness"), 3),
-                     fmt(r["trust_score"], 3)])
+                     fmt(r["pillars"].get("sustainability"), 3), fmt(r["trust_score"], 3)])
     clean = next((r for r in ablation["runs"] if r["run"] == "clean"), None)
     better = [r for r in ablation["runs"] if r["run"] not in ("clean", "fedavg") and clean is not None
               and not is_missing(r["trust_score"]) and not is_missing(clean["trust_score"])
@@ -288,7 +288,7 @@ def ablation_sections(ablation: dict[str, Any] | None, *, variant: bool = False)
         "tag": " [SYNTHETIC data]" if ablation.get("synthetic") else "",
         "table": pd.DataFrame(rows, columns=[
             "run", "aggregator", "f", "accuracy", "ASR", "recovery", "retention", "poisoning defence",
-            "empirical robustness", "robustness pillar", "trust score"]),
+            "empirical robustness", "robustness pillar", "sustainability pillar", "trust score"]),
         "better": ", ".join(f"attacked {r['strategy']}" for r in better),
     }
     return [section] + [s for extra in ablation.get("variants") or [] for s in ablation_sections(extra, variant=True)]

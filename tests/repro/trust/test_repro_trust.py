@@ -538,7 +538,7 @@ def test_dp_noise_frame_compares_noise_with_the_change_of_the_model():
 def _ablation() -> dict:
     run = {"strategy": "fedavg", "num_malicious_nodes": 0, "test_accuracy": 0.999, "attack_success_rate": None,
            "recovery": None, "retention": None, "trust_score": 0.674,
-           "pillars": {"robustness": 0.571}, "robustness_metrics": {"poisoning_defence": 0.0}}
+           "pillars": {"robustness": 0.571, "sustainability": 0.887}, "robustness_metrics": {"poisoning_defence": 0.0}}
     runs = [dict(run, run="clean"), dict(run, run="fedavg", test_accuracy=0.641, retention=0.642),
             dict(run, run="fedmedian", strategy="fedmedian", test_accuracy=0.975, recovery=0.933, retention=0.976)]
     return {"experiment": "exp4", "synthetic": True, "attack": {"description": "scale (s = -10)", "num_malicious": 2},
@@ -560,7 +560,8 @@ def test_ablation_markdown_and_figure(tmp_path, hand_results, reported):
 
     # Assert: labelled SYNTHETIC, one row per run, the variant as a sub-section, a figure
     assert "## Attack ablation: exp4, scale (s = -10)" in text and "[SYNTHETIC data]" in text
-    assert "| fedmedian | fedmedian | – | 0.975 | – | 0.933 | 0.976 | 0.000 | – | 0.571 | 0.674 |" in text
+    assert "| fedmedian | fedmedian | – | 0.975 | – | 0.933 | 0.976 | 0.000 | – | 0.571 | 0.887 | 0.674 |" in text
+    assert "depends on the machine" in text  # the sustainability pillar's energy estimate
     assert "### Variant: 7 of 9 clients per round" in text
     assert path.stat().st_size > 0
 
