@@ -30,7 +30,7 @@ from fltrust.runs.provenance import NOT_RECORDED, TRAINING_PATHS, changed_since,
 
 __all__ = ["COLUMNS", "MAX_FILES", "VERIFIED_FILE", "load_verified", "provenance_cells", "provenance_frame",
            "provenance_markdown", "provenance_section", "read_verified", "result_records", "training_code_cell",
-           "unrecorded", "verified_lines"]
+           "unrecorded", "verified_lines", "verified_since"]
 
 COLUMNS = ("commit", "BLAS (numpy; torch)", "threads (torch, BLAS)", "torch / numpy", "device",
            "training code since")
@@ -290,10 +290,53 @@ def unrecorded(results: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     return {"names": sorted(str(r.get("condition") or r.get("experiment")) for r in stale), "hours": seconds / 3600}
 
 
+def verified_since(frame: pd.DataFrame, verified: Mapping[str, Mapping[str, Any]],
+                   root: str | Path | None = None) -> pd.DataFrame:
+    """``frame`` with each **changed** training-code cell followed by the bit-identical verifications of
+    its results made at a commit whose training code is HEAD's.
+
+    A result made before a change of the training code is still what the current code computes when
+    ``fltrust repro verify`` reran it bit-identical at a commit that already had the change: the cell
+    then names that verification (its target, repeat, rounds and commit), and says nothing of the
+    row's other results.
+
+    Parameters
+    ----------
+    frame : pandas.DataFrame
+        :func:`provenance_frame`'s table; the column before :data:`COLUMNS` names each row's results.
+    verified : mapping
+        :func:`load_verified`'s records.
+    root : path-like, optional
+        The checkout whose HEAD is compared (default: the package's).
+
+    Returns
+    -------
+    pandas.DataFrame
+        A copy of ``frame``.
+    """
+    out = frame.copy()
+    if out.empty or not verified:
+        return out
+    names_column, cell = out.columns[len(out.columns) - len(COLUMNS) - 1], COLUMNS[-1]
+    for i, row in out.iterrows():
+        if not str(row[cell]).startswith("**changed**"):
+            continue
+        current = [f"`{target}` (repeat {r.get('repeat')}, rounds 1-{r.get('rounds')}) at {r.get('commit')}"
+                   for target in str(row[names_column]).split(", ") if (r := verified.get(target))
+                   and r.get("identical") and r.get("commit")
+                   and _changed(str(r["commit"]), None if root is None else str(root), git_head(root)) == ()]
+        if current:
+            out.at[i, cell] = (f"{row[cell]}; rerun bit-identical by {', '.join(current)}, which has HEAD's "
+                               "training code")
+    return out
+
+
 def provenance_section(frame: pd.DataFrame, *, command: str, verified: Mapping[str, Mapping[str, Any]] | None = None,
-                       results: Sequence[Mapping[str, Any]] = ()) -> dict[str, Any]:
-    """Variables of ``provenance.md.j2``: the table, the verify command, the training paths in words,
-    the recorded verifications (:func:`verified_lines`) and the results still to rerun (:func:`unrecorded`)."""
+                       results: Sequence[Mapping[str, Any]] = (), root: str | Path | None = None) -> dict[str, Any]:
+    """Variables of ``provenance.md.j2``: the table (:func:`verified_since`), the verify command, the
+    training paths in words, the recorded verifications (:func:`verified_lines`) and the results still
+    to rerun (:func:`unrecorded`)."""
+    frame = verified_since(frame, verified or {}, root)
     included = [p for p in TRAINING_PATHS if not p.startswith(":")]
     excluded = [p.removeprefix(":(exclude)") for p in TRAINING_PATHS if p.startswith(":(exclude)")]
     paths = ", ".join(f"`{p}/`" if "." not in Path(p).name else f"`{p}`" for p in included)

@@ -108,3 +108,27 @@ def test_results_still_to_rerun_and_their_committed_run_time():
 
     # Assert: a and b's recorded run leave it; (1800 + 5400 + 900 + 900 + 1800) s = 3.0 h
     assert stale == {"names": ["b", "c"], "hours": 3.0}
+
+
+@needs_git
+def test_a_changed_result_verified_bit_identical_after_the_change_says_so(checkout):
+    # Prepare: a result made at the first commit; verifications at the second (HEAD's training code)
+    from fltrust.repro.provenance_table import verified_since
+
+    root, first, second = checkout
+    frame = provenance_frame([(["X"], [result("a_x_1c_iid", record(first)), result("b_x_1c_iid", record(first))])],
+                             ["dataset", "conditions"], root=root)
+    same = {"repeat": 0, "rounds": 3, "commit": second[:10], "identical": True}
+
+    # Execute
+    cells = {label: verified_since(frame, verified, root)["training code since"][0] for label, verified in {
+        "current": {"a_x_1c_iid": same},
+        "different": {"a_x_1c_iid": {**same, "identical": False}},
+        "before the change": {"a_x_1c_iid": {**same, "commit": first[:10]}},
+        "another result's": {"c_x_1c_iid": same}}.items()}
+
+    # Assert: only an identical rerun at a commit with HEAD's training code is named, with what it covered
+    assert cells["current"] == ("**changed**: 1 file(s) (`fltrust/fl/engine.py`); rerun bit-identical by "
+                                f"`a_x_1c_iid` (repeat 0, rounds 1-3) at {second[:10]}, which has HEAD's training code")
+    assert {cells[k] for k in ("different", "before the change", "another result's")} == {
+        "**changed**: 1 file(s) (`fltrust/fl/engine.py`)"}

@@ -1003,7 +1003,8 @@ def results_markdown(
         still=STILL_GLOBAL_MODEL,
         authors=beside,
         provenance=provenance_section(_provenance_frame(results), command=VERIFY_EXAMPLE,
-                                      verified=None if quick else load_verified(PAPER_DIR, results), results=results),
+                                      verified=None if quick else load_verified(PAPER_DIR, results), results=results,
+                                      root=REPO),
     )
 
 

@@ -528,7 +528,8 @@ def results_markdown(
         deviations=[f"{text} ({', '.join(names)})" for text, names in deviations.items()],
         missing=", ".join(missing_experiments(results)),
         provenance=provenance_section(_provenance_frame(results, ablation), command=VERIFY_EXAMPLE,
-                                      verified=None if quick else load_verified(PAPER_DIR, results), results=results),
+                                      verified=None if quick else load_verified(PAPER_DIR, results), results=results,
+                                      root=PAPER_DIR.parents[1]),
     )
 
 
