@@ -40,6 +40,8 @@ MAX_FILES = 3
 """Changed files named in a cell; the rest are counted."""
 
 UNKNOWN = "unknown"
+CHANGED = "**changed**"
+"""How a training-code cell whose files differ from HEAD's begins (:func:`training_code_cell`)."""
 
 VERIFIED_FILE = "verified.json"
 """A paper folder's record of ``fltrust repro verify --record``: per target, the last verification's
@@ -185,7 +187,7 @@ def training_code_cell(records: Sequence[Mapping[str, Any] | None], root: str | 
     shown = ", ".join(f"`{n}`" for n in names[:MAX_FILES])
     if len(names) > MAX_FILES:
         shown += f" +{len(names) - MAX_FILES} more"
-    return f"**changed**: {len(names)} file(s) ({shown})"
+    return f"{CHANGED}: {len(names)} file(s) ({shown})"
 
 
 def provenance_cells(records: Sequence[Mapping[str, Any] | None], root: str | Path | None = None) -> list[str]:
@@ -319,7 +321,7 @@ def verified_since(frame: pd.DataFrame, verified: Mapping[str, Mapping[str, Any]
         return out
     names_column, cell = out.columns[len(out.columns) - len(COLUMNS) - 1], COLUMNS[-1]
     for i, row in out.iterrows():
-        if not str(row[cell]).startswith("**changed**"):
+        if not str(row[cell]).startswith(CHANGED):
             continue
         current = [f"`{target}` (repeat {r.get('repeat')}, rounds 1-{r.get('rounds')}) at {r.get('commit')}"
                    for target in str(row[names_column]).split(", ") if (r := verified.get(target))
