@@ -320,13 +320,14 @@ def verified_since(frame: pd.DataFrame, verified: Mapping[str, Mapping[str, Any]
     if out.empty or not verified:
         return out
     names_column, cell = out.columns[len(out.columns) - len(COLUMNS) - 1], COLUMNS[-1]
+    head, checkout = git_head(root), None if root is None else str(root)
     for i, row in out.iterrows():
         if not str(row[cell]).startswith(CHANGED):
             continue
         current = [f"`{target}` (repeat {r.get('repeat')}, rounds 1-{r.get('rounds')}) at {r.get('commit')}"
                    for target in str(row[names_column]).split(", ") if (r := verified.get(target))
                    and r.get("identical") and r.get("commit")
-                   and _changed(str(r["commit"]), None if root is None else str(root), git_head(root)) == ()]
+                   and _changed(str(r["commit"]), checkout, head) == ()]
         if current:
             out.at[i, cell] = (f"{row[cell]}; rerun bit-identical by {', '.join(current)}, which has HEAD's "
                                "training code")
