@@ -40,7 +40,7 @@ import pandas as pd
 
 from fltrust.data.cache import file_sha256
 from fltrust.data.registry import FFA_RESULTS_COMMIT, REFERENCE_SPECS, data_root
-from fltrust.repro.fairness.conditions import DATASETS, all_conditions, condition_name
+from fltrust.repro.fairness.conditions import CONDITIONS, DATASETS
 from fltrust.metrics.fairness.notions import PAPER_NOTIONS
 from fltrust.metrics.fairness.registry import GENERAL_FAIRNESS
 from fltrust.repro.fairness.run import figure4_row, window_means
@@ -78,9 +78,6 @@ PER_CLIENT_FIELDS = ("shap", "accuracy", "gains", "avg_eop")
 CONSISTENT_P = 0.05
 """Welch's p-value at or above which our repeats are consistent with the authors' (95 %)."""
 
-_CONDITIONS = {condition_name(*c): c for c in all_conditions()}
-
-
 class AuthorsDataError(ValueError):
     """An authors' result file is not in the published layout (the message names the file and field)."""
 
@@ -106,9 +103,9 @@ def authors_file_names(condition: str) -> list[str]:
     >>> authors_file_names("ditto_cifar10_10c_iid")[2]
     'Ditto_CIFAR_iid_10C_50PC_10E_30R_v3.json'
     """
-    if condition not in _CONDITIONS:
-        raise ValueError(f"unknown condition {condition!r}; choose one of {sorted(_CONDITIONS)}")
-    strategy, key, setting = _CONDITIONS[condition]
+    if condition not in CONDITIONS:
+        raise ValueError(f"unknown condition {condition!r}; choose one of {sorted(CONDITIONS)}")
+    strategy, key, setting = CONDITIONS[condition]
     setup = DATASETS[key]
     percent = int(setup.fraction_fit * 100 + 1e-9)
     stem = (f"{AUTHORS_STRATEGIES[strategy]}_{AUTHORS_DATASETS[setup.data]}_{setting}_{setup.num_clients}C_"
@@ -315,7 +312,7 @@ class AuthorsRuns:
         -------
         str
         """
-        total = len(_CONDITIONS) * AUTHORS_REPEATS
+        total = len(CONDITIONS) * AUTHORS_REPEATS
         where = f"`<data root>/{self.folder.parent.name}/{self.folder.name}/`" if portable else f"{self.folder}/"
         return (f"{len(self.missing)} of {total} files missing from {where}: `fltrust data fetch {AUTHORS_DATA}` "
                 f"downloads them (github.com/oscardilley/federated-fairness at {FFA_RESULTS_COMMIT[:7]}, SHA-256 checked)")
@@ -346,7 +343,7 @@ def load_authors_runs(root: str | os.PathLike[str] | None = None) -> AuthorsRuns
     folder = base / "Results"
     known = spec.expected_sha256()
     conditions, missing, mismatch = {}, [], []
-    for name, (_, key, _) in _CONDITIONS.items():
+    for name, (_, key, _) in CONDITIONS.items():
         files = [folder / f for f in authors_file_names(name)]
         absent = [f.name for f in files if not f.is_file()]
         if absent:
@@ -363,13 +360,11 @@ def load_authors_runs(root: str | os.PathLike[str] | None = None) -> AuthorsRuns
 
 
 def _check_config(run: AuthorsRun, condition: str, setup: Any) -> None:
-    expected = {"num_clients": setup.num_clients, "local_epochs": setup.local_epochs, "num_rounds": AUTHORS_ROUNDS}
+    expected = {"num_clients": setup.num_clients, "local_epochs": setup.local_epochs, "num_rounds": AUTHORS_ROUNDS,
+                "selection_rate": setup.fraction_fit}
     for key, value in expected.items():
-        if run.config[key] != value:
+        if abs(run.config[key] - value) > 1e-9:  # the integers exactly, the fraction per round to rounding
             raise _fail(run.path, f"config.{key}", f"is {run.config[key]}, but condition {condition} has {value}")
-    if abs(float(run.config["selection_rate"]) - setup.fraction_fit) > 1e-9:
-        raise _fail(run.path, "config.selection_rate",
-                    f"is {run.config['selection_rate']}, but condition {condition} has {setup.fraction_fit}")
 
 
 # -- comparison --------------------------------------------------------------------------------
@@ -414,8 +409,7 @@ def welch_test(ours: Sequence[float | None], authors: Sequence[float | None], *,
     """
     from scipy import stats
 
-    a = np.asarray([v for v in ours if v is not None and np.isfinite(v)], dtype=float)
-    b = np.asarray([v for v in authors if v is not None and np.isfinite(v)], dtype=float)
+    a, b = (np.asarray([v for v in values if v is not None and np.isfinite(v)], dtype=float) for values in (ours, authors))
     if len(a) < 2 or len(b) < 2 or (np.var(a) == 0 and np.var(b) == 0):
         return WelchTest(math.nan, math.nan, None)
     with warnings.catch_warnings():
@@ -479,6 +473,6 @@ def authors_figure4_frame(authors: AuthorsRuns, first_round: int = 21, last_roun
     The columns of :func:`fltrust.repro.fairness.run.figure4_frame` (``mode`` faithful); the means
     are :func:`fltrust.repro.fairness.run.window_means` of :meth:`AuthorsCondition.frame`.
     """
-    return pd.DataFrame([figure4_row(name, DATASETS[_CONDITIONS[name][1]].num_clients, "faithful",
+    return pd.DataFrame([figure4_row(name, DATASETS[CONDITIONS[name][1]].num_clients, "faithful",
                                      cond.table3(first_round, last_round), (first_round, last_round))
                          for name, cond in authors.conditions.items()])

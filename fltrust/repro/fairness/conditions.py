@@ -119,6 +119,10 @@ def all_conditions() -> list[tuple[str, str, str]]:
     return [(s, d, t) for d in DATASETS for s in STRATEGIES for t in SETTINGS]
 
 
+CONDITIONS = {condition_name(*c): c for c in all_conditions()}
+"""The 24 conditions by name (:func:`condition_name`) to (strategy, dataset key, setting), in Table 3 order."""
+
+
 def condition_config(strategy: str, dataset_key: str, setting: str, *, full_data: bool = False) -> dict[str, Any]:
     """The faithful configuration of one condition as a nested dict.
 

@@ -327,9 +327,8 @@ def plot_table3_comparison(
     import matplotlib.pyplot as plt
 
     require_columns(table, ["condition", "ours_F_T", "ours_std", "within_tolerance"], "the Table 3 frame")
-    table = table.copy()
     if "mode" not in table.columns:
-        table["mode"] = "faithful"
+        table = table.assign(mode="faithful")
     quick = quick or bool(table.get("quick", pd.Series(dtype=bool)).any())
     synthetic = bool(table.get("synthetic", pd.Series(dtype=bool)).any()) if synthetic is None else synthetic
     reported = reported or load_reported()

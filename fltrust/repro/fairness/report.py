@@ -75,7 +75,7 @@ from fltrust.repro.fairness.studies import (
     study_runs,
 )
 from fltrust.repro.fairness.authors import AuthorsRuns, compare_with_authors, welch_test
-from fltrust.repro.fairness.conditions import DATASETS, SETTINGS, STRATEGIES, all_conditions, condition_name
+from fltrust.repro.fairness.conditions import CONDITIONS, DATASETS, SETTINGS, STRATEGIES, condition_name
 from fltrust.repro.fairness.conditions import split_condition
 from fltrust.core.io import atomic_write_text
 
@@ -293,7 +293,7 @@ def stale_results(results: Sequence[dict[str, Any]]) -> list[tuple[str, str]]:
 def missing_conditions(results: Sequence[dict[str, Any]], mode: str = "faithful") -> list[str]:
     """Names of the 24 Table 3 conditions that have no result in ``mode`` (Table 3 order)."""
     done = {r["condition"] for r in results if r["mode"] == mode}
-    return [condition_name(*c) for c in all_conditions() if condition_name(*c) not in done]
+    return [name for name in CONDITIONS if name not in done]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -379,8 +379,7 @@ def _misses_section(
     table: pd.DataFrame, misses: dict[str, dict[str, Any]], threshold: float, notions: Sequence[str],
 ) -> dict[str, Any]:
     """Variables of ``fairness/misses.md.j2``: one entry per miss, worst first, and the unexplained ones."""
-    sub = table[(table["mode"] == "faithful") & table["delta"].notna()] if not table.empty else table
-    sub = sub[[abs(float(d)) > threshold + 1e-12 for d in sub["delta"]]] if not sub.empty else sub
+    sub = table[(table["mode"] == "faithful") & (pd.to_numeric(table["delta"]).abs() > threshold + 1e-12)]
     entries, unexplained = [], []
     for i in sorted(sub.index, key=lambda i: -abs(float(sub.at[i, "delta"]))):
         row = sub.loc[i]
@@ -796,8 +795,7 @@ def _table3_wide(sub: pd.DataFrame, reported: dict[str, Any], clients: dict[str,
 def _table3_long(sub: pd.DataFrame, reported: dict[str, Any], tol: float) -> pd.DataFrame:
     """Table 3 as a long table, one row per condition, with explicit strict-band and tolerance verdicts."""
     rows = []
-    for condition in all_conditions():
-        name = condition_name(*condition)
+    for name in CONDITIONS:
         match = sub[sub["condition"] == name]
         paper_text = fmt(reported["values"].get(name), 2)
         if match.empty:
@@ -847,7 +845,7 @@ def _authors_section(
     comparison = compare_with_authors(results, authors).set_index("condition")
     compared = (*PAPER_NOTIONS, GENERAL_FAIRNESS)  # what the authors' files hold
     rows = []
-    for name in [condition_name(*c) for c in all_conditions() if condition_name(*c) in comparison.index]:
+    for name in [n for n in CONDITIONS if n in comparison.index]:
         row = comparison.loc[name]
         paper = reported["values"].get(name)
         theirs = ", ".join(fmt(v, DIGITS) for v in row["authors_F_T_per_repeat"])
@@ -961,12 +959,12 @@ def results_markdown(
     tables = []
     for mode in modes:
         sub = table[table["mode"] == mode]
-        checked = sub[sub["within_tolerance"].notna()] if not sub.empty else sub
+        checked = sub[sub["within_tolerance"].notna()]
         tables.append({
             "mode": mode,
             "wide": _table3_wide(sub, reported, clients, beside["cells"] if beside and mode == "faithful" else None),
-            "strict": int(checked["within_strict"].astype(bool).sum()) if not checked.empty else 0,
-            "within": int(checked["within_tolerance"].astype(bool).sum()) if not checked.empty else 0,
+            "strict": int(checked["within_strict"].astype(bool).sum()),
+            "within": int(checked["within_tolerance"].astype(bool).sum()),
             "checked": len(checked),
             "missing": missing_conditions(results, mode),
             "long": _table3_long(sub, reported, tol),
@@ -986,7 +984,7 @@ def results_markdown(
         strict=f"{STRICT_TOLERANCE:.2f}",
         tolerance=f"{tol:.2f}",
         tolerance_reason=_one_line(tolerance["reason"]),
-        conditions=len(all_conditions()),
+        conditions=len(CONDITIONS),
         tables=tables,
         stale=[f"{name}: {reason}" for name, reason in stale_results(results)],
         misses=None if quick else _misses_section(table, load_misses() if misses is None else misses,

@@ -154,12 +154,8 @@ def _num(value: Any) -> float:
 
 def _round_matrix(frame: pd.DataFrame, column: str, repeats: Sequence[Any], last_round: int) -> np.ndarray:
     """``column`` as a (repeats, last_round) array, position p = server round p + 1 (NaN where absent)."""
-    values = np.full((len(repeats), last_round), np.nan)
-    index = {r: i for i, r in enumerate(repeats)}
-    rows = frame[(frame["round"] >= 1) & (frame["round"] <= last_round)]
-    for repeat, round_, value in zip(rows["repeat"], rows["round"], pd.to_numeric(rows[column], errors="coerce")):
-        values[index[repeat], int(round_) - 1] = float(value)
-    return values
+    values = pd.to_numeric(frame[column], errors="coerce").groupby([frame["repeat"], frame["round"]]).last()
+    return values.unstack().reindex(index=repeats, columns=range(1, last_round + 1)).to_numpy(dtype=float)
 
 
 @dataclass(frozen=True)
@@ -257,10 +253,10 @@ def window_means(
         return table3_window_mean(rows, first_round, last_round, skip_nan=skip_nan)
 
     notions = [k for k in FAIRNESS_KEYS if k in frame.columns or k == GENERAL_FAIRNESS]
-    means = {key: mean(_round_matrix(frame, key, repeats, last_round))
-             for key in (*notions, "mean_local_accuracy", "aux_accuracy")}
-    ft = _round_matrix(frame, GENERAL_FAIRNESS, repeats, last_round)
-    per_repeat = [mean(ft[i : i + 1]).value for i in range(len(repeats))]
+    matrices = {key: _round_matrix(frame, key, repeats, last_round)
+                for key in (*notions, "mean_local_accuracy", "aux_accuracy")}
+    means = {key: mean(values) for key, values in matrices.items()}
+    per_repeat = [mean(row).value for row in matrices[GENERAL_FAIRNESS]]
     finite = [v for v in per_repeat if np.isfinite(v)]
     return {
         **{k: means[k].value for k in notions},
@@ -590,10 +586,10 @@ class Variant:
     rounds: int | None = None
     repeat: int = 0
 
-    def config(self, *, device: Device = "auto", config_dir: str | Path = CONFIG_DIR) -> ExperimentConfig:
+    def config(self, *, device: Device = "auto") -> ExperimentConfig:
         """The run's config: the condition's repeat ``repeat`` with ``overrides`` and ``rounds``."""
         return condition_configs(self.condition, repeats=self.repeat + 1, rounds=self.rounds, device=device,
-                                 extra=dict(self.overrides), config_dir=config_dir)[self.repeat]
+                                 extra=dict(self.overrides))[self.repeat]
 
     def run(self, out_dir: str | Path, *, device: Device = "auto") -> RunRecord:
         """Run (or reload, when complete) the variant into ``out_dir/<run id>``; returns the record."""

@@ -38,7 +38,6 @@ import numpy as np
 
 from fltrust.names import Device
 from fltrust.repro.fairness.run import (
-    CONFIG_DIR,
     EXPERIMENTS_DIR,
     REPEAT_QUANTITIES,
     RESULT_SCHEMA,
@@ -281,9 +280,9 @@ def load_studies(out_dir: str | Path = EXPERIMENTS_DIR, studies: Sequence[Study]
     return {s.label: read_study(study_path(s, out_dir)) for s in studies}
 
 
-def planned_run_id(variant: Variant, config_dir: str | Path = CONFIG_DIR) -> str:
+def planned_run_id(variant: Variant) -> str:
     """The run id the variant's current config gives (the key of its entry in the study file)."""
-    return variant.config(config_dir=config_dir).run_id()
+    return variant.config().run_id()
 
 
 def stored_run(data: dict[str, Any] | None, run_id: str) -> dict[str, Any] | None:
@@ -292,14 +291,14 @@ def stored_run(data: dict[str, Any] | None, run_id: str) -> dict[str, Any] | Non
     return next((entry for key, entry in runs if key.replace("-synthetic", "") == run_id), None)
 
 
-def study_runs(study: Study, data: dict[str, Any] | None, group: str | None = None,
-               config_dir: str | Path = CONFIG_DIR) -> list[tuple[Variant, dict[str, Any] | None]]:
+def study_runs(study: Study, data: dict[str, Any] | None,
+               group: str | None = None) -> list[tuple[Variant, dict[str, Any] | None]]:
     """Each planned run (of ``group``, default all) with its stored result (None: not run yet, or
     run under another config)."""
     if group is not None and group not in study.groups:
         raise KeyError(f"study {study.label} has no group {group!r}; its groups: {list(study.groups)}")
     variants = study.variants if group is None else study.groups[group]
-    return [(v, stored_run(data, planned_run_id(v, config_dir))) for v in variants]
+    return [(v, stored_run(data, planned_run_id(v))) for v in variants]
 
 
 def run_study(
@@ -351,13 +350,12 @@ def run_values(entry: dict[str, Any]) -> dict[str, Any]:
     return {k: (v[0] if v else None) for k, v in repeat_window_values(entry).items()}
 
 
-def group_values(study: Study, data: dict[str, Any] | None, group: str,
-                 config_dir: str | Path = CONFIG_DIR) -> dict[str, list[Any]]:
+def group_values(study: Study, data: dict[str, Any] | None, group: str) -> dict[str, list[Any]]:
     """Per quantity, the values of a group's runs in group order (None where a run is not done).
 
     The per-repeat numbers ``misses.yaml`` quotes as ``<label>:<group>/<quantity>``.
     """
-    runs = [run_values(entry) if entry is not None else {} for _, entry in study_runs(study, data, group, config_dir)]
+    runs = [run_values(entry) if entry is not None else {} for _, entry in study_runs(study, data, group)]
     return {key: [values.get(key) for values in runs] for key in REPEAT_QUANTITIES}
 
 
@@ -417,7 +415,7 @@ def _scale(result: dict[str, Any]) -> dict[str, Any]:
     return (result.get("scale_per_repeat") or [result.get("scale") or {}])[0] or {}
 
 
-def aux_cost_factor(variant: Variant, result: dict[str, Any], config_dir: str | Path = CONFIG_DIR) -> float:
+def aux_cost_factor(variant: Variant, result: dict[str, Any]) -> float:
     """How much longer a run gets when its aux set D changes size, in sample passes per round.
 
     A round trains ``m`` participants for ``E`` local epochs on ``n`` samples each (Ditto: plus its
@@ -428,7 +426,7 @@ def aux_cost_factor(variant: Variant, result: dict[str, Any], config_dir: str | 
     factor is (train + 2^m |D_new|) / (train + 2^m |D_old|); 1 when the result has no data scale.
     """
     scale = _scale(result)
-    cfg = variant.config(config_dir=config_dir)
+    cfg = variant.config()
     n_train = (scale.get("train_per_client") or {}).get("median")
     old, n_test = scale.get("aux_samples"), scale.get("source_test_samples")
     if not n_train or not old or not n_test:
@@ -442,8 +440,7 @@ def aux_cost_factor(variant: Variant, result: dict[str, Any], config_dir: str | 
     return (train + 2**m * new) / (train + 2**m * old)
 
 
-def run_minutes(variant: Variant, results: Mapping[str, dict[str, Any]], config_dir: str | Path = CONFIG_DIR
-                ) -> float | None:
+def run_minutes(variant: Variant, results: Mapping[str, dict[str, Any]]) -> float | None:
     """Estimated minutes of one run on this CPU: the mean ``seconds_per_run`` of the committed result
     of its condition, times ``rounds / 30`` and :func:`aux_cost_factor` for an aux-size override.
     None when the condition has no timed result."""
@@ -453,7 +450,7 @@ def run_minutes(variant: Variant, results: Mapping[str, dict[str, Any]], config_
         return None
     minutes = float(np.mean(seconds)) / 60 * ((variant.rounds or result["rounds"]) / result["rounds"])
     if "partition.aux_max_samples" in variant.overrides:
-        minutes *= aux_cost_factor(variant, result, config_dir)
+        minutes *= aux_cost_factor(variant, result)
     return minutes
 
 
@@ -476,13 +473,12 @@ class Estimate:
         return f"{self.runs_left} run{'' if self.runs_left == 1 else 's'} x {per_run} min"
 
 
-def estimate(study: Study, results: Sequence[dict[str, Any]], data: dict[str, Any] | None = None,
-             config_dir: str | Path = CONFIG_DIR) -> Estimate:
+def estimate(study: Study, results: Sequence[dict[str, Any]], data: dict[str, Any] | None = None) -> Estimate:
     """:class:`Estimate` of the runs of ``study`` not in ``data`` (its file), priced by :func:`run_minutes`
     from the faithful condition ``results``."""
     faithful = {r["condition"]: r for r in results if r["mode"] == "faithful" and not r["quick"]}
-    left = [v for v, entry in study_runs(study, data, config_dir=config_dir) if entry is None]
-    minutes = [run_minutes(v, faithful, config_dir) for v in left]
+    left = [v for v, entry in study_runs(study, data) if entry is None]
+    minutes = [run_minutes(v, faithful) for v in left]
     known = [m for m in minutes if m is not None]
     return Estimate(
         label=study.label, runs=len(study.variants), runs_left=len(left),
