@@ -450,7 +450,6 @@ def _paper_batch(
     *,
     paper: str,
     notebook_folder: str,
-    item_notebook: str,
     item_key: str,
     names: list[str],
     item_parameters: dict[str, Any],
@@ -462,7 +461,8 @@ def _paper_batch(
     parallel: int = 1,
     in_process: bool = False,
 ) -> list[str]:
-    """One notebook job per name (``{item_key: name, **item_parameters}``), then the summary notebook.
+    """One notebook job per name (``<item_key>.ipynb`` with ``{item_key: name, **item_parameters}``), then the
+    summary notebook.
 
     ``expected_run_ids(name)`` lists the run ids a complete result of ``name`` must hold; a result
     made from other repeats or another resolved config is redone. ``in_process``: see :func:`run_jobs`.
@@ -480,7 +480,7 @@ def _paper_batch(
             "figures_dir": _parameter_path(folders["figures"]),
             "data_dir": data_dir,
         }
-        jobs.append(NotebookJob(name, NOTEBOOKS / notebook_folder / item_notebook,
+        jobs.append(NotebookJob(name, NOTEBOOKS / notebook_folder / f"{item_key}.ipynb",
                                 folders["notebooks"] / f"{name}{suffix}.ipynb", parameters, result, quick,
                                 expected_run_ids(name) if expected_run_ids else None))
     title = FIGURE_FOLDERS[paper]
@@ -536,7 +536,6 @@ def run_fairness_batch(
     return _paper_batch(
         paper="fairness_analytics",
         notebook_folder="fairness",
-        item_notebook="condition.ipynb",
         item_key="condition",
         names=_select([condition_name(*c) for c in all_conditions()], conditions),
         item_parameters={"repeats": repeats, "mode": mode, "device": device},
@@ -570,7 +569,6 @@ def run_trust_batch(
     return _paper_batch(
         paper="federatedtrust",
         notebook_folder="federatedtrust",
-        item_notebook="experiment.ipynb",
         item_key="experiment",
         names=_select(list(EXPERIMENTS), experiments),
         item_parameters={"modes": [mode] if mode else list(TRUST_MODES), "device": device},

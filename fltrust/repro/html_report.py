@@ -39,36 +39,32 @@ from pathlib import Path
 from markdown_it import MarkdownIt  # pinned in constraints.txt; arrives with flwr and codecarbon via rich
 
 from fltrust.core.io import atomic_write_text
+from fltrust.repro.batch import FIGURE_FOLDERS, REPO, _folders
 from fltrust.repro.markdown import render
-from fltrust.repro.paths import repo_root
 
 __all__ = ["PAPERS", "markdown_to_html", "report_html", "write_report", "write_reports"]
-
-REPO = repo_root()  # where outputs go: the checkout, or the cwd of a wheel outside one (fltrust.repro.paths)
 
 
 @dataclass(frozen=True)
 class Paper:
-    """One reproduced paper: its command name, its folder names and title."""
+    """One reproduced paper: its command name, its folder name and title."""
 
     key: str  # "fairness" / "trust": the argument of `fltrust repro` and `fltrust report`
     folder: str  # papers_repro/<folder>
-    figures: str  # figures/<figures>
     title: str
     summary_figures: tuple[str, ...]  # shown first, in this order
 
 
 PAPERS = {
-    "fairness": Paper("fairness", "fairness_analytics", "fairness", "Federated Fairness Analytics (Dilley et al.)",
+    "fairness": Paper("fairness", "fairness_analytics", "Federated Fairness Analytics (Dilley et al.)",
                       ("fairness_table3.png", "fairness_figure4.png")),
-    "trust": Paper("trust", "federatedtrust", "trust", "FederatedTrust (Sánchez Sánchez et al.)",
+    "trust": Paper("trust", "federatedtrust", "FederatedTrust (Sánchez Sánchez et al.)",
                    ("trust_pillars.png",)),
 }
-ALIASES = {"fairness_analytics": "fairness", "federatedtrust": "trust"}
 
 
 def _paper(name: str) -> Paper:
-    key = ALIASES.get(name, name)
+    key = FIGURE_FOLDERS.get(name, name)  # the folder names are aliases of the keys
     if key not in PAPERS:
         raise ValueError(f"unknown paper {name!r}; choose one of {sorted(PAPERS)}")
     return PAPERS[key]
@@ -277,10 +273,8 @@ def write_report(
     compact_figures : bool
         Re-encode figures as 256-colour PNGs when smaller (default) instead of embedding them as they are.
     """
-    from fltrust.repro.batch import _folders  # where `fltrust repro <paper>` wrote its results and figures
-
     p = _paper(paper)
-    folders = _folders(p.folder, quick, batch_dir)
+    folders = _folders(p.folder, quick, batch_dir)  # where `fltrust repro <paper>` wrote its results and figures
     path = Path(out) if out is not None else folders["base"] / "report.html"
     page = report_html(
         p.key,

@@ -125,22 +125,20 @@ def verified_lines(verified: Mapping[str, Mapping[str, Any]]) -> list[str]:
     return out
 
 
-def result_records(result: Mapping[str, Any], run_ids: Sequence[str] | None = None) -> list[dict[str, Any] | None]:
-    """The provenance record of each run of a result (None where the run has none).
+def result_records(result: Mapping[str, Any]) -> list[dict[str, Any] | None]:
+    """The provenance record of each run of a result (its ``run_ids``, else its ``run_id``; None where
+    the run has none).
 
     Parameters
     ----------
     result : dict
         A condition or experiment result.
-    run_ids : sequence of str, optional
-        The runs (default: the result's ``run_ids``, else its ``run_id``).
 
     Returns
     -------
     list of dict or None
     """
-    if run_ids is None:
-        run_ids = result.get("run_ids") or ([result["run_id"]] if result.get("run_id") else [])
+    run_ids = result.get("run_ids") or ([result["run_id"]] if result.get("run_id") else [])
     return [run_provenance(result, run_id) for run_id in run_ids]
 
 

@@ -230,9 +230,8 @@ class Verification:
                                                                          "per_client", "dp_trace")]
         summary = [f for f in self.fields if f not in numeric]
         if not self.identical and self.compared:
-            first = self.first_round
-            if first is not None:
-                where = f"first differing round {first} (rounds 1-{self.rounds} compared)"
+            if self.first_round is not None:
+                where = f"first differing round {self.first_round} (rounds 1-{self.rounds} compared)"
             elif numeric:
                 where = f"rounds 1-{self.rounds} agree, a summary value differs"
             else:
@@ -333,13 +332,14 @@ def compare_fields(committed: Mapping[str, Mapping[Any, Any]], rerun: Mapping[st
     for name, values in committed.items():
         theirs = rerun.get(name, {})
         diff = FieldDifference(name)
+        differing_keys = []
         for key, value in values.items():
             mine = _elements(value)
             other = _elements(theirs[key]) if key in theirs else None
             diff.compared += len(mine)
             if other is None or len(other) != len(mine):
                 diff.differing += len(mine)
-                diff.first_round = _earlier(diff.first_round, key)
+                differing_keys.append(key)
                 continue
             for a, b in zip(mine, other):
                 if a == b or (_number(a) and _number(b) and math.isnan(a) and math.isnan(b)):  # NaN is NaN
@@ -347,17 +347,12 @@ def compare_fields(committed: Mapping[str, Mapping[Any, Any]], rerun: Mapping[st
                 if key is None and len(values) == 1 and len(mine) == 1:
                     diff.values = (a, b)
                 diff.differing += 1
-                diff.first_round = _earlier(diff.first_round, key)
+                differing_keys.append(key)
                 if _number(a) and _number(b) and math.isfinite(a) and math.isfinite(b):
                     diff.max_abs = max(diff.max_abs or 0.0, abs(float(a) - float(b)))
+        diff.first_round = min((key for key in differing_keys if isinstance(key, int)), default=None)
         out.append(diff)
     return out
-
-
-def _earlier(current: int | None, key: Any) -> int | None:
-    if not isinstance(key, int):
-        return current
-    return key if current is None else min(current, key)
 
 
 def _trace_fields(entry: Mapping[str, Any] | None, rounds: int) -> dict[str, dict[int, Any]]:
@@ -380,8 +375,7 @@ def _trace_entry(result: Mapping[str, Any], repeat: int) -> dict[str, Any] | Non
 
 def _fairness_fields(result: Mapping[str, Any], repeat: int, rounds: int) -> dict[str, dict[Any, Any]]:
     """The per-round fields of one repeat of a condition result (see the module docstring)."""
-    out: dict[str, dict[Any, Any]] = {}
-    out.update(_trace_fields(_trace_entry(result, repeat), rounds))
+    out: dict[str, dict[Any, Any]] = _trace_fields(_trace_entry(result, repeat), rounds)
     per_round = result.get("per_round") or {}
     rows = [i for i, (r, k) in enumerate(zip(per_round.get("repeat", []), per_round.get("round", [])))
             if int(r) == repeat and 1 <= int(k) <= rounds]
@@ -426,7 +420,7 @@ def _repeat_index(result: Mapping[str, Any], repeat: int) -> int | None:
 
 def _trust_fields(result: Mapping[str, Any], rounds: int) -> dict[str, dict[Any, Any]]:
     """The per-round fields of a trust experiment result: its round trace and NbAFL trace."""
-    out: dict[str, dict[Any, Any]] = dict(_trace_fields(_trace_entry(result, 0), rounds))
+    out: dict[str, dict[Any, Any]] = _trace_fields(_trace_entry(result, 0), rounds)
     for key, values in (result.get("dp_trace") or {}).items():
         out[f"dp_trace.{key}"] = {k: v for k, v in enumerate(values, start=1) if k <= rounds}
     return out
@@ -670,20 +664,18 @@ def _verify_condition(target: str, repeat: int, rounds: int | None, scratch: Pat
         raise VerifyError(f"verify {target}: the committed result has no repeat {repeat} (runs: "
                           f"{', '.join(committed.get('run_ids') or [])}); pass --repeat 0..{len(committed['run_ids']) - 1}")
     committed_run = committed["run_ids"][index]
-    recorded = run_provenance(committed, committed_run)
-    device = _device(device, recorded)
+    device = _device(device, run_provenance(committed, committed_run))
     total = int(committed["rounds"])
-    compare = min(rounds, total) if rounds is not None else total
+    compare = min(rounds or total, total)
     cfg = condition_configs(condition, repeats=repeat + 1, mode=mode, quick=bool(committed["quick"]), device=device,
                             config_dir=config_dir if config_dir is not None else CONFIG_DIR)[repeat]
     cfg = cfg.with_overrides({"run.progress": False})
     print(f"verify {target} repeat {repeat}, rounds 1-{compare}: rerunning into {scratch} (device {device})",
           file=stream, flush=True)
-    scratch.mkdir(parents=True, exist_ok=True)
     record = _rerun(cfg, scratch, compare, stream, device)
     rerun = condition_result(condition, [record], quick=bool(committed["quick"]))
-    return _outcome(target, "fairness", repeat, compare, total, path, record, committed, committed_run, recorded,
-                    rerun, lambda result: _fairness_fields(result, repeat, compare),
+    return _outcome(target, "fairness", repeat, compare, total, path, record, committed, committed_run, rerun,
+                    lambda result: _fairness_fields(result, repeat, compare),
                     lambda result: _fairness_summary(result, repeat), "Table 3 window and data scale")
 
 
@@ -697,13 +689,11 @@ def _verify_experiment(target: str, repeat: int, rounds: int | None, scratch: Pa
     path = Path(results_dir if results_dir is not None else PAPER_DIR / "results") / f"{target}.json"
     committed = _load(path, target)
     committed_run = committed["run_id"]
-    recorded = run_provenance(committed, committed_run)
-    device = _device(device, recorded)
+    device = _device(device, run_provenance(committed, committed_run))
     total = int(committed["settings"]["rounds"])
-    compare = min(rounds, total) if rounds is not None else total
+    compare = min(rounds or total, total)
     quick = bool(committed["quick"])
     print(f"verify {target}, rounds 1-{compare}: rerunning into {scratch} (device {device})", file=stream, flush=True)
-    scratch.mkdir(parents=True, exist_ok=True)
     if compare == total:
         progress = _Progress(total, None, stream)
         run = run_trust_experiment(target, modes=list(committed["modes"]), quick=quick, device=device,
@@ -714,7 +704,7 @@ def _verify_experiment(target: str, repeat: int, rounds: int | None, scratch: Pa
         record = _rerun(cfg, scratch, compare, stream, device)
         rerun = {"round_trace": [round_trace(record)],
                  **({"dp_trace": dp_trace(record)} if cfg.privacy.mode == "nbafl" else {})}
-    return _outcome(target, "trust", 0, compare, total, path, record, committed, committed_run, recorded, rerun,
+    return _outcome(target, "trust", 0, compare, total, path, record, committed, committed_run, rerun,
                     lambda result: _trust_fields(result, compare), _trust_summary, "trust scores")
 
 
@@ -722,10 +712,11 @@ Fields = Callable[[Mapping[str, Any]], dict[str, dict[Any, Any]]]
 
 
 def _outcome(target: str, paper: str, repeat: int, compare: int, total: int, path: Path, record: RunRecord,
-             committed: Mapping[str, Any], committed_run: str, recorded: dict[str, Any] | None,
-             rerun: Mapping[str, Any], fields: Fields, summary: Fields, summarised: str) -> Verification:
+             committed: Mapping[str, Any], committed_run: str, rerun: Mapping[str, Any], fields: Fields,
+             summary: Fields, summarised: str) -> Verification:
     """Compare ``fields`` of the committed result and its rerun, and their ``summary`` when every round was rerun
     (else ``summarised`` is named as not compared)."""
+    recorded = run_provenance(committed, committed_run)
     mine, theirs = fields(committed), fields(rerun)
     not_compared = []
     if "model_hash" not in mine:

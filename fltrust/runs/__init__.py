@@ -57,14 +57,12 @@ Every name is importable from :mod:`fltrust.runs` itself.
 """
 
 from fltrust.core.params import chain_hash, params_hash  # re-exported: the run record's hash chain
-from fltrust.runs.audit import (
+from fltrust.runs.audit import UNHASHED_FILES, AuditResult, audit_run
+from fltrust.runs.chain import (
     AUDIT_KEY_ENV,
     AUDIT_KEY_FILE_ENV,
     INTEGRITY,
-    UNHASHED_FILES,
-    AuditResult,
     audit_key,
-    audit_run,
     canonical_json,
     field_digests,
     record_link,

@@ -23,9 +23,7 @@ from fltrust.runs.chain import (
     INTEGRITY,
     _algorithm,
     audit_key,
-    canonical_json,
     edited_fields,
-    field_digests,
     record_link,
     summary_edits,
 )
@@ -39,19 +37,7 @@ from fltrust.runs.folder import (
     read_round_lines,
 )
 
-__all__ = [
-    "AUDIT_KEY_ENV",
-    "AUDIT_KEY_FILE_ENV",
-    "INTEGRITY",
-    "UNHASHED_FILES",
-    "AuditResult",
-    "audit_key",
-    "audit_run",
-    "canonical_json",
-    "field_digests",
-    "record_link",
-    "summary_edits",
-]
+__all__ = ["UNHASHED_FILES", "AuditResult", "audit_run"]
 
 
 UNHASHED_FILES = ("summary.json", "rounds.jsonl", "checkpoint.pt", "log.txt")

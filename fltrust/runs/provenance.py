@@ -176,7 +176,7 @@ def code_state(package: str | os.PathLike[str] | None = None) -> dict[str, Any]:
     root = _checkout(folder)
     if root is None:
         return installed
-    head = _git(["rev-parse", "--verify", "HEAD"], root)
+    head = git_head(root)
     status = _git(["status", "--porcelain=v1", "--untracked-files=all", "-z"], root)
     if head is None or status is None:
         return installed
@@ -195,7 +195,7 @@ def code_state(package: str | os.PathLike[str] | None = None) -> dict[str, Any]:
         if path.startswith(inside) or (code != "??" and path in DEPENDENCY_FILES):
             changed.append(path)  # the rest (results, RESULTS.md, scratch files) is not code
     changed = sorted(set(changed))
-    return {"source": SOURCE_GIT, "commit": head.strip(), "dirty": bool(changed),
+    return {"source": SOURCE_GIT, "commit": head, "dirty": bool(changed),
             "dirty_files": changed[:MAX_DIRTY_FILES]}
 
 

@@ -249,7 +249,7 @@ def test_a_full_batch_keeps_its_executed_summary_in_the_paper_folder(tmp_path, m
         return []
 
     monkeypatch.setattr(batch, "run_jobs", fake_run_jobs)
-    common = dict(paper="fairness_analytics", notebook_folder="fairness", item_notebook="condition.ipynb",
+    common = dict(paper="fairness_analytics", notebook_folder="fairness",
                   item_key="condition", names=["a"], item_parameters={}, quick=False, data_dir=None)
     batch._paper_batch(out_dir=None, **common)
     kept = tmp_path / "papers_repro" / "fairness_analytics" / "summary.ipynb"

@@ -57,22 +57,19 @@ def without_normalize_record(run_folder: str | Path) -> dict[str, Any]:
     from fltrust.runs import load_run
 
     record = load_run(run_folder)
-    folder = Path(run_folder)
-    summary = json.loads((folder / "summary.json").read_text())
-    config = record.config if isinstance(record.config, dict) else {}
-    if (config.get("data") or {}).get("normalize") is not None:
-        raise ValueError(f"{folder}: data.normalize is set; this record is for the runs without the transform")
+    if (record.config.get("data") or {}).get("normalize") is not None:
+        raise ValueError(f"{record.path}: data.normalize is set; this record is for the runs without the transform")
     modes = {}
     for mode in MODES:
-        report = folder / "trust_modes" / mode / "trust_report.json"
+        report = record.path / "trust_modes" / mode / "trust_report.json"
         if report.is_file():
             data = json.loads(report.read_text())
             modes[mode] = {"trust_score": data["trust_score"],
                            "pillars": {p["name"]: p["score"] for p in data["pillars"]}}
-    name = str((config.get("run") or {}).get("name", folder.name)).removeprefix("federatedtrust_")
-    return {"run_id": folder.name, "experiment": name,
+    name = str((record.config.get("run") or {}).get("name", record.run_id)).removeprefix("federatedtrust_")
+    return {"run_id": record.run_id, "experiment": name,
             "aux_accuracy": [r.server_metrics.get("aux_accuracy") for r in record.rounds],
-            "modes": modes, "provenance": summary.get("provenance")}
+            "modes": modes, "provenance": record.summary.get("provenance")}
 
 
 def write_without_normalize(run_folders: Sequence[str | Path], results_dir: str | Path) -> Path:

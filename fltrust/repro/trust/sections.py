@@ -294,20 +294,18 @@ def ablation_sections(ablation: dict[str, Any] | None, *, variant: bool = False)
     return [section] + [s for extra in ablation.get("variants") or [] for s in ablation_sections(extra, variant=True)]
 
 
-def ablation_markdown(ablation: dict[str, Any] | None, *, variant: bool = False) -> list[str]:
+def ablation_markdown(ablation: dict[str, Any] | None) -> list[str]:
     """Lines of the RESULTS.md section on the attack ablation, its ``variants`` as sub-sections.
 
     Parameters
     ----------
     ablation : dict or None
         :func:`load_ablation`; None gives no section.
-    variant : bool
-        Render ``ablation`` as a variant sub-section (heading ``### Variant``, no introduction).
 
     Returns
     -------
     list of str
         The section's lines (template ``trust/ablation.md.j2``), the last one empty.
     """
-    return lines(render("trust/ablation.md.j2", ablation_sections=ablation_sections(ablation, variant=variant)))
+    return lines(render("trust/ablation.md.j2", ablation_sections=ablation_sections(ablation)))
 
