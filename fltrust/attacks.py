@@ -155,9 +155,7 @@ class AttackPlan:
         AttackPlan
         """
         a = attack
-        target = a.target_label
-        if a.kind == "backdoor" and target is None:
-            target = 0
+        target = 0 if a.kind == "backdoor" and a.target_label is None else a.target_label
         return cls(kind=a.kind, malicious=malicious_clients(a, num_clients, seed),
                    factor=update_factor(a), target_label=target, trigger_size=a.trigger_size,
                    trigger_value=a.trigger_value)
@@ -283,9 +281,7 @@ def poison_federation(federation: Any, cfg: ExperimentConfig) -> Any:
     plan. ``federation`` is a :class:`fltrust.federation.Federation` (a new one is returned).
     """
     plan = AttackPlan.from_config(cfg.attack, federation.num_clients, seed=cfg.effective_seed())
-    if not plan.active:
-        return dataclasses.replace(federation, attack=plan)
-    if plan.kind not in DATA_ATTACKS:
+    if not plan.active or plan.kind not in DATA_ATTACKS:
         return dataclasses.replace(federation, attack=plan)
     a = cfg.attack
     seed = cfg.effective_seed()

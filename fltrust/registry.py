@@ -109,7 +109,7 @@ class Registry(Mapping[str, T], Generic[T]):
         """
         return self.builtin + tuple(k for k in self._entries if k not in self.builtin)
 
-    def lookup(self, name: str) -> T:
+    def __getitem__(self, name: str) -> T:
         """The object registered under ``name``.
 
         Parameters
@@ -129,9 +129,6 @@ class Registry(Mapping[str, T], Generic[T]):
             return self._entries[name]
         except KeyError:
             raise KeyError(f"{self.field}={name!r} is not registered; registered: {sorted(self._entries)}") from None
-
-    def __getitem__(self, name: str) -> T:
-        return self.lookup(name)
 
     def __iter__(self) -> Iterator[str]:
         return iter(self._entries)

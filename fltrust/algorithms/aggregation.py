@@ -41,6 +41,7 @@ Where ours and Flower's differ (``tests/algorithms/test_robust_aggregation.py`` 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Literal
 
 import numpy as np
@@ -55,6 +56,11 @@ def _check(param_sets: list[Params]) -> None:
     n = len(param_sets[0])
     if any(len(p) != n for p in param_sets):
         raise ValueError("all clients must send the same number of arrays")
+
+
+def _per_array(param_sets: list[Params], combine: Callable[[list[np.ndarray]], np.ndarray]) -> Params:
+    """``combine`` of the clients' arrays at each position, cast back to the first client's array."""
+    return [cast_like(combine([p[i] for p in param_sets]), ref) for i, ref in enumerate(param_sets[0])]
 
 
 def cast_like(value: np.ndarray, like: np.ndarray) -> np.ndarray:
@@ -116,19 +122,13 @@ def weighted_average(param_sets: list[Params], weights: list[float] | np.ndarray
     if w.shape != (len(param_sets),) or np.any(w < 0) or w.sum() <= 0:
         raise ValueError(f"weights must be {len(param_sets)} non-negative numbers with a positive sum, got {weights}")
     w = w / w.sum()
-    return [
-        cast_like(sum(wi * p[i].astype(np.float64) for wi, p in zip(w, param_sets)), param_sets[0][i])
-        for i in range(len(param_sets[0]))
-    ]
+    return _per_array(param_sets, lambda arrays: sum(wi * a.astype(np.float64) for wi, a in zip(w, arrays)))
 
 
 def coordinate_median(param_sets: list[Params]) -> Params:
     """FedMedian: element-wise median of the client models (Yin et al. 2018)."""
     _check(param_sets)
-    return [
-        cast_like(np.median(np.stack([p[i].astype(np.float64) for p in param_sets]), axis=0), param_sets[0][i])
-        for i in range(len(param_sets[0]))
-    ]
+    return _per_array(param_sets, lambda arrays: np.median(np.stack([a.astype(np.float64) for a in arrays]), axis=0))
 
 
 def qffl_aggregate(
@@ -430,8 +430,8 @@ def bulyan(param_sets: list[Params], num_malicious: int, *, selection: Literal["
         chosen = multikrum_select(param_sets, f, theta)
     else:
         raise ValueError(f"selection={selection!r}; choose 'recursive' or 'multikrum'")
-    return [cast_like(np.asarray(_closest_to_median_mean([np.asarray(param_sets[c][i]) for c in chosen], beta)),
-                       param_sets[0][i]) for i in range(len(param_sets[0]))]
+    return _per_array([param_sets[c] for c in chosen],
+                      lambda arrays: _closest_to_median_mean([np.asarray(a) for a in arrays], beta))
 
 
 def krum_selection_rule(contents: list, num_malicious_nodes: int, num_nodes_to_select: int) -> list:

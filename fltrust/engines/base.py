@@ -192,7 +192,6 @@ class EngineBase:
                                                          "partition": self.fed.partition, **(dataset_extra or {})})
 
     def finish_run(self, recorder: RunRecorder, global_params: Params, wall: float, final_aux: tuple[float, float], *,
-                   engine_fields: dict[str, Any] | None = None,
                    extra_summary: dict[str, Any] | None = None) -> dict[str, Any]:
         """Load the final model into ``self.model``, write the summary and return its fields.
 
@@ -206,24 +205,23 @@ class EngineBase:
             Wall-clock seconds of the run.
         final_aux : tuple of (float, float)
             (loss, accuracy) of the final model on the auxiliary set.
-        engine_fields : dict, optional
-            The engine's own further fields (e.g. the Flower engine's ``flower`` timings).
         extra_summary : dict, optional
-            The caller's fields (override the engine's own of the same name).
+            Further fields: the engine's own (e.g. the Flower engine's ``flower`` timings), then
+            the caller's (which override the engine's own of the same name).
 
         Returns
         -------
         dict of str to Any
             ``seconds_per_round``, ``device``, ``final_aux_loss``, ``final_aux_accuracy``,
-            ``epsilon``, ``privacy`` (the mechanism's description), ``engine_fields``,
-            ``extra_summary`` and the attack / reliability blocks.
+            ``epsilon``, ``privacy`` (the mechanism's description), ``extra_summary`` and the
+            attack / reliability blocks.
         """
         rounds = self.training.rounds
         set_params(self.model, global_params)
         fields = {"seconds_per_round": wall / max(1, rounds), "device": str(self.device),
                   "final_aux_loss": final_aux[0], "final_aux_accuracy": final_aux[1],
                   "epsilon": self.privacy.epsilon(rounds), "privacy": self.privacy.describe(),
-                  **(engine_fields or {}), **(extra_summary or {})}
+                  **(extra_summary or {})}
         fields.update(self.robustness_summary(recorder.records, final_aux[1]))  # attack / reliability blocks
         recorder.finish(global_params, self.model.state_dict(), wall,
                         system_figures(self.model, recorder.records, global_params), fields)

@@ -87,7 +87,7 @@ from fltrust.core.stacked import UnsupportedModel, has_buffers, stacked_loss_pre
 from fltrust.engines.batched_evaluation import MLP_EVAL_ROWS, MLP_GEMMS, BatchedEvaluator, mlp_layers
 from fltrust.engines.schedule import BatchSchedule, batch_schedule
 from fltrust.engines.stacked_optimizer import StackedKind, StackedOptimizer
-from fltrust.engines.training import fused_adam as fused_adam_kernel
+from fltrust.engines.training import fused_adam
 
 __all__ = ["MLP_EVAL_ROWS", "MLP_GEMMS", "BatchSchedule", "BatchedEvaluator", "ClientGroup",
            "StackedOptimizer", "VectorTrainer", "batch_schedule", "vectorize_reason"]
@@ -144,9 +144,6 @@ class VectorTrainer(BatchedEvaluator):
     training : TrainingConfig
     num_classes : int
     device : torch.device
-    net : {"auto", "program", "vmap"}
-        Stacked forward (:func:`fltrust.core.stacked.stacked_net`); ``auto`` = program replay
-        (batched matmul / grouped convolution) when it applies, else ``torch.vmap``.
     cuda_graph : bool
         Capture the steps in CUDA graphs (CUDA only, models without dropout, no clipping).
     manual_mlp : bool
@@ -156,18 +153,19 @@ class VectorTrainer(BatchedEvaluator):
         Where the hand-written MLP steps (and the evaluation) multiply their matrices: numpy's BLAS
         (:meth:`_train_mlp_numpy`) or ``torch.bmm`` (:meth:`_train_mlp`);
         :data:`~fltrust.engines.batched_evaluation.MLP_GEMMS`.
-    fused_adam : bool or None
-        Adam steps with ``torch.optim.Adam(fused=True)``'s kernel (one pass over the stacked
-        buffer) or the single-tensor math (:class:`StackedOptimizer`); ``None``: as the
-        sequential path (:func:`fltrust.engines.training.fused_adam`: fused on CPU). CUDA-graph
-        capture always uses the single-tensor math.
+
+    The stacked forward is :func:`fltrust.core.stacked.stacked_net`'s (program replay -- batched
+    matmul / grouped convolution -- when it applies, else ``torch.vmap``). Adam steps use the
+    kernel the sequential path uses (:func:`fltrust.engines.training.fused_adam`: on CPU
+    ``torch.optim.Adam(fused=True)``'s, one pass over the stacked buffer, elsewhere the
+    single-tensor math of :class:`StackedOptimizer`); CUDA-graph capture always uses the
+    single-tensor math.
     """
 
     def __init__(self, model: nn.Module, training: TrainingConfig, num_classes: int, device: torch.device, *,
-                 net: str = "auto", cuda_graph: bool = False, manual_mlp: bool = True,
-                 mlp_gemm: str = "auto", fused_adam: bool | None = None) -> None:
+                 cuda_graph: bool = False, manual_mlp: bool = True, mlp_gemm: str = "auto") -> None:
         super().__init__(model, training, num_classes, device, mlp_gemm=mlp_gemm)
-        self.net = stacked_net(self.model, net)
+        self.net = stacked_net(self.model)
         if not self.net.trainable:
             raise UnsupportedModel(f"{type(model).__name__} cannot be trained as a stacked model")
         state = self.model.state_dict()
@@ -178,7 +176,7 @@ class VectorTrainer(BatchedEvaluator):
         self.offsets = np.concatenate([[0], np.cumsum([int(np.prod(s)) for s in self.shapes])]).astype(int).tolist()
         self.num_params = self.offsets[-1]
         self.mlp = mlp_layers(self.net) if manual_mlp else None  # None: autograd's stacked step
-        self.fused_adam = fused_adam_kernel(self.device) if fused_adam is None else bool(fused_adam)
+        self.fused_adam = fused_adam(self.device)
         cuda_graph = bool(cuda_graph) or os.environ.get("FLTRUST_CUDA_GRAPH", "") == "1"
         self.cuda_graph = cuda_graph and self.device.type == "cuda"
 

@@ -43,7 +43,6 @@ from flwr.serverapp.strategy import Strategy
 from fltrust.core.records import Params, RoundRecord
 from fltrust.flower.legacy import ObservedLegacyStrategy
 from fltrust.flower.partitions import discover_partitions, partition_query_reply
-from fltrust.algorithms.aggregation import cast_like
 from fltrust.flower.records import CLIENT_ID_KEY, CONFUSION_KEY, FLTRUST_KEY, arrays_to_params, confusion_from_metric
 from fltrust.flower.sinks import AUX_ACCURACY, AUX_LOSS, ClientRow, ObserverSink, RoundBuilder, RoundSink
 from fltrust.flower.validation import ClientIds, Problem, Rejection, ReportRejected, ReportSchema, RoundFacts, check_reply
@@ -332,9 +331,7 @@ class ObservedStrategy(Strategy):
         if cid is None:
             raise ValueError(f"the reply of node {node} has no {CLIENT_ID_KEY!r} metric; report it with "
                              "fltrust.flower.ClientReport (or pass node_partitions)")
-        params = arrays_to_params(record)
-        if self.builder.reference is not None:
-            params = [cast_like(p, ref) for p, ref in zip(params, self.builder.reference)]
+        params = arrays_to_params(record, like=self.builder.reference)
         confusion = confusion_from_metric(metrics[CONFUSION_KEY]) if CONFUSION_KEY in metrics else None
         return ClientRow(cid, node, params, metrics, confusion)
 

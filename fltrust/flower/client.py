@@ -95,16 +95,14 @@ class ClientReport:
         -------
         ClientReport
         """
-        import torch
-
         from fltrust.core.evaluation import evaluate, set_params
+        from fltrust.flower.tensors import model_device
 
         on_device: dict[Any, tuple[Any, Any]] = {}
 
         def run(params: Params) -> EvalResult:
             set_params(model, params)
-            tensor = next(iter(model.parameters()), None)
-            device = tensor.device if tensor is not None else torch.device("cpu")
+            device = model_device(model)
             if device not in on_device:
                 on_device.clear()
                 on_device[device] = (x_val.to(device), y_val.to(device))

@@ -133,9 +133,6 @@ class ObservedLegacyStrategy(LegacyStrategy):
             metrics (e.g. ``aux_accuracy``) as further server metrics.
         """
         result = self.strategy.evaluate(server_round, parameters)
-        metrics: dict[str, Any] = {}
-        if result is not None:
-            loss, extra = result
-            metrics = {**dict(extra or {}), AUX_LOSS: float(loss)}
+        metrics: dict[str, Any] = {} if result is None else {**dict(result[1] or {}), AUX_LOSS: float(result[0])}
         self.builder.emit(server_round, [np.array(a, copy=True) for a in parameters_to_ndarrays(parameters)], metrics)
         return result

@@ -9,6 +9,7 @@ labels without loading its inputs where the dataset allows it; :func:`model_devi
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -132,9 +133,7 @@ def model_device(model: nn.Module) -> torch.device:
     -------
     torch.device
     """
-    tensor = next(iter(model.parameters()), None)
-    if tensor is None:
-        tensor = next(iter(model.buffers()), None)
+    tensor = next(itertools.chain(model.parameters(), model.buffers()), None)
     return torch.device("cpu") if tensor is None else tensor.device
 
 

@@ -485,7 +485,7 @@ class FlowerEngine(EngineBase):
         wall = time.perf_counter() - start_time
         last = recorder.records[-1].server_metrics
         return self.finish_run(recorder, self._final, wall, (last["aux_loss"], last["aux_accuracy"]),
-                               engine_fields={"flower": dict(self.timings)}, extra_summary=extra_summary)
+                               extra_summary={"flower": dict(self.timings), **(extra_summary or {})})
 
 
 
