@@ -13,8 +13,8 @@ Alg. 1 step                 observer hook
 11-14 selection             ``on_round_end`` (rounds >= 1): who was sampled
 15-21 local evaluation      ``on_round_end``: mean client accuracy / loss, server aux metrics
 24-27 aggregate and score   ``on_run_end``: performance, CLEVER, SHAP, fairness CVs, system
-                            figures; ``factsheet.json``; score and report (if
-                            :mod:`fltrust.trust.scoring` is available). Every round also
+                            figures; ``factsheet.json``; score and report
+                            (:mod:`fltrust.trust.scoring`). Every round also
                             scores the FactSheet so far (``trust_score``, see below)
 ==========================  ==============================================================
 
@@ -128,6 +128,8 @@ from fltrust.trust.measures.statistics import (
     selection_rates,
 )
 from fltrust.trust.model_fields import MODEL_FIELDS, ModelFields
+from fltrust.trust.report import write_report
+from fltrust.trust.scoring import load_definitions, score_factsheet
 
 __all__ = [
     "FACTSHEET_FILE",
@@ -372,10 +374,7 @@ class TrustObserver(BaseObserver):
         self.factsheet = fs
         if self.extended is not None:
             self.extended.start(info, fs)
-        try:  # the metric definitions, loaded now so that a bad file fails before training; kept for scoring
-            from fltrust.trust.scoring import load_definitions
-        except ImportError:
-            return
+        # the metric definitions, loaded now so that a bad file fails before training; kept for scoring
         self._definitions = load_definitions(self.settings.metrics_file, mode=self.mode)
 
     def on_round_end(self, record: RoundRecord) -> Mapping[str, Any] | None:
@@ -426,7 +425,7 @@ class TrustObserver(BaseObserver):
                **{k: series[k] for k in ("mean_accuracy", "mean_loss")}}
         if extended is not None:
             out["extended"] = extended
-        elif self.settings.score_every_round and self._definitions is not None:
+        elif self.settings.score_every_round:
             out.update(self.score_so_far(record))
         return out
 
@@ -456,8 +455,6 @@ class TrustObserver(BaseObserver):
             self._model_fields.fill(fs, self._model_with(record.global_params_after), int(self.info.num_classes))
         system = {"bytes_up_total": self._traffic["bytes_sent"], "bytes_down_total": self._traffic["bytes_received"]}
         self._fill_system(fs, time.perf_counter() - self._started, system)
-        from fltrust.trust.scoring import score_factsheet
-
         with _quiet("fltrust.trust.scoring"):  # the final report lists what is missing; rounds stay quiet
             report = score_factsheet(fs, mode=self.mode, definitions=self._definitions)
         return _scores(report)
@@ -567,16 +564,9 @@ class TrustObserver(BaseObserver):
         set_field(fs, "system/avg_download_bytes", float(system["bytes_down_total"]) / self.num_clients)
 
     def _score(self) -> dict[str, Any]:
-        """Score the FactSheet and write the report, if the scoring engine is available."""
-        try:
-            from fltrust.trust.scoring import score_factsheet
-        except ImportError as exc:
-            log.warning("trust: scoring unavailable (%s); FactSheet written without a score", exc)
-            return {}
+        """Score the FactSheet and write the report (into the run folder, if any)."""
         report = score_factsheet(self.factsheet, mode=self.mode, definitions=self._definitions)
         if self.run_folder is not None:
-            from fltrust.trust.report import write_report
-
             write_report(report, self.run_folder)
         out = _scores(report)
         if report.has_provenance:

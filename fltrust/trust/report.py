@@ -23,6 +23,7 @@ left out of the means). :meth:`TrustReport.provenance_rows` lists them, :meth:`f
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 from collections import Counter
@@ -45,6 +46,11 @@ _LISTS = ("metrics", "notions", "pillars")
 """Fields holding a list of results."""
 _OPTIONAL = ("provenance", "applicable")
 """Fields written only when set (``provenance``) or ``False`` (``applicable``); defaults when absent."""
+
+
+def _fmt(value: float | None, decimals: int = 2) -> str:
+    """Format a score for display: ``decimals`` decimals, ``nan`` for NaN or ``None``."""
+    return "nan" if value is None or (isinstance(value, float) and math.isnan(value)) else f"{value:.{decimals}f}"
 
 
 class PlainResult:
@@ -423,9 +429,7 @@ class TrustReport(PlainResult):
         str
             The table, one line per trust score, pillar, notion and metric.
         """
-
-        def fmt(value: float) -> str:
-            return "nan" if value is None or (isinstance(value, float) and math.isnan(value)) else f"{value:.{decimals}f}"
+        fmt = functools.partial(_fmt, decimals=decimals)
 
         def raw(value: Any) -> str:
             if isinstance(value, float):
@@ -526,12 +530,11 @@ def plot_trust_report(report: TrustReport, ax: Sequence[Any] | None = None) -> t
     scores = [0.0 if math.isnan(p.score) else p.score for p in report.pillars]
     bars = pillar_ax.bar(names, scores, color=[colors[i % 10] for i in range(len(names))])
     for bar, pillar in zip(bars, report.pillars):
-        text = "nan" if math.isnan(pillar.score) else f"{pillar.score:.2f}"
-        pillar_ax.annotate(text, (bar.get_x() + bar.get_width() / 2, bar.get_height()), ha="center", va="bottom")
+        pillar_ax.annotate(_fmt(pillar.score), (bar.get_x() + bar.get_width() / 2, bar.get_height()), ha="center",
+                           va="bottom")
     if not math.isnan(report.trust_score):
         pillar_ax.axhline(report.trust_score, color="black", linestyle="--", linewidth=1)
-    title = "nan" if math.isnan(report.trust_score) else f"{report.trust_score:.2f}"
-    pillar_ax.set_title(f"Trust score {title} ({report.mode} mode)")
+    pillar_ax.set_title(f"Trust score {_fmt(report.trust_score)} ({report.mode} mode)")
     pillar_ax.set_ylim(0, 1.1)
     pillar_ax.set_ylabel("score")
     pillar_ax.tick_params(axis="x", labelrotation=30)
@@ -545,8 +548,8 @@ def plot_trust_report(report: TrustReport, ax: Sequence[Any] | None = None) -> t
     positions = np.arange(len(labels))[::-1]
     heights = [0.0 if math.isnan(v) else v for v in values]
     metric_ax.barh(positions, heights, color=bar_colors)
-    for position, value in zip(positions, values):
-        metric_ax.annotate("nan" if math.isnan(value) else f"{value:.2f}", (0.0 if math.isnan(value) else value, position),
+    for position, value, height in zip(positions, values, heights):
+        metric_ax.annotate(_fmt(value), (height, position),
                            xytext=(3, 0), textcoords="offset points", va="center", fontsize=7)
     metric_ax.set_yticks(positions, labels, fontsize=7)
     metric_ax.set_xlim(min([0.0, *heights]), 1.1)
