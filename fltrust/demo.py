@@ -84,10 +84,9 @@ def run_demo(out_dir: Path, data_dir: str | None = None, device: Device = "auto"
         failures, synthetic = _run_families(out_dir, data_dir, device)
     reports: list[Path] = []
     if papers:
-        with _phase("fairness", timings):
-            failures += _run_fairness(out_dir, device, data_dir)
-        with _phase("trust", timings):
-            failures += _run_trust(out_dir, device, data_dir)
+        for paper in PAPER_FOLDERS:
+            with _phase(paper, timings):
+                failures += _run_paper(paper, out_dir, device, data_dir)
         with _phase("report", timings):
             reports = _write_reports(out_dir)
     print()
@@ -131,21 +130,18 @@ def _run_families(out_dir: Path, data_dir: str | None, device: Device) -> tuple[
     return failures, synthetic
 
 
-def _run_fairness(out_dir: Path, device: Device, data_dir: str | None) -> list[str]:
-    from fltrust.repro.batch import run_fairness_batch
+def _run_paper(paper: str, out_dir: Path, device: Device, data_dir: str | None) -> list[str]:
+    """The quick batch of one paper (``"fairness"`` or ``"trust"``) in its demo folder; returns the failures."""
+    from fltrust.repro.batch import run_fairness_batch, run_trust_batch
 
-    print("\n== Federated Fairness Analytics: quick reproduction (FedAvg, non-iid, every dataset; "
-          "`fltrust repro fairness --quick` runs all 24 conditions) ==")
-    return run_fairness_batch(quick=True, conditions=DEMO_FAIRNESS_CONDITIONS, device=device,
-                              out_dir=out_dir / PAPER_FOLDERS["fairness"], data_dir=data_dir, in_process=True)
-
-
-def _run_trust(out_dir: Path, device: Device, data_dir: str | None) -> list[str]:
-    from fltrust.repro.batch import run_trust_batch
-
+    common: dict[str, Any] = dict(quick=True, device=device, out_dir=out_dir / PAPER_FOLDERS[paper], data_dir=data_dir,
+                                  in_process=True)
+    if paper == "fairness":
+        print("\n== Federated Fairness Analytics: quick reproduction (FedAvg, non-iid, every dataset; "
+              "`fltrust repro fairness --quick` runs all 24 conditions) ==")
+        return run_fairness_batch(conditions=DEMO_FAIRNESS_CONDITIONS, **common)
     print("\n== FederatedTrust: quick reproduction (experiments 1-5, every scoring mode) ==")
-    return run_trust_batch(quick=True, experiments=DEMO_TRUST_EXPERIMENTS, device=device,
-                           out_dir=out_dir / PAPER_FOLDERS["trust"], data_dir=data_dir, in_process=True)
+    return run_trust_batch(experiments=DEMO_TRUST_EXPERIMENTS, **common)
 
 
 def _write_reports(out_dir: Path) -> list[Path]:

@@ -57,7 +57,9 @@ class ExperimentConfig:
             )
 
         self._check_attack()
-        self._check_secure_aggregation()
+        if self.privacy.secure_aggregation == "secagg+" and self.run.engine != "flower":
+            raise ConfigError("privacy.secure_aggregation='secagg+' runs Flower's SecAgg+ protocol, which the in-process "
+                              "engine does not have: set run.engine=flower")
 
     def _check_attack(self) -> None:
         a = self.attack
@@ -69,11 +71,6 @@ class ExperimentConfig:
             raise ConfigError(f"attack.malicious_clients {bad} are not client ids (partition.num_clients={clients})")
         if a.malicious_clients is None and a.num_malicious > clients:
             raise ConfigError(f"attack.num_malicious={a.num_malicious} exceeds partition.num_clients={clients}")
-
-    def _check_secure_aggregation(self) -> None:
-        if self.privacy.secure_aggregation == "secagg+" and self.run.engine != "flower":
-            raise ConfigError("privacy.secure_aggregation='secagg+' runs Flower's SecAgg+ protocol, which the in-process "
-                              "engine does not have: set run.engine=flower")
 
     # -- derived values -------------------------------------------------------------------
     def clients_per_round(self) -> int:

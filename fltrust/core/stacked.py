@@ -325,17 +325,15 @@ class ProgramNet:
             _, wi, bi, stride, padding, dilation, groups = spec
             w = params[wi]
             b = params[bi] if bi is not None else None
+            wk = w.reshape(K * w.shape[1], *w.shape[2:])  # the K models' filters as one grouped convolution's
+            bk = b.reshape(K * b.shape[1]) if b is not None else None
             if v.layout == "shared":
-                wk = w.reshape(K * w.shape[1], *w.shape[2:])
-                bk = b.reshape(K * b.shape[1]) if b is not None else None
                 return _Value(F.conv2d(v.t, wk, bk, stride, padding, dilation, groups), "grouped")
             per_group_in = w.shape[2]
             if mode == "loop" or (mode == "cpu" and per_group_in < 4):
                 xs = _to_list(v, K).t
                 return _Value([F.conv2d(xs[k], w[k], b[k] if b is not None else None, stride, padding, dilation, groups)
                                for k in range(K)], "list")
-            wk = w.reshape(K * w.shape[1], *w.shape[2:])
-            bk = b.reshape(K * b.shape[1]) if b is not None else None
             if mode == "cpu":  # grouped, channels-last: oneDNN's fast grouped path on CPU
                 x = _to_grouped_channels_last(v, K)
                 wk = wk.contiguous(memory_format=torch.channels_last)

@@ -215,18 +215,6 @@ def _leaf_users(path: Path) -> Generator[tuple[str, int | None, np.ndarray, np.n
         yield user, count, x, y_raw
 
 
-def _import_h5py(path: Path) -> Any:
-    """h5py, imported only when an h5 file is read (the rest of fltrust does not need it)."""
-    try:
-        import h5py
-    except ImportError as exc:
-        raise DatasetError(
-            f"{path.name}: reading TensorFlow Federated's h5 files needs h5py, which is not installed; "
-            f"install the pinned version (`pip install h5py==3.16.0`, as in requirements.txt)"
-        ) from exc
-    return h5py
-
-
 TFF_LAYOUT = ("expected TensorFlow Federated's federated EMNIST layout: a group 'examples' with one group per "
               "writer holding the datasets 'pixels' (n x 28 x 28) and 'label' (n)")
 
@@ -235,7 +223,13 @@ TFF_LAYOUT = ("expected TensorFlow Federated's federated EMNIST layout: a group 
 def _tff_h5_writers(path: Path) -> Iterator[tuple[Any, Any]]:
     """The open file's ``examples`` group and a function giving a writer's checked ``(pixels, label)``
     datasets (names, numeric dtypes, shapes; no pixel is read)."""
-    h5py = _import_h5py(path)
+    try:  # h5py only when an h5 file is read (the rest of fltrust does not need it)
+        import h5py
+    except ImportError as exc:
+        raise DatasetError(
+            f"{path.name}: reading TensorFlow Federated's h5 files needs h5py, which is not installed; "
+            f"install the pinned version (`pip install h5py==3.16.0`, as in requirements.txt)"
+        ) from exc
     try:
         handle = h5py.File(path, "r")
     except OSError as exc:

@@ -22,10 +22,10 @@ from fltrust.data.registry import (
     SPECS,
     FileSetSpec,
     _load_real,
+    checksum_mismatches,
     data_root,
     describe_mismatches,
-    reference_spec,
-    spec_of,
+    expected_sha256,
 )
 
 __all__ = ["dataset_info", "file_listing", "file_set_info"]
@@ -36,19 +36,13 @@ def file_listing(name: str, folder: Path) -> list[dict[str, Any]]:
 
     ``known`` is True/False when the registry knows the file's SHA-256 and None otherwise.
     """
-    known = (reference_spec(name) if name in REFERENCE_SPECS else spec_of(name)).expected_sha256()
+    known = expected_sha256(name)
     paths = sorted(p for p in folder.rglob("*") if p.is_file() and not p.name.startswith(".")) if folder.is_dir() else []
     rows = [file_record(path, folder) for path in paths]
     for row in rows:
         expected = known.get(row["path"])
         row["known"] = None if expected is None else row["sha256"] == expected
     return rows
-
-
-def _mismatches(files: list[dict[str, Any]], expected: dict[str, str]) -> list[dict[str, str]]:
-    """``{"path", "sha256", "expected"}`` of each listed file whose SHA-256 differs from the known one."""
-    return [{"path": f["path"], "sha256": f["sha256"], "expected": expected[f["path"]]}
-            for f in files if f["known"] is False]
 
 
 def dataset_info(root: str | os.PathLike[str] | None = None, *, count: bool = True) -> list[dict[str, Any]]:
@@ -87,7 +81,7 @@ def dataset_info(root: str | os.PathLike[str] | None = None, *, count: bool = Tr
             "files": file_listing(name, folder),
             "problem": None,
         }
-        entry["checksum_mismatch"] = _mismatches(entry["files"], spec.expected_sha256())
+        entry["checksum_mismatch"] = checksum_mismatches(name, folder, entry["files"])
         if count:
             try:
                 bundle = _load_real(None, folder, seed=0, real=spec.name)
@@ -134,7 +128,7 @@ def file_set_info(spec: FileSetSpec, folder: Path) -> dict[str, Any]:
     expected = spec.expected_sha256()
     listed = {f["path"] for f in files}
     missing = [relative for relative in expected if relative not in listed]
-    mismatch = _mismatches(files, expected)
+    mismatch = checksum_mismatches(spec.name, folder, files)
     problem = None
     if missing:
         problem = (f"{len(missing)} of {len(expected)} files missing from {folder} "

@@ -65,7 +65,7 @@ import pandas as pd
 
 from fltrust.data.base import ArraySplit, DatasetBundle, DatasetError, unreadable
 from fltrust.data.cache import cached_arrays, file_record, require_files
-from fltrust.names import FeatureScaling, OnehotOrder
+from fltrust.names import FEATURE_SCALINGS, ONEHOT_ORDERS, FeatureScaling, OnehotOrder
 
 KDD_COLUMNS = (
     "duration", "protocol_type", "service", "flag", "src_bytes", "dst_bytes", "land",
@@ -116,9 +116,6 @@ FIXED_MAXIMA = {
 }  # fmt: skip
 """The fairness authors' fixed min-max table (fairness spec 6.7): all minima 0; every continuous
 column not listed has maximum 1 (``num_outbound_cmds``, always 0, was forced to [0, 1])."""
-
-SCALINGS = ("fit_train", "fixed")
-ONEHOT_ORDERS = ("global", "per_split", "per_partition")
 
 ATTACK_CATEGORIES = {
     "normal": "normal",
@@ -283,7 +280,7 @@ def scale_continuous(
     if scaling == "fixed":
         maxima = np.array([FIXED_MAXIMA.get(c, 1.0) for c in CONTINUOUS_COLUMNS])
         return train / maxima, test / maxima
-    raise DatasetError(f"NSL-KDD scaling={scaling!r} is not allowed; choose one of {list(SCALINGS)}")
+    raise DatasetError(f"NSL-KDD scaling={scaling!r} is not allowed; choose one of {list(FEATURE_SCALINGS)}")
 
 
 def one_hot(raw: dict[str, np.ndarray]) -> np.ndarray:
@@ -340,8 +337,8 @@ def load_nsl_kdd(
     """
     if onehot_order not in ONEHOT_ORDERS:
         raise DatasetError(f"NSL-KDD onehot_order={onehot_order!r}; choose one of {list(ONEHOT_ORDERS)}")
-    if scaling not in SCALINGS:
-        raise DatasetError(f"NSL-KDD scaling={scaling!r} is not allowed; choose one of {list(SCALINGS)}")
+    if scaling not in FEATURE_SCALINGS:
+        raise DatasetError(f"NSL-KDD scaling={scaling!r} is not allowed; choose one of {list(FEATURE_SCALINGS)}")
     folder = Path(folder)
     train_raw, train_records = read_kdd_files(folder, train_files or DEFAULT_TRAIN_FILES)
     test_raw, test_records = read_kdd_files(folder, test_files or DEFAULT_TEST_FILES)

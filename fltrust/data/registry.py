@@ -338,6 +338,11 @@ def spec_of(name: str) -> DatasetSpec:
     return SPECS[name]
 
 
+def expected_sha256(name: str) -> dict[str, str]:
+    """Every known SHA-256 of a real dataset or a published file set, by path relative to its folder."""
+    return (reference_spec(name) if name in REFERENCE_SPECS else spec_of(name)).expected_sha256()
+
+
 # -- loading -----------------------------------------------------------------------------------
 
 def _check_options(cfg: DataConfig) -> None:
@@ -386,7 +391,7 @@ def checksum_mismatches(name: str, folder: Path, records: list[dict[str, Any]] |
     Parameters
     ----------
     name : str
-        Real dataset name.
+        Real dataset or published file set name.
     folder : Path
         The dataset folder.
     records : list of dict, optional
@@ -398,7 +403,7 @@ def checksum_mismatches(name: str, folder: Path, records: list[dict[str, Any]] |
     list of dict
         ``{"path", "sha256", "expected"}`` per mismatching file (``path`` relative to ``folder``).
     """
-    known = spec_of(name).expected_sha256()
+    known = expected_sha256(name)
     if records is None:
         records = [
             {"path": rel, "sha256": file_sha256(folder / rel)} for rel in known if (folder / rel).is_file()

@@ -35,7 +35,7 @@ import numpy as np
 from fltrust.data import cifar10, femnist, n_baiot, nsl_kdd
 from fltrust.data.base import ArraySplit, DatasetBundle, DatasetError
 from fltrust.data.n_baiot_calibration import REAL_PARTIAL_CLASS_STATS
-from fltrust.names import StandinCalibration
+from fltrust.names import STANDIN_CALIBRATIONS, StandinCalibration
 
 
 def _sizes(n_train: int, n_test: int | None) -> tuple[int, int]:
@@ -160,10 +160,6 @@ def _device_traffic(device: str) -> list[str]:
     return labels
 
 
-N_BAIOT_CALIBRATIONS = ("none", "real_partial")
-"""Values of ``synthetic_n_baiot(calibration=...)`` (config ``data.standin_calibration``)."""
-
-
 def synthetic_n_baiot(
     n_train: int = 2000,
     *,
@@ -188,9 +184,9 @@ def synthetic_n_baiot(
     :math:`\\bar x_{cj}, \\hat s_{cj}` the class mean and standard deviation of the training split
     (applied to both splits). The device and attack structure is kept, the marginal shapes stay Gaussian.
     """
-    if calibration not in N_BAIOT_CALIBRATIONS:
+    if calibration not in STANDIN_CALIBRATIONS:
         raise DatasetError(
-            f"synthetic_n_baiot calibration={calibration!r} is not known; choose one of {list(N_BAIOT_CALIBRATIONS)}"
+            f"synthetic_n_baiot calibration={calibration!r} is not known; choose one of {list(STANDIN_CALIBRATIONS)}"
         )
     n_train, n_test = _sizes(n_train, n_test)
     rng = np.random.default_rng(seed)

@@ -52,7 +52,8 @@ class PlotInputError(ValueError):
     """A plotting function got a table without the columns it needs."""
 
 
-def require_columns(frame: pd.DataFrame, columns: Iterable[str], what: str) -> None:
+def require_columns(frame: pd.DataFrame, columns: Iterable[str], what: str,
+                    how: str = "as the plot's docstring says") -> None:
     """Raise :class:`PlotInputError` naming the columns of ``columns`` that ``frame`` lacks.
 
     Parameters
@@ -63,6 +64,8 @@ def require_columns(frame: pd.DataFrame, columns: Iterable[str], what: str) -> N
         The columns the plot needs.
     what : str
         The table's name in the message (e.g. ``"the notions frame"``).
+    how : str
+        How to build the table, in the message (``"with <the function that builds it>"``).
 
     Examples
     --------
@@ -73,7 +76,7 @@ def require_columns(frame: pd.DataFrame, columns: Iterable[str], what: str) -> N
     """
     missing = [c for c in columns if c not in frame.columns]
     if missing:
-        raise PlotInputError(f"{what} lacks columns {missing}; build it as the plot's docstring says")
+        raise PlotInputError(f"{what} lacks columns {missing}; build it {how}")
 
 
 def frame_notions(frame: pd.DataFrame, what: str = "the notions frame") -> list[str]:

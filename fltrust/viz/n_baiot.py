@@ -13,7 +13,7 @@ from typing import Any
 
 import pandas as pd
 
-from fltrust.viz.fairness import PlotInputError, figure_title
+from fltrust.viz.fairness import PlotInputError, figure_title, require_columns
 
 __all__ = ["plot_standin_vs_real"]
 
@@ -48,11 +48,8 @@ def plot_standin_vs_real(
     import seaborn as sns
     from matplotlib.lines import Line2D
 
-    missing = [c for c in ("source", "feature", "class", "mean", "q05", "q50", "q95") if c not in stats.columns]
-    if missing:
-        raise PlotInputError(
-            f"stats lacks columns {missing}; build it with fltrust.repro.trust.n_baiot_compare.standin_vs_real"
-        )
+    require_columns(stats, ("source", "feature", "class", "mean", "q05", "q50", "q95"), "stats",
+                    "with fltrust.repro.trust.n_baiot_compare.standin_vs_real")
     features = list(dict.fromkeys(stats["feature"])) if features is None else list(features)
     unknown = [f for f in features if f not in set(stats["feature"])]
     if not features or unknown:
