@@ -409,7 +409,10 @@ def welch_test(ours: Sequence[float | None], authors: Sequence[float | None], *,
     """
     from scipy import stats
 
-    a, b = (np.asarray([v for v in values if v is not None and np.isfinite(v)], dtype=float) for values in (ours, authors))
+    def finite(values: Sequence[float | None]) -> np.ndarray:
+        return np.asarray([v for v in values if v is not None and np.isfinite(v)], dtype=float)
+
+    a, b = finite(ours), finite(authors)
     if len(a) < 2 or len(b) < 2 or (np.var(a) == 0 and np.var(b) == 0):
         return WelchTest(math.nan, math.nan, None)
     with warnings.catch_warnings():
