@@ -1,4 +1,4 @@
-"""Registries of the components a config names: aggregation strategies and privacy mechanisms.
+"""The kit's one registry type, and the registries of the components a config names.
 
 A :class:`Registry` maps a name (the value of a config field such as ``strategy.name``) to the
 object that implements it. The object registers itself where it is defined, with
@@ -13,6 +13,9 @@ own, before its config is loaded -- passes the config's check as well.
   subclass;
 - :data:`PRIVACY_MECHANISMS` -- ``privacy.mode`` -> a
   :class:`fltrust.algorithms.privacy.PrivacyMechanism` subclass.
+
+The trust scoring engine's operations and score types are registries of this type too
+(:mod:`fltrust.trust.scoring.registry`).
 
 This module imports only :mod:`fltrust.names`.
 
@@ -35,7 +38,7 @@ from typing import Any, Generic, TypeVar
 
 from fltrust import names
 
-__all__ = ["PRIVACY_MECHANISMS", "STRATEGIES", "Registry"]
+__all__ = ["PRIVACY_MECHANISMS", "STRATEGIES", "Registry", "qualname"]
 
 T = TypeVar("T")
 
@@ -43,17 +46,24 @@ T = TypeVar("T")
 class Registry(Mapping[str, T], Generic[T]):
     """Names of one config field -> the registered objects that implement them.
 
+    A name is registered once. The same definition registered again (a reloaded module, a notebook
+    cell that reruns: the same :func:`qualname`) replaces itself; any other object needs
+    ``replace=True``.
+
     Parameters
     ----------
     field : str
         The config field the names are values of (``"strategy.name"``), for messages.
     builtin : tuple of str
         The names declared in :mod:`fltrust.names` (valid in a config before their module is imported).
+    error : type of Exception
+        What a refused registration raises (default ``ValueError``).
     """
 
-    def __init__(self, field: str, builtin: tuple[str, ...] = ()) -> None:
+    def __init__(self, field: str, builtin: tuple[str, ...] = (), error: type[Exception] = ValueError) -> None:
         self.field = field
         self.builtin = tuple(builtin)
+        self.error = error
         self._entries: dict[str, T] = {}
 
     def register(self, obj: T | None = None, *, name: str | None = None, replace: bool = False) -> Any:
@@ -66,8 +76,8 @@ class Registry(Mapping[str, T], Generic[T]):
         name : str, optional
             The name (default ``obj.name``).
         replace : bool
-            Allow replacing an object already registered under ``name`` (default False: a second
-            object with a registered name is an error, so two components cannot silently share one).
+            Allow replacing another object already registered under ``name`` (default False: two
+            components cannot silently share one name).
 
         Returns
         -------
@@ -76,16 +86,18 @@ class Registry(Mapping[str, T], Generic[T]):
 
         Raises
         ------
-        ValueError
-            If the name is empty, not a string, or already taken (without ``replace``).
+        Exception
+            ``error`` (default ``ValueError``), if the name is empty, not a string, or taken by
+            another definition (without ``replace``).
         """
         if obj is None:
             return lambda o: self.register(o, name=name, replace=replace)
         key = name if name is not None else getattr(obj, "name", None)
         if not isinstance(key, str) or not key:
-            raise ValueError(f"{self.field}: {obj!r} has no name; give it a `name` attribute or register(name=...)")
-        if key in self._entries and self._entries[key] is not obj and not replace:
-            raise ValueError(f"{self.field}={key!r} is already registered ({self._entries[key]!r}); "
+            raise self.error(f"{self.field}: {obj!r} has no name; give it a `name` attribute or register(name=...)")
+        old = self._entries.get(key)
+        if old is not None and qualname(old) != qualname(obj) and not replace:
+            raise self.error(f"{self.field} {key!r} is already registered by {qualname(old)}; "
                              "choose another name or pass replace=True")
         self._entries[key] = obj
         return obj
@@ -138,6 +150,26 @@ class Registry(Mapping[str, T], Generic[T]):
 
     def __repr__(self) -> str:
         return f"Registry({self.field!r}, {sorted(self._entries)})"
+
+
+def qualname(obj: Any) -> str:
+    """``module.qualified_name`` of a class or function, or of the ``function`` an entry wraps.
+
+    Parameters
+    ----------
+    obj : object
+
+    Returns
+    -------
+    str
+
+    Examples
+    --------
+    >>> qualname(Registry)
+    'fltrust.registry.Registry'
+    """
+    target = getattr(obj, "function", obj)
+    return f"{getattr(target, '__module__', '?')}.{getattr(target, '__qualname__', repr(target))}"
 
 
 # The entries are classes of fltrust.algorithms, which this module sits below (it cannot name them): the

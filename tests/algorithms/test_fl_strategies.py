@@ -8,6 +8,8 @@ checked in ``test_training.py``).
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
@@ -308,3 +310,23 @@ def test_a_subclass_with_its_own_local_update_trains_one_client_after_another():
     # Assert: each client trained through the override (epochs 7, then the configured 1)
     assert [[c[1]["epochs"] for c in client.calls] for client in clients] == [[7, 1], [7, 1]]
     assert len(out) == 2
+
+
+def _strategy_class(name: str) -> type:
+    """A new class object each call, with one module-qualified name (as a notebook cell that reruns makes)."""
+    return type("Rerun", (), {"name": name, "__module__": __name__, "__qualname__": "Rerun"})
+
+
+def test_a_registry_takes_a_rerun_definition_and_refuses_another_one():
+    first, again = _strategy_class("rerun_test"), _strategy_class("rerun_test")
+    other = type("Other", (), {"name": "rerun_test"})
+    try:
+        registry.STRATEGIES.register(first)
+        assert registry.STRATEGIES.register(again) is again and registry.STRATEGIES["rerun_test"] is again
+        refused = f"strategy.name 'rerun_test' is already registered by {re.escape(__name__)}.Rerun; choose another"
+        with pytest.raises(ValueError, match=refused):
+            registry.STRATEGIES.register(other)
+        assert registry.STRATEGIES.register(other, replace=True) is other
+    finally:
+        registry.STRATEGIES.unregister("rerun_test")
+    assert "rerun_test" not in registry.STRATEGIES

@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from fltrust.registry import qualname
 from fltrust.trust.factsheet.io import get_field
 from fltrust.trust.factsheet.schema import (
     PROVENANCE_STATUSES,
@@ -345,8 +346,8 @@ def measure(
     def register(function: Callable[[RunView], Any]) -> Callable[[RunView], Any]:
         name = function.__name__
         old = _MEASURES.get(name)
-        if old is not None and _qualname(old.function) != _qualname(function):
-            raise MeasureError(f"a measure named {name!r} is already registered ({_qualname(old.function)}); "
+        if old is not None and qualname(old.function) != qualname(function):
+            raise MeasureError(f"a measure named {name!r} is already registered ({qualname(old.function)}); "
                                "rename the function")
         unregister_measure(name)  # the same function registered again (a reloaded module) replaces itself
         try:
@@ -396,10 +397,6 @@ def declared_measure(path: str, kind: str = "str", *, what: str,
     declared.__doc__ = f"Return the declared {what} (``{source}``)."
     return measure(path, kind, who="project owner", phase="pre", status="declared", source=source,
                    provenance=source)(declared)
-
-
-def _qualname(function: Callable[..., Any]) -> str:
-    return f"{getattr(function, '__module__', '?')}.{getattr(function, '__qualname__', repr(function))}"
 
 
 def unregister_measure(name: str) -> None:

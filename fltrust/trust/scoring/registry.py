@@ -1,10 +1,10 @@
 """The scoring engine's registries: operation names and score-type names, each -> one callable.
 
 A metric of a definitions file names an *operation* (its raw value from its FactSheet fields) and
-a score *type* (the raw value onto [0, 1]). Both names are keys of a registry here, filled by the
-decorators :func:`operation` and :func:`score_type`: the packaged ones in
-:mod:`fltrust.trust.scoring.operations` and :mod:`fltrust.trust.scoring.normalization`, a user's in
-their own module. The same registries validate a definitions file
+a score *type* (the raw value onto [0, 1]). Both names are keys of a registry here (a
+:class:`fltrust.registry.Registry`), filled by the decorators :func:`operation` and
+:func:`score_type`: the packaged ones in :mod:`fltrust.trust.scoring.operations` and
+:mod:`fltrust.trust.scoring.normalization`, a user's in their own module. The same registries validate a definitions file
 (:mod:`fltrust.trust.scoring.definitions`: an unknown name fails naming the file, the metric and the
 registered names) and dispatch in the engine (:mod:`fltrust.trust.scoring.engine`).
 
@@ -26,7 +26,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any
+
+from fltrust.registry import Registry
 
 __all__ = [
     "METRIC_KEYS",
@@ -34,7 +36,6 @@ __all__ = [
     "SCORE_TYPES",
     "SWITCHES",
     "Operation",
-    "Registry",
     "RegistryError",
     "ScoreType",
     "operation",
@@ -108,72 +109,9 @@ class ScoreType:
     check: Callable[[Any], str | None] | None = None
 
 
-Entry = TypeVar("Entry", Operation, ScoreType)
-
-
-class Registry(dict[str, Entry]):
-    """Name -> entry, in registration order; a name is registered once.
-
-    Parameters
-    ----------
-    kind : str
-        What the entries are (``"operation"``, ``"score type"``), for messages.
-    """
-
-    def __init__(self, kind: str) -> None:
-        super().__init__()
-        self.kind = kind
-
-    def register(self, entry: Entry) -> Entry:
-        """Add ``entry`` under ``entry.name``.
-
-        Parameters
-        ----------
-        entry : Operation or ScoreType
-
-        Returns
-        -------
-        Operation or ScoreType
-            ``entry``.
-
-        Raises
-        ------
-        RegistryError
-            The name is taken by another function.
-        """
-        old = self.get(entry.name)
-        if old is not None and _qualname(old.function) != _qualname(entry.function):
-            raise RegistryError(f"{self.kind} {entry.name!r} is already registered by {_qualname(old.function)}; "
-                                "pick another name")
-        self[entry.name] = entry
-        return entry
-
-    def unregister(self, name: str) -> None:
-        """Remove the entry ``name`` (for tests and notebooks that register their own).
-
-        Parameters
-        ----------
-        name : str
-        """
-        self.pop(name, None)
-
-    def names(self) -> list[str]:
-        """Return the registered names, sorted.
-
-        Returns
-        -------
-        list of str
-        """
-        return sorted(self)
-
-
-def _qualname(function: Callable[..., Any]) -> str:
-    return f"{getattr(function, '__module__', '?')}.{getattr(function, '__qualname__', repr(function))}"
-
-
-OPERATIONS: Registry[Operation] = Registry("operation")
+OPERATIONS: Registry[Operation] = Registry("operation", error=RegistryError)
 """Every operation a definitions file may name (:func:`operation` registers one)."""
-SCORE_TYPES: Registry[ScoreType] = Registry("score type")
+SCORE_TYPES: Registry[ScoreType] = Registry("score type", error=RegistryError)
 """Every score type a definitions file may name (:func:`score_type` registers one)."""
 
 
