@@ -26,12 +26,12 @@ import math
 import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from types import MappingProxyType
 from typing import Any
 
 import numpy as np
 
 from fltrust.metrics.jain import MetricInputError
+from fltrust.registry import Registry
 from fltrust.settings import FairnessSettings
 
 __all__ = [
@@ -150,8 +150,7 @@ class Notion:
         return float(raw), result, extra
 
 
-_REGISTRY: dict[str, Notion] = {}
-NOTIONS: Mapping[str, Notion] = MappingProxyType(_REGISTRY)
+NOTIONS: Registry[Notion] = Registry("fairness notion", error=MetricInputError)
 """Every registered notion by name, in registration order (read-only; :func:`register_notion` adds)."""
 
 
@@ -186,7 +185,8 @@ def register_notion(
     details : callable, optional
         ``details(result) -> dict`` of extra JSON-ready fields stored with each round.
     replace : bool, default False
-        Replace a notion already registered under ``name`` (e.g. when a notebook cell reruns).
+        Replace a notion another function registered under ``name`` (the same function
+        registered again, as by a notebook cell that reruns, replaces itself).
 
     Returns
     -------
@@ -212,11 +212,6 @@ def register_notion(
             f"fairness notion name {name!r} must be a letter, then up to 63 letters, digits or '_', and not "
             f"{GENERAL_FAIRNESS!r} (general fairness)"
         )
-    if name in _REGISTRY and not replace:
-        raise MetricInputError(
-            f"fairness notion {name!r} is already registered ({_REGISTRY[name].equation}); choose another name "
-            "or pass replace=True"
-        )
     weight = float(default_weight)
     if not math.isfinite(weight) or weight < 0:
         raise MetricInputError(f"fairness notion {name!r}: default_weight={default_weight!r} must be a finite number >= 0")
@@ -224,8 +219,8 @@ def register_notion(
     def add(fn: Callable[[NotionInput], Any]) -> Callable[[NotionInput], Any]:
         if not callable(fn):
             raise MetricInputError(f"fairness notion {name!r}: {fn!r} is not callable")
-        _REGISTRY[name] = Notion(name=name, function=fn, label=str(label), symbol=str(symbol or name),
-                                 default_weight=weight, equation=str(equation), details=details)
+        NOTIONS.register(Notion(name=name, function=fn, label=str(label), symbol=str(symbol or name),
+                                default_weight=weight, equation=str(equation), details=details), replace=replace)
         return fn
 
     return add if function is None else add(function)
@@ -244,9 +239,9 @@ def unregister_notion(name: str) -> None:
     MetricInputError
         If no notion of that name is registered.
     """
-    if name not in _REGISTRY:
-        raise MetricInputError(f"no fairness notion {name!r} is registered; registered: {list(_REGISTRY)}")
-    del _REGISTRY[name]
+    if name not in NOTIONS:
+        raise MetricInputError(f"no fairness notion {name!r} is registered; registered: {list(NOTIONS)}")
+    NOTIONS.unregister(name)
 
 
 def resolve_weights(overrides: Mapping[str, float] | None = None, *, where: str = "notion_weights") -> dict[str, float]:
@@ -275,13 +270,13 @@ def resolve_weights(overrides: Mapping[str, float] | None = None, *, where: str 
     {'f_j': 0.25, 'f_g': 0.25, 'f_r': 0.25, 'f_o': 0.0}
     """
     overrides = dict(overrides or {})
-    unknown = [k for k in overrides if k not in _REGISTRY]
+    unknown = [k for k in overrides if k not in NOTIONS]
     if unknown:
         raise MetricInputError(
             f"{where} names {unknown}, which {'is' if len(unknown) == 1 else 'are'} not a registered fairness notion; "
-            f"registered: {list(_REGISTRY)}; import the module that registers it first (docs/extending.md)"
+            f"registered: {list(NOTIONS)}; import the module that registers it first (docs/extending.md)"
         )
-    weights = {name: float(overrides.get(name, notion.default_weight)) for name, notion in _REGISTRY.items()}
+    weights = {name: float(overrides.get(name, notion.default_weight)) for name, notion in NOTIONS.items()}
     if not any(w > 0 for w in weights.values()):
         raise MetricInputError(f"{where} gives every notion weight 0 ({weights}); F_T needs a positive weight")
     return weights
@@ -311,7 +306,7 @@ class NotionKeys(Sequence[str]):
 
     def _keys(self) -> tuple[str, ...]:
         general = (GENERAL_FAIRNESS,) if self._general else ()
-        return (*self._before, *_REGISTRY, *general, *self._after)
+        return (*self._before, *NOTIONS, *general, *self._after)
 
     def __getitem__(self, index):
         """Return the key at ``index``."""
@@ -347,7 +342,7 @@ class _Describe(Mapping[str, str]):
     def __getitem__(self, key: str) -> str:
         if key == GENERAL_FAIRNESS:
             return self._general
-        return getattr(_REGISTRY[key], self._attribute)
+        return getattr(NOTIONS[key], self._attribute)
 
     def __iter__(self) -> Iterator[str]:
         return iter(FAIRNESS_KEYS)
