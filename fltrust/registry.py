@@ -14,8 +14,10 @@ own, before its config is loaded -- passes the config's check as well.
 - :data:`PRIVACY_MECHANISMS` -- ``privacy.mode`` -> a
   :class:`fltrust.algorithms.privacy.PrivacyMechanism` subclass.
 
-The trust scoring engine's operations and score types are registries of this type too
-(:mod:`fltrust.trust.scoring.registry`).
+Every other registry of the kit is one of this type too: the fairness notions
+(:data:`fltrust.metrics.fairness.NOTIONS`), the trust measures
+(:data:`fltrust.trust.measures.registry.MEASURES`) and the scoring engine's operations and score
+types (:mod:`fltrust.trust.scoring.registry`).
 
 This module imports only :mod:`fltrust.names`.
 

@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from fltrust.registry import qualname
+from fltrust.registry import Registry, qualname
 from fltrust.trust.factsheet.io import get_field
 from fltrust.trust.factsheet.schema import (
     PROVENANCE_STATUSES,
@@ -56,6 +56,7 @@ if TYPE_CHECKING:
     from fltrust.trust.inputs import TrustInputs
 
 __all__ = [
+    "MEASURES",
     "MEASURE_STATUSES",
     "Measure",
     "MeasureError",
@@ -274,7 +275,8 @@ class RunView:
         return get_field(self.factsheet, path)
 
 
-_MEASURES: dict[str, Measure] = {}
+MEASURES: Registry[Measure] = Registry("measure", error=MeasureError)
+"""Every registered measure by function name, in registration order (:func:`measure` adds)."""
 
 
 def declared_field(path: str, kind: str = "number", source: str = "", *, who: str = "server",
@@ -345,16 +347,15 @@ def measure(
 
     def register(function: Callable[[RunView], Any]) -> Callable[[RunView], Any]:
         name = function.__name__
-        old = _MEASURES.get(name)
-        if old is not None and qualname(old.function) != qualname(function):
-            raise MeasureError(f"a measure named {name!r} is already registered ({qualname(old.function)}); "
-                               "rename the function")
+        old = MEASURES.get(name)
+        if old is not None and qualname(old) != qualname(function):  # checked before its fields change
+            raise MeasureError(f"measure {name!r} is already registered by {qualname(old)}; rename the function")
         unregister_measure(name)  # the same function registered again (a reloaded module) replaces itself
         try:
             declare_fields(fields, by=name)
         except FactsheetError as exc:
             raise MeasureError(f"measure {name!r}: {exc}") from None
-        _MEASURES[name] = Measure(name, function, fields, provenance, status, output)
+        MEASURES.register(Measure(name, function, fields, provenance, status, output))
         return function
 
     return register
@@ -407,7 +408,8 @@ def unregister_measure(name: str) -> None:
     name : str
         The function's name.
     """
-    if _MEASURES.pop(name, None) is not None:
+    if name in MEASURES:
+        MEASURES.unregister(name)
         undeclare_fields(by=name)
 
 
@@ -418,4 +420,4 @@ def registered_measures() -> list[Measure]:
     -------
     list of Measure
     """
-    return list(_MEASURES.values())
+    return list(MEASURES.values())

@@ -8,7 +8,7 @@ import pytest
 
 from fltrust.trust.factsheet import FIELD_BY_PATH, field_spec, new_factsheet
 from fltrust.trust.measures import Measured, declared_field, measure
-from fltrust.trust.measures.registry import MeasureError, registered_measures, unregister_measure
+from fltrust.trust.measures.registry import MEASURES, MeasureError, registered_measures, unregister_measure
 from fltrust.trust.measures.taxonomy import template_provenance
 from fltrust.trust.scoring import load_definitions
 
@@ -54,6 +54,25 @@ def test_results_are_checked_against_the_declaration(forget):
         entry.run(Measured(status="n/a"))
     result = entry.run(Measured({"scratch/b": [1]}, status="n/a", reason="none here"))
     assert (result.status, result.method, result.reason) == ("n/a", "p", "none here")
+
+
+def _rerun_cell():
+    @measure("scratch/rerun", provenance="p")
+    def rerun(run):
+        return 1.0
+    return rerun
+
+
+def test_a_rerun_measure_replaces_itself_and_a_taken_name_is_refused(forget):
+    forget("rerun")
+    _rerun_cell()
+    _rerun_cell()  # the same function again (a notebook cell that reruns): it replaces itself and its field
+    assert MEASURES["rerun"].paths == ("scratch/rerun",) and field_spec("scratch/rerun").extra
+    with pytest.raises(MeasureError, match=r"measure 'encryption' is already registered by "
+                                           r"fltrust\.trust\.measures\.taxonomy\.encryption; rename the function"):
+        @measure("scratch/enc", provenance="p")
+        def encryption(run):
+            return 0.0
 
 
 def test_a_field_is_declared_once():
