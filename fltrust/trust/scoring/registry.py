@@ -4,9 +4,10 @@ A metric of a definitions file names an *operation* (its raw value from its Fact
 a score *type* (the raw value onto [0, 1]). Both names are keys of a registry here (a
 :class:`fltrust.registry.Registry`), filled by the decorators :func:`operation` and
 :func:`score_type`: the packaged ones in :mod:`fltrust.trust.scoring.operations` and
-:mod:`fltrust.trust.scoring.normalization`, a user's in their own module. The same registries validate a definitions file
-(:mod:`fltrust.trust.scoring.definitions`: an unknown name fails naming the file, the metric and the
-registered names) and dispatch in the engine (:mod:`fltrust.trust.scoring.engine`).
+:mod:`fltrust.trust.scoring.normalization`, a user's in their own module. The same registries
+validate a definitions file (:mod:`fltrust.trust.scoring.definitions`: an unknown name fails naming
+the file, the metric and the registered names) and dispatch in the engine
+(:mod:`fltrust.trust.scoring.engine`).
 
 >>> @operation("ratio_of_two", arity=2)
 ... def ratio_of_two(a, b):
